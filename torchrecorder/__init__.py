@@ -1,0 +1,36 @@
+"""torchrecorder: record the execution graph of a PyTorch module and draw it.
+
+>>> import torch, torchrecorder
+>>> net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+>>> rec = torchrecorder.record(net, "mlp", (1, 4))
+>>> [layer.key for layer in rec.layers()]
+['mlp', '0', '1', '2']
+>>> "cluster_mlp" in torchrecorder.make_dot(rec, render_depth=1).source
+True
+"""
+
+from .api import make_dot, record, render_network
+from .backend import GraphvizNotFoundError
+from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
+from .recorder import Recorder, recording
+from .renderer import BaseRenderer, GraphvizRenderer, GraphvizStyler
+
+__version__ = "0.2.0"
+
+__all__ = [
+    "BaseNode",
+    "BaseRenderer",
+    "ContextNode",
+    "GraphvizNotFoundError",
+    "GraphvizRenderer",
+    "GraphvizStyler",
+    "LayerNode",
+    "OpNode",
+    "ParamNode",
+    "Recorder",
+    "TensorNode",
+    "make_dot",
+    "record",
+    "recording",
+    "render_network",
+]

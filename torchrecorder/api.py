@@ -1,0 +1,271 @@
+"""The convenience functions: :func:`record`, :func:`make_dot` and :func:`render_network`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from typing import Any, Optional, Union
+
+import graphviz
+import torch
+from torch import nn
+
+from .backend import SOURCE_FORMATS, available_formats, render_source
+from .recorder import Recorder, recording
+from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
+
+__all__ = ["make_dot", "record", "render_network"]
+
+Shape = Sequence[int]
+InputShapes = Union[None, Shape, list[Shape]]
+
+
+def _check_module(net: Any) -> nn.Module:
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
+    return net
+
+
+def _normalise_shapes(input_shapes: Any) -> list[tuple[int, ...]]:
+    """``(1, 3)`` -> ``[(1, 3)]``; ``[(1, 3), (1, 5)]`` -> itself; anything else is an error."""
+    def as_shape(s: Any) -> tuple[int, ...]:
+        if isinstance(s, (tuple, list, torch.Size)) and all(
+            isinstance(d, int) and not isinstance(d, bool) for d in s
+        ):
+            if any(d < 0 for d in s):
+                raise ValueError(f"input shape {tuple(s)} has a negative dimension")
+            return tuple(s)
+        raise TypeError(
+            "input_shapes must be a tuple of ints for one input, or a list of such tuples "
+            f"for several, got {input_shapes!r}"
+        )
+
+    if isinstance(input_shapes, (tuple, torch.Size)) and all(isinstance(d, int) for d in input_shapes):
+        return [as_shape(input_shapes)]
+    if isinstance(input_shapes, (list, tuple)) and input_shapes:
+        return [as_shape(s) for s in input_shapes]
+    return [as_shape(input_shapes)]
+
+
+def _default_device_dtype(net: nn.Module) -> tuple[torch.device, torch.dtype]:
+    device, dtype = torch.device("cpu"), torch.get_default_dtype()
+    for t in (*net.parameters(), *net.buffers()):
+        device = t.device
+        break
+    for p in net.parameters():
+        if p.is_floating_point():
+            dtype = p.dtype
+            break
+    return device, dtype
+
+
+def _make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any,
+                 dtype: Optional[torch.dtype]) -> tuple[Any, ...]:
+    if input_data is not None:
+        return input_data if isinstance(input_data, tuple) else (input_data,)
+    shapes = _normalise_shapes(input_shapes)
+    dev, dt = _default_device_dtype(net)
+    dev = torch.device(device) if device is not None else dev
+    dt = dtype if dtype is not None else dt
+    gen = torch.Generator().manual_seed(0)
+    if dev.type == "meta":
+        return tuple(torch.empty(s, dtype=dt, device=dev) for s in shapes)
+    return tuple(torch.randn(s, generator=gen, dtype=dt).to(dev) for s in shapes)
+
+
+@contextlib.contextmanager
+def _model_state_kept(net: nn.Module) -> Iterator[None]:
+    """Put back buffers, training flags and the random state that a forward pass may change."""
+    modes = {m: m.training for m in net.modules()}
+    buffers = []
+    for module in net.modules():
+        for bname, buf in module._buffers.items():
+            if buf is not None:
+                buffers.append((module, bname, buf, buf.detach().clone()))
+    cuda = sorted({t.device.index or 0 for t in (*net.parameters(), *net.buffers())
+                   if t.device.type == "cuda"})
+    try:
+        with torch.random.fork_rng(devices=cuda):
+            yield
+    finally:
+        with torch.no_grad():
+            for module, bname, buf, saved in buffers:
+                module._buffers[bname] = buf
+                if buf.device.type != "meta":
+                    buf.copy_(saved)
+        for module, training in modes.items():
+            module.training = training
+
+
+def record(
+    net: nn.Module,
+    name: str = "net",
+    input_shapes: InputShapes = None,
+    input_data: Any = None,
+    *,
+    input_kwargs: Optional[dict[str, Any]] = None,
+    device: Union[str, torch.device, None] = None,
+    dtype: Optional[torch.dtype] = None,
+    keep_tensors: bool = False,
+) -> Recorder:
+    """Record the graph by running a single forward pass of ``net``.
+
+    The model is left as it was: hooks are removed whatever happens, buffers
+    (such as BatchNorm statistics) and training flags are put back, and the
+    global random state is untouched.  The forward pass runs in the caller's
+    grad mode (wrap the call in ``torch.no_grad()`` to save memory).
+
+    Args:
+        net: the module to record.
+        name: the name shown for the network.
+        input_shapes: a tuple if ``net`` has one input, a list of tuples for
+            several, ``None`` when ``input_data`` is given.  Random inputs of
+            these shapes are made on the model's device, in its dtype.
+        input_data: a tensor, or a tuple of positional arguments; used instead
+            of ``input_shapes`` (needed for integer token ids, for instance).
+        input_kwargs: keyword arguments for ``net.forward``.
+        device: device for inputs made from ``input_shapes``
+            (default: where the model's parameters are).
+        dtype: dtype for inputs made from ``input_shapes``
+            (default: the model's floating dtype).
+        keep_tensors: keep the tensors on the graph's tensor nodes.
+
+    Returns:
+        a :class:`~torchrecorder.recorder.Recorder` holding the execution graph.
+
+    Raises:
+        TypeError: ``net`` is not a module, or ``input_shapes`` is malformed.
+        ValueError: neither ``input_shapes`` nor ``input_data`` was given.
+        Exception: whatever ``net`` raised, with a note naming the module that
+            raised and its input shapes; ``exc.recording`` is the partial graph.
+
+    >>> import torch
+    >>> rec = record(torch.nn.Linear(3, 2), "fc", (1, 3))
+    >>> [n.key for n in rec.nodes.values() if n.key]
+    ['fc', 'weight', 'bias', 'input:input', 'fc/linear', 'fc:out']
+    """
+    _check_module(net)
+    if input_shapes is None and input_data is None and not input_kwargs:
+        raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
+                         "input_data (a tensor or a tuple of them); both are None")
+    args = _make_inputs(net, input_shapes, input_data, device, dtype)
+    kwargs = dict(input_kwargs or {})
+    with _model_state_kept(net), recording(net, name, keep_tensors=keep_tensors) as rec:
+        net(*args, **kwargs)
+    return rec
+
+
+def make_dot(rec: Recorder, render_depth: int = 256,
+             styler_cls: Optional[type[GraphvizStyler]] = None, **styler_args: Any) -> graphviz.Digraph:
+    """Produce the Graphviz representation of a recording.
+
+    Args:
+        rec: a :class:`~torchrecorder.recorder.Recorder`.
+        render_depth: depth until which modules are drawn expanded (see
+            :class:`~torchrecorder.renderer.base.BaseRenderer`).
+        styler_cls: styler class; ``None`` means
+            :class:`~torchrecorder.renderer.GraphvizStyler`.
+        **styler_args: passed to the styler (Graphviz attributes for all nodes,
+            ``KIND_attrs`` mappings, ``preset``).
+
+    Returns:
+        a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
+        itself in Jupyter.
+    """
+    return GraphvizRenderer(rec, render_depth, styler_cls, **styler_args).render()
+
+
+def _check_directory(directory: str) -> None:
+    """Fail early, before running the model, if ``directory`` cannot be created or written."""
+    path = os.path.abspath(directory)
+    probe = path
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe):
+        raise NotADirectoryError(f"cannot write to {directory!r}: {probe!r} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot write to {directory!r}: {probe!r} is not writable")
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".torchrecorder-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def render_network(
+    net: nn.Module,
+    name: str,
+    input_shapes: InputShapes,
+    directory: Union[str, os.PathLike[str]],
+    filename: Optional[str] = None,
+    fmt: str = "svg",
+    input_data: Any = None,
+    render_depth: int = 1,
+    *,
+    input_kwargs: Optional[dict[str, Any]] = None,
+    device: Union[str, torch.device, None] = None,
+    dtype: Optional[torch.dtype] = None,
+    **styler_args: Any,
+) -> str:
+    """Record ``net`` and write its picture to ``directory/filename.fmt``.
+
+    Args:
+        net: the module to draw.
+        name: name of the network; also the file name unless ``filename`` is given.
+        input_shapes: as in :func:`record`.
+        directory: where to write; created if needed.
+        filename: file name without extension (default: ``name``).
+        fmt: any format of the installed Graphviz (``svg``, ``png``, ``pdf``,
+            ...), or ``dot``/``gv`` for the DOT source.
+        input_data: as in :func:`record`.
+        render_depth: depth until which modules are drawn expanded (default 1:
+            the network's direct children as boxes).
+        input_kwargs, device, dtype: as in :func:`record`.
+        **styler_args: as in :func:`make_dot`.
+
+    Returns:
+        the path of the written file.
+
+    Raises:
+        ValueError: ``fmt`` is unknown.
+        GraphvizNotFoundError: an image format was asked for and Graphviz is
+            not installed.
+        OSError: ``directory`` cannot be created or written.
+
+    Nothing is written unless everything succeeded.
+    """
+    _check_module(net)
+    fmt = str(fmt).lower().lstrip(".")
+    if fmt not in SOURCE_FORMATS and fmt not in available_formats():
+        raise ValueError(f"unknown format {fmt!r}; available: {', '.join(sorted(available_formats()))}")
+    directory = os.fspath(directory)
+    _check_directory(directory)
+    rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
+                 dtype=dtype)
+    dot = make_dot(rec, render_depth, **styler_args)
+    if fmt in ("dot", "gv"):
+        data = dot.source.encode()
+    else:
+        data = render_source(dot.source, fmt)
+    stem = filename if filename is not None else name.replace(os.sep, "_").replace("/", "_")
+    if stem.endswith("." + fmt):
+        stem = stem[: -len(fmt) - 1]
+    path = os.path.join(directory, f"{stem}.{fmt}")
+    _write_atomically(path, data)
+    return path
+
+

@@ -1,0 +1,271 @@
+"""The node model of a recording: layers, tensors, parameters and operations.
+
+A :class:`~torchrecorder.recorder.Recorder` keeps its nodes in ``rec.nodes``, a
+dict from a *key* to a node.  Keys are unique, deterministic, readable strings
+(``"layer1.0.conv1"``, ``"layer1.0/add"``, ``"fc:out"``); the context node that
+holds everything has the key ``None``.  A node's ``parent`` is the key of the
+node whose scope it belongs to, and a layer's ``subnets`` holds the keys of its
+children in the order they were recorded.
+
+Nodes hold metadata (names, shapes, dtypes, parameter counts), never the
+activations themselves, unless a recording was asked to keep them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Iterator, MutableSet
+from typing import Any, Generic, Optional, TypeVar
+
+__all__ = [
+    "BaseNode",
+    "ContextNode",
+    "LayerNode",
+    "OpNode",
+    "OrderedSet",
+    "ParamNode",
+    "TensorNode",
+    "shape_str",
+]
+
+Key = Optional[str]
+T = TypeVar("T", bound=Hashable)
+
+
+class OrderedSet(MutableSet[T], Generic[T]):
+    """A set that remembers insertion order, so that iteration is deterministic."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[T] = ()) -> None:
+        self._items: dict[T, None] = dict.fromkeys(items)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._items
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, value: T) -> None:
+        """Add ``value`` at the end unless it is already present."""
+        self._items[value] = None
+
+    def discard(self, value: T) -> None:
+        """Remove ``value`` if present."""
+        self._items.pop(value, None)
+
+    def __repr__(self) -> str:
+        return f"OrderedSet({list(self._items)!r})"
+
+
+def shape_str(shape: Optional[tuple[int, ...]]) -> str:
+    """Format a shape as ``1×3×224×224`` (``scalar`` for 0-d, ``?`` if unknown)."""
+    if shape is None:
+        return "?"
+    if len(shape) == 0:
+        return "scalar"
+    return "×".join(str(s) for s in shape)
+
+
+class BaseNode:
+    """A node of the recorded graph.
+
+    Attributes:
+        name: short display name (a module's attribute name, an op name, ...).
+        fn: the recorded object where one is kept: the module of a layer, the
+            parameter of a :class:`ParamNode`, the torch callable of an op, the
+            tensor of a :class:`TensorNode` only when tensors are kept.
+            ``None`` for graphs loaded from JSON.
+        depth: scope depth; the context is ``-1``, the root module ``0``.
+        parent: key of the node whose scope holds this one (``None`` is the
+            context).
+        key: this node's key in ``Recorder.nodes``.
+    """
+
+    kind = "node"
+    __slots__ = ("depth", "fn", "key", "name", "parent")
+
+    def __init__(
+        self,
+        name: str = "",
+        fn: Any = None,
+        depth: int = -1,
+        parent: Key = None,
+        key: Key = None,
+    ) -> None:
+        self.name = name
+        self.fn = fn
+        self.depth = depth
+        self.parent = parent
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(key={self.key!r}, name={self.name!r}, depth={self.depth})"
+
+
+class LayerNode(BaseNode):
+    """One call of a :class:`torch.nn.Module`.
+
+    A module called several times gives one ``LayerNode`` per call; the second
+    call's key ends in ``#2``.
+
+    Attributes:
+        subnets: keys of the nodes recorded inside this call, in order.
+        type_name: the module's class name, e.g. ``"Conv2d"``.
+        path: the module's dotted path in the root module (``""`` for the root).
+        call_index: 1 for the first call of this module, 2 for the second, ...
+        num_params: number of parameter elements the module owns directly.
+        num_params_total: parameter elements of the module and its children.
+        num_buffers: number of buffer elements the module owns directly.
+        input_shapes: shapes of the tensors the call received.
+        output_shapes: shapes of the tensors the call returned.
+        error: ``"ExcType: message"`` if the call raised, else ``None``.
+    """
+
+    kind = "layer"
+    __slots__ = (
+        "call_index",
+        "error",
+        "input_shapes",
+        "num_buffers",
+        "num_params",
+        "num_params_total",
+        "output_shapes",
+        "path",
+        "subnets",
+        "type_name",
+    )
+
+    def __init__(
+        self,
+        name: str = "",
+        fn: Any = None,
+        depth: int = -1,
+        parent: Key = None,
+        key: Key = None,
+        *,
+        type_name: str = "",
+        path: str = "",
+        call_index: int = 1,
+    ) -> None:
+        super().__init__(name, fn, depth, parent, key)
+        self.subnets: OrderedSet[Key] = OrderedSet()
+        self.type_name = type_name or (type(fn).__name__ if fn is not None else "")
+        self.path = path
+        self.call_index = call_index
+        self.num_params = 0
+        self.num_params_total = 0
+        self.num_buffers = 0
+        self.input_shapes: list[tuple[int, ...]] = []
+        self.output_shapes: list[tuple[int, ...]] = []
+        self.error: Optional[str] = None
+
+
+class ContextNode(LayerNode):
+    """The node that holds a whole recording: its key is ``None``, its depth ``-1``.
+
+    Its ``subnets`` are the root module's call(s) and the root's input and output
+    tensors.
+    """
+
+    kind = "context"
+    __slots__ = ()
+
+    def __init__(self, name: str = "ContextDummy") -> None:
+        super().__init__(name=name, fn=None, depth=-1, parent=None, key=None)
+
+
+class TensorNode(BaseNode):
+    """A tensor that crosses a module boundary (a layer's input or output).
+
+    Attributes:
+        shape: the tensor's shape as a tuple of ints.
+        dtype: the dtype's name, e.g. ``"float32"``.
+        device: the device's string, e.g. ``"cpu"`` or ``"meta"``.
+        role: ``"input"`` for the root module's inputs, ``"output"`` for its
+            outputs, ``""`` for tensors between layers.
+    """
+
+    kind = "tensor"
+    __slots__ = ("device", "dtype", "role", "shape")
+
+    def __init__(
+        self,
+        name: str = "",
+        fn: Any = None,
+        depth: int = -1,
+        parent: Key = None,
+        key: Key = None,
+        *,
+        shape: Optional[tuple[int, ...]] = None,
+        dtype: str = "",
+        device: str = "",
+        role: str = "",
+    ) -> None:
+        super().__init__(name, fn, depth, parent, key)
+        self.shape = shape
+        self.dtype = dtype
+        self.device = device
+        self.role = role
+
+
+class ParamNode(TensorNode):
+    """A parameter of a module, recorded once, in the scope of its module's first call.
+
+    Attributes:
+        path: the parameter's dotted path in the root module.
+        numel: number of elements.
+        requires_grad: whether the parameter is trainable.
+    """
+
+    kind = "param"
+    __slots__ = ("numel", "path", "requires_grad")
+
+    def __init__(
+        self,
+        name: str = "",
+        fn: Any = None,
+        depth: int = -1,
+        parent: Key = None,
+        key: Key = None,
+        *,
+        shape: Optional[tuple[int, ...]] = None,
+        dtype: str = "",
+        device: str = "",
+        path: str = "",
+        numel: int = 0,
+        requires_grad: bool = True,
+    ) -> None:
+        super().__init__(name, fn, depth, parent, key, shape=shape, dtype=dtype, device=device)
+        self.path = path
+        self.numel = numel
+        self.requires_grad = requires_grad
+
+
+class OpNode(BaseNode):
+    """An operation that ran during the forward pass (``linear``, ``cat``, ``add``).
+
+    Attributes:
+        op: the operation's name as called in the forward code.
+        output_shapes: shapes of the tensors the operation produced.
+    """
+
+    kind = "op"
+    __slots__ = ("op", "output_shapes")
+
+    def __init__(
+        self,
+        name: str = "",
+        fn: Any = None,
+        depth: int = -1,
+        parent: Key = None,
+        key: Key = None,
+        *,
+        op: str = "",
+        output_shapes: Optional[list[tuple[int, ...]]] = None,
+    ) -> None:
+        super().__init__(name, fn, depth, parent, key)
+        self.op = op or name
+        self.output_shapes = output_shapes if output_shapes is not None else []

@@ -1,0 +1,832 @@
+"""Record the execution graph of an ``nn.Module`` during a forward pass.
+
+Two mechanisms work together while a :class:`Recorder` is active:
+
+* forward pre- and post-hooks on every module open and close a *call scope*:
+  each call becomes a :class:`~torchrecorder.nodes.LayerNode`, the tensors it
+  receives and returns become :class:`~torchrecorder.nodes.TensorNode` s, and
+  its parameters :class:`~torchrecorder.nodes.ParamNode` s;
+* a :class:`torch.overrides.TorchFunctionMode` sees every torch operation that
+  runs in between (inside a module, or between modules) and records it as an
+  :class:`~torchrecorder.nodes.OpNode` in the scope of the module that ran it,
+  with edges from whatever produced its inputs.
+
+The second mechanism replaces the original torchrecorder's walk of ``grad_fn``:
+it sees operations on tensors that autograd never sees (integer token ids,
+boolean masks, anything under ``torch.no_grad()`` or ``inference_mode``), never
+detaches or replaces a tensor, and needs no gradients, so the model and its
+outputs stay exactly as they would be without recording.  The ``grad_fn`` walk
+survives as :func:`op_acc`, an iterative walker for autograd graphs.
+
+Nothing here patches torch globally: the hooks are per module and removed when
+recording ends, and the mode is active only inside the recording context.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Optional
+
+from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
+
+from ._walk import iter_tensors, named_tensors
+from .nodes import (
+    BaseNode,
+    ContextNode,
+    Key,
+    LayerNode,
+    OpNode,
+    OrderedSet,
+    ParamNode,
+    TensorNode,
+    shape_str,
+)
+
+__all__ = [
+    "Recorder",
+    "leaf_dummy",
+    "op_acc",
+    "param_acc",
+    "posthook",
+    "prehook",
+    "recording",
+    "tensor_acc",
+]
+
+_INPLACE_DUNDERS = frozenset(
+    {
+        "__setitem__",
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__itruediv__",
+        "__ifloordiv__",
+        "__imod__",
+        "__ipow__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+        "__ilshift__",
+        "__irshift__",
+        "__imatmul__",
+    }
+)
+
+
+def _op_info(func: Callable[..., Any]) -> tuple[str, bool]:
+    """The display name of a torch callable and whether it mutates its first argument."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if name == "__get__":  # a property such as Tensor.T
+        name = getattr(getattr(func, "__self__", None), "__name__", "getattr")
+    inplace = name in _INPLACE_DUNDERS or (name.endswith("_") and not name.endswith("__"))
+    if name.startswith("__") and name.endswith("__"):
+        name = name[2:-2]
+        if name.startswith(("i", "r")) and name[1:] in _ARITH:
+            name = name[1:]
+    if "." in name:  # torch.ops.aten.add.Tensor -> add
+        name = name.split(".")[0]
+    return name or "op", inplace
+
+
+_ARITH = frozenset(
+    {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+     "lshift", "rshift", "matmul", "div"}
+)
+
+
+def _tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
+    return tuple(t.shape), str(t.dtype).replace("torch.", ""), str(t.device)
+
+
+class _Namespace:
+    """Hands out unique, readable keys: ``add``, ``add_1``, ``add_2``, ..."""
+
+    __slots__ = ("_used",)
+
+    def __init__(self) -> None:
+        self._used: dict[str, int] = {}
+
+    def __call__(self, candidate: str) -> str:
+        n = self._used.get(candidate)
+        if n is None:
+            self._used[candidate] = 0
+            return candidate
+        while True:
+            n += 1
+            name = f"{candidate}_{n}"
+            if name not in self._used:
+                self._used[candidate] = n
+                self._used[name] = 0
+                return name
+
+
+class _OpMode(TorchFunctionMode):
+    """Records every torch operation that runs while the recorder is active."""
+
+    def __init__(self, rec: Recorder) -> None:
+        super().__init__()
+        self.rec = rec
+
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: Optional[dict[str, Any]] = None,
+    ) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        out = func(*args, **kwargs)
+        rec = self.rec
+        if rec._paused or rec._thread != threading.get_ident():
+            return out
+        info = rec._op_cache.get(func)
+        if info is None:
+            info = rec._op_cache[func] = _op_info(func)
+        if isinstance(out, Tensor):
+            outs: list[Tensor] = [out]
+        elif isinstance(out, (tuple, list)):
+            outs = [o for o in out if isinstance(o, Tensor)]
+        else:
+            outs = []
+        if info[1] and args and isinstance(args[0], Tensor):
+            target = args[0]
+            if isinstance(target, nn.Parameter):
+                return out  # parameter initialisation, not dataflow
+            if not any(o is target for o in outs):
+                outs.append(target)
+        if outs:
+            rec._record_op(func, info[0], args, kwargs, outs, info[1])
+        return out
+
+
+class Recorder:
+    """Record and store execution graph information.
+
+    A ``Recorder`` is the graph: ``nodes`` maps keys to nodes, ``edges`` holds
+    ``(from_key, to_key)`` pairs in the order they were recorded.  Build one with
+    :func:`torchrecorder.record` or the :func:`recording` context manager.
+
+    Attributes:
+        name: the name given to the root module.
+        nodes: dict from key to :class:`~torchrecorder.nodes.BaseNode`; the
+            context node has the key ``None``.
+        edges: ordered set of ``(from_key, to_key)`` pairs.
+        fn_types: how many nodes of each type name were created.
+        keep_tensors: whether tensor nodes keep the tensors in ``fn``.
+        error: ``"ExcType: message"`` when the recorded forward pass raised.
+        failed_key: key of the innermost module call that raised, if any.
+    """
+
+    def __init__(self, name: str = "net", *, keep_tensors: bool = False) -> None:
+        self.name = name
+        self.keep_tensors = keep_tensors
+        self.nodes: dict[Key, BaseNode] = {}
+        self.edges: OrderedSet[tuple[Key, Key]] = OrderedSet()
+        self.fn_types: dict[str, int] = {}
+        self.error: Optional[str] = None
+        self.failed_key: Key = None
+        self._names = _Namespace()
+        self._sources: set[Key] = set()
+        # recording-time state, emptied when recording ends
+        self._live: dict[int, tuple[Any, Key]] = {}
+        self._stack: list[LayerNode] = []
+        self._calls: dict[int, int] = {}
+        self._templates: dict[int, LayerNode] = {}
+        self._params: dict[int, tuple[nn.Parameter, str]] = {}
+        self._handles: list[Any] = []
+        self._op_cache: dict[Any, tuple[str, bool]] = {}
+        self._paused = 0
+        self._thread = threading.get_ident()
+        self._create_context()
+
+    # ------------------------------------------------------------------ graph
+    @property
+    def context(self) -> ContextNode:
+        """The node that holds the whole recording (key ``None``)."""
+        node = self.nodes[None]
+        assert isinstance(node, ContextNode)
+        return node
+
+    @property
+    def fn_set(self) -> Any:
+        """The keys of all recorded nodes (a set-like view)."""
+        return self.nodes.keys()
+
+    def layers(self) -> Iterator[LayerNode]:
+        """Every recorded module call, in call order."""
+        for node in self.nodes.values():
+            if isinstance(node, LayerNode) and not isinstance(node, ContextNode):
+                yield node
+
+    def calls_of(self, module: nn.Module) -> list[LayerNode]:
+        """The recorded calls of ``module``, in order (empty if never called)."""
+        return [n for n in self.layers() if n.fn is module]
+
+    def _create_context(self) -> None:
+        self.nodes[None] = ContextNode()
+
+    def _insert(self, node: BaseNode, candidate: str) -> BaseNode:
+        node.key = self._names(candidate)
+        self.nodes[node.key] = node
+        parent = self.nodes[node.parent]
+        assert isinstance(parent, LayerNode), f"parent {node.parent!r} is not a layer"
+        parent.subnets.add(node.key)
+        tname = type(node).__name__
+        self.fn_types[tname] = self.fn_types.get(tname, 0) + 1
+        return node
+
+    def _key_of(self, obj: Any) -> Key:
+        if obj is None or isinstance(obj, str):
+            return obj
+        if isinstance(obj, BaseNode):
+            return obj.key
+        entry = self._live.get(id(obj))
+        if entry is None:
+            raise KeyError(f"{type(obj).__name__} object is not part of this recording")
+        return entry[1]
+
+    def _lookup(self, obj: Any) -> Key:
+        """The key of the node that currently stands for the live object ``obj``."""
+        entry = self._live.get(id(obj))
+        if entry is not None:
+            ref = entry[0]
+            target = ref() if isinstance(ref, weakref.ref) else ref
+            if target is obj:
+                return entry[1]
+        return None
+
+    def _bind(self, obj: Any, key: Key) -> None:
+        try:
+            ref: Any = weakref.ref(obj)
+        except TypeError:
+            ref = obj
+        self._live[id(obj)] = (ref, key)
+
+    def add_node(
+        self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None
+    ) -> BaseNode:
+        """Construct a node of the recording graph for the object ``net``.
+
+        Args:
+            net: a module (gives a :class:`~.nodes.LayerNode`), a parameter
+                (:class:`~.nodes.ParamNode`), a tensor
+                (:class:`~.nodes.TensorNode`) or an autograd node such as a
+                ``grad_fn`` (:class:`~.nodes.OpNode`).
+            depth: the scope depth at which ``net`` is found.
+            parent: the key, node or recorded object in whose scope ``net`` runs.
+            name: display name; defaults to the class name.
+
+        Returns:
+            The new node; ``net`` now maps to it (see :meth:`add_dummy`).
+        """
+        classname = type(net).__name__
+        label = name if name is not None else classname
+        pkey = self._key_of(parent)
+        node: BaseNode
+        if isinstance(net, nn.Module):
+            node = LayerNode(name=label, fn=net, depth=depth, parent=pkey, type_name=classname)
+        elif isinstance(net, nn.Parameter):
+            shape, dtype, device = _tensor_meta(net)
+            node = ParamNode(name=label, fn=net, depth=depth, parent=pkey, shape=shape,
+                             dtype=dtype, device=device, numel=net.numel(),
+                             requires_grad=net.requires_grad)
+        elif isinstance(net, Tensor):
+            shape, dtype, device = _tensor_meta(net)
+            node = TensorNode(name=label, fn=net if self.keep_tensors else None, depth=depth,
+                              parent=pkey, shape=shape, dtype=dtype, device=device)
+        elif hasattr(net, "next_functions"):
+            opname = _grad_fn_op_name(classname)
+            node = OpNode(name=name or opname, fn=net, depth=depth, parent=pkey, op=opname)
+        else:
+            raise TypeError(f"cannot create a node for {classname} object {net!r}")
+        parent_key = pkey if pkey is not None else ""
+        self._insert(node, f"{parent_key}/{label}" if parent_key else label)
+        self._bind(net, node.key)
+        return node
+
+    def add_dummy(self, dummy: Any, fn: Any) -> None:
+        """Point the object ``dummy`` at the node already recorded for ``fn``.
+
+        Instead of creating a separate node, later lookups of ``dummy`` (a dummy
+        tensor, a ``grad_fn``) find the node of ``fn``.  Used by
+        :func:`leaf_dummy` and for ``AccumulateGrad`` nodes in :func:`op_acc`.
+        """
+        self._bind(dummy, self._key_of(fn))
+
+    def add_edge(self, _from: Any, _to: Any) -> None:
+        """Record an edge between two recorded nodes (given as keys, nodes or objects)."""
+        a, b = self._key_of(_from), self._key_of(_to)
+        if a not in self.nodes or b not in self.nodes:
+            raise KeyError(f"cannot draw an edge involving unrecorded nodes {(a, b)!r}")
+        self.edges.add((a, b))
+        self._sources.add(a)
+
+    # ------------------------------------------------------------------ hooks
+    def register_hooks(
+        self, net: nn.Module, depth: int = 0, parent: Any = None, name: Optional[str] = None
+    ) -> None:
+        """Register the recorder's hooks on ``net`` and every module inside it.
+
+        Each module gets a forward pre-hook (:func:`prehook`) and a forward hook
+        (:func:`posthook`), both with keyword arguments.  A module reachable by
+        two paths is hooked once.  :meth:`remove_hooks` takes them all off.
+
+        Args:
+            net: the root module.
+            depth: unused; kept for compatibility (depths follow the calls).
+            parent: unused; kept for compatibility.
+            name: display name of the root module (defaults to ``self.name``).
+        """
+        del depth, parent
+        root_name = name if name is not None else self.name
+        try:
+            for path, module in net.named_modules():
+                template = LayerNode(
+                    name=path.rsplit(".", 1)[-1] if path else root_name,
+                    fn=module,
+                    path=path,
+                )
+                self._templates[id(module)] = template
+                self._handles.append(
+                    module.register_forward_pre_hook(_make_prehook(self, template), with_kwargs=True)
+                )
+                self._handles.append(
+                    module.register_forward_hook(_make_posthook(self, template), with_kwargs=True)
+                )
+            for ppath, param in net.named_parameters():
+                self._params[id(param)] = (param, ppath)
+        except BaseException:
+            self.remove_hooks()
+            raise
+
+    def remove_hooks(self) -> None:
+        """Remove every hook this recorder registered; safe to call twice."""
+        handles, self._handles = self._handles, []
+        for handle in handles:
+            handle.remove()
+
+    # --------------------------------------------------------------- recording
+    def _scope(self) -> LayerNode:
+        return self._stack[-1] if self._stack else self.context
+
+    def _tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
+                     role: str = "") -> TensorNode:
+        shape, dtype, device = _tensor_meta(t)
+        node = TensorNode(name=name or shape_str(shape), fn=t if self.keep_tensors else None,
+                          depth=scope.depth + 1, parent=scope.key, shape=shape, dtype=dtype,
+                          device=device, role=role)
+        self._insert(node, candidate)
+        self._bind(t, node.key)
+        return node
+
+    def _param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> ParamNode:
+        shape, dtype, device = _tensor_meta(param)
+        node = ParamNode(name=path.rsplit(".", 1)[-1], fn=param, depth=scope.depth + 1,
+                         parent=scope.key, shape=shape, dtype=dtype, device=device, path=path,
+                         numel=param.numel(), requires_grad=param.requires_grad)
+        self._insert(node, path)
+        self._bind(param, node.key)
+        return node
+
+    def _source_of(self, t: Tensor, scope: LayerNode) -> Key:
+        """Key of the node that produced ``t``; creates a parameter node on first use."""
+        key = self._lookup(t)
+        if key is None and id(t) in self._params:
+            param, path = self._params[id(t)]
+            if param is t:
+                key = self._param_node(param, scope, path).key
+        return key
+
+    def _record_op(self, func: Any, opname: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   outs: list[Tensor], inplace: bool) -> None:
+        scope = self._stack[-1] if self._stack else self.context
+        self._paused += 1
+        try:
+            node = OpNode(name=opname, fn=func, depth=scope.depth + 1, parent=scope.key,
+                          op=opname, output_shapes=[tuple(o.shape) for o in outs])
+            key = self._insert(node, f"{scope.key}/{opname}" if scope.key else opname).key
+            for value in (*args, *kwargs.values()):
+                if isinstance(value, Tensor):
+                    src = self._source_of(value, scope)
+                    if src is not None:
+                        self.edges.add((src, key))
+                        self._sources.add(src)
+                elif isinstance(value, (list, tuple)):
+                    for item in value:
+                        if isinstance(item, Tensor):
+                            src = self._source_of(item, scope)
+                            if src is not None:
+                                self.edges.add((src, key))
+                                self._sources.add(src)
+            for o in outs:
+                self._bind(o, key)
+            if inplace:
+                base = outs[-1]._base
+                if base is not None:
+                    self._bind(base, key)
+        finally:
+            self._paused -= 1
+
+    def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
+               template: LayerNode) -> None:
+        scope = self._scope()
+        count = self._calls.get(id(module), 0) + 1
+        self._calls[id(module)] = count
+        base = template.path if template.path else template.name
+        call = LayerNode(name=template.name, fn=module, depth=scope.depth + 1, parent=scope.key,
+                         type_name=template.type_name, path=template.path, call_index=count)
+        self._insert(call, base if count == 1 else f"{base}#{count}")
+        if count == 1:
+            self._count_params(module, call)
+        for pname, param in module.named_parameters(recurse=False):
+            if self._lookup(param) is None:
+                self._param_node(param, call, f"{template.path}.{pname}" if template.path else pname)
+        if scope is self.context:
+            tensors: Any = named_tensors(_bind_arguments(module, args, kwargs), "")
+        else:
+            tensors = ((None, t) for t in iter_tensors((args, kwargs)))
+        shapes = call.input_shapes
+        for argname, t in tensors:
+            shapes.append(tuple(t.shape))
+            src = self._lookup(t)
+            if src is not None and isinstance(self.nodes[src], TensorNode):
+                continue
+            if argname is not None:
+                label = argname.lstrip(".")
+                node = self._tensor_node(t, scope, f"input:{label}", name=label, role="input")
+            else:
+                node = self._tensor_node(t, scope, f"{call.key}:in")
+            if src is not None:
+                self.add_edge(src, node.key)
+        self._stack.append(call)
+
+    def _count_params(self, module: nn.Module, call: LayerNode) -> None:
+        call.num_params = sum(p.numel() for p in module.parameters(recurse=False))
+        call.num_params_total = sum(p.numel() for p in module.parameters())
+        call.num_buffers = sum(b.numel() for b in module.buffers(recurse=False))
+
+    def _exit(self, module: nn.Module, outputs: Any) -> None:
+        stack = self._stack
+        while stack and stack[-1].fn is not module:
+            stack.pop()  # a call whose exception was caught inside the model
+        if not stack:
+            return
+        call = stack.pop()
+        scope = self.nodes[call.parent]
+        assert isinstance(scope, LayerNode)
+        at_root = isinstance(scope, ContextNode)
+        if at_root:
+            tensors: Any = named_tensors(outputs, "output")
+        else:
+            tensors = ((None, t) for t in iter_tensors(outputs))
+        for outname, t in tensors:
+            call.output_shapes.append(tuple(t.shape))
+            src = self._lookup(t)
+            node = self.nodes[src] if src is not None else None
+            if node is None or not self._inside(node, call):
+                # returned unchanged (or from nowhere): show the pass-through inside the call
+                ident = OpNode(name="identity", depth=call.depth + 1, parent=call.key, op="identity",
+                               output_shapes=[tuple(t.shape)])
+                self._insert(ident, f"{call.key}/identity")
+                if src is not None:
+                    self.add_edge(src, ident.key)
+                src, node = ident.key, ident
+            if isinstance(node, TensorNode) and not isinstance(node, ParamNode) \
+                    and node.parent == call.key and src not in self._sources:
+                self._promote(node, call, scope)
+                out_node = node
+            else:
+                out_node = self._tensor_node(t, scope, f"{call.key}:out")
+                self.add_edge(src, out_node.key)
+            if at_root:
+                out_node.role = "output"
+                if outname is not None and out_node.name == shape_str(out_node.shape):
+                    out_node.name = outname
+
+    def _inside(self, node: BaseNode, call: LayerNode) -> bool:
+        """Whether ``node`` was recorded inside the scope of ``call``."""
+        while node.depth > call.depth:
+            if node.parent == call.key:
+                return True
+            node = self.nodes[node.parent]
+        return False
+
+    def _promote(self, node: TensorNode, call: LayerNode, scope: LayerNode) -> None:
+        """Move a child's output tensor out of ``call``: it is also ``call``'s output."""
+        call.subnets.discard(node.key)
+        node.parent = scope.key
+        node.depth = call.depth
+        scope.subnets.add(node.key)
+
+    def _prune(self) -> None:
+        """Drop op nodes whose results nothing used (``x.sum().item()`` checks and the like)."""
+        removable = [k for k, n in self.nodes.items() if isinstance(n, OpNode) and k not in self._sources]
+        if not removable:
+            return
+        indegree_from: dict[Key, list[Key]] = {}
+        for a, b in self.edges:
+            indegree_from.setdefault(b, []).append(a)
+        outdeg: dict[Key, int] = {}
+        for a, _ in self.edges:
+            outdeg[a] = outdeg.get(a, 0) + 1
+        dead: set[Key] = set()
+        while removable:
+            k = removable.pop()
+            if k in dead:
+                continue
+            dead.add(k)
+            for src in indegree_from.get(k, ()):
+                outdeg[src] -= 1
+                if outdeg[src] == 0 and isinstance(self.nodes[src], OpNode):
+                    removable.append(src)
+        for k in dead:
+            node = self.nodes.pop(k)
+            parent = self.nodes.get(node.parent)
+            if isinstance(parent, LayerNode):
+                parent.subnets.discard(k)
+        self.edges = OrderedSet(e for e in self.edges if e[0] not in dead and e[1] not in dead)
+        self._sources = {a for a, _ in self.edges}
+
+    def _fail(self, exc: BaseException) -> None:
+        """Mark the innermost open call as the place where ``exc`` was raised."""
+        self.error = f"{type(exc).__name__}: {exc}"
+        if not self._stack:
+            return
+        failed = self._stack[-1]
+        failed.error = self.error
+        self.failed_key = failed.key
+        shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
+        where = failed.path or failed.name
+        note = (f"torchrecorder: raised in module '{where}' ({failed.type_name}) called with "
+                f"input shapes [{shapes}]; the partial recording is in the exception's "
+                "'recording' attribute")
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+        try:
+            exc.recording = self  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+
+    def _finish(self) -> None:
+        """Drop unused ops (unless the pass failed) and forget the live objects seen."""
+        if self.error is None:
+            self._prune()
+        self._live.clear()
+        self._stack.clear()
+        self._templates.clear()
+        self._params.clear()
+        self._op_cache.clear()
+
+    # --------------------------------------------------------------- display
+    def summary(self) -> str:
+        """A table of the recorded module calls: name, type, shapes, parameters."""
+        from .summary import summary_table
+
+        return summary_table(self)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        n_layers = sum(1 for _ in self.layers())
+        return (f"<Recorder {self.name!r}: {n_layers} module calls, {len(self.nodes) - 1} nodes, "
+                f"{len(self.edges)} edges>")
+
+
+def _bind_arguments(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Name the root module's arguments after its ``forward`` signature."""
+    import inspect
+
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        named: dict[str, Any] = {f"input{i}" if len(args) > 1 else "input": a for i, a in enumerate(args)}
+        named.update(kwargs)
+        return named
+    out: dict[str, Any] = {}
+    for pname, value in bound.arguments.items():
+        param = bound.signature.parameters[pname]
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            out.update(value)
+        elif param.kind is inspect.Parameter.VAR_POSITIONAL:
+            out.update({f"{pname}[{i}]": v for i, v in enumerate(value)})
+        else:
+            out[pname] = value
+    return out
+
+
+def _make_prehook(rec: Recorder, node: LayerNode) -> Callable[..., None]:
+    def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        prehook(module, args, rec, node, kwargs)
+
+    return hook
+
+
+def _make_posthook(rec: Recorder, node: LayerNode) -> Callable[..., None]:
+    def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], outputs: Any) -> None:
+        posthook(module, args, outputs, rec, node, kwargs)
+
+    return hook
+
+
+def prehook(module: nn.Module, inputs: Any, rec: Recorder, node: LayerNode,
+            kwargs: Optional[dict[str, Any]] = None) -> None:
+    """Hook run BEFORE ``module``: open a call scope.
+
+    Records a new :class:`~.nodes.LayerNode` for this call (in the scope of the
+    calling module), the module's parameters on its first call, and a
+    :class:`~.nodes.TensorNode` for each input tensor not already standing for
+    a layer boundary.  The inputs are passed on untouched.
+
+    Args:
+        module: the module about to run.
+        inputs: its positional arguments.
+        rec: the active :class:`Recorder`.
+        node: the layer template made by :meth:`Recorder.register_hooks`.
+        kwargs: its keyword arguments.
+    """
+    if rec._paused or rec._thread != threading.get_ident():
+        return
+    rec._paused += 1
+    try:
+        rec._enter(module, inputs if isinstance(inputs, tuple) else (inputs,), kwargs or {}, node)
+    finally:
+        rec._paused -= 1
+
+
+def posthook(module: nn.Module, inputs: Any, outputs: Any, rec: Recorder, node: LayerNode,
+             kwargs: Optional[dict[str, Any]] = None) -> None:
+    """Hook run AFTER ``module`` returned: close its call scope.
+
+    Each output tensor gets a :class:`~.nodes.TensorNode` in the caller's scope
+    with an edge from the node inside the call that produced it; an output that
+    is just a child's output is moved up instead of copied, and an output the
+    module returned unchanged gets an ``identity`` op.  The outputs are passed
+    on untouched.
+    """
+    del inputs, node, kwargs
+    if rec._paused or rec._thread != threading.get_ident():
+        return
+    rec._paused += 1
+    try:
+        rec._exit(module, outputs)
+    finally:
+        rec._paused -= 1
+
+
+@contextmanager
+def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False) -> Iterator[Recorder]:
+    """Record every forward call of ``net`` made inside the ``with`` block.
+
+    >>> import torch
+    >>> net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    >>> with recording(net, "mlp") as rec:
+    ...     out = net(torch.randn(2, 4))
+    >>> [layer.key for layer in rec.layers()]
+    ['mlp', '0', '1']
+
+    On leaving the block every hook is removed, whatever happened.  If the
+    block raises, the exception goes on unchanged but for a note naming the
+    module that raised, and ``exc.recording`` holds the partial graph.
+
+    Args:
+        net: the module to record.
+        name: the name shown for the root module.
+        keep_tensors: keep the tensors (activations) on the tensor nodes.
+    """
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"expected a torch.nn.Module to record, got {type(net).__name__}")
+    rec = Recorder(name, keep_tensors=keep_tensors)
+    rec.register_hooks(net, name=name)
+    try:
+        with _OpMode(rec):
+            yield rec
+    except BaseException as exc:
+        rec._fail(exc)
+        raise
+    finally:
+        rec.remove_hooks()
+        rec._finish()
+
+
+# -------------------------------------------------- the original hook functions
+def _grad_fn_op_name(classname: str) -> str:
+    """``AddmmBackward0`` -> ``addmm``; ``NativeLayerNormBackward0`` -> ``native_layer_norm``."""
+    base = classname
+    for suffix in ("Backward0", "Backward1", "Backward"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    out = []
+    for i, ch in enumerate(base):
+        boundary = base[i - 1].islower() or (i + 1 < len(base) and base[i + 1].islower())
+        if ch.isupper() and i > 0 and boundary:
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out) or classname
+
+
+def op_acc(gf: Any, rec: Recorder, node: Any) -> None:
+    """Operator accumulator: record the autograd graph that ends at ``gf``.
+
+    Walks ``gf`` and everything reachable through ``next_functions`` with an
+    explicit stack (no recursion limit), adding an :class:`~.nodes.OpNode` in
+    the scope of ``node`` for each autograd node not yet recorded, and an edge
+    for each connection.  An ``AccumulateGrad`` node is not drawn: it points to
+    the node of its ``variable`` (recorded as a parameter node if needed).
+
+    Args:
+        gf: a ``grad_fn`` (autograd node) or ``None``.
+        rec: the :class:`Recorder` to update.
+        node: the layer node (or its key) whose scope the operations belong to.
+    """
+    if gf is None:
+        return
+    scope = rec.nodes[rec._key_of(node)]
+    depth = scope.depth + 1
+
+    def ensure(fn: Any) -> Key:
+        key = rec._lookup(fn)
+        if key is not None:
+            return key
+        variable = getattr(fn, "variable", None)
+        if variable is not None:
+            vkey = rec._lookup(variable)
+            if vkey is None:
+                vkey = rec.add_node(variable, depth, scope.key, getattr(variable, "name", None)).key
+            rec.add_dummy(fn, vkey)
+            return vkey
+        return rec.add_node(fn, depth, scope.key).key
+
+    stack = [gf]
+    ensure(gf)
+    expanded: set[int] = set()
+    while stack:
+        fn = stack.pop()
+        if id(fn) in expanded or getattr(fn, "variable", None) is not None:
+            continue
+        expanded.add(id(fn))
+        to_key = ensure(fn)
+        for nxt, _ in fn.next_functions:
+            if nxt is None:
+                continue
+            rec.add_edge(ensure(nxt), to_key)
+            stack.append(nxt)
+
+
+def tensor_acc(tensor: Tensor, rec: Recorder, node: Any) -> Key:
+    """Tensor accumulator: record ``tensor`` as an input/output of ``node``'s module.
+
+    The new :class:`~.nodes.TensorNode` goes in the scope of ``node``'s parent
+    (the tensor crosses ``node``'s boundary).  Nothing happens if the tensor
+    already stands for a node.
+
+    Returns:
+        the key of the tensor's node.
+    """
+    key = rec._lookup(tensor)
+    if key is not None:
+        return key
+    layer = rec.nodes[rec._key_of(node)]
+    scope = rec.nodes[layer.parent]
+    assert isinstance(scope, LayerNode)
+    return rec._tensor_node(tensor, scope, f"{layer.key}:tensor").key
+
+
+def param_acc(param: nn.Parameter, rec: Recorder, node: Any) -> Key:
+    """Parameter accumulator: record ``param`` in the scope of ``node`` (its module's call).
+
+    Returns:
+        the key of the parameter's node (an existing one if already recorded).
+    """
+    key = rec._lookup(param)
+    if key is not None:
+        return key
+    layer = rec.nodes[rec._key_of(node)]
+    assert isinstance(layer, LayerNode)
+    path = rec._params.get(id(param), (None, ""))[1] or f"{layer.key}.param"
+    return rec._param_node(param, layer, path).key
+
+
+def leaf_dummy(tensor: Tensor, rec: Recorder) -> Tensor:
+    """Return ``tensor + 0``, pointed at ``tensor``'s node.
+
+    The original recorder fed modules such dummies so that operations on them
+    could be told apart; the current recorder does not need them, but the
+    function keeps working for code that does.
+    """
+    rec._paused += 1
+    try:
+        dummy = tensor + 0
+    finally:
+        rec._paused -= 1
+    rec.add_dummy(dummy, tensor)
+    if dummy.grad_fn is not None:
+        rec.add_dummy(dummy.grad_fn, tensor)
+    return dummy
+
