@@ -582,6 +582,34 @@ class Recorder:
         self._params.clear()
         self._op_cache.clear()
 
+    def lint(self) -> None:
+        """Check the graph's invariants; raise ``AssertionError`` naming the first broken one.
+
+        Every edge joins recorded nodes; every node's parent is a recorded layer
+        that lists it in ``subnets`` and is one level shallower; every parent
+        chain reaches the context; ``subnets`` name only recorded nodes.
+        """
+        nodes = self.nodes
+        assert isinstance(nodes.get(None), ContextNode), "the context node (key None) is missing"
+        for key, node in nodes.items():
+            assert node.key == key, f"node {key!r} carries the key {node.key!r}"
+            if key is None:
+                continue
+            parent = nodes.get(node.parent)
+            assert isinstance(parent, LayerNode), f"parent {node.parent!r} of {key!r} is not a layer"
+            assert key in parent.subnets, f"{key!r} is missing from the subnets of {node.parent!r}"
+            assert node.depth == parent.depth + 1, (
+                f"{key!r} has depth {node.depth}, its parent {node.parent!r} {parent.depth}")
+            if isinstance(node, LayerNode):
+                for sub in node.subnets:
+                    assert sub in nodes, f"{key!r} lists the unrecorded node {sub!r} in subnets"
+                    assert nodes[sub].parent == key, f"{sub!r} is in the subnets of {key!r}, not its child"
+        for a, b in self.edges:
+            assert a in nodes and b in nodes, f"edge {(a, b)!r} joins unrecorded nodes"
+            assert a != b, f"self-loop on {a!r}"
+        for key in self.context.subnets:
+            assert key in nodes, f"the context lists the unrecorded node {key!r}"
+
     # --------------------------------------------------------------- display
     def summary(self) -> str:
         """A table of the recorded module calls: name, type, shapes, parameters."""

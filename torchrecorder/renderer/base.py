@@ -46,6 +46,7 @@ class BaseRenderer:
             raise ValueError(f"render_depth must be an int >= 0, got {render_depth!r}")
         self.rec = rec
         self.render_depth = render_depth
+        self._rep_memo: dict[Key, Optional[Key]] = {}
 
     # ------------------------------------------------------------- contract
     def new_graph(self) -> Any:
@@ -110,15 +111,29 @@ class BaseRenderer:
         A hidden parameter stands for nothing (``None``): edges out of it are
         not data flowing between layers.
         """
-        nodes = self.rec.nodes
-        node = nodes[key]
-        if node.depth <= self.render_depth:
+        node = self.rec.nodes[key]
+        rep = self._inner_rep(node.parent) if key is not None else None
+        if rep is None:
             return key
         if isinstance(node, ParamNode):
             return None
-        while node.depth > self.render_depth:
-            node = nodes[node.parent]
-        return node.key
+        return rep
+
+    def _inner_rep(self, key: Key) -> Optional[Key]:
+        """``None`` if the children of layer ``key`` are drawn, else the key drawn in their place."""
+        memo = self._rep_memo
+        nodes = self.rec.nodes
+        chain = []
+        k = key
+        while k is not None and k not in memo:
+            chain.append(k)
+            k = nodes[k].parent
+        result = memo[k] if k is not None else None
+        for k in reversed(chain):
+            if result is None:
+                result = None if self.is_expanded(nodes[k]) else k
+            memo[k] = result
+        return result
 
     def drawn_edges(self) -> list[tuple[BaseNode, BaseNode]]:
         """Edges between drawn nodes: re-attached, deduplicated, without self-loops."""
