@@ -1,0 +1,148 @@
+"""Recording structure on small models whose graph is known exactly."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder import LayerNode, OpNode, ParamNode, TensorNode
+from torchrecorder.recorder import Recorder
+
+from .core_models import MLP, ConvBN, Nested, ResNetish, TwoInputs
+
+
+def kinds(rec: Recorder, cls: type) -> list[str]:
+    return [k for k, n in rec.nodes.items() if type(n) is cls]
+
+
+def test_mlp_nodes_parents_depths_and_edges() -> None:
+    rec = torchrecorder.record(MLP(), "mlp", (2, 4))
+    rec.lint()
+    assert kinds(rec, LayerNode) == ["mlp", "fc1", "act", "fc2"]
+    layers = {n.key: n for n in rec.layers()}
+    assert layers["mlp"].parent is None and layers["mlp"].depth == 0
+    assert all(layers[k].parent == "mlp" and layers[k].depth == 1 for k in ("fc1", "act", "fc2"))
+    assert [layers[k].type_name for k in ("fc1", "act", "fc2")] == ["Linear", "ReLU", "Linear"]
+    assert kinds(rec, ParamNode) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    w = rec.nodes["fc1.weight"]
+    assert isinstance(w, ParamNode) and w.shape == (8, 4) and w.parent == "fc1" and w.depth == 2
+    assert kinds(rec, OpNode) == ["fc1/linear", "act/relu", "fc2/linear"]
+    assert rec.nodes["act/relu"].parent == "act"
+    x, out = rec.nodes["input:x"], rec.nodes["fc2:out"]
+    assert isinstance(x, TensorNode) and x.role == "input" and x.shape == (2, 4) and x.parent is None
+    assert isinstance(out, TensorNode) and out.role == "output" and out.shape == (2, 3)
+    assert out.parent is None and out.dtype == "float32" and out.device == "cpu"
+    assert rec.nodes["fc1:out"].parent == "mlp" and rec.nodes["fc1:out"].shape == (2, 8)
+    assert list(rec.edges) == [
+        ("input:x", "fc1/linear"), ("fc1.weight", "fc1/linear"), ("fc1.bias", "fc1/linear"),
+        ("fc1/linear", "fc1:out"), ("fc1:out", "act/relu"), ("act/relu", "act:out"),
+        ("act:out", "fc2/linear"), ("fc2.weight", "fc2/linear"), ("fc2.bias", "fc2/linear"),
+        ("fc2/linear", "fc2:out"),
+    ]
+    assert layers["fc1"].input_shapes == [(2, 4)] and layers["fc1"].output_shapes == [(2, 8)]
+    assert layers["fc1"].num_params == 40 and layers["mlp"].num_params_total == 67
+
+
+def test_cnn_with_batchnorm_records_buffers_as_counts_and_flatten_as_op() -> None:
+    rec = torchrecorder.record(ConvBN().eval(), "cnn", (1, 3, 8, 8))
+    rec.lint()
+    assert kinds(rec, LayerNode) == ["cnn", "conv", "bn", "relu", "head"]
+    bn = rec.nodes["bn"]
+    assert isinstance(bn, LayerNode) and bn.num_params == 8 and bn.num_buffers == 4 + 4 + 1
+    flatten = rec.nodes["cnn/flatten"]
+    assert isinstance(flatten, OpNode) and flatten.parent == "cnn" and flatten.output_shapes == [(1, 256)]
+    assert ("relu:out", "cnn/flatten") in rec.edges
+    assert ("cnn/flatten", "head:in") in rec.edges
+    assert ("head:in", "head/linear") in rec.edges
+
+
+def test_residual_add_outside_submodules_joins_both_branches() -> None:
+    rec = torchrecorder.record(ResNetish(), "res", (1, 3, 6, 6))
+    rec.lint()
+    add = rec.nodes["block/add"]
+    assert isinstance(add, OpNode) and add.parent == "block" and add.depth == 2
+    into_add = {a for a, b in rec.edges if b == "block/add"}
+    assert into_add == {"block.conv2:out", "stem:out"}  # the branch and the skip
+    assert ("block/add", "block:out") in rec.edges
+    block_out = rec.nodes["block:out"]
+    assert isinstance(block_out, TensorNode) and block_out.parent == "res"
+    # the skip connection: the block's input feeds both conv1 and the add
+    assert {b for a, b in rec.edges if a == "stem:out"} == {"block.conv1/conv2d", "block/add"}
+    mean = rec.nodes["res/mean"]
+    assert isinstance(mean, OpNode) and ("block:out", "res/mean") in rec.edges
+
+
+def test_two_inputs_are_named_after_forward_arguments() -> None:
+    rec = torchrecorder.record(TwoInputs(), "two", [(2, 3), (2, 5)])
+    rec.lint()
+    a, b = rec.nodes["input:a"], rec.nodes["input:b"]
+    assert isinstance(a, TensorNode) and a.shape == (2, 3) and a.role == "input"
+    assert isinstance(b, TensorNode) and b.shape == (2, 5)
+    assert ("input:a", "left/linear") in rec.edges and ("input:b", "right/linear") in rec.edges
+    assert {a for a, b in rec.edges if b == "two/cat"} == {"left:out", "right:out"}
+    assert ("two/cat", "out:in") in rec.edges
+
+
+def test_three_level_nesting_depths_and_parents() -> None:
+    rec = torchrecorder.record(Nested(), "nest", (1, 6))
+    rec.lint()
+    expect = {"nest": (0, None), "mid": (1, "nest"), "mid.a": (2, "mid"), "mid.a.lin": (3, "mid.a"),
+              "mid.b": (2, "mid"), "mid.b.lin": (3, "mid.b"), "head": (1, "nest")}
+    assert {n.key: (n.depth, n.parent) for n in rec.layers()} == expect
+    tanh = rec.nodes["mid.a/tanh"]
+    assert tanh.parent == "mid.a" and tanh.depth == 3
+    # mid returns b's output: that tensor node is moved up to the root's scope, not copied
+    assert rec.nodes["mid.b:out"].parent == "nest" and "mid:out" not in rec.nodes
+    assert ("mid.b/tanh", "mid.b:out") in rec.edges and ("mid.b:out", "head/linear") in rec.edges
+
+
+def test_module_called_twice_gets_two_layer_nodes_and_one_set_of_params() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.lin(torch.relu(self.lin(x)))
+
+    net = Twice()
+    rec = torchrecorder.record(net, "twice", (1, 3))
+    rec.lint()
+    calls = rec.calls_of(net.lin)
+    assert [c.key for c in calls] == ["lin", "lin#2"] and [c.call_index for c in calls] == [1, 2]
+    assert kinds(rec, ParamNode) == ["lin.weight", "lin.bias"]
+    assert ("lin.weight", "lin#2/linear") in rec.edges
+    assert ("lin:out", "twice/relu") in rec.edges and ("twice/relu", "lin#2:in") in rec.edges
+
+
+def test_five_thousand_op_chain_records_without_recursion() -> None:
+    class Chain(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for _ in range(5000):
+                x = x + 1
+            return x
+
+    rec = torchrecorder.record(Chain(), "chain", (1,))
+    ops = kinds(rec, OpNode)
+    assert len(ops) == 5000 and ops[0] == "chain/add" and ops[-1] == "chain/add_4999"
+    assert ("chain/add_4998", "chain/add_4999") in rec.edges
+    src = torchrecorder.make_dot(rec).source
+    assert len(re.findall(r"^\t\S+ -> \S+ \[", src, re.M)) == 5001
+
+
+def test_keep_tensors_is_opt_in() -> None:
+    x = torch.randn(2, 4)
+    rec = torchrecorder.record(MLP(), "mlp", input_data=x)
+    assert all(n.fn is None for n in rec.nodes.values() if type(n) is TensorNode)
+    kept = torchrecorder.record(MLP(), "mlp", input_data=x, keep_tensors=True)
+    assert kept.nodes["input:x"].fn is x
+    assert isinstance(kept.nodes["fc1:out"].fn, torch.Tensor)
+
+
+def test_summary_table_lists_layers_and_parameter_total() -> None:
+    text = str(torchrecorder.record(MLP(), "mlp", (2, 4)))
+    assert "fc1" in text and "Linear" in text and "2×8" in text
+    assert "Total params: 67" in text
