@@ -11,9 +11,12 @@ True
 
 from .api import make_dot, record, render_network
 from .backend import GraphvizNotFoundError
+from .export import load as load_json
+from .export import loads as loads_json
 from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
 from .recorder import Recorder, recording
-from .renderer import BaseRenderer, GraphvizRenderer, GraphvizStyler
+from .renderer import BaseRenderer, GraphvizRenderer, GraphvizStyler, MermaidRenderer
+from .renderer.mermaid import make_mermaid
 
 __version__ = "0.2.0"
 
@@ -25,11 +28,15 @@ __all__ = [
     "GraphvizRenderer",
     "GraphvizStyler",
     "LayerNode",
+    "MermaidRenderer",
     "OpNode",
     "ParamNode",
     "Recorder",
     "TensorNode",
+    "load_json",
+    "loads_json",
     "make_dot",
+    "make_mermaid",
     "record",
     "recording",
     "render_network",

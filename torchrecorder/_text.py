@@ -6,7 +6,9 @@ import html
 import re
 import unicodedata
 
-__all__ = ["dot_id", "html_text", "visible"]
+import graphviz
+
+__all__ = ["dot_id", "dot_text", "html_text", "visible"]
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_./#@\-]")
 
@@ -29,12 +31,30 @@ def visible(text: str) -> str:
 
 
 def html_text(text: object) -> str:
-    """Escape ``text`` for a Graphviz HTML-like label (``<``, ``>``, ``&``, quotes, controls).
+    r"""Escape ``text`` for a Graphviz HTML-like label (``<``, ``>``, ``&``, quotes, backslashes, controls).
 
-    >>> html_text('<b>"x" & y</b>')
-    '&lt;b&gt;&quot;x&quot; &amp; y&lt;/b&gt;'
+    Graphviz expands escapes such as ``\N`` (the node's name) even in
+    HTML-like labels, after decoding entities; a doubled backslash is a literal one.
+    Its HTML parser also rejects a text that is only ``]``, so ``]`` is
+    always written as ``&#93;``.
+
+    >>> print(html_text('<b>"x" & y\\N</b>'))
+    &lt;b&gt;&quot;x&quot; &amp; y\\N&lt;/b&gt;
     """
-    return html.escape(visible(str(text)), quote=True)
+    return html.escape(visible(str(text)), quote=True).replace("\\", "\\\\").replace("]", "&#93;")
+
+
+def dot_text(text: object) -> str:
+    r"""Escape ``text`` for a quoted DOT attribute such as ``tooltip``.
+
+    Graphviz decodes HTML entities in every string and expands backslash
+    escapes twice in tooltips, so ``&`` becomes ``&amp;`` and a backslash
+    four backslashes (two here, doubled by :func:`graphviz.escape`).
+
+    >>> print(dot_text('a & b\\N'))
+    a &amp; b\\\\N
+    """
+    return graphviz.escape(visible(str(text)).replace("&", "&amp;").replace("\\", "\\\\"))
 
 
 def dot_id(key: object) -> str:

@@ -14,6 +14,7 @@ from torch import nn
 
 from .backend import SOURCE_FORMATS, available_formats, render_source
 from .recorder import Recorder, recording
+from .renderer.base import FoldRepeats
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 
 __all__ = ["make_dot", "record", "render_network"]
@@ -65,6 +66,8 @@ def _make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any
                  dtype: Optional[torch.dtype]) -> tuple[Any, ...]:
     if input_data is not None:
         return input_data if isinstance(input_data, tuple) else (input_data,)
+    if input_shapes is None:  # keyword inputs only
+        return ()
     shapes = _normalise_shapes(input_shapes)
     dev, dt = _default_device_dtype(net)
     dev = torch.device(device) if device is not None else dev
@@ -158,7 +161,8 @@ def record(
 
 
 def make_dot(rec: Recorder, render_depth: int = 256,
-             styler_cls: Optional[type[GraphvizStyler]] = None, **styler_args: Any) -> graphviz.Digraph:
+             styler_cls: Optional[type[GraphvizStyler]] = None, *,
+             fold_repeats: FoldRepeats = "auto", **styler_args: Any) -> graphviz.Digraph:
     """Produce the Graphviz representation of a recording.
 
     Args:
@@ -167,14 +171,22 @@ def make_dot(rec: Recorder, render_depth: int = 256,
             :class:`~torchrecorder.renderer.base.BaseRenderer`).
         styler_cls: styler class; ``None`` means
             :class:`~torchrecorder.renderer.GraphvizStyler`.
+        fold_repeats: draw runs of identical consecutive blocks once, marked
+            ``×N``: ``"auto"`` (runs of 8 or more), ``True`` (2 or more), an
+            int (that many or more) or ``False`` (see
+            :class:`~torchrecorder.renderer.base.BaseRenderer`).
         **styler_args: passed to the styler (Graphviz attributes for all nodes,
-            ``KIND_attrs`` mappings, ``preset``).
+            ``KIND_attrs`` mappings, ``preset`` of
+            :data:`~torchrecorder.renderer.graphviz.PRESETS`), except
+            ``tensor_nodes=False``, which writes tensor shapes on the edges
+            instead of drawing tensor nodes (the ``compact`` preset's default).
 
     Returns:
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
         itself in Jupyter.
     """
-    return GraphvizRenderer(rec, render_depth, styler_cls, **styler_args).render()
+    return GraphvizRenderer(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
+                            **styler_args).render()
 
 
 def _check_directory(directory: str) -> None:
@@ -219,6 +231,7 @@ def render_network(
     input_kwargs: Optional[dict[str, Any]] = None,
     device: Union[str, torch.device, None] = None,
     dtype: Optional[torch.dtype] = None,
+    fold_repeats: FoldRepeats = "auto",
     **styler_args: Any,
 ) -> str:
     """Record ``net`` and write its picture to ``directory/filename.fmt``.
@@ -230,12 +243,14 @@ def render_network(
         directory: where to write; created if needed.
         filename: file name without extension (default: ``name``).
         fmt: any format of the installed Graphviz (``svg``, ``png``, ``pdf``,
-            ...), or ``dot``/``gv`` for the DOT source.
+            ...), ``dot``/``gv`` for the DOT source, ``json`` for the recorded
+            graph (schema in :mod:`torchrecorder.export`; Graphviz's own JSON
+            is ``json0``), or ``mmd`` for a Mermaid flowchart.
         input_data: as in :func:`record`.
         render_depth: depth until which modules are drawn expanded (default 1:
             the network's direct children as boxes).
         input_kwargs, device, dtype: as in :func:`record`.
-        **styler_args: as in :func:`make_dot`.
+        fold_repeats, **styler_args: as in :func:`make_dot`.
 
     Returns:
         the path of the written file.
@@ -256,11 +271,16 @@ def render_network(
     _check_directory(directory)
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
                  dtype=dtype)
-    dot = make_dot(rec, render_depth, **styler_args)
-    if fmt in ("dot", "gv"):
-        data = dot.source.encode()
+    if fmt == "json":
+        data = rec.to_json().encode()
+    elif fmt == "mmd":
+        from .renderer.mermaid import MermaidRenderer
+
+        data = MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
+                               tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()
     else:
-        data = render_source(dot.source, fmt)
+        dot = make_dot(rec, render_depth, fold_repeats=fold_repeats, **styler_args)
+        data = dot.source.encode() if fmt in ("dot", "gv") else render_source(dot.source, fmt)
     stem = filename if filename is not None else name.replace(os.sep, "_").replace("/", "_")
     if stem.endswith("." + fmt):
         stem = stem[: -len(fmt) - 1]

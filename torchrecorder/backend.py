@@ -21,8 +21,9 @@ __all__ = [
     "render_source",
 ]
 
-#: formats written without running Graphviz
-SOURCE_FORMATS = frozenset({"dot", "gv"})
+#: formats written without running Graphviz: DOT source, the recorded graph as
+#: JSON (:mod:`torchrecorder.export`), a Mermaid flowchart
+SOURCE_FORMATS = frozenset({"dot", "gv", "json", "mmd"})
 
 _INSTALL_HINT = (
     "Rendering an image needs Graphviz: install the `dot` program (Debian/Ubuntu: "
@@ -82,7 +83,7 @@ def _formats_of(backend: str, dot_path: str) -> frozenset[str]:
 
 
 def available_formats() -> frozenset[str]:
-    """Every output format: those of the installed Graphviz, plus ``dot``, ``gv`` and ``json``."""
+    """Every output format: those of the installed Graphviz, plus ``dot``, ``gv``, ``json`` and ``mmd``."""
     backend = backend_name()
     return _formats_of(backend, shutil.which("dot") or "") | SOURCE_FORMATS
 

@@ -24,6 +24,7 @@ recording ends, and the mode is active only inside the recording context.
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -77,8 +78,9 @@ _INPLACE_DUNDERS = frozenset(
 )
 
 
-def _op_info(func: Callable[..., Any]) -> tuple[str, bool]:
-    """The display name of a torch callable and whether it mutates its first argument."""
+def _op_info(func: Callable[..., Any]) -> tuple[str, bool, Optional[int]]:
+    """The display name of a torch callable, whether it mutates its first argument, and
+    the position of its ``inplace`` flag (``F.relu(x, inplace=True)``), if it has one."""
     name = getattr(func, "__name__", None) or type(func).__name__
     if name == "__get__":  # a property such as Tensor.T
         name = getattr(getattr(func, "__self__", None), "__name__", "getattr")
@@ -89,7 +91,15 @@ def _op_info(func: Callable[..., Any]) -> tuple[str, bool]:
             name = name[1:]
     if "." in name:  # torch.ops.aten.add.Tensor -> add
         name = name.split(".")[0]
-    return name or "op", inplace
+    return name or "op", inplace, _inplace_position(func)
+
+
+def _inplace_position(func: Callable[..., Any]) -> Optional[int]:
+    """Where a Python-level function such as ``F.dropout`` takes its ``inplace`` flag."""
+    code = getattr(func, "__code__", None)
+    if code is None or "inplace" not in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+        return None
+    return list(code.co_varnames).index("inplace")
 
 
 _ARITH = frozenset(
@@ -124,6 +134,18 @@ class _Namespace:
                 return name
 
 
+def _is_argument(t: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the tensor object ``t`` is one of the (top-level) arguments of a call."""
+    for a in args:
+        if a is t:
+            return True
+    if kwargs:
+        for a in kwargs.values():
+            if a is t:
+                return True
+    return False
+
+
 class _OpMode(TorchFunctionMode):
     """Records every torch operation that runs while the recorder is active."""
 
@@ -147,20 +169,32 @@ class _OpMode(TorchFunctionMode):
         info = rec._op_cache.get(func)
         if info is None:
             info = rec._op_cache[func] = _op_info(func)
+        inplace = info[1]
+        if info[2] is not None:  # F.relu(x, inplace=True) returns x, changed
+            flag = kwargs.get("inplace", args[info[2]] if info[2] < len(args) else False)
+            inplace = flag is True
         if isinstance(out, Tensor):
+            if not inplace and _is_argument(out, args, kwargs):
+                # x.to(x.dtype), x.contiguous(), dropout in eval: the op handed back its
+                # own argument and made nothing new.  Rebinding the object to this op
+                # would make every other holder of the tensor (a residual branch, say)
+                # look as if it came from here.
+                return out
             outs: list[Tensor] = [out]
         elif isinstance(out, (tuple, list)):
             outs = [o for o in out if isinstance(o, Tensor)]
+            if not inplace:
+                outs = [o for o in outs if not _is_argument(o, args, kwargs)]
         else:
             outs = []
-        if info[1] and args and isinstance(args[0], Tensor):
+        if inplace and args and isinstance(args[0], Tensor):
             target = args[0]
             if isinstance(target, nn.Parameter):
                 return out  # parameter initialisation, not dataflow
             if not any(o is target for o in outs):
                 outs.append(target)
         if outs:
-            rec._record_op(func, info[0], args, kwargs, outs, info[1])
+            rec._record_op(func, info[0], args, kwargs, outs, inplace)
         return out
 
 
@@ -195,11 +229,16 @@ class Recorder:
         # recording-time state, emptied when recording ends
         self._live: dict[int, tuple[Any, Key]] = {}
         self._stack: list[LayerNode] = []
+        # the exception being handled when each open call began (see _exit)
+        self._stack_exc: list[Optional[BaseException]] = []
+        # (exception, innermost call it escaped from), while an exception unwinds
+        self._failure: Optional[tuple[BaseException, LayerNode]] = None
+        self._popped_exc: Optional[BaseException] = None
         self._calls: dict[int, int] = {}
         self._templates: dict[int, LayerNode] = {}
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
-        self._op_cache: dict[Any, tuple[str, bool]] = {}
+        self._op_cache: dict[Any, tuple[str, bool, Optional[int]]] = {}
         self._paused = 0
         self._thread = threading.get_ident()
         self._create_context()
@@ -356,7 +395,8 @@ class Recorder:
                     module.register_forward_pre_hook(_make_prehook(self, template), with_kwargs=True)
                 )
                 self._handles.append(
-                    module.register_forward_hook(_make_posthook(self, template), with_kwargs=True)
+                    module.register_forward_hook(_make_posthook(self, template), with_kwargs=True,
+                                                 always_call=True)
                 )
             for ppath, param in net.named_parameters():
                 self._params[id(param)] = (param, ppath)
@@ -464,6 +504,7 @@ class Recorder:
             if src is not None:
                 self.add_edge(src, node.key)
         self._stack.append(call)
+        self._stack_exc.append(sys.exc_info()[1])
 
     def _count_params(self, module: nn.Module, call: LayerNode) -> None:
         call.num_params = sum(p.numel() for p in module.parameters(recurse=False))
@@ -472,11 +513,20 @@ class Recorder:
 
     def _exit(self, module: nn.Module, outputs: Any) -> None:
         stack = self._stack
-        while stack and stack[-1].fn is not module:
-            stack.pop()  # a call whose exception was caught inside the model
-        if not stack:
+        if not any(c.fn is module for c in reversed(stack)):
             return
-        call = stack.pop()
+        while stack[-1].fn is not module:
+            self._pop()  # left open by an exception that was handled inside the model
+        exc = sys.exc_info()[1]
+        call = self._pop()
+        if exc is not None and exc is not self._popped_exc:
+            # forward raised (the hook is registered with always_call=True): close the
+            # call with no outputs, and remember the innermost call the exception left
+            call.error = f"{type(exc).__name__}: {exc}"
+            if self._failure is None or self._failure[0] is not exc:
+                self._failure = (exc, call)
+            return
+        self._failure = None  # a normal return: any exception seen so far was handled
         scope = self.nodes[call.parent]
         assert isinstance(scope, LayerNode)
         at_root = isinstance(scope, ContextNode)
@@ -552,13 +602,26 @@ class Recorder:
         self.edges = OrderedSet(e for e in self.edges if e[0] not in dead and e[1] not in dead)
         self._sources = {a for a, _ in self.edges}
 
+    def _pop(self) -> LayerNode:
+        """Close the innermost open call; its entry exception goes to ``_popped_exc``."""
+        self._popped_exc = self._stack_exc.pop()
+        return self._stack.pop()
+
     def _fail(self, exc: BaseException) -> None:
-        """Mark the innermost open call as the place where ``exc`` was raised."""
+        """Mark the innermost call that ``exc`` escaped from, and the calls around it."""
         self.error = f"{type(exc).__name__}: {exc}"
-        if not self._stack:
-            return
-        failed = self._stack[-1]
-        failed.error = self.error
+        for call in self._stack:  # calls still open (a KeyboardInterrupt skips the hooks)
+            call.error = call.error or self.error
+        try:
+            exc.recording = self  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+        if self._failure is not None and self._failure[0] is exc:
+            failed = self._failure[1]
+        elif self._stack:
+            failed = self._stack[-1]
+        else:
+            return  # raised outside the model's forward
         self.failed_key = failed.key
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
         where = failed.path or failed.name
@@ -567,10 +630,6 @@ class Recorder:
                 "'recording' attribute")
         if hasattr(exc, "add_note"):
             exc.add_note(note)
-        try:
-            exc.recording = self  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
 
     def _finish(self) -> None:
         """Drop unused ops (unless the pass failed) and forget the live objects seen."""
@@ -578,6 +637,8 @@ class Recorder:
             self._prune()
         self._live.clear()
         self._stack.clear()
+        self._stack_exc.clear()
+        self._failure = None
         self._templates.clear()
         self._params.clear()
         self._op_cache.clear()
@@ -624,6 +685,35 @@ class Recorder:
         n_layers = sum(1 for _ in self.layers())
         return (f"<Recorder {self.name!r}: {n_layers} module calls, {len(self.nodes) - 1} nodes, "
                 f"{len(self.edges)} edges>")
+
+    def to_json(self, path: Optional[str] = None) -> str:
+        """The graph as JSON (schema in :mod:`torchrecorder.export`); also written to ``path`` if given.
+
+        :func:`torchrecorder.load_json` rebuilds a graph that draws the same.
+        """
+        from .export import dumps
+
+        text = dumps(self)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        return text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None,
+                          **kwargs: Any) -> dict[str, str]:
+        """Jupyter display: the graph at ``render_depth=1``, at a readable size."""
+        from .renderer.graphviz import GraphvizRenderer
+        from .renderer.notebook import mimebundle
+
+        source = GraphvizRenderer(self, 1).render().source
+        return mimebundle(source, repr(self), include=include, exclude=exclude)
+
+    def _repr_svg_(self) -> Optional[str]:
+        """The graph at ``render_depth=1`` as SVG text, or ``None`` without Graphviz."""
+        from .renderer.graphviz import GraphvizRenderer
+        from .renderer.notebook import svg_of
+
+        return svg_of(GraphvizRenderer(self, 1).render().source)
 
 
 def _bind_arguments(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -695,7 +785,9 @@ def posthook(module: nn.Module, inputs: Any, outputs: Any, rec: Recorder, node: 
     with an edge from the node inside the call that produced it; an output that
     is just a child's output is moved up instead of copied, and an output the
     module returned unchanged gets an ``identity`` op.  The outputs are passed
-    on untouched.
+    on untouched.  The hook is registered with ``always_call=True``: when
+    ``forward`` raises, it closes the call without outputs and marks it with
+    the error.
     """
     del inputs, node, kwargs
     if rec._paused or rec._thread != threading.get_ident():

@@ -1,8 +1,9 @@
 """The renderer contract: walk a finished recording, at a chosen depth, and draw it.
 
-A renderer never runs a model; it reads a :class:`~torchrecorder.recorder.Recorder`
-(recorded, or loaded from JSON).  :meth:`BaseRenderer.render` does the walk; a
-subclass says how to draw by overriding:
+A renderer never runs a model, and reads only node metadata (never ``node.fn``),
+so a :class:`~torchrecorder.recorder.Recorder` loaded from JSON draws exactly
+like the recording it was saved from.  :meth:`BaseRenderer.render` does the
+walk; a subclass says how to draw by overriding:
 
 ================================  ==================================================
 ``new_graph()``                   create the object being drawn into
@@ -15,17 +16,64 @@ subclass says how to draw by overriding:
 ================================  ==================================================
 
 and may use the helpers :meth:`~BaseRenderer.is_expanded`,
-:meth:`~BaseRenderer.children` and :meth:`~BaseRenderer.drawn_edges`.
+:meth:`~BaseRenderer.children`, :meth:`~BaseRenderer.repeats` (the run of
+identical blocks a drawn layer stands for, see ``fold_repeats``),
+:meth:`~BaseRenderer.drawn_edges` and :meth:`~BaseRenderer.edge_tensor` (the
+tensor an edge carries when ``tensor_nodes=False``).
+
+Example: a renderer that lists what would be drawn, as text.
+
+>>> import torch, torchrecorder
+>>> class Outline(BaseRenderer):
+...     def new_graph(self): return []
+...     def render_node(self, g, node):
+...         if self.is_expanded(node):
+...             self.render_recursive_node(g, node)
+...         else:
+...             g.append("  " * node.depth + node.name)
+...     def render_recursive_node(self, g, node):
+...         g.append("  " * node.depth + node.name + ":")
+...         for child in self.children(node):
+...             self.render_node(g, child)
+...     def render_edge(self, g, fnode, tnode): pass
+...     def finish(self, g): return "\\n".join(g)
+>>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())
+>>> print(Outline(torchrecorder.record(net, "mlp", (1, 2)), render_depth=1).render())
+mlp:
+  0
+  1×2
+  1
+input
+output
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode
+from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 from ..recorder import Recorder
+from ._fold import FoldPlan
 
-__all__ = ["BaseRenderer"]
+__all__ = ["AUTO_FOLD_MIN", "BaseRenderer", "FoldRepeats"]
+
+#: ``fold_repeats="auto"`` folds runs of at least this many identical blocks.
+AUTO_FOLD_MIN = 8
+
+FoldRepeats = Union[bool, int, str, None]
+
+
+def _fold_min(fold_repeats: FoldRepeats) -> int:
+    """The shortest run that ``fold_repeats`` folds (0: none)."""
+    if fold_repeats is None or fold_repeats is False:
+        return 0
+    if fold_repeats is True:
+        return 2
+    if fold_repeats == "auto":
+        return AUTO_FOLD_MIN
+    if isinstance(fold_repeats, int) and fold_repeats >= 0:
+        return fold_repeats if fold_repeats >= 2 else 0
+    raise ValueError(f"fold_repeats must be 'auto', a bool or an int >= 0, got {fold_repeats!r}")
 
 
 class BaseRenderer:
@@ -37,16 +85,33 @@ class BaseRenderer:
             showing what ran inside them; modules at ``render_depth`` are drawn
             as single nodes; everything deeper is folded into its nearest drawn
             ancestor, and edges are re-attached there.
+        fold_repeats: draw a run of structurally identical consecutive blocks
+            (same types, shapes and inner structure, whatever their names) as
+            its first block, marked with the repeat count.  ``"auto"`` (the
+            default) folds runs of at least :data:`AUTO_FOLD_MIN` blocks,
+            ``True`` runs of 2 or more, an int ``n`` runs of ``n`` or more,
+            ``False`` nothing.  Edges into any block of a run go to the drawn
+            block, edges out of the last block leave from it.
+        tensor_nodes: draw the tensors passed between layers as nodes (the
+            default); with ``False`` they are left out and an edge that went
+            through one carries it instead (:meth:`edge_tensor`), so that a
+            renderer can write its shape on the edge.  The network's inputs and
+            outputs stay nodes.
     """
 
-    def __init__(self, rec: Recorder, render_depth: int = 256) -> None:
+    def __init__(self, rec: Recorder, render_depth: int = 256, *,
+                 fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = True) -> None:
         if not isinstance(rec, Recorder):
             raise TypeError(f"expected a Recorder to render, got {type(rec).__name__}")
         if isinstance(render_depth, bool) or not isinstance(render_depth, int) or render_depth < 0:
             raise ValueError(f"render_depth must be an int >= 0, got {render_depth!r}")
         self.rec = rec
         self.render_depth = render_depth
+        self.fold_min = _fold_min(fold_repeats)
+        self.tensor_nodes = bool(tensor_nodes)
+        self._via: dict[tuple[Key, Key], TensorNode] = {}
         self._rep_memo: dict[Key, Optional[Key]] = {}
+        self._plan: Optional[FoldPlan] = None
 
     # ------------------------------------------------------------- contract
     def new_graph(self) -> Any:
@@ -99,18 +164,49 @@ class BaseRenderer:
         return ops > 1
 
     def children(self, node: BaseNode) -> list[BaseNode]:
-        """The nodes drawn directly inside the expanded layer ``node``, in order."""
+        """The nodes drawn directly inside the expanded layer ``node``, in order.
+
+        Of a folded run only the first block is listed (see :meth:`repeats`).
+        """
         if not isinstance(node, LayerNode):
             return []
         nodes = self.rec.nodes
-        return [nodes[k] for k in node.subnets if k in nodes]
+        hidden = self.fold_plan.hidden
+        kids = [nodes[k] for k in node.subnets if k in nodes and k not in hidden]
+        if not self.tensor_nodes:
+            kids = [n for n in kids if not _is_passed_tensor(n)]
+        return kids
+
+    @property
+    def fold_plan(self) -> FoldPlan:
+        """What ``fold_repeats`` folds: computed once, on first use."""
+        if self._plan is None:
+            self._plan = FoldPlan.build(self.rec, self.fold_min, self.is_expanded)
+        return self._plan
+
+    def repeats(self, node: BaseNode) -> list[LayerNode]:
+        """The blocks that the drawn ``node`` stands for: a folded run, or just ``[node]``.
+
+        A renderer marks a node with ``len(self.repeats(node)) > 1`` as repeated.
+        """
+        run = self.fold_plan.runs.get(node.key) if isinstance(node, LayerNode) else None
+        if run is not None:
+            return run
+        return [node] if isinstance(node, LayerNode) else []
 
     def drawn_key(self, key: Key) -> Optional[Key]:
         """The key of the drawn node that stands for ``key`` (itself or an ancestor).
 
         A hidden parameter stands for nothing (``None``): edges out of it are
-        not data flowing between layers.
+        not data flowing between layers.  A node inside a folded block stands
+        for its counterpart in the run's first block; a tensor passed between
+        folded blocks stands for nothing.
         """
+        alias = self.fold_plan.alias
+        while key in alias:
+            key = alias[key]
+            if key is None:
+                return None
         node = self.rec.nodes[key]
         rep = self._inner_rep(node.parent) if key is not None else None
         if rep is None:
@@ -136,7 +232,12 @@ class BaseRenderer:
         return result
 
     def drawn_edges(self) -> list[tuple[BaseNode, BaseNode]]:
-        """Edges between drawn nodes: re-attached, deduplicated, without self-loops."""
+        """Edges between drawn nodes: re-attached, deduplicated, without self-loops.
+
+        With ``tensor_nodes=False`` an edge through a tensor left out joins the
+        tensor's producer to each of its consumers; :meth:`edge_tensor` tells
+        which tensor it carries.
+        """
         nodes = self.rec.nodes
         cache: dict[Key, Optional[Key]] = {}
         seen: dict[tuple[Key, Key], None] = {}
@@ -148,4 +249,52 @@ class BaseRenderer:
             if isinstance(nodes[da], ContextNode) or isinstance(nodes[db], ContextNode):
                 continue
             seen[(da, db)] = None
+        if not self.tensor_nodes:
+            seen = self._through_tensors(list(seen))
         return [(nodes[a], nodes[b]) for a, b in seen]
+
+    def edge_tensor(self, fnode: BaseNode, tnode: BaseNode) -> Optional[TensorNode]:
+        """The tensor left out (``tensor_nodes=False``) that the drawn edge carries, if any."""
+        return self._via.get((fnode.key, tnode.key))
+
+    def _through_tensors(self, pairs: list[tuple[Key, Key]]) -> dict[tuple[Key, Key], None]:
+        """Replace each passed tensor ``t`` in ``pairs`` by edges from its producers to its consumers."""
+        nodes = self.rec.nodes
+        succ: dict[Key, list[Key]] = {}
+        for a, b in pairs:
+            succ.setdefault(a, []).append(b)
+
+        def consumers(t: Key) -> list[Key]:
+            """Drawn nodes fed by tensor ``t``, through chains of left-out tensors."""
+            out: list[Key] = []
+            todo, seen = [t], {t}
+            while todo:
+                for b in succ.get(todo.pop(0), ()):
+                    if _is_passed_tensor(nodes[b]):
+                        if b not in seen:
+                            seen.add(b)
+                            todo.append(b)
+                    else:
+                        out.append(b)
+            return out
+
+        result: dict[tuple[Key, Key], None] = {}
+        self._via = {}
+        for a, b in pairs:
+            if _is_passed_tensor(nodes[a]):
+                continue
+            if not _is_passed_tensor(nodes[b]):
+                result[(a, b)] = None
+                continue
+            tensor = nodes[b]
+            assert isinstance(tensor, TensorNode)
+            for c in consumers(b):
+                if c != a:
+                    result[(a, c)] = None
+                    self._via.setdefault((a, c), tensor)
+        return result
+
+
+def _is_passed_tensor(node: BaseNode) -> bool:
+    """A tensor between layers: not a parameter, not one of the network's inputs or outputs."""
+    return isinstance(node, TensorNode) and not isinstance(node, ParamNode) and not node.role

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Optional
 
 import graphviz
 
-from .._text import dot_id, html_text, visible
+from .._text import dot_id, dot_text, html_text
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..recorder import Recorder
-from .base import BaseRenderer
+from ._labels import dtype_suffix, param_lines, run_title
+from .base import BaseRenderer, FoldRepeats
+from .notebook import mimebundle
 
-__all__ = ["DEFAULT_STYLES", "PRESETS", "GraphvizRenderer", "GraphvizStyler"]
+__all__ = ["DEFAULT_STYLES", "PRESETS", "GraphvizRenderer", "GraphvizStyler", "RecordingDigraph"]
 
 _FONT = "Helvetica,Arial,sans-serif"
 
@@ -47,45 +49,60 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
         "style": "rounded,dashed", "color": "#7d8fa3", "fontname": _FONT, "fontsize": "10",
         "labeljust": "l", "margin": "10",
     }),
-    "edge": MappingProxyType({"color": "#555555", "arrowsize": "0.6", "penwidth": "1.0"}),
+    "edge": MappingProxyType({"color": "#555555", "arrowsize": "0.6", "penwidth": "1.0",
+                              "fontname": _FONT, "fontsize": "8", "fontcolor": "#444444"}),
     "param_edge": MappingProxyType({"color": "#b39533", "style": "dashed", "arrowsize": "0.5"}),
     "failed": MappingProxyType({"fillcolor": "#f8cccc", "color": "#c0392b", "penwidth": "2.5"}),
+    "folded": MappingProxyType({"peripheries": "2", "penwidth": "1.4"}),
+    "folded_cluster": MappingProxyType({"style": "rounded,bold", "penwidth": "2"}),
 })
 
-#: Named sets of overrides on :data:`DEFAULT_STYLES`.
+#: Named sets of overrides on :data:`DEFAULT_STYLES`, chosen with ``preset=``:
+#:
+#: * ``"default"``: soft colours per node kind, for screens and slides;
+#: * ``"compact"``: smaller fonts and tighter spacing, for large models;
+#: * ``"print"``: black and grey, serif fonts, kinds told apart by shape
+#:   (grey layer boxes, white tensor boxes, dashed parameters, elliptic ops),
+#:   for papers and greyscale printing.
 PRESETS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType({
     "default": MappingProxyType({}),
     "compact": MappingProxyType({
-        "graph": {"nodesep": "0.15", "ranksep": "0.2"},
+        "graph": {"nodesep": "0.15", "ranksep": "0.2", "fontsize": "9"},
         "layer": {"fontsize": "9", "margin": "0.06,0.02"},
+        "io": {"fontsize": "8", "margin": "0.06,0.02"},
+        "cluster": {"fontsize": "8", "margin": "6"},
         "tensor": {"fontsize": "8"}, "param": {"fontsize": "8"}, "op": {"fontsize": "8"},
     }),
     "print": MappingProxyType({
-        "layer": {"fillcolor": "white", "color": "black"},
-        "tensor": {"fillcolor": "white", "color": "#444444"},
-        "io": {"fillcolor": "white", "color": "black"},
-        "param": {"fillcolor": "white", "color": "#444444", "style": "filled,dashed"},
-        "op": {"fillcolor": "white", "color": "#444444"},
-        "cluster": {"color": "#444444"},
+        "graph": {"fontname": "Times-Roman"},
+        "layer": {"fillcolor": "#eeeeee", "color": "black", "fontname": "Times-Roman"},
+        "tensor": {"fillcolor": "white", "color": "#444444", "fontname": "Times-Roman"},
+        "io": {"fillcolor": "white", "color": "black", "fontname": "Times-Roman"},
+        "param": {"fillcolor": "white", "color": "#444444", "style": "filled,dashed",
+                  "fontname": "Times-Roman"},
+        "op": {"fillcolor": "white", "color": "#444444", "shape": "ellipse", "fontname": "Times-Roman"},
+        "cluster": {"color": "#444444", "fontname": "Times-Roman"},
         "edge": {"color": "black"},
         "param_edge": {"color": "#444444"},
+        "failed": {"fillcolor": "#cccccc", "color": "black"},
     }),
 })
 
 _KIND_ARGS = ("graph", "layer", "tensor", "io", "param", "op", "cluster", "edge", "param_edge",
-              "failed")
+              "failed", "folded", "folded_cluster")
 
 
-def _count(n: int) -> str:
-    """``1234567`` -> ``1.2M``."""
-    for unit, size in (("B", 10**9), ("M", 10**6), ("k", 10**3)):
-        if n >= size:
-            return f"{n / size:.1f}{unit}"
-    return str(n)
+class RecordingDigraph(graphviz.Digraph):
+    """A :class:`graphviz.Digraph` that shows itself in Jupyter at a readable size.
 
+    It renders with whichever Graphviz torchrecorder finds (``dot`` or
+    pygraphviz) and lets a wide graph scroll instead of shrinking it.
+    """
 
-def _dtype_suffix(dtype: str) -> str:
-    return "" if dtype in ("", "float32") else f" {dtype}"
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None,
+                          **kwargs: Any) -> dict[str, str]:
+        text = f"<torchrecorder drawing {self.name!r}: {len(self.body)} DOT statements>"
+        return mimebundle(self.source, text, include=include, exclude=exclude)
 
 
 class GraphvizStyler:
@@ -101,10 +118,24 @@ class GraphvizStyler:
             ``io_attrs``, ``param_attrs``, ``op_attrs``, ``cluster_attrs``,
             ``edge_attrs``, ``graph_attrs``, ...) override one kind; any other
             keyword is a Graphviz node attribute applied to every node, as in the
-            original torchrecorder (``fontname="Times"``).
+            original torchrecorder (``fontname="Times"``).  The kinds are
+            ``layer`` (a module drawn as one box), ``cluster`` (an expanded
+            module), ``tensor``, ``io`` (the network's inputs and outputs),
+            ``param``, ``op``, ``edge``, ``param_edge``, ``failed`` (a module
+            that raised), ``folded`` and ``folded_cluster`` (a run of repeated
+            blocks drawn once) and ``graph``.
+
+    Attributes:
+        styles: kind -> Graphviz attributes in use (a copy; safe to change).
+        rec: the recording being drawn, set by the renderer (``None`` before).
 
     Subclasses usually override :meth:`label` or :meth:`style_node`.
+
+    >>> GraphvizStyler(preset="print", layer_attrs={"fillcolor": "red"}).styles["layer"]["fillcolor"]
+    'red'
     """
+
+    rec: Optional[Recorder] = None
 
     #: node class -> style kind, searched along the node's MRO
     kinds: ClassVar[Mapping[type, str]] = MappingProxyType({
@@ -148,7 +179,7 @@ class GraphvizStyler:
         """Attributes (label included) of ``node`` drawn as a single node."""
         attrs = dict(self.styles[self.kind_of(node)])
         attrs["label"] = self.label(node)
-        attrs["tooltip"] = graphviz.escape(visible(self.tooltip(node)))
+        attrs["tooltip"] = dot_text(self.tooltip(node))
         if isinstance(node, LayerNode) and node.error:
             attrs.update(self.styles["failed"])
         return attrs
@@ -159,9 +190,8 @@ class GraphvizStyler:
         title = node.path or node.name
         if node.call_index > 1:
             title += f" #{node.call_index}"
-        type_name = html_text(node.type_name)
-        attrs["label"] = f'<<B>{html_text(title)}</B> <FONT COLOR="#555555">{type_name}</FONT>>'
-        attrs["tooltip"] = graphviz.escape(visible(self.tooltip(node)))
+        attrs["label"] = self._cluster_label(node, title)
+        attrs["tooltip"] = dot_text(self.tooltip(node))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
         return attrs
@@ -169,6 +199,13 @@ class GraphvizStyler:
     def style_edge(self, fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
         """Attributes of the edge from ``fnode`` to ``tnode``."""
         return dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
+
+    def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> dict[str, str]:
+        """Attributes of an edge that carries ``tensor`` (drawn with ``tensor_nodes=False``): its shape."""
+        attrs = self.style_edge(fnode, tnode)
+        attrs["label"] = self.label(tensor)
+        attrs["tooltip"] = dot_text(self.tooltip(tensor))
+        return attrs
 
     def tooltip(self, node: BaseNode) -> str:
         """Plain text shown when hovering over ``node`` in an SVG."""
@@ -189,22 +226,20 @@ class GraphvizStyler:
         return node.name
 
     def label(self, node: BaseNode) -> str:
-        """The HTML-like label of ``node``; all text in it is escaped."""
-        small = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
+        """The HTML-like label of ``node``; all text in it is escaped.
+
+        A layer shows its name, type, parameter shapes (up to three) and
+        count; a tensor its shape (and dtype unless float32); a parameter its
+        name and shape; an op the name of the function that ran.
+        """
         if isinstance(node, LayerNode):
             title = node.name if node.call_index == 1 else f"{node.name} #{node.call_index}"
-            lines = [f"<B>{html_text(title)}</B>",
-                     f'<FONT POINT-SIZE="9" COLOR="#555555">{html_text(node.type_name)}</FONT>']
-            params = self._param_lines(node)
-            lines.extend(small.format(html_text(p)) for p in params)
-            if node.error:
-                lines.append(small.format(html_text("raised " + node.error.split(":")[0])))
-            return "<" + "<BR/>".join(lines) + ">"
+            return self._layer_label(node, title)
         if isinstance(node, ParamNode):
             return (f"<{html_text(node.name)}<BR/>"
-                    + small.format(html_text(shape_str(node.shape) + _dtype_suffix(node.dtype))) + ">")
+                    + _SMALL.format(html_text(shape_str(node.shape) + dtype_suffix(node.dtype))) + ">")
         if isinstance(node, TensorNode):
-            shape = html_text(shape_str(node.shape) + _dtype_suffix(node.dtype))
+            shape = html_text(shape_str(node.shape) + dtype_suffix(node.dtype))
             if node.role:
                 return f"<<B>{html_text(node.name)}</B><BR/>{shape}>"
             return f"<{shape}>"
@@ -212,16 +247,49 @@ class GraphvizStyler:
             return f"<{html_text(node.op)}>"
         return f"<{html_text(node.name)}>"
 
-    def _param_lines(self, node: LayerNode) -> list[str]:
-        """Parameter shapes of a leaf module, or the parameter count of a bigger one."""
-        if not node.num_params_total:
-            return []
-        if node.num_params == node.num_params_total and node.fn is not None:
-            shapes = [f"{n}: {shape_str(tuple(p.shape))}"
-                      for n, p in node.fn.named_parameters(recurse=False)]
-            if len(shapes) <= 3:
-                return shapes
-        return [f"{_count(node.num_params_total)} params"]
+    def _layer_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
+        lines = [f"<B>{html_text(title)}</B>",
+                 f'<FONT POINT-SIZE="9" COLOR="#555555">{html_text(node.type_name)}</FONT>']
+        lines.extend(_SMALL.format(html_text(p)) for p in self.param_lines(node))
+        if repeat > 1:
+            lines.append(f"<B>×{repeat}</B>")
+        if node.error:
+            lines.append(_SMALL.format(html_text("raised " + node.error.split(":")[0])))
+        return "<" + "<BR/>".join(lines) + ">"
+
+    def param_lines(self, node: LayerNode) -> list[str]:
+        """Parameter shapes (up to three) and count of a module, from the recording's metadata."""
+        return param_lines(self.rec, node)
+
+    def style_repeated(self, node: LayerNode, run: Sequence[LayerNode], expanded: bool) -> dict[str, str]:
+        """Attributes of the first block of a folded run of ``len(run)`` identical blocks.
+
+        Its title spans the run (``layers.0 … layers.11``) and it is marked ``×12``.
+        """
+        if expanded:
+            attrs = self.style_cluster(node)
+            title = run_title(list(run), dotted=True)
+            attrs["label"] = self._cluster_label(node, title, len(run))
+            attrs.update(self.styles["folded_cluster"])
+        else:
+            attrs = self.style_node(node)
+            attrs["label"] = self._layer_label(node, run_title(list(run), dotted=True), len(run))
+            attrs.update(self.styles["folded"])
+        attrs["tooltip"] = dot_text(f"{len(run)} identical blocks: " + self.tooltip(node))
+        return attrs
+
+
+    def _cluster_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
+        """``title Type ×N  N params``: the dotted path in bold, the type in grey."""
+        text = f'<B>{html_text(title)}</B> <FONT COLOR="#555555">{html_text(node.type_name)}</FONT>'
+        if repeat > 1:
+            text += f" <B>×{repeat}</B>"
+        if node.num_params_total:
+            text += " " + _SMALL.format(html_text(param_lines(None, node)[-1]))
+        return f"<{text}>"
+
+
+_SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
 
 
 class GraphvizRenderer(BaseRenderer):
@@ -231,6 +299,10 @@ class GraphvizRenderer(BaseRenderer):
         rec: the recording.
         render_depth: see :class:`~torchrecorder.renderer.base.BaseRenderer`.
         styler_cls: a :class:`GraphvizStyler` subclass (default: ``GraphvizStyler``).
+        fold_repeats: see :class:`~torchrecorder.renderer.base.BaseRenderer`.
+        tensor_nodes: see :class:`~torchrecorder.renderer.base.BaseRenderer`;
+            ``None`` (the default) draws tensors as nodes except with
+            ``preset="compact"``, which writes their shapes on the edges.
         **styler_args: passed to ``styler_cls``.
 
     Attributes:
@@ -238,10 +310,15 @@ class GraphvizRenderer(BaseRenderer):
     """
 
     def __init__(self, rec: Recorder, render_depth: int = 256,
-                 styler_cls: Optional[type[GraphvizStyler]] = None, **styler_args: Any) -> None:
-        super().__init__(rec, render_depth)
+                 styler_cls: Optional[type[GraphvizStyler]] = None, *,
+                 fold_repeats: FoldRepeats = "auto", tensor_nodes: Optional[bool] = None,
+                 **styler_args: Any) -> None:
+        if tensor_nodes is None:
+            tensor_nodes = styler_args.get("preset") != "compact"
+        super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes)
         cls = styler_cls if styler_cls is not None else GraphvizStyler
         self.styler = cls(**styler_args)
+        self.styler.rec = rec
         self._ids: dict[Any, str] = {}
         self._used_ids: set[str] = set()
 
@@ -259,8 +336,8 @@ class GraphvizRenderer(BaseRenderer):
         return got
 
     def new_graph(self) -> graphviz.Digraph:
-        """An empty Digraph carrying the styler's graph attributes."""
-        return graphviz.Digraph(name=dot_id(self.rec.name), graph_attr=self.styler.graph_attrs())
+        """An empty Digraph carrying the styler's graph attributes (it shows itself in Jupyter)."""
+        return RecordingDigraph(name=dot_id(self.rec.name), graph_attr=self.styler.graph_attrs())
 
     def render_node(self, g: graphviz.Digraph, node: BaseNode) -> None:
         """Draw ``node`` as one Graphviz node, or as a cluster if it is an expanded layer."""
@@ -268,19 +345,34 @@ class GraphvizRenderer(BaseRenderer):
             assert isinstance(node, LayerNode)
             self.render_recursive_node(g, node)
             return
-        g.node(self.node_id(node), **self._checked(self.styler.style_node(node), "style_node"))
+        run = self.repeats(node)
+        if len(run) > 1:
+            assert isinstance(node, LayerNode)
+            attrs = self._checked(self.styler.style_repeated(node, run, False), "style_repeated")
+        else:
+            attrs = self._checked(self.styler.style_node(node), "style_node")
+        g.node(self.node_id(node), **attrs)
 
     def render_recursive_node(self, g: graphviz.Digraph, node: LayerNode) -> None:
         """Draw the expanded layer ``node`` as a cluster holding its children."""
+        run = self.repeats(node)
+        if len(run) > 1:
+            attrs = self._checked(self.styler.style_repeated(node, run, True), "style_repeated")
+        else:
+            attrs = self._checked(self.styler.style_cluster(node), "style_cluster")
         with g.subgraph(name="cluster_" + self.node_id(node)) as sub:
-            sub.attr(**self._checked(self.styler.style_cluster(node), "style_cluster"))
+            sub.attr(**attrs)
             for child in self.children(node):
                 self.render_node(sub, child)
 
     def render_edge(self, g: graphviz.Digraph, fnode: BaseNode, tnode: BaseNode) -> None:
         """Draw the edge from ``fnode`` to ``tnode``."""
-        g.edge(self.node_id(fnode), self.node_id(tnode),
-               **self._checked(self.styler.style_edge(fnode, tnode), "style_edge"))
+        tensor = self.edge_tensor(fnode, tnode)
+        if tensor is not None:
+            attrs = self._checked(self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge")
+        else:
+            attrs = self._checked(self.styler.style_edge(fnode, tnode), "style_edge")
+        g.edge(self.node_id(fnode), self.node_id(tnode), **attrs)
 
     def _checked(self, attrs: Any, method: str) -> dict[str, str]:
         if not isinstance(attrs, Mapping):

@@ -1,0 +1,261 @@
+"""The Graphviz look: a style per node kind, styler overrides, presets, labels, determinism."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.nodes import LayerNode, OpNode, ParamNode, TensorNode
+from torchrecorder.renderer import DEFAULT_STYLES, PRESETS, GraphvizRenderer, GraphvizStyler
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="the Graphviz `dot` program is missing")
+
+
+class Scale(nn.Module):
+    """A module with its own parameter and two ops, so that it is drawn expanded with a param node."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x * self.gain)
+
+
+class Model(nn.Module):
+    """Every node kind: layers, tensors, the network's input/output, a parameter, ops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+        self.scale = Scale()
+        self.out = nn.Linear(6, 2, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.scale(self.fc(x)) + 1)
+
+
+@pytest.fixture(scope="module")
+def rec() -> torchrecorder.Recorder:
+    return torchrecorder.record(Model(), "model", (1, 4))
+
+
+def node_line(source: str, node_id: str) -> str:
+    for line in source.splitlines():
+        if line.strip().startswith((f"{node_id} [", f'"{node_id}" [')):
+            return line
+    raise AssertionError(f"no node {node_id} in\n{source}")
+
+
+def attr(line: str, name: str) -> str:
+    match = re.search(rf'\b{name}=("(?:[^"\\]|\\.)*"|<.*>(?= \w+=)|[^ \]]+)', line)
+    assert match, (name, line)
+    return match.group(1).strip('"')
+
+
+@pytest.mark.parametrize(("key", "kind"), [
+    ("fc", "layer"), ("fc:out", "tensor"), ("input:x", "io"), ("out:out", "io"),
+    ("scale.gain", "param"), ("scale/mul", "op"), ("model/add", "op"),
+])
+def test_each_kind_gets_its_default_style(rec: torchrecorder.Recorder, key: str, kind: str) -> None:
+    styler = GraphvizStyler()
+    styler.rec = rec
+    node = rec.nodes[key]
+    assert styler.kind_of(node) == kind
+    attrs = styler.style_node(node)
+    for name, value in DEFAULT_STYLES[kind].items():
+        assert attrs[name] == value, (key, name)
+    source = torchrecorder.make_dot(rec, 2).source
+    line = node_line(source, key.replace(":", "@"))
+    assert attr(line, "fillcolor") == DEFAULT_STYLES[kind]["fillcolor"]
+
+
+def test_kinds_look_different() -> None:
+    fills = {k: DEFAULT_STYLES[k]["fillcolor"] for k in ("layer", "tensor", "io", "param", "op")}
+    assert len(set(fills.values())) == len(fills)
+    assert DEFAULT_STYLES["graph"]["rankdir"] == "TB"
+
+
+def test_cluster_is_labelled_with_dotted_path_and_type(rec: torchrecorder.Recorder) -> None:
+    source = torchrecorder.make_dot(rec, 2).source
+    assert "subgraph cluster_scale {" in source
+    assert ('label=<<B>scale</B> <FONT COLOR="#555555">Scale</FONT> '
+            '<FONT POINT-SIZE="8" COLOR="#444444">6 params</FONT>>') in source
+    assert "<B>model</B>" in source
+
+
+def test_labels_show_names_types_shapes_counts_and_ops(rec: torchrecorder.Recorder) -> None:
+    source = torchrecorder.make_dot(rec, 2).source
+    fc = node_line(source, "fc")
+    assert "<B>fc</B>" in fc and "Linear" in fc and "weight: 6×4" in fc and "bias: 6" in fc
+    assert "30 params" in fc
+    assert "weight: 2×6" in node_line(source, "out") and "12 params" in node_line(source, "out")
+    assert "label=<1×6>" in node_line(source, "fc@out")
+    assert "<B>x</B><BR/>1×4" in node_line(source, "input@x")
+    assert "label=<mul>" in node_line(source, "scale/mul")
+    assert "gain<BR/>" in node_line(source, "scale.gain") and ">6<" in node_line(source, "scale.gain")
+    big = torchrecorder.record(nn.Sequential(nn.Linear(100, 100)), "big", (1, 100))
+    assert "10.1k params" in torchrecorder.make_dot(big).source
+
+
+def test_param_shapes_come_from_metadata_not_modules(rec: torchrecorder.Recorder) -> None:
+    loaded = torchrecorder.loads_json(rec.to_json())
+    assert all(n.fn is None for n in loaded.nodes.values())
+    assert "weight: 6×4" in torchrecorder.make_dot(loaded, 1).source
+
+
+def test_per_kind_overrides_touch_only_that_kind(rec: torchrecorder.Recorder) -> None:
+    source = torchrecorder.make_dot(rec, 2, layer_attrs={"fillcolor": "red", "shape": "octagon"},
+                                   edge_attrs={"color": "blue"}, cluster_attrs={"style": "filled"},
+                                   graph_attrs={"rankdir": "LR"}).source
+    assert attr(node_line(source, "fc"), "fillcolor") == "red"
+    assert attr(node_line(source, "fc"), "shape") == "octagon"
+    assert attr(node_line(source, "fc@out"), "fillcolor") == DEFAULT_STYLES["tensor"]["fillcolor"]
+    assert "rankdir=LR" in source
+    assert re.search(r"-> \S+ \[.*color=blue", source)
+    assert "style=filled" in source
+
+
+def test_plain_keywords_apply_to_every_node(rec: torchrecorder.Recorder) -> None:
+    source = torchrecorder.make_dot(rec, 2, fontname="Times").source
+    for key in ("fc", "fc@out", "input@x", "scale.gain", "scale/mul"):
+        assert attr(node_line(source, key), "fontname") == "Times"
+
+
+def test_bad_styler_arguments_say_what_is_wrong() -> None:
+    with pytest.raises(TypeError, match="layer_attrs"):
+        GraphvizStyler(lyer_attrs={"color": "red"})
+    with pytest.raises(TypeError, match="mapping"):
+        GraphvizStyler(layer_attrs="red")
+    with pytest.raises(ValueError, match="preset"):
+        GraphvizStyler(preset="poster")
+
+
+def test_styles_are_copies() -> None:
+    styler = GraphvizStyler()
+    styler.styles["layer"]["fillcolor"] = "red"
+    assert GraphvizStyler().styles["layer"]["fillcolor"] == DEFAULT_STYLES["layer"]["fillcolor"]
+    with pytest.raises(TypeError):
+        DEFAULT_STYLES["layer"]["fillcolor"] = "red"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_presets_apply_their_overrides(rec: torchrecorder.Recorder, preset: str) -> None:
+    styler = GraphvizStyler(preset=preset)
+    for kind, overrides in PRESETS[preset].items():
+        for name, value in overrides.items():
+            assert styler.styles[kind][name] == value
+    override = GraphvizStyler(preset=preset, layer_attrs={"color": "green"})
+    assert override.styles["layer"]["color"] == "green"
+
+
+def test_print_preset_has_no_colour(rec: torchrecorder.Recorder) -> None:
+    source = torchrecorder.make_dot(rec, 2, preset="print").source
+    colours = set(re.findall(r'(?:fill)?color="?(#[0-9a-fA-F]{6}|\w+)', source))
+    for colour in colours:
+        if colour.startswith("#"):
+            r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+            assert r == g == b, colour  # greys only
+        else:
+            assert colour in ("black", "white"), colour
+
+
+def test_compact_preset_is_smaller(rec: torchrecorder.Recorder) -> None:
+    default = GraphvizStyler().styles
+    compact = GraphvizStyler(preset="compact").styles
+    assert float(compact["layer"]["fontsize"]) < float(default["layer"]["fontsize"])
+    assert float(compact["graph"]["ranksep"]) < float(default["graph"]["ranksep"])
+
+
+@needs_dot
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_preset_renders(rec: torchrecorder.Recorder, preset: str) -> None:
+    svg = torchrecorder.backend.render_source(torchrecorder.make_dot(rec, 2, preset=preset).source, "svg")
+    ET.fromstring(svg)
+
+
+def test_styler_subclass_changes_labels(rec: torchrecorder.Recorder) -> None:
+    class Upper(GraphvizStyler):
+        def label(self, node: object) -> str:
+            return "<" + super().label(node)[1:-1].upper() + ">"  # type: ignore[arg-type]
+
+    assert "<B>FC</B>" in torchrecorder.make_dot(rec, 2, styler_cls=Upper).source
+
+
+def test_a_styler_returning_garbage_is_named(rec: torchrecorder.Recorder) -> None:
+    class Broken(GraphvizStyler):
+        def style_node(self, node: object) -> dict[str, str]:
+            return None  # type: ignore[return-value]
+
+    with pytest.raises(TypeError, match=r"Broken.style_node\(\)"):
+        torchrecorder.make_dot(rec, 2, styler_cls=Broken)
+
+
+def test_output_is_deterministic() -> None:
+    a = torchrecorder.make_dot(torchrecorder.record(Model(), "m", (1, 4)), 2).source
+    b = torchrecorder.make_dot(torchrecorder.record(Model(), "m", (1, 4)), 2).source
+    assert a == b
+
+
+def test_failed_module_is_marked() -> None:
+    class Boom(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError("boom")
+
+    net = nn.Sequential(nn.Linear(2, 2), Boom())
+    with pytest.raises(RuntimeError) as info:
+        torchrecorder.record(net, "net", (1, 2))
+    partial = info.value.recording  # type: ignore[attr-defined]
+    line = node_line(torchrecorder.make_dot(partial, 1).source, "1")
+    assert attr(line, "fillcolor") == DEFAULT_STYLES["failed"]["fillcolor"]
+    assert "raised RuntimeError" in line
+
+
+def test_node_classes_map_to_kinds() -> None:
+    styler = GraphvizStyler()
+    assert styler.kind_of(LayerNode("a")) == "layer"
+    assert styler.kind_of(TensorNode("t")) == "tensor"
+    assert styler.kind_of(TensorNode("t", role="input")) == "io"
+    assert styler.kind_of(ParamNode("p")) == "param"
+    assert styler.kind_of(OpNode("o")) == "op"
+
+    class MyOp(OpNode):
+        pass
+
+    assert styler.kind_of(MyOp("o")) == "op"  # subclasses found through the MRO
+
+
+def test_renderer_checks_render_depth(rec: torchrecorder.Recorder) -> None:
+    with pytest.raises(ValueError, match="render_depth"):
+        GraphvizRenderer(rec, -1)
+
+
+def test_shapes_on_edges_instead_of_tensor_nodes(rec: torchrecorder.Recorder) -> None:
+    r = GraphvizRenderer(rec, 2, tensor_nodes=False)
+    source = r.render().source
+    assert "fc@out" not in source and "input@x" in source and "out@out" in source
+    assert re.search(r"fc -> \"scale/mul\" \[label=<1×6>", source)
+    pairs = [(str(a.key), str(b.key)) for a, b in r.drawn_edges()]
+    assert ("fc", "scale/mul") in pairs and ("scale.gain", "scale/mul") in pairs
+    carried = r.edge_tensor(rec.nodes["fc"], rec.nodes["scale/mul"])
+    assert carried is rec.nodes["fc:out"]
+    assert all(not k.endswith((":out", ":in")) or k in ("out:out",) for k, _ in pairs)
+
+
+def test_compact_preset_puts_shapes_on_edges(rec: torchrecorder.Recorder) -> None:
+    compact = torchrecorder.make_dot(rec, 2, preset="compact").source
+    assert "fc@out" not in compact and "label=<1×6>" in compact
+    assert "fc@out" in torchrecorder.make_dot(rec, 2, preset="compact", tensor_nodes=True).source
+    assert "fc@out" in torchrecorder.make_dot(rec, 2).source
+
+
+@needs_dot
+def test_shapes_on_edges_render(rec: torchrecorder.Recorder) -> None:
+    source = torchrecorder.make_dot(rec, 2, preset="compact").source
+    ET.fromstring(torchrecorder.backend.render_source(source, "svg"))

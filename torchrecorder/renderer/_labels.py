@@ -1,0 +1,57 @@
+"""Label text shared by the renderers: parameter lines and counts, read from node metadata only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..nodes import LayerNode, ParamNode, shape_str
+
+if TYPE_CHECKING:
+    from ..recorder import Recorder
+
+__all__ = ["count_str", "dtype_suffix", "param_lines", "run_title"]
+
+
+def count_str(n: int) -> str:
+    """``1234567`` -> ``1.2M``; small counts are written out.
+
+    >>> count_str(999), count_str(1234), count_str(7_000_000_000)
+    ('999', '1.2k', '7.0B')
+    """
+    for unit, size in (("B", 10**9), ("M", 10**6), ("k", 10**3)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(n)
+
+
+def dtype_suffix(dtype: str) -> str:
+    """``""`` for the usual float32, else the dtype after a space."""
+    return "" if dtype in ("", "float32") else f" {dtype}"
+
+
+def param_lines(rec: Optional[Recorder], node: LayerNode) -> list[str]:
+    """Parameter shapes of a module (when it owns at most three) and its parameter count.
+
+    Read from the recording's parameter nodes, so that graphs loaded from JSON
+    show them too; a module called again shows them on its first call only.
+    """
+    total = node.num_params_total
+    if not total:
+        return []
+    lines: list[str] = []
+    if rec is not None and node.num_params == total:
+        params = [n for k in node.subnets if isinstance(n := rec.nodes.get(k), ParamNode)]
+        if 0 < len(params) <= 3:
+            lines = [f"{p.name}: {shape_str(p.shape)}" for p in params]
+    lines.append(f"{count_str(total)} params" if total != 1 else "1 param")
+    return lines
+
+
+def run_title(run: list[LayerNode], dotted: bool) -> str:
+    """``"layers.0 … layers.11"`` (``dotted``: paths) or ``"0 … 11"`` for a folded run."""
+    first, last = run[0], run[-1]
+    a = (first.path or first.name) if dotted else first.name
+    b = (last.path or last.name) if dotted else last.name
+    if first.call_index > 1 or last.call_index > 1 or a == b:
+        a, b = f"{a} #{first.call_index}", f"{b} #{last.call_index}"
+    return f"{a} … {b}"
