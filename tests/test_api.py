@@ -212,5 +212,6 @@ def test_hook_functions_stay_importable_and_op_acc_walks_long_autograd_chains() 
 def test_keyword_inputs_only() -> None:
     from .core_models import TwoInputs
 
-    rec = torchrecorder.record(TwoInputs(), "two", input_kwargs={"a": torch.randn(1, 3), "b": torch.randn(1, 5)})
+    kwargs = {"a": torch.randn(1, 3), "b": torch.randn(1, 5)}
+    rec = torchrecorder.record(TwoInputs(), "two", input_kwargs=kwargs)
     assert rec.nodes["input:a"].shape == (1, 3) and rec.nodes["input:b"].shape == (1, 5)
