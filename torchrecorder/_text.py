@@ -19,6 +19,8 @@ def visible(text: str) -> str:
     >>> visible("a\\tb\\x00")
     'a\\\\tb\\\\x00'
     """
+    if text.isprintable():  # no control, surrogate or non-character: nothing to do
+        return text
     out = []
     for ch in text:
         cat = unicodedata.category(ch)

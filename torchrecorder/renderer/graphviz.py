@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Optional
 
 import graphviz
+from graphviz.quoting import quote
 
 from .._text import dot_id, dot_text, html_text
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
@@ -321,6 +322,8 @@ class GraphvizRenderer(BaseRenderer):
         self.styler.rec = rec
         self._ids: dict[Any, str] = {}
         self._used_ids: set[str] = set()
+        self._qids: dict[Any, str] = {}
+        self._quoted: dict[tuple[tuple[str, str], ...], str] = {}
 
     def node_id(self, node: BaseNode) -> str:
         """The unique, readable DOT id of ``node``."""
@@ -351,7 +354,7 @@ class GraphvizRenderer(BaseRenderer):
             attrs = self._checked(self.styler.style_repeated(node, run, False), "style_repeated")
         else:
             attrs = self._checked(self.styler.style_node(node), "style_node")
-        g.node(self.node_id(node), **attrs)
+        g.body.append(f"\t{self._quoted_id(node)} [{self._attr_list(attrs)}]\n")
 
     def render_recursive_node(self, g: graphviz.Digraph, node: LayerNode) -> None:
         """Draw the expanded layer ``node`` as a cluster holding its children."""
@@ -372,10 +375,42 @@ class GraphvizRenderer(BaseRenderer):
             attrs = self._checked(self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge")
         else:
             attrs = self._checked(self.styler.style_edge(fnode, tnode), "style_edge")
-        g.edge(self.node_id(fnode), self.node_id(tnode), **attrs)
+        line = f"\t{self._quoted_id(fnode)} -> {self._quoted_id(tnode)} [{self._attr_list(attrs)}]\n"
+        g.body.append(line)
+
+    # DOT statements are written here rather than through Digraph.node/edge: same text,
+    # but each distinct attribute is quoted once per drawing instead of once per use.
+    def _quoted_id(self, node: BaseNode) -> str:
+        got = self._qids.get(node.key)
+        if got is None:
+            got = self._qids[node.key] = quote(self.node_id(node))
+        return got
+
+    def _attr_list(self, attrs: dict[str, str]) -> str:
+        """``label=... key=value ... tooltip=...``, quoted as the graphviz package quotes.
+
+        Everything but the label and the tooltip usually repeats from node to
+        node, so that part is formatted once per distinct set of attributes.
+        """
+        label = attrs.pop("label", None)
+        tooltip = attrs.pop("tooltip", None)
+        key = tuple(attrs.items())
+        rest = self._quoted.get(key)
+        if rest is None:
+            rest = self._quoted[key] = " ".join(f"{quote(k)}={quote(v)}" for k, v in sorted(key))
+        parts = [rest] if rest else []
+        if label is not None:
+            parts.insert(0, f"label={quote(label)}")
+        if tooltip is not None:
+            parts.append(f"tooltip={quote(tooltip)}")
+        return " ".join(parts)
 
     def _checked(self, attrs: Any, method: str) -> dict[str, str]:
         if not isinstance(attrs, Mapping):
             raise TypeError(f"{type(self.styler).__name__}.{method}() must return a mapping of "
                             f"Graphviz attributes, got {type(attrs).__name__}")
-        return {str(k): v if isinstance(v, str) else str(v) for k, v in attrs.items()}
+        out = dict(attrs)
+        for k, v in out.items():
+            if type(k) is not str or type(v) is not str:
+                return {str(k): str(v) for k, v in out.items()}
+        return out
