@@ -235,9 +235,9 @@ def recorded_relation(rec: Recorder, visible: set[str] | None = None) -> Relatio
     roles = {k: n.role for k, n in nodes.items() if isinstance(n, TensorNode) and n.role}
     starts: list[tuple[Any, str]] = [(k, INPUT) for k, role in roles.items() if role == "input"]
     for k in nodes:
-        name = owner_of(k) if k is not None else None
-        if name is not None:
-            starts.append((k, name))
+        call = owner_of(k) if k is not None else None
+        if call is not None:
+            starts.append((k, call))
     outputs = {k for k, role in roles.items() if role == "output"}
     return _reach(starts, lambda k: succ.get(k, ()), owner_of, lambda k: True, outputs)
 

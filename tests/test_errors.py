@@ -190,7 +190,7 @@ def test_partial_recording_renders_svg() -> None:
 def test_user_exception_type_and_attributes_kept() -> None:
     net = RaisesCustom()
     exc, rec = _record_failing(net, torch.randn(2, 4))
-    assert type(exc) is ShapeError and exc.code == 7  # type: ignore[attr-defined]
+    assert isinstance(exc, ShapeError) and type(exc) is ShapeError and exc.code == 7
     assert str(exc) == "strict: refusing (2, 4)"
     assert "'check' (Checker)" in _notes(exc) and "[2×4]" in _notes(exc)
     assert rec.failed_key == "check"
@@ -208,7 +208,8 @@ def test_failure_in_the_second_call_of_a_module() -> None:
     exc, rec = _record_failing(SecondCallFails(), torch.randn(2, 4))
     assert rec.failed_key == "fc#2"
     assert "'fc' (Linear)" in _notes(exc) and "[2×6]" in _notes(exc)
-    assert rec.nodes["fc"].error is None
+    first = rec.nodes["fc"]
+    assert isinstance(first, LayerNode) and first.error is None
 
 
 def test_exception_caught_inside_the_model() -> None:

@@ -24,6 +24,7 @@ from torch import nn
 
 import torchrecorder
 from torchrecorder import LayerNode, OpNode, TensorNode
+from torchrecorder.nodes import Key
 from torchrecorder.renderer import GraphvizRenderer
 
 from .backends import needs_backend
@@ -138,7 +139,7 @@ def test_calls_and_parameters(name: str) -> None:
     check_params(r.rec, r.net, counts)
 
 
-@pytest.mark.parametrize("name", _params([c for c in CASES if c.feed_forward]))
+@pytest.mark.parametrize("name", ALL)  # every zoo model is feed-forward (loops unroll)
 def test_drawn_graph_acyclic(name: str) -> None:
     check_acyclic(recorded(name).rec, depths=(1, 2, 256))
 
@@ -286,7 +287,7 @@ def test_oracle_catches_a_wrong_edge() -> None:
 
 
 # ------------------------------------------------------ specific recording cases
-def _path(rec: torchrecorder.Recorder, start: str, goal: str) -> bool:
+def _path(rec: torchrecorder.Recorder, start: Key, goal: Key) -> bool:
     succ: dict[Any, list[Any]] = {}
     for a, b in rec.edges:
         succ.setdefault(a, []).append(b)
@@ -309,7 +310,8 @@ def test_integer_and_boolean_dataflow_is_recorded() -> None:
     ops = {n.op: k for k, n in rec.nodes.items() if isinstance(n, OpNode)}
     assert {"ne", "cumsum", "masked_fill", "embedding"} <= set(ops)
     ids = next(k for k, n in rec.nodes.items() if isinstance(n, TensorNode) and n.role == "input")
-    assert rec.nodes[ids].dtype == "int64"
+    ids_node = rec.nodes[ids]
+    assert isinstance(ids_node, TensorNode) and ids_node.dtype == "int64"
     pos_call = next(n for n in rec.layers() if n.path == "pos")
     inner = [k for k in rec.nodes if rec.nodes[k].parent == pos_call.key]
     assert _path(rec, ids, ops["ne"]) and _path(rec, ops["ne"], ops["cumsum"])
@@ -356,7 +358,7 @@ def test_never_called_modules_not_drawn() -> None:
 def test_inplace_ops_recorded() -> None:
     rec = recorded("InplaceOps").rec
     act = next(n for n in rec.layers() if n.path == "act")
-    assert [rec.nodes[k].op for k in act.subnets if isinstance(rec.nodes[k], OpNode)] == ["relu"]
+    assert [n.op for k in act.subnets if isinstance(n := rec.nodes[k], OpNode)] == ["relu"]
     ops = [n.op for n in rec.nodes.values() if isinstance(n, OpNode)]
     assert "add_" in ops and "mul_" in ops
     rel = recorded_relation(rec)
@@ -424,7 +426,7 @@ def test_llama_70b_on_meta_device() -> None:
 def test_ops_outside_submodules_in_the_scope_that_ran_them() -> None:
     rec = recorded("OpsOutsideSubmodules").rec
     root = next(n for n in rec.layers() if n.depth == 0)
-    root_ops = [rec.nodes[k].op for k in root.subnets if isinstance(rec.nodes[k], OpNode)]
+    root_ops = [n.op for k in root.subnets if isinstance(n := rec.nodes[k], OpNode)]
     for op in ("cat", "view", "getitem", "mul", "add", "chunk", "mean"):
         assert op in root_ops, f"{op} is not recorded in the root's scope: {root_ops}"
     assert root_ops.count("cat") == 2
@@ -471,7 +473,7 @@ def test_two_forward_calls_in_one_recording() -> None:
     check_acyclic(rec)
     roots = [n for n in rec.layers() if n.depth == 0]
     assert [n.key for n in roots] == ["net", "net#2"]
-    root_of: dict[str, str] = {}
+    root_of: dict[str, Key] = {}
     for layer in rec.layers():
         k = layer.key
         while rec.nodes[k].depth > 0:
@@ -485,7 +487,7 @@ def test_two_forward_calls_in_one_recording() -> None:
 
 
 # ------------------------------------------------------- the checks can fail
-def _mlp_recording() -> tuple[nn.Module, torchrecorder.Recorder, Any]:
+def _mlp_recording() -> tuple[Any, torchrecorder.Recorder, Any]:
     case = BY_NAME["MLP"]
     net = case.build()
     args, _ = case.inputs()
@@ -545,5 +547,6 @@ def test_packed_sequence_dataflow_by_hand() -> None:
         ("INPUT", "rnn#1"), ("rnn#1", "fc#1"), ("fc#1", "OUTPUT"), ("rnn#1", "OUTPUT")}
     rec = recorded("PackedGRU").rec
     lengths = next(k for k, n in rec.nodes.items() if isinstance(n, TensorNode) and n.name == "lengths")
-    assert rec.nodes[lengths].dtype == "int64"
+    lengths_node = rec.nodes[lengths]
+    assert isinstance(lengths_node, TensorNode) and lengths_node.dtype == "int64"
     assert any(a == lengths for a, _ in rec.edges), "the lengths feed nothing"

@@ -29,7 +29,6 @@ class Case:
         inputs: makes ``(args, kwargs)`` for one forward call.
         grad_mode: ``"grad"``, ``"no_grad"`` or ``"inference"``: how the
             forward pass is run, as a user would.
-        feed_forward: the drawn graph must be acyclic at every depth.
         oracle: ``None`` to compare with the torch.fx oracle, else the written
             reason why fx is not used (torch.export is the oracle then).
         fx_concrete: ``concrete_args`` for ``torch.fx.symbolic_trace``.
@@ -48,7 +47,6 @@ class Case:
     build: Callable[[], nn.Module]
     inputs: Callable[[], Inputs]
     grad_mode: str = "grad"
-    feed_forward: bool = True
     oracle: Optional[str] = None
     fx_concrete: dict[str, Any] = field(default_factory=dict)
     meta: bool = False

@@ -524,6 +524,9 @@ class CreatedTensors(nn.Module):
 class Buffers(nn.Module):
     """A registered buffer (running mean) and a non-persistent buffer used in forward."""
 
+    mean: Tensor
+    table: Tensor
+
     def __init__(self) -> None:
         super().__init__()
         self.register_buffer("mean", torch.full((4,), 0.5))
