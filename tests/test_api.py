@@ -59,6 +59,9 @@ def test_seed_call_writes_svg_named_after_the_network(tmp_path: Path) -> None:
     assert {"stem", "block", "head"} <= set(texts)
     assert "Conv2d" in texts and "ResidualBlock" in texts
     assert os.listdir(tmp_path / "figures") == ["resnet.svg"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(out).st_mode & 0o777 == 0o666 & ~umask
 
 
 @needs_backend
