@@ -1,0 +1,32 @@
+"""Every example script runs and writes the figure it promises."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from .backends import needs_backend
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@needs_backend
+@pytest.mark.parametrize(("script", "figure", "expected"), [
+    ("render_example.py", "example.svg", "Residual"),
+    ("render_transformer.py", "gpt2.svg", "GPT2Block"),
+])
+def test_example_writes_its_figure(tmp_path: Path, script: str, figure: str, expected: str) -> None:
+    if script == "render_transformer.py":
+        pytest.importorskip("transformers")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, str(EXAMPLES / script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "figures" / figure
+    texts = {t.text for t in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}text")}
+    assert expected in texts
