@@ -218,3 +218,12 @@ def test_keyword_inputs_only() -> None:
     kwargs = {"a": torch.randn(1, 3), "b": torch.randn(1, 5)}
     rec = torchrecorder.record(TwoInputs(), "two", input_kwargs=kwargs)
     assert rec.nodes["input:a"].shape == (1, 3) and rec.nodes["input:b"].shape == (1, 5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_cuda_model_records_on_its_device() -> None:
+    net = ConvBN().cuda().eval()
+    before = state(net)
+    rec = torchrecorder.record(net, "cnn", (1, 3, 8, 8))
+    assert rec.nodes["input:x"].device.startswith("cuda") and rec.nodes["head:out"].shape == (1, 5)
+    assert no_hooks(net) and same_state(before, state(net))
