@@ -1,0 +1,584 @@
+"""Speed and scale benchmark of torchrecorder against the forward pass and its peers.
+
+Run ``python benchmarks/bench.py`` (about 4 minutes on 2 CPU cores) or
+``python benchmarks/bench.py --quick``.  For every model of the scale series
+(see ``benchmarks/models.py``) it measures, in fresh subprocesses:
+
+* the plain forward pass with gradients enabled (the floor);
+* ``record``, ``make_dot(...).source`` and the ``dot`` layout of that source;
+* peak RSS growth of one forward pass and of one ``record``;
+* torchviz, torchview and torchlens on the same model and inputs when they are
+  installed (``pip install 'torchrecorder[bench]'``);
+
+and prints a table, then each target of issue 4 with PASS/FAIL and the ratio
+measured.  Times are medians of ``--repeats`` runs after one warm-up run.  The
+benchmark never fails a test suite: its exit status is 0 whatever it measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import inspect
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEERS = ("torchviz", "torchview", "torchlens")
+MARK = "BENCHJSON "
+
+# ------------------------------------------------------------------ memory
+def _status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+class PeakRSS:
+    """Peak resident memory growth of a block, in MiB.
+
+    Uses the kernel's high-water mark (``VmHWM``, reset through
+    ``/proc/self/clear_refs``) where Linux allows it, else samples the RSS
+    every millisecond from a thread (psutil), which can miss short peaks.
+    """
+
+    def __enter__(self) -> PeakRSS:
+        self.method = "VmHWM"
+        try:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")
+            self.base = _status_kb("VmRSS")
+            if self.base is None or _status_kb("VmHWM") is None:
+                raise OSError
+        except OSError:
+            self._start_sampler()
+        return self
+
+    def _start_sampler(self) -> None:
+        import threading
+
+        import psutil
+
+        self.method = "sampled"
+        proc = psutil.Process()
+        self.base = proc.memory_info().rss // 1024
+        self._peak = self.base
+        self._stop = threading.Event()
+
+        def sample() -> None:
+            while not self._stop.is_set():
+                self._peak = max(self._peak, proc.memory_info().rss // 1024)
+                time.sleep(0.001)
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.method == "VmHWM":
+            peak = _status_kb("VmHWM") or 0
+        else:
+            self._stop.set()
+            self._thread.join()
+            peak = self._peak
+        self.mib = max(0, peak - self.base) / 1024
+
+
+# ------------------------------------------------------------------ timing
+def timed(fns: dict[str, Callable[[], Any]], repeats: int, slow: float = 10.0) -> dict[str, float]:
+    """Median seconds of each function over ``repeats`` runs, after one warm-up run each.
+
+    The functions take turns (round robin), so that a machine busy with
+    something else slows them alike and their ratios stay meaningful.  A
+    function whose warm-up took more than ``slow`` seconds runs once more only.
+    """
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    first: dict[str, float] = {}
+    for k, fn in fns.items():
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        first[k] = time.perf_counter() - t0
+    for i in range(repeats):
+        for k, fn in fns.items():
+            if i and first[k] > slow:
+                continue
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    out = {k: statistics.median(v) for k, v in times.items()}
+    out.update({f"{k}_min": min(v) for k, v in times.items()})
+    out.update({f"{k}_max": max(v) for k, v in times.items()})
+    return out
+
+
+def _first_tensor(out: Any) -> Any:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out
+    values = out.values() if isinstance(out, dict) else out
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            return v
+    raise TypeError(f"no tensor in the output {type(out).__name__}")
+
+
+# ------------------------------------------------------------------ workers
+def _warm_up_torchrecorder() -> None:
+    """Load everything a first recording loads, on a tiny model, outside any measurement."""
+    import torch
+
+    import torchrecorder
+
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    torchrecorder.make_dot(torchrecorder.record(net, "warm", (1, 4))).source  # noqa: B018
+
+
+def worker_ours(name: str, repeats: int, hf: bool, outdir: str) -> dict[str, Any]:
+    """Memory and times of torchrecorder on ``name`` (run in a fresh process)."""
+    import torch
+    from models import MODELS, build
+
+    import torchrecorder
+
+    spec = MODELS[name]
+    model, args = build(name, hf)
+    _warm_up_torchrecorder()
+    res: dict[str, Any] = {"model": name, "kind": spec.kind}
+
+    # cold memory first, in this fresh process: record (+ DOT source for the meta model)
+    t0 = time.perf_counter()
+    with PeakRSS() as mem:
+        rec = torchrecorder.record(model, name, input_data=args)
+        if spec.kind == "meta":
+            torchrecorder.make_dot(rec).source  # noqa: B018
+    res["cold_record_dot_s" if spec.kind == "meta" else "cold_record_s"] = time.perf_counter() - t0
+    res["rss_record_mib"], res["rss_method"] = mem.mib, mem.method
+    del rec
+    gc.collect()
+
+    rec = torchrecorder.record(model, name, input_data=args)
+    res["nodes"], res["edges"] = len(rec.nodes) - 1, len(rec.edges)
+    fns: dict[str, Callable[[], Any]] = {
+        "record_s": lambda: torchrecorder.record(model, name, input_data=args),
+        "make_dot_s": lambda: torchrecorder.make_dot(rec).source,
+    }
+    if spec.kind != "meta":
+        fns["forward_s"] = lambda: model(*args)
+    # repeated blocks drawn once (fold_repeats="auto", the default) hide how DOT size grows
+    nofold = {"fold_repeats": False} if "fold_repeats" in inspect.signature(
+        torchrecorder.make_dot).parameters else {}
+    if nofold:
+        fns["make_dot_nofold_s"] = lambda: torchrecorder.make_dot(rec, **nofold).source
+    res.update(timed(fns, repeats))
+    depths: dict[str, tuple[int, dict[str, Any]]] = {"full": (256, {}), "d1": (1, {}), "d2": (2, {})}
+    if nofold:
+        depths["nofold"] = (1 if spec.kind == "meta" else 256, nofold)
+    for label, (depth, extra) in depths.items():
+        src = torchrecorder.make_dot(rec, render_depth=depth, **extra).source
+        path = os.path.join(outdir, f"{name}-{label}.gv")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(src)
+        res[f"dot_{label}"] = path
+        res[f"dot_{label}_kb"] = len(src.encode()) / 1024
+    del torch
+    return res
+
+
+def worker_fwdmem(name: str, repeats: int, hf: bool, outdir: str) -> dict[str, Any]:
+    """Peak RSS growth of one plain forward pass with autograd (fresh process)."""
+    del repeats, outdir
+    import torch
+    from models import build
+
+    model, args = build(name, hf)
+    tiny = torch.nn.Linear(4, 4)
+    tiny(torch.randn(1, 4)).sum()  # load what a first forward loads
+    with PeakRSS() as mem:
+        out = model(*args)
+        del out
+    return {"model": name, "rss_forward_mib": mem.mib}
+
+
+def _peer_fn(peer: str, model: Any, args: tuple[Any, ...]) -> Callable[[], Any]:
+    if peer == "torchviz":
+        import torchviz
+
+        def run() -> Any:  # a grad-enabled forward and the autograd graph's DOT source
+            out = _first_tensor(model(*args))
+            return torchviz.make_dot(out, params=dict(model.named_parameters())).source
+
+        return run
+    if peer == "torchview":
+        import torchview
+
+        def run() -> Any:  # draw_graph with its defaults, to DOT source
+            return torchview.draw_graph(model, input_data=list(args), device="cpu",
+                                        graph_name="bench").visual_graph.source
+
+        return run
+    if peer == "torchlens":
+        import torchlens
+
+        def run() -> Any:  # its cheapest capture: metadata only, no activations saved
+            if hasattr(torchlens, "trace"):
+                return torchlens.trace(model, list(args), save=None)
+            return torchlens.log_forward_pass(model, list(args), layers_to_save=None, vis_opt="none")
+
+        return run
+    raise ValueError(peer)
+
+
+def worker_peer(peer: str, name: str, repeats: int, hf: bool) -> dict[str, Any]:
+    """Time and peak RSS of one peer tool on ``name``, and ours next to it (fresh process).
+
+    torchviz and torchview take turns with torchrecorder's record + make_dot;
+    torchlens wraps torch functions for the rest of the process, so ours is
+    timed before its first call instead.
+    """
+    from models import build
+
+    import torchrecorder
+
+    model, args = build(name, hf)
+    res: dict[str, Any] = {"model": name, "peer": peer}
+    try:
+        fn = _peer_fn(peer, model, args)
+    except ImportError as exc:
+        return {**res, "error": f"not installed ({exc.name})"}
+
+    def ours() -> None:
+        torchrecorder.make_dot(torchrecorder.record(model, name, input_data=args)).source  # noqa: B018
+
+    _warm_up_torchrecorder()
+    if peer == "torchlens":
+        res["ours_s"] = timed({"ours": ours}, repeats)["ours"]
+    try:
+        with PeakRSS() as mem:
+            t0 = time.perf_counter()
+            fn()
+            res["cold_s"] = time.perf_counter() - t0
+        res["rss_mib"] = mem.mib
+        fns = {"time_s": fn} if peer == "torchlens" else {"time_s": fn, "ours_s": ours}
+        res.update(timed(fns, repeats, slow=2.0))
+    except BaseException as exc:  # a peer failing on a model is a result, not a crash
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        res["error"] = f"{type(exc).__name__}: {msg}"[:90]
+    return res
+
+
+def run_worker(argv: list[str]) -> None:
+    """Entry point of a ``--worker`` subprocess: print one JSON result line."""
+    warnings.filterwarnings("ignore")
+    sys.path.insert(0, HERE)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
+    kind, name, repeats, hf, outdir = argv[0], argv[1], int(argv[2]), argv[3] == "1", argv[4]
+    if kind == "ours":
+        res = worker_ours(name, repeats, hf, outdir)
+    elif kind == "fwdmem":
+        res = worker_fwdmem(name, repeats, hf, outdir)
+    else:
+        res = worker_peer(kind, name, repeats, hf)
+    print(MARK + json.dumps(res), flush=True)
+
+
+def spawn(kind: str, name: str, repeats: int, hf: bool, outdir: str, timeout: float) -> dict[str, Any]:
+    """Run a worker in a fresh interpreter; its result, or an ``error`` saying what went wrong."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, name, str(repeats),
+           "1" if hf else "0", outdir]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
+           "PYTHONWARNINGS": "ignore"}
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"model": name, "error": f"timeout > {timeout:.0f} s"}
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            return json.loads(line[len(MARK):])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"model": name, "error": f"worker failed: {tail}"[:120]}
+
+
+def dot_layout(path: str, timeout: float) -> float | str:
+    """Seconds ``dot -Tsvg`` takes to lay out the DOT file ``path`` (or why not)."""
+    exe = shutil.which("dot")
+    if exe is None:
+        return "no dot"
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([exe, "-Tsvg", "-o", os.devnull, path], capture_output=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f">{timeout:.0f}s"
+    if proc.returncode != 0:
+        return "dot failed"
+    return time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------ report
+def _fmt(x: Any, scale: float = 1.0, digits: int = 1) -> str:
+    if isinstance(x, (int, float)):
+        return f"{x * scale:.{digits}f}"
+    return "-" if x is None else str(x)
+
+
+def _secs(x: Any) -> str:
+    return f"{x:.2f} s" if isinstance(x, float) else str(x)
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    """Columns padded to their widest cell; the first left-aligned, the rest right-aligned."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+
+    line = fmt(headers)
+    return "\n".join([line, "-" * len(line), *(fmt(r) for r in rows)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="3 repeats, shorter time limits, peers on the graph-bound models only")
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default 5)")
+    parser.add_argument("--models", default=None, help="comma-separated subset of the model names")
+    parser.add_argument("--no-peers", action="store_true", help="do not time torchviz/torchview/torchlens")
+    parser.add_argument("--hf", action="store_true",
+                        help="GPT-2 and Llama from transformers configs instead of the hand-written ones")
+    parser.add_argument("--json", default=None, help="also write all results to this JSON file")
+    parser.add_argument("--stat", choices=("median", "min"), default="median",
+                        help="statistic of the repeats in tables and targets (min resists a busy machine)")
+    opts = parser.parse_args(argv)
+
+    sys.path.insert(0, HERE)
+    from models import MODELS
+
+    repeats = opts.repeats or (3 if opts.quick else 5)
+    names = opts.models.split(",") if opts.models else list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown models {unknown}; choose from {list(MODELS)}")
+    worker_timeout = 240 if opts.quick else 480
+    peer_timeout = 60 if opts.quick else 180
+    layout_timeout = 20 if opts.quick else 60
+
+    import platform
+
+    import torch
+
+    import torchrecorder
+
+    print(f"torchrecorder {torchrecorder.__version__}, torch {torch.__version__}, Python "
+          f"{platform.python_version()}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, "
+          f"{'transformers' if opts.hf else 'hand-written'} models, median of {repeats} runs")
+    versions = {}
+    for peer in PEERS:
+        try:
+            from importlib.metadata import version
+
+            versions[peer] = version(peer)
+        except Exception:
+            versions[peer] = None
+    print("peers: " + ", ".join(f"{p} {v or 'not installed'}" for p, v in versions.items()))
+    print(f"load average at the start: {', '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          "(above 0.5 or so, another process competes for the CPUs and times scatter)")
+    started = time.perf_counter()
+    results: dict[str, dict[str, Any]] = {}
+    peers: dict[str, dict[str, dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="trbench-") as tmp:
+        for name in names:
+            spec = MODELS[name]
+            print(f"  {name} ...", end="", flush=True)
+            res = spawn("ours", name, repeats, opts.hf, tmp, worker_timeout)
+            if spec.kind != "meta" and "error" not in res:
+                res.update({k: v for k, v in spawn("fwdmem", name, repeats, opts.hf, tmp,
+                                                   worker_timeout).items() if k != "model"})
+            if "error" not in res:
+                labels = ["d1", "d2"] if spec.kind == "meta" else ["full", "d1", "d2"]
+                for label in labels + (["nofold"] if "dot_nofold" in res else []):
+                    res[f"layout_{label}_s"] = dot_layout(res[f"dot_{label}"], layout_timeout)
+            results[name] = res
+            peers[name] = {}
+            run_peers = not opts.no_peers and spec.kind != "meta" and (
+                not opts.quick or spec.kind == "graph")
+            for peer in PEERS if run_peers else ():
+                if versions[peer] is None:
+                    peers[name][peer] = {"error": "not installed"}
+                    continue
+                print(f" {peer}", end="", flush=True)
+                peers[name][peer] = spawn(peer, name, repeats, opts.hf, tmp, peer_timeout)
+            print(f" done ({time.perf_counter() - started:.0f} s)", flush=True)
+    _choose_stat(results, peers, opts.stat)
+    print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    report(results, peers, opts, repeats)
+    print(f"\ntotal benchmark time {time.perf_counter() - started:.0f} s")
+    if opts.json:
+        with open(opts.json, "w", encoding="utf-8") as fh:
+            json.dump({"results": results, "peers": peers}, fh, indent=1, default=str)
+    return 0
+
+
+def _choose_stat(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[str, Any]]],
+                 stat: str) -> None:
+    """Use the chosen statistic; warn about measurements whose repeats scattered widely."""
+    noisy = []
+    dicts = [(name, r) for name, r in results.items()]
+    dicts += [(f"{name}/{peer}", p) for name, by in peers.items() for peer, p in by.items()]
+    for label, d in dicts:
+        for key in [k for k in d if k.endswith("_min")]:
+            base = key[: -len("_min")]
+            lo, hi = d[key], d.get(base + "_max", d[key])
+            if lo > 0 and hi / lo > 1.5 and hi - lo > 0.002:
+                noisy.append(f"{label} {base[:-2]} {lo * 1e3:.1f}-{hi * 1e3:.1f} ms")
+            if stat == "min":
+                d[base] = lo
+    if noisy:
+        print("\nwide scatter between repeats (max/min > 1.5): " + "; ".join(noisy))
+
+
+def report(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[str, Any]]],
+           opts: argparse.Namespace, repeats: int) -> None:
+    """Print the tables and the targets."""
+    del repeats
+    rows = []
+    for name, r in results.items():
+        if "error" in r:
+            rows.append([name, r.get("kind", "?"), r["error"]] + [""] * 11)
+            continue
+        fwd = r.get("forward_s")
+        rec_dot = r["record_s"] + r["make_dot_s"]
+        r["rec_dot_s"] = rec_dot
+        r["us_per_node"] = rec_dot / max(r["nodes"], 1) * 1e6
+        r["rec_over_fwd"] = r["record_s"] / fwd if fwd else None
+        rows.append([
+            name, r["kind"], str(r["nodes"]), str(r["edges"]),
+            _fmt(fwd, 1e3), _fmt(r["record_s"], 1e3), _fmt(r["make_dot_s"], 1e3),
+            _fmt(r.get("layout_full_s", "skip"), 1, 2), _fmt(r.get("layout_d1_s"), 1, 2),
+            _fmt(r.get("layout_d2_s"), 1, 2), _fmt(r.get("make_dot_nofold_s"), 1e3),
+            _fmt(r.get("layout_nofold_s"), 1, 2),
+            _fmt(r["rec_over_fwd"], 1, 2), _fmt(r["us_per_node"], 1, 0),
+            _fmt(r.get("rss_forward_mib")), _fmt(r.get("rss_record_mib")),
+        ])
+    print(f"\nTimes in ms ({opts.stat}), dot layout in s, memory = peak RSS growth in MiB "
+          "(record row of the meta model: record + DOT source).  'unfolded': make_dot with "
+          "fold_repeats=False at render_depth 256 (1 for the meta model)")
+    print(_table(["model", "kind", "nodes", "edges", "forward", "record", "make_dot", "dot full",
+                  "dot d1", "dot d2", "make_dot unfolded", "dot unfolded", "rec/fwd",
+                  "(rec+dot)/node us", "RSS fwd", "RSS rec"], rows))
+
+    prow = []
+    for name, by_peer in peers.items():
+        r = results[name]
+        if not by_peer or "rec_dot_s" not in r:
+            continue
+        cells = [name, _fmt(r["rec_dot_s"], 1e3)]
+        for peer in PEERS:
+            p = by_peer.get(peer, {})
+            if "time_s" in p:
+                cells += [_fmt(p["time_s"], 1e3), _fmt(p["ours_s"] / p["time_s"], 1, 3),
+                          _fmt(p.get("rss_mib"))]
+            else:
+                cells += [p.get("error", "-").split(":")[0][:24], "", ""]
+        prow.append(cells)
+    if prow:
+        print("\nPeers on the same models and inputs (ms; ratio = our record+make_dot / their time, timed "
+              "in the same process, < 1 means torchrecorder is faster; RSS = peak growth of their first "
+              "run, MiB)")
+        heads = ["model", "ours rec+dot"]
+        for peer in PEERS:
+            heads += [peer, "ratio", "RSS"]
+        print(_table(heads, prow))
+    print_targets(results, peers)
+
+
+def print_targets(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """One line per target of issue 4: PASS, FAIL or N/A, and the measured value."""
+    lines: list[tuple[str, str, str]] = []
+
+    def add(ok: bool | None, what: str, value: str) -> None:
+        lines.append(("N/A " if ok is None else "PASS" if ok else "FAIL", what, value))
+
+    for name in ("gpt2-small", "resnet50"):
+        r = results.get(name)
+        if r and r.get("rec_over_fwd") is not None:
+            add(r["rec_over_fwd"] <= 1.3, f"{name}: record <= 1.3 x forward", f"{r['rec_over_fwd']:.2f} x")
+        else:
+            add(None, f"{name}: record <= 1.3 x forward", "not measured")
+    for name in ("gpt2-w32-L2", "gpt2-w32-L8", "gpt2-w32-L32", "mlp-1000"):
+        r = results.get(name)
+        if not r or "rec_dot_s" not in r:
+            continue
+        for peer, bound, what in (("torchviz", 1.5, "record+make_dot <= 1.5 x torchviz (forward+make_dot)"),
+                                  ("torchview", 5, "record+make_dot >= 5 x faster than torchview"),
+                                  ("torchlens", 50, "record+make_dot >= 50 x faster than torchlens")):
+            p = peers.get(name, {}).get(peer, {})
+            if "time_s" not in p:
+                add(None, f"{name}: {what}", p.get("error", "not run"))
+            elif peer == "torchviz":
+                ratio = p["ours_s"] / p["time_s"]
+                add(ratio <= bound, f"{name}: {what}", f"{ratio:.2f} x")
+            else:
+                speedup = p["time_s"] / p["ours_s"]
+                add(speedup >= bound, f"{name}: {what}", f"{speedup:.1f} x faster")
+    series = [results.get(n, {}).get("us_per_node") for n in ("gpt2-w32-L2", "gpt2-w32-L8", "gpt2-w32-L32")]
+    if all(isinstance(v, float) for v in series):
+        mid = statistics.median(series)
+        worst = max(abs(v / mid - 1) for v in series)
+        add(worst <= 0.2, "(record+DOT)/node from 2 to 32 layers within +-20 % (of the median)",
+            " / ".join(f"{v:.0f}" for v in series) + f" us/node, worst {worst * 100:+.0f} %")
+    unfolded = [results.get(n, {}) for n in ("gpt2-w32-L2", "gpt2-w32-L8", "gpt2-w32-L32")]
+    if all("make_dot_nofold_s" in r and "nodes" in r for r in unfolded):
+        per = [(r["record_s"] + r["make_dot_nofold_s"]) / r["nodes"] * 1e6 for r in unfolded]
+        rest = [(r["record_s"] - r["forward_s"]) / r["nodes"] * 1e6 for r in unfolded]
+        lines.append(("info", "(record + make_dot unfolded)/node, 2/8/32 layers",
+                      " / ".join(f"{v:.0f}" for v in per) + " us/node"))
+        lines.append(("info", "(record - forward)/node, 2/8/32 layers",
+                      " / ".join(f"{v:.0f}" for v in rest) + " us/node"))
+    r = results.get("llama-70b-meta")
+    if r and "error" not in r:
+        t = r["record_s"] + r["make_dot_s"]
+        add(t < 1.5, "llama-70b-meta: record + DOT source < 1.5 s",
+            f"{t:.2f} s warm (cold first call {r['cold_record_dot_s']:.2f} s)")
+        add(r["rss_record_mib"] < 200, "llama-70b-meta: peak RSS growth < 200 MB",
+            f"{r['rss_record_mib']:.0f} MiB ({r['rss_method']})")
+        if "layout_nofold_s" in r:
+            lines.append(("info", "llama-70b-meta: dot layout at render_depth=1 with fold_repeats=False",
+                          _secs(r["layout_nofold_s"])))
+        lay = r.get("layout_d1_s")
+        add(isinstance(lay, float) and lay < 10, "llama-70b-meta: dot layout of render_network picture "
+            "(render_depth=1) < 10 s", _secs(lay) + " (render_depth=2: " + _secs(r.get("layout_d2_s")) + ")")
+    elif r:
+        add(False, "llama-70b-meta", r["error"])
+    for name, r in results.items():
+        if r.get("rss_forward_mib") and r.get("rss_record_mib") is not None:
+            ratio = r["rss_record_mib"] / max(r["rss_forward_mib"], 1.0)
+            lines.append(("info", f"{name}: peak RSS of record / of the forward pass", f"{ratio:.2f} x"))
+    print("\nTargets (issue 4)")
+    width = max(len(w) for _, w, _ in lines)
+    for status, what, value in lines:
+        print(f"  {status}  {what.ljust(width)}  {value}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        run_worker(sys.argv[2:])
+    else:
+        sys.exit(main())

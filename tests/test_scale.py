@@ -1,0 +1,241 @@
+"""Scale and memory: activations are freed, deep graphs record, the graph grows linearly.
+
+Behaviour only: no wall-clock time is asserted here (``benchmarks/bench.py``
+measures speed).  The benchmark's own models are loaded from
+``benchmarks/models.py`` so that the benchmark keeps working.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import os
+import sys
+import weakref
+from typing import Any
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+import torchrecorder
+from torchrecorder import ParamNode, TensorNode
+from torchrecorder.recorder import op_acc
+
+_BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+
+
+def _bench_models() -> Any:
+    """``benchmarks/models.py`` as a module (the benchmarks folder is not a package)."""
+    spec = importlib.util.spec_from_file_location("_bench_models", os.path.join(_BENCH, "models.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("_bench_models", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------ memory
+class Tracked(nn.Module):
+    """A residual block that keeps weak references to every tensor its forward makes."""
+
+    def __init__(self, refs: list[weakref.ref[Tensor]]) -> None:
+        super().__init__()
+        self.refs = refs
+        self.fc = nn.Linear(32, 32)
+        self.norm = nn.LayerNorm(32)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.fc(x)
+        a = torch.relu(h)
+        b = self.norm(a) + x
+        for t in (h, a, b):
+            self.refs.append(weakref.ref(t))
+        return b
+
+
+class TrackedNet(nn.Module):
+    """Two tracked blocks and a head; the refs list sees every intermediate tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[weakref.ref[Tensor]] = []
+        self.blocks = nn.Sequential(Tracked(self.refs), Tracked(self.refs))
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = self.head(self.blocks(x)).softmax(-1)
+        self.refs.append(weakref.ref(out))
+        return out
+
+
+def _record_tracked(keep_tensors: bool, user_input: bool) -> tuple[Any, list[weakref.ref[Tensor]], Any]:
+    net = TrackedNet()
+    inputs: list[weakref.ref[Tensor]] = []
+    hook = net.register_forward_pre_hook(lambda m, args: inputs.append(weakref.ref(args[0])))
+    try:
+        if user_input:
+            x = torch.randn(8, 32, requires_grad=True)
+            rec = torchrecorder.record(net, "net", input_data=x, keep_tensors=keep_tensors)
+            inputs.append(weakref.ref(x))
+            del x
+        else:
+            rec = torchrecorder.record(net, "net", (8, 32), keep_tensors=keep_tensors)
+    finally:
+        hook.remove()
+    gc.collect()
+    return rec, net.refs + inputs, net
+
+
+@pytest.mark.parametrize("user_input", [False, True], ids=["input_shapes", "input_data"])
+def test_activations_are_freed_after_record(user_input: bool) -> None:
+    rec, refs, net = _record_tracked(keep_tensors=False, user_input=user_input)
+    assert len(refs) >= 8  # 3 per block, the output, the input
+    alive = [r() for r in refs if r() is not None]
+    assert not alive, f"{len(alive)} activation(s) still referenced after record: " + ", ".join(
+        str(tuple(t.shape)) for t in alive)
+    # the recording holds metadata: no tensor anywhere but the parameters
+    for node in rec.nodes.values():
+        for slot in ("fn", *getattr(node, "__slots__", ())):
+            value = getattr(node, slot, None)
+            if isinstance(value, Tensor):
+                assert isinstance(node, ParamNode) and isinstance(value, nn.Parameter), (
+                    f"{node!r} holds a tensor in {slot}")
+    assert any(isinstance(n, TensorNode) and n.shape == (8, 32) for n in rec.nodes.values())
+    del net
+
+
+def test_activations_kept_only_when_asked() -> None:
+    rec, refs, _ = _record_tracked(keep_tensors=True, user_input=False)
+    kept = {id(n.fn) for n in rec.nodes.values()
+            if isinstance(n, TensorNode) and not isinstance(n, ParamNode) and n.fn is not None}
+    assert kept, "keep_tensors=True kept no tensor"
+    assert any(r() is not None and id(r()) in kept for r in refs)
+    del rec
+    gc.collect()
+    assert all(r() is None for r in refs), "the kept tensors outlive their recording"
+
+
+def test_recording_forgets_live_objects() -> None:
+    """After recording, the recorder keeps no table of the tensors it saw."""
+    rec, _, _ = _record_tracked(keep_tensors=False, user_input=False)
+    for attr in ("_live", "_stack"):
+        value = getattr(rec, attr, None)
+        assert not value, f"Recorder.{attr} still holds {len(value)} entries after recording"
+
+
+# -------------------------------------------------------------- deep graphs
+class Chain(nn.Module):
+    """``n`` elementwise operations in a row, all in one module."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.scale = nn.Parameter(torch.ones(4))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x * self.scale
+        for _ in range(self.n):
+            x = x + 1
+        return x
+
+
+N_CHAIN = 10_000
+
+
+@pytest.fixture(scope="module")
+def chain_rec() -> torchrecorder.Recorder:
+    return torchrecorder.record(Chain(N_CHAIN), "chain", (2, 4))
+
+
+def test_deep_chain_records(chain_rec: torchrecorder.Recorder) -> None:
+    ops = [n for n in chain_rec.nodes.values() if type(n).__name__ == "OpNode"]
+    assert len(ops) >= N_CHAIN + 1
+    chain_rec.lint()
+    # the chain is one path: input -> mul -> add -> ... -> add -> output
+    succ: dict[Any, list[Any]] = {}
+    for a, b in chain_rec.edges:
+        succ.setdefault(a, []).append(b)
+    adds = [n.key for n in ops if n.op == "add"]
+    assert len(adds) == N_CHAIN
+    assert all(len(succ.get(k, ())) == 1 for k in adds)
+
+
+@pytest.mark.parametrize("render_depth", [0, 1, 256])
+def test_deep_chain_make_dot(chain_rec: torchrecorder.Recorder, render_depth: int) -> None:
+    source = torchrecorder.make_dot(chain_rec, render_depth=render_depth).source
+    assert source.startswith("digraph")
+    if render_depth >= 1:
+        assert source.count("->") >= N_CHAIN
+
+
+def test_deep_chain_under_low_recursion_limit() -> None:
+    """Nothing in recording or drawing recurses once per op."""
+    limit = sys.getrecursionlimit()
+    net = Chain(3_000)
+    x = torch.randn(2, 4)
+    sys.setrecursionlimit(400)
+    try:
+        rec = torchrecorder.record(net, "chain", input_data=x)
+        source = torchrecorder.make_dot(rec).source
+    finally:
+        sys.setrecursionlimit(limit)
+    assert source.count("->") >= 3_000
+
+
+def test_op_acc_walks_a_deep_autograd_graph() -> None:
+    """The grad_fn walker of the original API is iterative: a 10,000-node chain is fine."""
+    x = torch.randn(3, requires_grad=True)
+    y = x
+    for _ in range(N_CHAIN):
+        y = y * 1.0001
+    rec = torchrecorder.Recorder("walk")
+    op_acc(y.grad_fn, rec, None)
+    ops = [n for n in rec.nodes.values() if type(n).__name__ == "OpNode"]
+    assert len(ops) == N_CHAIN
+    assert len(rec.edges) >= N_CHAIN
+    rec.lint()
+
+
+# ----------------------------------------------------- linear growth, meta
+def _gpt(layers: int) -> torchrecorder.Recorder:
+    models = _bench_models()
+    net = models.GPT2Style(layers, 16, 2, vocab=64, n_positions=16)
+    return torchrecorder.record(net, "gpt", input_data=torch.zeros(1, 8, dtype=torch.long))
+
+
+def test_graph_grows_linearly_with_depth() -> None:
+    """Each extra block adds the same nodes and edges: no quadratic duplication."""
+    recs = {n: _gpt(n) for n in (1, 2, 4)}
+    nodes = {n: len(r.nodes) for n, r in recs.items()}
+    edges = {n: len(r.edges) for n, r in recs.items()}
+    assert nodes[4] - nodes[2] == 2 * (nodes[2] - nodes[1]) > 0
+    assert edges[4] - edges[2] == 2 * (edges[2] - edges[1]) > 0
+    for r in recs.values():
+        r.lint()
+
+
+@pytest.mark.parametrize("name", ["gpt2-w32-L2", "mlp-1000", "resnet50"])
+def test_benchmark_models_record(name: str) -> None:
+    """The benchmark's models record and draw (a smoke test of benchmarks/models.py)."""
+    net, args = _bench_models().build(name)
+    with torch.no_grad():
+        rec = torchrecorder.record(net, name, input_data=args)
+    rec.lint()
+    assert torchrecorder.make_dot(rec, render_depth=1).source.startswith("digraph")
+
+
+@pytest.mark.slow
+def test_llama_shaped_80_layers_on_meta() -> None:
+    """80 Llama layers (narrow) on the meta device: recorded, drawn, no real storage."""
+    models = _bench_models()
+    net, args = models.llama(layers=80, width=64, heads=8, kv_heads=2, intermediate=224, vocab=128,
+                             tokens=16)
+    assert all(p.device.type == "meta" for p in net.parameters())
+    rec = torchrecorder.record(net, "llama", input_data=args)
+    rec.lint()
+    layers = [n for n in rec.layers() if n.type_name == "LlamaLayer"]
+    assert len(layers) == 80
+    assert all(n.device == "meta" for n in rec.nodes.values() if isinstance(n, TensorNode))
+    for depth in (1, 2):
+        assert "LlamaLayer" in torchrecorder.make_dot(rec, render_depth=depth).source
