@@ -208,8 +208,6 @@ def from_dict(data: Any) -> Recorder:
         if node.key in rec.nodes:
             raise ValueError(f"duplicate node key {node.key!r}")
         rec.nodes[node.key] = node
-        tname = type(node).__name__
-        rec.fn_types[tname] = rec.fn_types.get(tname, 0) + 1
     rec.context.subnets = OrderedSet(_require(data, "context", list, "graph"))
     for edge in _require(data, "edges", list, "graph"):
         if not (isinstance(edge, list) and len(edge) == 2):

@@ -66,7 +66,7 @@ def shape_str(shape: Optional[tuple[int, ...]]) -> str:
         return "?"
     if len(shape) == 0:
         return "scalar"
-    return "×".join(str(s) for s in shape)
+    return "×".join(map(str, shape))
 
 
 class BaseNode:

@@ -28,9 +28,10 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Optional
 
+import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
@@ -57,6 +58,12 @@ __all__ = [
     "recording",
     "tensor_acc",
 ]
+
+# Inside the hooks every ``t.shape``, ``t.dtype`` or ``p.numel()`` would otherwise go
+# through _OpMode.__torch_function__ (about 10 calls per module call) just to be
+# ignored.  torch._C.DisableTorchFunction has existed since torch 1.x; without it
+# recording still works, only slower.
+_no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
 
 _INPLACE_DUNDERS = frozenset(
     {
@@ -108,8 +115,20 @@ _ARITH = frozenset(
 )
 
 
+_DTYPE_NAMES: dict[Any, str] = {}
+_DEVICE_NAMES: dict[Any, str] = {}
+
+
 def _tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
-    return tuple(t.shape), str(t.dtype).replace("torch.", ""), str(t.device)
+    """Shape, dtype name and device name of ``t`` (the names are cached: str() is slow)."""
+    dtype, device = t.dtype, t.device
+    dname = _DTYPE_NAMES.get(dtype)
+    if dname is None:
+        dname = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
+    devname = _DEVICE_NAMES.get(device)
+    if devname is None:
+        devname = _DEVICE_NAMES[device] = str(device)
+    return tuple(t.shape), dname, devname
 
 
 class _Namespace:
@@ -210,7 +229,7 @@ class Recorder:
         nodes: dict from key to :class:`~torchrecorder.nodes.BaseNode`; the
             context node has the key ``None``.
         edges: ordered set of ``(from_key, to_key)`` pairs.
-        fn_types: how many nodes of each type name were created.
+        fn_types: how many nodes of each node class the graph holds.
         keep_tensors: whether tensor nodes keep the tensors in ``fn``.
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
@@ -221,7 +240,6 @@ class Recorder:
         self.keep_tensors = keep_tensors
         self.nodes: dict[Key, BaseNode] = {}
         self.edges: OrderedSet[tuple[Key, Key]] = OrderedSet()
-        self.fn_types: dict[str, int] = {}
         self.error: Optional[str] = None
         self.failed_key: Key = None
         self._names = _Namespace()
@@ -239,6 +257,8 @@ class Recorder:
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
         self._op_cache: dict[Any, tuple[str, bool, Optional[int]]] = {}
+        # id(module) -> (own (name, parameter) pairs, own, subtree and buffer element counts)
+        self._counts: dict[int, tuple[list[tuple[str, nn.Parameter]], int, int, int]] = {}
         self._paused = 0
         self._thread = threading.get_ident()
         self._create_context()
@@ -250,6 +270,16 @@ class Recorder:
         node = self.nodes[None]
         assert isinstance(node, ContextNode)
         return node
+
+    @property
+    def fn_types(self) -> dict[str, int]:
+        """How many nodes of each node class the graph holds (the context not counted)."""
+        counts: dict[str, int] = {}
+        for key, node in self.nodes.items():
+            if key is not None:
+                name = type(node).__name__
+                counts[name] = counts.get(name, 0) + 1
+        return counts
 
     @property
     def fn_set(self) -> Any:
@@ -275,8 +305,6 @@ class Recorder:
         parent = self.nodes[node.parent]
         assert isinstance(parent, LayerNode), f"parent {node.parent!r} is not a layer"
         parent.subnets.add(node.key)
-        tname = type(node).__name__
-        self.fn_types[tname] = self.fn_types.get(tname, 0) + 1
         return node
 
     def _key_of(self, obj: Any) -> Key:
@@ -400,6 +428,7 @@ class Recorder:
                 )
             for ppath, param in net.named_parameters():
                 self._params[id(param)] = (param, ppath)
+            self._index_params(net)
         except BaseException:
             self.remove_hooks()
             raise
@@ -483,7 +512,7 @@ class Recorder:
         self._insert(call, base if count == 1 else f"{base}#{count}")
         if count == 1:
             self._count_params(module, call)
-        for pname, param in module.named_parameters(recurse=False):
+        for pname, param in self._own_params(module):
             if self._lookup(param) is None:
                 self._param_node(param, call, f"{template.path}.{pname}" if template.path else pname)
         if scope is self.context:
@@ -506,14 +535,52 @@ class Recorder:
         self._stack.append(call)
         self._stack_exc.append(sys.exc_info()[1])
 
+    def _index_params(self, net: nn.Module) -> None:
+        """Own parameters and parameter/buffer counts of every module, from one walk of ``net``.
+
+        The same numbers as ``module.parameters(recurse=False)``, ``module.parameters()``
+        and ``module.buffers(recurse=False)`` (a shared tensor counts once per
+        module), without three generator walks per module call.
+        """
+        own: dict[str, dict[int, tuple[str, nn.Parameter]]] = {}
+        subtree: dict[str, dict[int, int]] = {}
+        for ppath, param in net.named_parameters(remove_duplicate=False):
+            owner, _, pname = ppath.rpartition(".")
+            own.setdefault(owner, {}).setdefault(id(param), (pname, param))
+            prefix = owner
+            while True:
+                subtree.setdefault(prefix, {})[id(param)] = param.numel()
+                if not prefix:
+                    break
+                prefix = prefix.rpartition(".")[0]
+        bufs: dict[str, dict[int, int]] = {}
+        for bpath, buf in net.named_buffers(remove_duplicate=False):
+            bufs.setdefault(bpath.rpartition(".")[0], {})[id(buf)] = buf.numel()
+        for path, module in net.named_modules(remove_duplicate=False):
+            direct = own.get(path, {})
+            self._counts[id(module)] = (
+                list(direct.values()),
+                sum(p.numel() for _, p in direct.values()),
+                sum(subtree.get(path, {}).values()),
+                sum(bufs.get(path, {}).values()),
+            )
+
+    def _own_params(self, module: nn.Module) -> list[tuple[str, nn.Parameter]]:
+        counts = self._counts.get(id(module))
+        return counts[0] if counts is not None else list(module.named_parameters(recurse=False))
+
     def _count_params(self, module: nn.Module, call: LayerNode) -> None:
-        call.num_params = sum(p.numel() for p in module.parameters(recurse=False))
-        call.num_params_total = sum(p.numel() for p in module.parameters())
-        call.num_buffers = sum(b.numel() for b in module.buffers(recurse=False))
+        counts = self._counts.get(id(module))
+        if counts is None:  # a module not reachable from the recorded root
+            call.num_params = sum(p.numel() for p in module.parameters(recurse=False))
+            call.num_params_total = sum(p.numel() for p in module.parameters())
+            call.num_buffers = sum(b.numel() for b in module.buffers(recurse=False))
+            return
+        _, call.num_params, call.num_params_total, call.num_buffers = counts
 
     def _exit(self, module: nn.Module, outputs: Any) -> None:
         stack = self._stack
-        if not any(c.fn is module for c in reversed(stack)):
+        if not stack or (stack[-1].fn is not module and all(c.fn is not module for c in stack)):
             return
         while stack[-1].fn is not module:
             self._pop()  # left open by an exception that was handled inside the model
@@ -642,6 +709,7 @@ class Recorder:
         self._templates.clear()
         self._params.clear()
         self._op_cache.clear()
+        self._counts.clear()
 
     def lint(self) -> None:
         """Check the graph's invariants; raise ``AssertionError`` naming the first broken one.
@@ -772,7 +840,8 @@ def prehook(module: nn.Module, inputs: Any, rec: Recorder, node: LayerNode,
         return
     rec._paused += 1
     try:
-        rec._enter(module, inputs if isinstance(inputs, tuple) else (inputs,), kwargs or {}, node)
+        with _no_torch_function():  # hooks read shapes and dtypes: keep that out of _OpMode
+            rec._enter(module, inputs if isinstance(inputs, tuple) else (inputs,), kwargs or {}, node)
     finally:
         rec._paused -= 1
 
@@ -794,7 +863,8 @@ def posthook(module: nn.Module, inputs: Any, outputs: Any, rec: Recorder, node: 
         return
     rec._paused += 1
     try:
-        rec._exit(module, outputs)
+        with _no_torch_function():
+            rec._exit(module, outputs)
     finally:
         rec._paused -= 1
 
