@@ -136,7 +136,7 @@ class FoldPlan:
         them); identical blocks side by side (parallel branches) are not folded.
         """
         plan = cls()
-        if min_run < 2:
+        if min_run < 2 or not _may_repeat(rec, min_run):
             return plan
         ids = structure_ids(rec)
         preds: dict[Key, list[Key]] = {}
@@ -195,6 +195,30 @@ def _chains(rec: Recorder, run: list[LayerNode], gaps: list[list[TensorNode]],
         if last or not feeds:
             yield run[start:i + 1], marked[start:i], insides[start:i + 1]
             start = i + 1
+
+
+def _may_repeat(rec: Recorder, min_run: int) -> bool:
+    """Whether some layer holds ``min_run`` consecutive calls alike in type and shapes.
+
+    A cheap necessary condition for a fold, checked before the structural comparison.
+    """
+    nodes = rec.nodes
+    for layer in nodes.values():
+        if not isinstance(layer, LayerNode) or len(layer.subnets) < min_run:
+            continue
+        last: Optional[tuple[object, ...]] = None
+        count = 0
+        for key in layer.subnets:
+            kid = nodes.get(key)
+            if isinstance(kid, LayerNode):
+                sig = (kid.type_name, kid.input_shapes, kid.output_shapes)
+                count = count + 1 if sig == last else 1
+                last = sig
+                if count >= min_run:
+                    return True
+            elif not (isinstance(kid, TensorNode) and not isinstance(kid, ParamNode) and not kid.role):
+                last, count = None, 0
+    return False
 
 
 def _runs(kids: list[BaseNode], ids: dict[Key, int],

@@ -386,6 +386,11 @@ class GraphvizRenderer(BaseRenderer):
             got = self._qids[node.key] = quote(self.node_id(node))
         return got
 
+    @staticmethod
+    def _quote_label(label: str) -> str:
+        # an HTML-like label is written as it is, as the graphviz package does
+        return label if label.startswith("<") and label.endswith(">") else quote(label)
+
     def _attr_list(self, attrs: dict[str, str]) -> str:
         """``label=... key=value ... tooltip=...``, quoted as the graphviz package quotes.
 
@@ -400,7 +405,7 @@ class GraphvizRenderer(BaseRenderer):
             rest = self._quoted[key] = " ".join(f"{quote(k)}={quote(v)}" for k, v in sorted(key))
         parts = [rest] if rest else []
         if label is not None:
-            parts.insert(0, f"label={quote(label)}")
+            parts.insert(0, f"label={self._quote_label(label)}")
         if tooltip is not None:
             parts.append(f"tooltip={quote(tooltip)}")
         return " ".join(parts)
