@@ -49,6 +49,7 @@ output
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional, Union
 
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
@@ -111,6 +112,8 @@ class BaseRenderer:
         self.tensor_nodes = bool(tensor_nodes)
         self._via: dict[tuple[Key, Key], TensorNode] = {}
         self._rep_memo: dict[Key, Optional[Key]] = {}
+        self._ids: dict[Key, str] = {}
+        self._used_ids: set[str] = set()
         self._plan: Optional[FoldPlan] = None
 
     # ------------------------------------------------------------- contract
@@ -176,6 +179,20 @@ class BaseRenderer:
         if not self.tensor_nodes:
             kids = [n for n in kids if not _is_passed_tensor(n)]
         return kids
+
+    def unique_id(self, node: BaseNode, make_id: Callable[[Key], str]) -> str:
+        """A unique id for ``node`` in the output: ``make_id(node.key)``, suffixed ``_1``,
+        ``_2``, ... where two keys give the same text; the same id every time it is asked."""
+        got = self._ids.get(node.key)
+        if got is None:
+            base = got = make_id(node.key)
+            n = 0
+            while got in self._used_ids:
+                n += 1
+                got = f"{base}_{n}"
+            self._used_ids.add(got)
+            self._ids[node.key] = got
+        return got
 
     @property
     def fold_plan(self) -> FoldPlan:

@@ -320,23 +320,12 @@ class GraphvizRenderer(BaseRenderer):
         cls = styler_cls if styler_cls is not None else GraphvizStyler
         self.styler = cls(**styler_args)
         self.styler.rec = rec
-        self._ids: dict[Any, str] = {}
-        self._used_ids: set[str] = set()
         self._qids: dict[Any, str] = {}
         self._quoted: dict[tuple[tuple[str, str], ...], str] = {}
 
     def node_id(self, node: BaseNode) -> str:
         """The unique, readable DOT id of ``node``."""
-        got = self._ids.get(node.key)
-        if got is None:
-            base = dot_id(node.key)
-            got, n = base, 0
-            while got in self._used_ids:
-                n += 1
-                got = f"{base}_{n}"
-            self._used_ids.add(got)
-            self._ids[node.key] = got
-        return got
+        return self.unique_id(node, dot_id)
 
     def new_graph(self) -> graphviz.Digraph:
         """An empty Digraph carrying the styler's graph attributes (it shows itself in Jupyter)."""

@@ -147,21 +147,10 @@ class MermaidRenderer(BaseRenderer):
                 raise ValueError(f"unknown Mermaid style kind {kind!r}; kinds: {sorted(MERMAID_STYLES)}")
             self.styles[kind] = str(value).replace(";", ",").replace("\n", " ")
         self.edge_shapes = edge_shapes
-        self._ids: dict[Any, str] = {}
-        self._used: set[str] = set()
 
     def node_id(self, node: BaseNode) -> str:
         """The unique Mermaid id of ``node``."""
-        got = self._ids.get(node.key)
-        if got is None:
-            base = mermaid_id(node.key)
-            got, n = base, 0
-            while got in self._used:
-                n += 1
-                got = f"{base}_{n}"
-            self._used.add(got)
-            self._ids[node.key] = got
-        return got
+        return self.unique_id(node, mermaid_id)
 
     # ------------------------------------------------------------- contract
     def new_graph(self) -> _Chart:
