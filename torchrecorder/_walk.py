@@ -23,6 +23,8 @@ def _children(obj: Any) -> Any:
     """The items of a container worth searching, or ``None`` for a leaf."""
     if isinstance(obj, (list, tuple)):
         return obj
+    if type(obj) is dict:  # the common case, before the slower ABC check
+        return list(obj.values())
     if isinstance(obj, Mapping):
         return list(obj.values())
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

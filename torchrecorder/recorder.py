@@ -517,8 +517,10 @@ class Recorder:
                 self._param_node(param, call, f"{template.path}.{pname}" if template.path else pname)
         if scope is self.context:
             tensors: Any = named_tensors(_bind_arguments(module, args, kwargs), "")
+        elif not kwargs and all(type(a) is Tensor for a in args):  # the common case, walked fast
+            tensors = [(None, t) for t in dict.fromkeys(args)]
         else:
-            tensors = ((None, t) for t in iter_tensors((args, kwargs)))
+            tensors = [(None, t) for t in iter_tensors((args, kwargs))]
         shapes = call.input_shapes
         for argname, t in tensors:
             shapes.append(tuple(t.shape))
