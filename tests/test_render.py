@@ -259,3 +259,23 @@ def test_compact_preset_puts_shapes_on_edges(rec: torchrecorder.Recorder) -> Non
 def test_shapes_on_edges_render(rec: torchrecorder.Recorder) -> None:
     source = torchrecorder.make_dot(rec, 2, preset="compact").source
     ET.fromstring(torchrecorder.backend.render_source(source, "svg"))
+
+
+def test_a_tensor_fed_to_many_layers_does_not_constrain_their_ranks() -> None:
+    """Edges out of a node with a large fan-out get constraint=false; ordinary edges do not."""
+    class FanOut(nn.Module):
+        def __init__(self, n: int) -> None:
+            super().__init__()
+            self.stem = nn.Linear(4, 4)
+            self.heads = nn.ModuleList(nn.Linear(4, 2) for _ in range(n))
+
+        def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+            h = self.stem(x)
+            return [head(h) for head in self.heads]
+
+    renderer = torchrecorder.GraphvizRenderer(torchrecorder.record(FanOut(12), "fan", (1, 4)), 1)
+    src = renderer.render().source
+    fan_edges = [line for line in src.splitlines() if line.strip().startswith('"stem@out" ->')]
+    assert len(fan_edges) == 12 and all("constraint=false" in line for line in fan_edges)
+    small = torchrecorder.make_dot(torchrecorder.record(FanOut(3), "fan", (1, 4)), 1).source
+    assert "constraint" not in small

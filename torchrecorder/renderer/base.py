@@ -113,6 +113,7 @@ class BaseRenderer:
         self._via: dict[tuple[Key, Key], TensorNode] = {}
         self._rep_memo: dict[Key, Optional[Key]] = {}
         self._ids: dict[Key, str] = {}
+        self._out_degree: dict[Key, int] = {}
         self._used_ids: set[str] = set()
         self._plan: Optional[FoldPlan] = None
 
@@ -143,9 +144,17 @@ class BaseRenderer:
         g = self.new_graph()
         for child in self.children(self.rec.context):
             self.render_node(g, child)
-        for fnode, tnode in self.drawn_edges():
+        edges = self.drawn_edges()
+        self._out_degree = {}
+        for fnode, _ in edges:
+            self._out_degree[fnode.key] = self._out_degree.get(fnode.key, 0) + 1
+        for fnode, tnode in edges:
             self.render_edge(g, fnode, tnode)
         return self.finish(g)
+
+    def out_degree(self, node: BaseNode) -> int:
+        """How many drawn edges leave ``node`` (known once :meth:`render` draws edges)."""
+        return self._out_degree.get(node.key, 0)
 
     def is_expanded(self, node: BaseNode) -> bool:
         """Whether ``node`` is a layer drawn as a group of its children.

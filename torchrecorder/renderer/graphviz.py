@@ -345,6 +345,11 @@ class GraphvizRenderer(BaseRenderer):
             attrs = self._checked(self.styler.style_node(node), "style_node")
         g.body.append(f"\t{self._quoted_id(node)} [{self._attr_list(attrs)}]\n")
 
+    #: a node feeding more drawn nodes than this does not constrain their ranks
+    #: (rotary tables or a mask fed to all 80 layers of an unfolded Llama: the
+    #: layout takes seconds instead of minutes)
+    max_constraining_fanout = 8
+
     def render_recursive_node(self, g: graphviz.Digraph, node: LayerNode) -> None:
         """Draw the expanded layer ``node`` as a cluster holding its children."""
         run = self.repeats(node)
@@ -364,6 +369,8 @@ class GraphvizRenderer(BaseRenderer):
             attrs = self._checked(self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge")
         else:
             attrs = self._checked(self.styler.style_edge(fnode, tnode), "style_edge")
+        if self.out_degree(fnode) > self.max_constraining_fanout:
+            attrs.setdefault("constraint", "false")
         line = f"\t{self._quoted_id(fnode)} -> {self._quoted_id(tnode)} [{self._attr_list(attrs)}]\n"
         g.body.append(line)
 
