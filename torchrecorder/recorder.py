@@ -426,8 +426,6 @@ class Recorder:
                     module.register_forward_hook(_make_posthook(self, template), with_kwargs=True,
                                                  always_call=True)
                 )
-            for ppath, param in net.named_parameters():
-                self._params[id(param)] = (param, ppath)
             self._index_params(net)
         except BaseException:
             self.remove_hooks()
@@ -542,11 +540,13 @@ class Recorder:
 
         The same numbers as ``module.parameters(recurse=False)``, ``module.parameters()``
         and ``module.buffers(recurse=False)`` (a shared tensor counts once per
-        module), without three generator walks per module call.
+        module), without three generator walks per module call.  Also maps each
+        parameter to its first path, for parameters used before their module runs.
         """
         own: dict[str, dict[int, tuple[str, nn.Parameter]]] = {}
         subtree: dict[str, dict[int, int]] = {}
         for ppath, param in net.named_parameters(remove_duplicate=False):
+            self._params.setdefault(id(param), (param, ppath))
             owner, _, pname = ppath.rpartition(".")
             own.setdefault(owner, {}).setdefault(id(param), (pname, param))
             prefix = owner
