@@ -212,6 +212,57 @@ def test_hook_functions_stay_importable_and_op_acc_walks_long_autograd_chains() 
     assert rec._lookup(dummy) == t
 
 
+def test_prehook_and_posthook_record_a_module_outside_the_root() -> None:
+    """A module the root does not hold, hooked by hand with the public hook functions."""
+    from torchrecorder.nodes import LayerNode
+    from torchrecorder.recorder import recording
+
+    extra = nn.Linear(2, 2)
+    net = nn.Linear(3, 2)
+    template = LayerNode(name="head", path="head")
+    with recording(net, "net") as rec:
+        handles = [
+            extra.register_forward_pre_hook(lambda m, a, k: prehook(m, a, rec, template, k),
+                                            with_kwargs=True),
+            extra.register_forward_hook(lambda m, a, k, o: posthook(m, a, o, rec, template, k),
+                                        with_kwargs=True),
+        ]
+        extra(net(torch.randn(1, 3)))
+    for h in handles:
+        h.remove()
+    assert [layer.key for layer in rec.layers()] == ["net", "head"]
+    head = rec.calls_of(extra)[0]
+    assert (head.name, head.type_name, head.num_params, head.input_shapes) == ("head", "Linear", 6, [(1, 2)])
+    assert {"head.weight", "head.bias"} <= set(head.subnets)
+    assert ("net:out", "head/linear") in rec.edges and ("head.weight", "head/linear") in rec.edges
+    rec.lint()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_record_pauses_the_garbage_collector_and_restores_it(enabled: bool) -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    class Probe(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(gc.isenabled())
+            if x.shape[0] == 2:
+                raise ValueError("two rows")
+            return x + 1
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        torchrecorder.record(Probe(), "p", (1, 3))
+        assert gc.isenabled() is enabled
+        with pytest.raises(ValueError, match="two rows"):
+            torchrecorder.record(Probe(), "p", (2, 3))
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+    assert seen == [False, False]
+
 def test_keyword_inputs_only() -> None:
     from .core_models import TwoInputs
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
@@ -80,25 +81,53 @@ def _make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any
 @contextlib.contextmanager
 def _model_state_kept(net: nn.Module) -> Iterator[None]:
     """Put back buffers, training flags and the random state that a forward pass may change."""
-    modes = {m: m.training for m in net.modules()}
+    modes = []
     buffers = []
-    for module in net.modules():
+    cuda: set[int] = set()
+    for module in net.modules():  # one walk: this runs on every record()
+        modes.append((module, module.training))
         for bname, buf in module._buffers.items():
             if buf is not None:
                 buffers.append((module, bname, buf, buf.detach().clone()))
-    cuda = sorted({t.device.index or 0 for t in (*net.parameters(), *net.buffers())
-                   if t.device.type == "cuda"})
+                if buf.device.type == "cuda":
+                    cuda.add(buf.device.index or 0)
+        for param in module._parameters.values():
+            if param is not None and param.device.type == "cuda":
+                cuda.add(param.device.index or 0)
     try:
-        with torch.random.fork_rng(devices=cuda):
+        with torch.random.fork_rng(devices=sorted(cuda)):
             yield
     finally:
         with torch.no_grad():
+            # copied back whatever happened: kernels such as batch_norm update running
+            # statistics in place without bumping the tensor's version counter
             for module, bname, buf, saved in buffers:
-                module._buffers[bname] = buf
+                if module._buffers.get(bname) is not buf:
+                    module._buffers[bname] = buf
                 if buf.device.type != "meta":
                     buf.copy_(saved)
-        for module, training in modes.items():
-            module.training = training
+        for module, training in modes:
+            if module.training is not training:
+                module.training = training
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the duration of one recording.
+
+    A recording allocates a few objects per operation, all kept until the end;
+    every 700 allocations the collector would scan them (and, now and then, every
+    object of the process, which is slow in a process that has imported a large
+    library).  Reference counting still frees everything as usual; only cycles
+    wait until the collector is switched back on.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def record(
@@ -154,7 +183,7 @@ def record(
                          "input_data (a tensor or a tuple of them); both are None")
     args = _make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
-    with _model_state_kept(net), recording(net, name, keep_tensors=keep_tensors) as rec:
+    with _gc_paused(), _model_state_kept(net), recording(net, name, keep_tensors=keep_tensors) as rec:
         net(*args, **kwargs)
     return rec
 

@@ -37,7 +37,7 @@ class OrderedSet(MutableSet[T], Generic[T]):
     __slots__ = ("_items",)
 
     def __init__(self, items: Iterable[T] = ()) -> None:
-        self._items: dict[T, None] = dict.fromkeys(items)
+        self._items: dict[T, None] = dict.fromkeys(items) if items != () else {}
 
     def __contains__(self, item: object) -> bool:
         return item in self._items
@@ -150,7 +150,13 @@ class LayerNode(BaseNode):
         path: str = "",
         call_index: int = 1,
     ) -> None:
-        super().__init__(name, fn, depth, parent, key)
+        # fields assigned here rather than through BaseNode.__init__: a recording makes
+        # one node per module call and per operation, and the extra call shows
+        self.name = name
+        self.fn = fn
+        self.depth = depth
+        self.parent = parent
+        self.key = key
         self.subnets: OrderedSet[Key] = OrderedSet()
         self.type_name = type_name or (type(fn).__name__ if fn is not None else "")
         self.path = path
@@ -204,7 +210,11 @@ class TensorNode(BaseNode):
         device: str = "",
         role: str = "",
     ) -> None:
-        super().__init__(name, fn, depth, parent, key)
+        self.name = name
+        self.fn = fn
+        self.depth = depth
+        self.parent = parent
+        self.key = key
         self.shape = shape
         self.dtype = dtype
         self.device = device
@@ -238,7 +248,15 @@ class ParamNode(TensorNode):
         numel: int = 0,
         requires_grad: bool = True,
     ) -> None:
-        super().__init__(name, fn, depth, parent, key, shape=shape, dtype=dtype, device=device)
+        self.name = name
+        self.fn = fn
+        self.depth = depth
+        self.parent = parent
+        self.key = key
+        self.shape = shape
+        self.dtype = dtype
+        self.device = device
+        self.role = ""
         self.path = path
         self.numel = numel
         self.requires_grad = requires_grad
@@ -266,6 +284,10 @@ class OpNode(BaseNode):
         op: str = "",
         output_shapes: Optional[list[tuple[int, ...]]] = None,
     ) -> None:
-        super().__init__(name, fn, depth, parent, key)
+        self.name = name
+        self.fn = fn
+        self.depth = depth
+        self.parent = parent
+        self.key = key
         self.op = op or name
         self.output_shapes = output_shapes if output_shapes is not None else []

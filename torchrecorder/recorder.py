@@ -25,10 +25,10 @@ recording ends, and the mode is active only inside the recording context.
 from __future__ import annotations
 
 import sys
-import threading
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from threading import get_ident
 from typing import Any, Optional
 
 import torch
@@ -165,6 +165,12 @@ def _is_argument(t: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bo
     return False
 
 
+# func -> (name, mutates its first argument, position of its ``inplace`` flag); shared by
+# all recordings (torch callables live as long as the process), bounded in size
+_OP_INFO: dict[Any, tuple[str, bool, Optional[int]]] = {}
+_OP_INFO_MAX = 8192
+
+
 class _OpMode(TorchFunctionMode):
     """Records every torch operation that runs while the recorder is active."""
 
@@ -179,15 +185,19 @@ class _OpMode(TorchFunctionMode):
         args: tuple[Any, ...] = (),
         kwargs: Optional[dict[str, Any]] = None,
     ) -> Any:
+        # torch takes this mode off its stack while this method runs: the torch calls
+        # below (func itself, .shape, ._base) do not come back here
         if kwargs is None:
             kwargs = {}
         out = func(*args, **kwargs)
         rec = self.rec
-        if rec._paused or rec._thread != threading.get_ident():
+        if rec._paused or rec._thread != get_ident():
             return out
-        info = rec._op_cache.get(func)
+        info = _OP_INFO.get(func)
         if info is None:
-            info = rec._op_cache[func] = _op_info(func)
+            if len(_OP_INFO) >= _OP_INFO_MAX:
+                _OP_INFO.clear()
+            info = _OP_INFO[func] = _op_info(func)
         inplace = info[1]
         if info[2] is not None:  # F.relu(x, inplace=True) returns x, changed
             flag = kwargs.get("inplace", args[info[2]] if info[2] < len(args) else False)
@@ -217,6 +227,31 @@ class _OpMode(TorchFunctionMode):
         return out
 
 
+class _ModuleInfo:
+    """What the recorder knows of one module: path, display name, parameters, calls so far."""
+
+    __slots__ = ("buffers", "calls", "name", "num_params", "params", "path", "total", "type_name")
+
+    def __init__(self, path: str, name: str, type_name: str) -> None:
+        self.path = path
+        self.name = name
+        self.type_name = type_name
+        self.params: list[tuple[str, nn.Parameter]] = []  # own (dotted path, parameter)
+        self.num_params = 0
+        self.total = 0
+        self.buffers = 0
+        self.calls = 0
+
+
+def _own_tensors(tensors: Any) -> tuple[list[tuple[str, Any]], int]:
+    """The (name, tensor) pairs of a module's ``_parameters``/``_buffers`` dict, and their
+    element count (a tensor registered under two names counts once)."""
+    pairs = [(n, t) for n, t in tensors.items() if t is not None]
+    if len(pairs) == 1:
+        return pairs, pairs[0][1].numel()
+    return pairs, sum({id(t): t.numel() for _, t in pairs}.values())
+
+
 class Recorder:
     """Record and store execution graph information.
 
@@ -243,6 +278,7 @@ class Recorder:
         self.error: Optional[str] = None
         self.failed_key: Key = None
         self._names = _Namespace()
+        self._used = self._names._used
         self._sources: set[Key] = set()
         # recording-time state, emptied when recording ends
         self._live: dict[int, tuple[Any, Key]] = {}
@@ -252,15 +288,11 @@ class Recorder:
         # (exception, innermost call it escaped from), while an exception unwinds
         self._failure: Optional[tuple[BaseException, LayerNode]] = None
         self._popped_exc: Optional[BaseException] = None
-        self._calls: dict[int, int] = {}
-        self._templates: dict[int, LayerNode] = {}
+        self._modules: dict[int, _ModuleInfo] = {}
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
-        self._op_cache: dict[Any, tuple[str, bool, Optional[int]]] = {}
-        # id(module) -> (own (name, parameter) pairs, own, subtree and buffer element counts)
-        self._counts: dict[int, tuple[list[tuple[str, nn.Parameter]], int, int, int]] = {}
         self._paused = 0
-        self._thread = threading.get_ident()
+        self._thread = get_ident()
         self._create_context()
 
     # ------------------------------------------------------------------ graph
@@ -297,7 +329,7 @@ class Recorder:
         return [n for n in self.layers() if n.fn is module]
 
     def _create_context(self) -> None:
-        self.nodes[None] = ContextNode()
+        self._ctx = self.nodes[None] = ContextNode()
 
     def _insert(self, node: BaseNode, candidate: str) -> BaseNode:
         node.key = self._names(candidate)
@@ -399,9 +431,10 @@ class Recorder:
     ) -> None:
         """Register the recorder's hooks on ``net`` and every module inside it.
 
-        Each module gets a forward pre-hook (:func:`prehook`) and a forward hook
-        (:func:`posthook`), both with keyword arguments.  A module reachable by
-        two paths is hooked once.  :meth:`remove_hooks` takes them all off.
+        Each module gets a forward pre-hook and a forward hook (the work of
+        :func:`prehook` and :func:`posthook`), both with keyword arguments.  A
+        module reachable by two paths is hooked once.  :meth:`remove_hooks`
+        takes them all off.
 
         Args:
             net: the root module.
@@ -412,21 +445,7 @@ class Recorder:
         del depth, parent
         root_name = name if name is not None else self.name
         try:
-            for path, module in net.named_modules():
-                template = LayerNode(
-                    name=path.rsplit(".", 1)[-1] if path else root_name,
-                    fn=module,
-                    path=path,
-                )
-                self._templates[id(module)] = template
-                self._handles.append(
-                    module.register_forward_pre_hook(_make_prehook(self, template), with_kwargs=True)
-                )
-                self._handles.append(
-                    module.register_forward_hook(_make_posthook(self, template), with_kwargs=True,
-                                                 always_call=True)
-                )
-            self._index_params(net)
+            self._index_modules(net, root_name, "", hook=True)
         except BaseException:
             self.remove_hooks()
             raise
@@ -437,155 +456,219 @@ class Recorder:
         for handle in handles:
             handle.remove()
 
+    def _index_modules(self, net: nn.Module, root_name: str, prefix: str, hook: bool) -> None:
+        """One walk of ``net``: each module's path, name, own parameters and the parameter
+        and buffer counts of :class:`~.nodes.LayerNode`, hooks on each module (if ``hook``),
+        and every parameter's first path (for parameters used outside their module).
+
+        The counts equal ``module.parameters(recurse=False)``, ``module.parameters()``
+        and ``module.buffers(recurse=False)`` summed (a shared tensor counts once per
+        module), without three generator walks per module call.
+        """
+        modules, params, handles = self._modules, self._params, self._handles
+        pre, post = self._pre_hook, self._post_hook
+        # dotted module path -> {id(parameter): numel} of the subtree below it
+        subtree: dict[str, dict[int, int]] = {}
+        first_path: list[tuple[str, _ModuleInfo]] = []
+        for path, module in net.named_modules(prefix=prefix, remove_duplicate=False):
+            info = modules.get(id(module))
+            if info is None:
+                info = _ModuleInfo(path, path.rpartition(".")[2] if path else root_name,
+                                   type(module).__name__)
+                modules[id(module)] = info
+                own, info.num_params = _own_tensors(module._parameters)
+                info.params = [(f"{path}.{pname}" if path else pname, p) for pname, p in own]
+                info.buffers = _own_tensors(module._buffers)[1]
+                first_path.append((path, info))
+                if hook:
+                    handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+                    handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
+            for pname, param in module._parameters.items():
+                if param is None:
+                    continue
+                ppath = f"{path}.{pname}" if path else pname
+                if id(param) not in params:
+                    params[id(param)] = (param, ppath)
+                numel = param.numel()
+                prefix = path
+                while True:
+                    ids = subtree.get(prefix)
+                    if ids is None:
+                        ids = subtree[prefix] = {}
+                    ids[id(param)] = numel
+                    if not prefix:
+                        break
+                    prefix = prefix.rpartition(".")[0]
+        for path, info in first_path:
+            ids = subtree.get(path)
+            info.total = sum(ids.values()) if ids else 0
+
+    def _module_info(self, module: nn.Module, path: str = "", name: str = "") -> _ModuleInfo:
+        """Info of a module met outside the recorded root (hooked through :func:`prehook`)."""
+        info = self._modules.get(id(module))
+        if info is None:
+            self._index_modules(module, name or type(module).__name__, path, hook=False)
+            info = self._modules[id(module)]
+        return info
+
+    def _pre_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if self._paused or self._thread != get_ident():
+            return
+        self._paused += 1
+        try:
+            with _no_torch_function():  # hooks read shapes and dtypes: keep that out of _OpMode
+                self._enter(module, args if isinstance(args, tuple) else (args,), kwargs or {})
+        finally:
+            self._paused -= 1
+
+    def _post_hook(self, module: nn.Module, args: Any, kwargs: Any, outputs: Any = None) -> None:
+        if self._paused or self._thread != get_ident():
+            return
+        self._paused += 1
+        try:
+            with _no_torch_function():
+                self._exit(module, outputs)
+        finally:
+            self._paused -= 1
+
     # --------------------------------------------------------------- recording
     def _scope(self) -> LayerNode:
-        return self._stack[-1] if self._stack else self.context
+        return self._stack[-1] if self._stack else self._ctx
+
+    def _unique(self, candidate: str) -> str:
+        used = self._used
+        if candidate in used:
+            return self._names(candidate)
+        used[candidate] = 0
+        return candidate
 
     def _tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
                      role: str = "") -> TensorNode:
         shape, dtype, device = _tensor_meta(t)
-        node = TensorNode(name=name or shape_str(shape), fn=t if self.keep_tensors else None,
-                          depth=scope.depth + 1, parent=scope.key, shape=shape, dtype=dtype,
+        key = self._unique(candidate)
+        node = TensorNode(name or shape_str(shape), t if self.keep_tensors else None,
+                          scope.depth + 1, scope.key, key, shape=shape, dtype=dtype,
                           device=device, role=role)
-        self._insert(node, candidate)
-        self._bind(t, node.key)
+        self.nodes[key] = node
+        scope.subnets._items[key] = None
+        self._live[id(t)] = (weakref.ref(t), key)
         return node
 
     def _param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> ParamNode:
         shape, dtype, device = _tensor_meta(param)
-        node = ParamNode(name=path.rsplit(".", 1)[-1], fn=param, depth=scope.depth + 1,
-                         parent=scope.key, shape=shape, dtype=dtype, device=device, path=path,
+        key = self._unique(path)
+        node = ParamNode(path.rpartition(".")[2], param, scope.depth + 1, scope.key, key,
+                         shape=shape, dtype=dtype, device=device, path=path,
                          numel=param.numel(), requires_grad=param.requires_grad)
-        self._insert(node, path)
-        self._bind(param, node.key)
+        self.nodes[key] = node
+        scope.subnets._items[key] = None
+        self._live[id(param)] = (weakref.ref(param), key)
         return node
 
     def _source_of(self, t: Tensor, scope: LayerNode) -> Key:
         """Key of the node that produced ``t``; creates a parameter node on first use."""
-        key = self._lookup(t)
-        if key is None and id(t) in self._params:
-            param, path = self._params[id(t)]
-            if param is t:
-                key = self._param_node(param, scope, path).key
-        return key
+        entry = self._live.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1]
+        found = self._params.get(id(t))
+        if found is not None and found[0] is t:
+            return self._param_node(t, scope, found[1]).key
+        return None
 
     def _record_op(self, func: Any, opname: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                    outs: list[Tensor], inplace: bool) -> None:
-        scope = self._stack[-1] if self._stack else self.context
-        self._paused += 1
-        try:
-            node = OpNode(name=opname, fn=func, depth=scope.depth + 1, parent=scope.key,
-                          op=opname, output_shapes=[tuple(o.shape) for o in outs])
-            key = self._insert(node, f"{scope.key}/{opname}" if scope.key else opname).key
-            for value in (*args, *kwargs.values()):
-                if isinstance(value, Tensor):
+        # runs inside _OpMode.__torch_function__, where torch calls do not come back to the mode
+        stack = self._stack
+        scope = stack[-1] if stack else self._ctx
+        skey = scope.key
+        key = self._unique(f"{skey}/{opname}" if skey else opname)
+        node = OpNode(opname, func, scope.depth + 1, skey, key, op=opname,
+                      output_shapes=[tuple(o.shape) for o in outs])
+        self.nodes[key] = node
+        scope.subnets._items[key] = None
+        live = self._live
+        edges = self.edges._items
+        sources = self._sources
+        for value in (args if not kwargs else (*args, *kwargs.values())):
+            if isinstance(value, Tensor):
+                entry = live.get(id(value))
+                if entry is not None and entry[0]() is value:
+                    src = entry[1]
+                else:
                     src = self._source_of(value, scope)
-                    if src is not None:
-                        self.edges.add((src, key))
-                        self._sources.add(src)
-                elif isinstance(value, (list, tuple)):
-                    for item in value:
-                        if isinstance(item, Tensor):
-                            src = self._source_of(item, scope)
-                            if src is not None:
-                                self.edges.add((src, key))
-                                self._sources.add(src)
-            for o in outs:
-                self._bind(o, key)
-            if inplace:
-                base = outs[-1]._base
-                if base is not None:
-                    self._bind(base, key)
-        finally:
-            self._paused -= 1
+                    if src is None:
+                        continue
+                edges[(src, key)] = None
+                sources.add(src)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, Tensor):
+                        src = self._source_of(item, scope)
+                        if src is not None:
+                            edges[(src, key)] = None
+                            sources.add(src)
+        for o in outs:
+            live[id(o)] = (weakref.ref(o), key)
+        if inplace:
+            base = outs[-1]._base
+            if base is not None:
+                self._bind(base, key)
 
-    def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
-               template: LayerNode) -> None:
-        scope = self._scope()
-        count = self._calls.get(id(module), 0) + 1
-        self._calls[id(module)] = count
-        base = template.path if template.path else template.name
-        call = LayerNode(name=template.name, fn=module, depth=scope.depth + 1, parent=scope.key,
-                         type_name=template.type_name, path=template.path, call_index=count)
-        self._insert(call, base if count == 1 else f"{base}#{count}")
+    def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        stack = self._stack
+        scope = stack[-1] if stack else self._ctx
+        info = self._modules.get(id(module)) or self._module_info(module)
+        info.calls += 1
+        count = info.calls
+        base = info.path or info.name
+        key = self._unique(base if count == 1 else f"{base}#{count}")
+        call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, type_name=info.type_name,
+                         path=info.path, call_index=count)
+        nodes, live = self.nodes, self._live
+        nodes[key] = call
+        scope.subnets._items[key] = None
         if count == 1:
-            self._count_params(module, call)
-        for pname, param in self._own_params(module):
-            if self._lookup(param) is None:
-                self._param_node(param, call, f"{template.path}.{pname}" if template.path else pname)
-        if scope is self.context:
+            call.num_params, call.num_params_total, call.num_buffers = (
+                info.num_params, info.total, info.buffers)
+        for ppath, param in info.params:
+            entry = live.get(id(param))
+            if entry is None or entry[0]() is not param:
+                self._param_node(param, call, ppath)
+        if scope is self._ctx:
             tensors: Any = named_tensors(_bind_arguments(module, args, kwargs), "")
-        elif not kwargs and all(type(a) is Tensor for a in args):  # the common case, walked fast
+        elif not kwargs and len(args) == 1 and type(args[0]) is Tensor:  # the common case
+            tensors = ((None, args[0]),)
+        elif not kwargs and all(type(a) is Tensor for a in args):
             tensors = [(None, t) for t in dict.fromkeys(args)]
         else:
             tensors = [(None, t) for t in iter_tensors((args, kwargs))]
         shapes = call.input_shapes
         for argname, t in tensors:
             shapes.append(tuple(t.shape))
-            src = self._lookup(t)
-            if src is not None and isinstance(self.nodes[src], TensorNode):
+            entry = live.get(id(t))
+            src = entry[1] if entry is not None and entry[0]() is t else None
+            if src is not None and isinstance(nodes[src], TensorNode):
                 continue
             if argname is not None:
                 label = argname.lstrip(".")
                 node = self._tensor_node(t, scope, f"input:{label}", name=label, role="input")
             else:
-                node = self._tensor_node(t, scope, f"{call.key}:in")
+                node = self._tensor_node(t, scope, f"{key}:in")
             if src is not None:
-                self.add_edge(src, node.key)
-        self._stack.append(call)
+                self.edges._items[(src, node.key)] = None
+                self._sources.add(src)
+        stack.append(call)
         self._stack_exc.append(sys.exc_info()[1])
-
-    def _index_params(self, net: nn.Module) -> None:
-        """Own parameters and parameter/buffer counts of every module, from one walk of ``net``.
-
-        The same numbers as ``module.parameters(recurse=False)``, ``module.parameters()``
-        and ``module.buffers(recurse=False)`` (a shared tensor counts once per
-        module), without three generator walks per module call.  Also maps each
-        parameter to its first path, for parameters used before their module runs.
-        """
-        own: dict[str, dict[int, tuple[str, nn.Parameter]]] = {}
-        subtree: dict[str, dict[int, int]] = {}
-        for ppath, param in net.named_parameters(remove_duplicate=False):
-            self._params.setdefault(id(param), (param, ppath))
-            owner, _, pname = ppath.rpartition(".")
-            own.setdefault(owner, {}).setdefault(id(param), (pname, param))
-            prefix = owner
-            while True:
-                subtree.setdefault(prefix, {})[id(param)] = param.numel()
-                if not prefix:
-                    break
-                prefix = prefix.rpartition(".")[0]
-        bufs: dict[str, dict[int, int]] = {}
-        for bpath, buf in net.named_buffers(remove_duplicate=False):
-            bufs.setdefault(bpath.rpartition(".")[0], {})[id(buf)] = buf.numel()
-        for path, module in net.named_modules(remove_duplicate=False):
-            direct = own.get(path, {})
-            self._counts[id(module)] = (
-                list(direct.values()),
-                sum(p.numel() for _, p in direct.values()),
-                sum(subtree.get(path, {}).values()),
-                sum(bufs.get(path, {}).values()),
-            )
-
-    def _own_params(self, module: nn.Module) -> list[tuple[str, nn.Parameter]]:
-        counts = self._counts.get(id(module))
-        return counts[0] if counts is not None else list(module.named_parameters(recurse=False))
-
-    def _count_params(self, module: nn.Module, call: LayerNode) -> None:
-        counts = self._counts.get(id(module))
-        if counts is None:  # a module not reachable from the recorded root
-            call.num_params = sum(p.numel() for p in module.parameters(recurse=False))
-            call.num_params_total = sum(p.numel() for p in module.parameters())
-            call.num_buffers = sum(b.numel() for b in module.buffers(recurse=False))
-            return
-        _, call.num_params, call.num_params_total, call.num_buffers = counts
 
     def _exit(self, module: nn.Module, outputs: Any) -> None:
         stack = self._stack
-        if not stack or (stack[-1].fn is not module and all(c.fn is not module for c in stack)):
+        if not stack:
             return
-        while stack[-1].fn is not module:
-            self._pop()  # left open by an exception that was handled inside the model
+        if stack[-1].fn is not module:
+            if all(c.fn is not module for c in stack):
+                return
+            while stack[-1].fn is not module:
+                self._pop()  # left open by an exception that was handled inside the model
         exc = sys.exc_info()[1]
         call = self._pop()
         if exc is not None and exc is not self._popped_exc:
@@ -596,32 +679,41 @@ class Recorder:
                 self._failure = (exc, call)
             return
         self._failure = None  # a normal return: any exception seen so far was handled
-        scope = self.nodes[call.parent]
+        nodes, live = self.nodes, self._live
+        scope = nodes[call.parent]
         assert isinstance(scope, LayerNode)
-        at_root = isinstance(scope, ContextNode)
+        at_root = scope is self._ctx
         if at_root:
             tensors: Any = named_tensors(outputs, "output")
+        elif type(outputs) is Tensor:
+            tensors = ((None, outputs),)
         else:
             tensors = ((None, t) for t in iter_tensors(outputs))
+        ckey = call.key
         for outname, t in tensors:
-            call.output_shapes.append(tuple(t.shape))
-            src = self._lookup(t)
-            node = self.nodes[src] if src is not None else None
-            if node is None or not self._inside(node, call):
+            shape = tuple(t.shape)
+            call.output_shapes.append(shape)
+            entry = live.get(id(t))
+            src = entry[1] if entry is not None and entry[0]() is t else None
+            node = nodes[src] if src is not None else None
+            if node is None or not (node.parent == ckey or self._inside(node, call)):
                 # returned unchanged (or from nowhere): show the pass-through inside the call
-                ident = OpNode(name="identity", depth=call.depth + 1, parent=call.key, op="identity",
-                               output_shapes=[tuple(t.shape)])
-                self._insert(ident, f"{call.key}/identity")
+                ident = OpNode("identity", None, call.depth + 1, ckey, self._unique(f"{ckey}/identity"),
+                               op="identity", output_shapes=[shape])
+                nodes[ident.key] = ident
+                call.subnets._items[ident.key] = None
                 if src is not None:
-                    self.add_edge(src, ident.key)
+                    self.edges._items[(src, ident.key)] = None
+                    self._sources.add(src)
                 src, node = ident.key, ident
             if isinstance(node, TensorNode) and not isinstance(node, ParamNode) \
-                    and node.parent == call.key and src not in self._sources:
+                    and node.parent == ckey and src not in self._sources:
                 self._promote(node, call, scope)
                 out_node = node
             else:
-                out_node = self._tensor_node(t, scope, f"{call.key}:out")
-                self.add_edge(src, out_node.key)
+                out_node = self._tensor_node(t, scope, f"{ckey}:out")
+                self.edges._items[(src, out_node.key)] = None
+                self._sources.add(src)
             if at_root:
                 out_node.role = "output"
                 if outname is not None and out_node.name == shape_str(out_node.shape):
@@ -708,10 +800,8 @@ class Recorder:
         self._stack.clear()
         self._stack_exc.clear()
         self._failure = None
-        self._templates.clear()
+        self._modules.clear()
         self._params.clear()
-        self._op_cache.clear()
-        self._counts.clear()
 
     def lint(self) -> None:
         """Check the graph's invariants; raise ``AssertionError`` naming the first broken one.
@@ -808,21 +898,13 @@ def _bind_arguments(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, 
     return out
 
 
-def _make_prehook(rec: Recorder, node: LayerNode) -> Callable[..., None]:
-    def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        prehook(module, args, rec, node, kwargs)
-
-    return hook
-
-
-def _make_posthook(rec: Recorder, node: LayerNode) -> Callable[..., None]:
-    def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], outputs: Any) -> None:
-        posthook(module, args, outputs, rec, node, kwargs)
-
-    return hook
+def _adopt(rec: Recorder, module: nn.Module, node: Optional[LayerNode]) -> None:
+    """Let ``rec`` know ``module`` under the path and name of the layer ``node``, if new to it."""
+    if node is not None and id(module) not in rec._modules:
+        rec._module_info(module, node.path, node.name)
 
 
-def prehook(module: nn.Module, inputs: Any, rec: Recorder, node: LayerNode,
+def prehook(module: nn.Module, inputs: Any, rec: Recorder, node: Optional[LayerNode] = None,
             kwargs: Optional[dict[str, Any]] = None) -> None:
     """Hook run BEFORE ``module``: open a call scope.
 
@@ -830,45 +912,34 @@ def prehook(module: nn.Module, inputs: Any, rec: Recorder, node: LayerNode,
     calling module), the module's parameters on its first call, and a
     :class:`~.nodes.TensorNode` for each input tensor not already standing for
     a layer boundary.  The inputs are passed on untouched.
+    :meth:`Recorder.register_hooks` registers the same work on every module.
 
     Args:
         module: the module about to run.
         inputs: its positional arguments.
         rec: the active :class:`Recorder`.
-        node: the layer template made by :meth:`Recorder.register_hooks`.
+        node: a layer whose ``path`` and ``name`` the module's calls take, for a
+            module that :meth:`Recorder.register_hooks` did not see; else ignored.
         kwargs: its keyword arguments.
     """
-    if rec._paused or rec._thread != threading.get_ident():
-        return
-    rec._paused += 1
-    try:
-        with _no_torch_function():  # hooks read shapes and dtypes: keep that out of _OpMode
-            rec._enter(module, inputs if isinstance(inputs, tuple) else (inputs,), kwargs or {}, node)
-    finally:
-        rec._paused -= 1
+    _adopt(rec, module, node)
+    rec._pre_hook(module, inputs, kwargs or {})
 
 
-def posthook(module: nn.Module, inputs: Any, outputs: Any, rec: Recorder, node: LayerNode,
-             kwargs: Optional[dict[str, Any]] = None) -> None:
+def posthook(module: nn.Module, inputs: Any, outputs: Any, rec: Recorder,
+             node: Optional[LayerNode] = None, kwargs: Optional[dict[str, Any]] = None) -> None:
     """Hook run AFTER ``module`` returned: close its call scope.
 
     Each output tensor gets a :class:`~.nodes.TensorNode` in the caller's scope
     with an edge from the node inside the call that produced it; an output that
     is just a child's output is moved up instead of copied, and an output the
     module returned unchanged gets an ``identity`` op.  The outputs are passed
-    on untouched.  The hook is registered with ``always_call=True``: when
-    ``forward`` raises, it closes the call without outputs and marks it with
-    the error.
+    on untouched.  The hooks :meth:`Recorder.register_hooks` registers are
+    called even when ``forward`` raises (``always_call=True``): the call is then
+    closed without outputs and marked with the error.
     """
-    del inputs, node, kwargs
-    if rec._paused or rec._thread != threading.get_ident():
-        return
-    rec._paused += 1
-    try:
-        with _no_torch_function():
-            rec._exit(module, outputs)
-    finally:
-        rec._paused -= 1
+    del node
+    rec._post_hook(module, inputs, kwargs, outputs)
 
 
 @contextmanager
