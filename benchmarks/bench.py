@@ -5,6 +5,10 @@ Run ``python benchmarks/bench.py`` (about 4 minutes on 2 CPU cores) or
 (see ``benchmarks/models.py``) it measures, in fresh subprocesses:
 
 * the plain forward pass with gradients enabled (the floor);
+* the *mechanism floor*: the forward pass with a do-nothing forward pre-hook and
+  hook on every module and a do-nothing ``TorchFunctionMode`` (what any
+  recorder built on torch's hooks and function modes pays before recording
+  anything; shows how much of ``record`` is torchrecorder's own work);
 * ``record``, ``make_dot(...).source`` and the ``dot`` layout of that source;
 * peak RSS growth of one forward pass and of one ``record``;
 * torchviz, torchview and torchlens on the same model and inputs when they are
@@ -149,6 +153,32 @@ def _warm_up_torchrecorder() -> None:
     torchrecorder.make_dot(torchrecorder.record(net, "warm", (1, 4))).source  # noqa: B018
 
 
+def _mechanism_floor(model: Any, args: tuple[Any, ...]) -> None:
+    """A forward pass under do-nothing versions of the hooks and mode that ``record`` uses."""
+    from torch.overrides import TorchFunctionMode
+
+    class Nothing(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            return func(*args, **(kwargs or {}))
+
+    def pre(module: Any, a: Any, k: Any) -> None:
+        return None
+
+    def post(module: Any, a: Any, k: Any, out: Any) -> None:
+        return None
+
+    handles = []
+    for module in model.modules():
+        handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+        handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
+    try:
+        with Nothing():
+            model(*args)
+    finally:
+        for h in handles:
+            h.remove()
+
+
 def worker_ours(name: str, repeats: int, hf: bool, outdir: str) -> dict[str, Any]:
     """Memory and times of torchrecorder on ``name`` (run in a fresh process)."""
     import torch
@@ -180,6 +210,7 @@ def worker_ours(name: str, repeats: int, hf: bool, outdir: str) -> dict[str, Any
     }
     if spec.kind != "meta":
         fns["forward_s"] = lambda: model(*args)
+        fns["mechanism_s"] = lambda: _mechanism_floor(model, args)
     # repeated blocks drawn once (fold_repeats="auto", the default) hide how DOT size grows
     nofold = {"fold_repeats": False} if "fold_repeats" in inspect.signature(
         torchrecorder.make_dot).parameters else {}
@@ -458,31 +489,35 @@ def report(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[s
            opts: argparse.Namespace, repeats: int) -> None:
     """Print the tables and the targets."""
     del repeats
+    headers = ["model", "kind", "nodes", "edges", "forward", "hooks+mode floor", "record", "make_dot",
+               "dot full", "dot d1", "dot d2", "make_dot unfolded", "dot unfolded", "rec/fwd",
+               "rec/floor", "(rec+dot)/node us", "RSS fwd", "RSS rec"]
     rows = []
     for name, r in results.items():
         if "error" in r:
-            rows.append([name, r.get("kind", "?"), r["error"]] + [""] * 11)
+            rows.append([name, r.get("kind", "?"), r["error"]] + [""] * (len(headers) - 3))
             continue
         fwd = r.get("forward_s")
         rec_dot = r["record_s"] + r["make_dot_s"]
         r["rec_dot_s"] = rec_dot
         r["us_per_node"] = rec_dot / max(r["nodes"], 1) * 1e6
         r["rec_over_fwd"] = r["record_s"] / fwd if fwd else None
+        floor = r.get("mechanism_s")
         rows.append([
             name, r["kind"], str(r["nodes"]), str(r["edges"]),
-            _fmt(fwd, 1e3), _fmt(r["record_s"], 1e3), _fmt(r["make_dot_s"], 1e3),
+            _fmt(fwd, 1e3), _fmt(floor, 1e3), _fmt(r["record_s"], 1e3), _fmt(r["make_dot_s"], 1e3),
             _fmt(r.get("layout_full_s", "skip"), 1, 2), _fmt(r.get("layout_d1_s"), 1, 2),
             _fmt(r.get("layout_d2_s"), 1, 2), _fmt(r.get("make_dot_nofold_s"), 1e3),
             _fmt(r.get("layout_nofold_s"), 1, 2),
-            _fmt(r["rec_over_fwd"], 1, 2), _fmt(r["us_per_node"], 1, 0),
+            _fmt(r["rec_over_fwd"], 1, 2), _fmt(r["record_s"] / floor if floor else None, 1, 2),
+            _fmt(r["us_per_node"], 1, 0),
             _fmt(r.get("rss_forward_mib")), _fmt(r.get("rss_record_mib")),
         ])
     print(f"\nTimes in ms ({opts.stat}), dot layout in s, memory = peak RSS growth in MiB "
           "(record row of the meta model: record + DOT source).  'unfolded': make_dot with "
-          "fold_repeats=False at render_depth 256 (1 for the meta model)")
-    print(_table(["model", "kind", "nodes", "edges", "forward", "record", "make_dot", "dot full",
-                  "dot d1", "dot d2", "make_dot unfolded", "dot unfolded", "rec/fwd",
-                  "(rec+dot)/node us", "RSS fwd", "RSS rec"], rows))
+          "fold_repeats=False at render_depth 256 (1 for the meta model).  'hooks+mode floor': the "
+          "forward pass under do-nothing hooks on every module and a do-nothing TorchFunctionMode")
+    print(_table(headers, rows))
 
     prow = []
     for name, by_peer in peers.items():

@@ -476,9 +476,11 @@ class Recorder:
                 info = _ModuleInfo(path, path.rpartition(".")[2] if path else root_name,
                                    type(module).__name__)
                 modules[id(module)] = info
-                own, info.num_params = _own_tensors(module._parameters)
-                info.params = [(f"{path}.{pname}" if path else pname, p) for pname, p in own]
-                info.buffers = _own_tensors(module._buffers)[1]
+                if module._parameters:
+                    own, info.num_params = _own_tensors(module._parameters)
+                    info.params = [(f"{path}.{pname}" if path else pname, p) for pname, p in own]
+                if module._buffers:
+                    info.buffers = _own_tensors(module._buffers)[1]
                 first_path.append((path, info))
                 if hook:
                     handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
@@ -490,15 +492,15 @@ class Recorder:
                 if id(param) not in params:
                     params[id(param)] = (param, ppath)
                 numel = param.numel()
-                prefix = path
+                owner = path
                 while True:
-                    ids = subtree.get(prefix)
+                    ids = subtree.get(owner)
                     if ids is None:
-                        ids = subtree[prefix] = {}
+                        ids = subtree[owner] = {}
                     ids[id(param)] = numel
-                    if not prefix:
+                    if not owner:
                         break
-                    prefix = prefix.rpartition(".")[0]
+                    owner = owner.rpartition(".")[0]
         for path, info in first_path:
             ids = subtree.get(path)
             info.total = sum(ids.values()) if ids else 0
