@@ -106,21 +106,24 @@ def timed(fns: dict[str, Callable[[], Any]], repeats: int, slow: float = 10.0) -
     """Median seconds of each function over ``repeats`` runs, after one warm-up run each.
 
     The functions take turns (round robin), so that a machine busy with
-    something else slows them alike and their ratios stay meaningful.  A
-    function whose warm-up took more than ``slow`` seconds runs once more only.
+    something else slows them alike and their ratios stay meaningful.  Garbage
+    is collected once before the timed rounds, not before each run: a
+    collection walks every object of the process and leaves the CPU caches cold,
+    which adds about a millisecond to whatever runs next and would swamp the
+    small models.  A function whose warm-up took more than ``slow`` seconds runs
+    once more only.
     """
     times: dict[str, list[float]] = {k: [] for k in fns}
     first: dict[str, float] = {}
     for k, fn in fns.items():
-        gc.collect()
         t0 = time.perf_counter()
         fn()
         first[k] = time.perf_counter() - t0
+    gc.collect()
     for i in range(repeats):
         for k, fn in fns.items():
             if i and first[k] > slow:
                 continue
-            gc.collect()
             t0 = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
