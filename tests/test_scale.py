@@ -239,3 +239,40 @@ def test_llama_shaped_80_layers_on_meta() -> None:
     assert all(n.device == "meta" for n in rec.nodes.values() if isinstance(n, TensorNode))
     for depth in (1, 2):
         assert "LlamaLayer" in torchrecorder.make_dot(rec, render_depth=depth).source
+
+
+def test_benchmark_script_runs_and_reports_targets() -> None:
+    """``benchmarks/bench.py`` end to end on the smallest model: table, floor, targets, exit 0."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, os.path.join(_BENCH, "bench.py"), "--models", "gpt2-w32-L2", "--no-peers",
+         "--repeats", "1"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    row = next(line for line in out.splitlines() if line.startswith("gpt2-w32-L2 "))
+    cells = row.split()
+    assert cells[1] == "graph" and int(cells[2]) > 100, row  # kind, node count
+    assert float(cells[4]) > 0 and float(cells[5]) >= float(cells[4]) * 0.5, row  # forward, floor
+    assert "Targets (issue 4)" in out and "gpt2-w32-L2: record+make_dot" in out
+
+
+def test_benchmark_report_shows_a_failed_model_and_goes_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """A model whose worker failed is a table row with its error, not a crash of the report."""
+    import argparse
+
+    sys.path.insert(0, _BENCH)
+    try:
+        spec = importlib.util.spec_from_file_location("_bench_script", os.path.join(_BENCH, "bench.py"))
+        assert spec is not None and spec.loader is not None
+        bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bench)
+    finally:
+        sys.path.remove(_BENCH)
+    results = {"resnet50": {"model": "resnet50", "kind": "compute", "error": "timeout > 480 s"}}
+    bench.report(results, {}, argparse.Namespace(stat="median"), 1)
+    out = capsys.readouterr().out
+    assert "resnet50  compute  timeout > 480 s" in out
+    assert "N/A   resnet50: record <= 1.3 x forward" in out
