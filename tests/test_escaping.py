@@ -175,3 +175,25 @@ def test_mermaid_escaping_covers_syntax_characters() -> None:
     assert mermaid_text("#1;") == "#35;1#59;"
     assert mermaid_id("end") == "n_end"
     assert re.fullmatch(r"n_[A-Za-z0-9_]+", mermaid_id('日本 "x"'))
+
+
+def test_tooltips_that_look_like_html_strings_stay_plain_strings() -> None:
+    """A tooltip starting with '<' and ending with '>' (a module named '<c' whose error ends
+    in '>') is quoted: Graphviz would read it as an HTML string and reject the DOT."""
+
+    class Boom(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise ValueError("expected <int>")
+
+    inner = nn.Sequential()
+    inner.add_module("<b", Boom())
+    net = nn.Sequential()
+    net.add_module("<c", inner)
+    with pytest.raises(ValueError, match="expected <int>") as info:
+        torchrecorder.record(net, "net", (1, 3))
+    rec = info.value.recording  # type: ignore[attr-defined]
+    for depth in (1, 2, 3):  # '<c' a box, a cluster around the box '<b', a cluster of a cluster
+        source = torchrecorder.make_dot(rec, render_depth=depth).source
+        svg = torchrecorder.backend.render_source(source, "svg")  # raises if dot rejects it
+        _, titles = _svg_texts(svg)
+        assert any(shown("<c (Sequential)") in t and shown("expected <int>") in t for t in titles), titles

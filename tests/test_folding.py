@@ -303,3 +303,20 @@ def test_a_chain_breaks_where_a_block_does_not_feed_the_next() -> None:
     e = edges(r)
     assert is_acyclic(e)
     assert ("input:x", "blocks.0") in e and ("input:x", "blocks.3") in e
+
+
+def test_blocks_compare_as_structure_ids_do() -> None:
+    from torchrecorder.nodes import LayerNode
+    from torchrecorder.renderer._fold import _Blocks
+
+    blocks = [Block(), Block(), Gated(), Gated(), Gated(), Widen(8, 16), Block(16), Block(16)]
+    shared = Block()
+    for net in (Stack(blocks), Stack([shared] * 4), Stack([Block() for _ in range(3)])):
+        rec = torchrecorder.record(net, "net", (1, 4))
+        ids = structure_ids(rec)
+        numbers = _Blocks(rec)
+        layers = [n for n in rec.nodes.values() if isinstance(n, LayerNode) and n.key is not None]
+        for a in layers:
+            for b in layers:
+                same = numbers.number(a) == numbers.number(b)
+                assert same == (ids[a.key] == ids[b.key]), (a.key, b.key)

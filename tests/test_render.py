@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
+import warnings
 import xml.etree.ElementTree as ET
+from typing import Any
 
+import graphviz
 import pytest
 import torch
+from graphviz.quoting import quote
 from torch import nn
 
 import torchrecorder
-from torchrecorder.nodes import LayerNode, OpNode, ParamNode, TensorNode
+from torchrecorder._text import dot_id, dot_quote, dot_text, html_text, quote_dot_id, quoted_dot_text, visible
+from torchrecorder.nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode
 from torchrecorder.renderer import DEFAULT_STYLES, PRESETS, GraphvizRenderer, GraphvizStyler
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="the Graphviz `dot` program is missing")
@@ -279,3 +285,101 @@ def test_a_tensor_fed_to_many_layers_does_not_constrain_their_ranks() -> None:
     assert len(fan_edges) == 12 and all("constraint=false" in line for line in fan_edges)
     small = torchrecorder.make_dot(torchrecorder.record(FanOut(3), "fan", (1, 4)), 1).source
     assert "constraint" not in small
+
+
+# --------------------------------------------------------------- one pass vs the hooks
+class ThroughHooks(GraphvizRenderer):
+    """Overrides a hook (doing the same), so that render() draws node by node through the hooks."""
+
+    def render_node(self, g: graphviz.Digraph, node: BaseNode) -> None:
+        super().render_node(g, node)
+
+
+class Boom(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError('boom <b> & "q" \\')
+
+
+class Named(nn.Module):
+    """Names that need quoting or clash once made ids (``a b`` and ``a_b``, DOT keywords)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleDict({n: nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+                                     for n in ("a b", "a_b", "node", "Graph", "1", "<i>", 'say "hi"')})
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks.values():
+            x = block(x) * 2
+        return x
+
+
+def _recordings() -> list[torchrecorder.Recorder]:
+    deep = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.Tanh()) for _ in range(9)])
+    recs = [torchrecorder.record(Model(), "model", (1, 4)), torchrecorder.record(Named(), "node", (1, 3)),
+            torchrecorder.record(deep, "deep <net>", (2, 4))]
+    failing = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2), Boom()))
+    with pytest.raises(RuntimeError) as info:
+        torchrecorder.record(failing, "f", (1, 2))
+    recs.append(info.value.recording)  # type: ignore[attr-defined]
+    return recs
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"fold_repeats": False}, {"fold_repeats": True}, {"preset": "compact"}, {"preset": "print"},
+    {"tensor_nodes": False, "fontname": "Times", "layer_attrs": {"color": "red", "label": "x"}},
+    {"edge_attrs": {"tooltip": "t", "constraint": "true"}, "cluster_attrs": {"zz": "1", "aa": "2"}},
+])
+def test_one_pass_writes_what_the_hooks_write(options: dict[str, Any]) -> None:
+    for rec in _recordings():
+        for depth in (0, 1, 2, 256):
+            fast = GraphvizRenderer(rec, depth, **options).render().source
+            slow = ThroughHooks(rec, depth, **options).render().source
+            assert fast == slow, (rec.name, depth, options)
+
+
+def test_overridden_styler_methods_are_still_called(rec: torchrecorder.Recorder) -> None:
+    calls: list[str] = []
+
+    class Counting(GraphvizStyler):
+        def tooltip(self, node: BaseNode) -> str:
+            calls.append("tooltip")
+            return "tip"
+
+        def style_edge(self, fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
+            calls.append("edge")
+            return {"color": "blue"}
+
+        def param_lines(self, node: LayerNode) -> list[str]:
+            calls.append("params")
+            return ["many"]
+
+    source = torchrecorder.make_dot(rec, 256, Counting).source
+    assert {"tooltip", "edge", "params"} <= set(calls)
+    assert "tooltip=tip" in source and "color=blue" in source and "many" in source
+
+
+def test_a_renderer_overriding_a_hook_is_drawn_through_it(rec: torchrecorder.Recorder) -> None:
+    class Upper(GraphvizRenderer):
+        def node_id(self, node: BaseNode) -> str:
+            return "N_" + super().node_id(node).upper()
+
+    source = Upper(rec).render().source
+    assert '"N_FC@OUT"' in source and "N_FC " in source
+
+
+@pytest.mark.parametrize("text", [
+    "", "fc", "_x1", "1", "-1.5", ".5", "1.", "1e5", "node", "Graph", "STRICT", "a b", "a:b", "x@out",
+    'say "hi"', 'a\\"b', "back\\", "\\\\", "<b>x</b>", "<a>\n", "a\nb", "end\n", "ünï", "h.0.attn/matmul",
+    "a]b", "x & y", "tab\there", "\x07",
+])
+def test_quoting_is_the_graphviz_package_quoting(text: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # graphviz warns of a final odd backslash
+        assert dot_quote(text) == quote(text)
+        assert dot_quote(graphviz.escape(text)) == quote(graphviz.escape(text))
+        # a tooltip is never an HTML string: escaped text stays NoHtml, which quote() quotes
+        assert quoted_dot_text(text) == quote(dot_text(text))
+    assert quote_dot_id(dot_id(text)) == quote(dot_id(text))
+    slow = html.escape(visible(text), quote=True).replace("\\", "\\\\").replace("]", "&#93;")
+    assert html_text(text) == slow

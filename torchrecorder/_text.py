@@ -7,10 +7,21 @@ import re
 import unicodedata
 
 import graphviz
+from graphviz.quoting import quote
 
-__all__ = ["dot_id", "dot_text", "html_text", "visible"]
+__all__ = ["dot_id", "dot_quote", "dot_text", "html_text", "quote_dot_id", "quoted_dot_text", "string_quote",
+           "visible"]
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_./#@\-]")
+# characters that html_text rewrites (printable text without them comes back as it is)
+_HTML_SPECIAL = re.compile(r"[&<>\"'\\\]]")
+# characters that dot_text rewrites, or that make dot_quote look closer
+_DOT_SPECIAL = re.compile(r'[&\\"<]')
+# a DOT ID that needs no quotes: a name of ASCII letters, digits and underscores not
+# starting with a digit, or a numeral (https://graphviz.org/doc/info/lang.html)
+_BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)")
+_NUMERAL = re.compile(r"-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)")
+_KEYWORDS = frozenset(("node", "edge", "graph", "digraph", "subgraph", "strict"))
 
 
 def visible(text: str) -> str:
@@ -43,7 +54,10 @@ def html_text(text: object) -> str:
     >>> print(html_text('<b>"x" & y\\N</b>'))
     &lt;b&gt;&quot;x&quot; &amp; y\\N&lt;/b&gt;
     """
-    return html.escape(visible(str(text)), quote=True).replace("\\", "\\\\").replace("]", "&#93;")
+    text = str(text)
+    if text.isprintable() and not _HTML_SPECIAL.search(text):
+        return text
+    return html.escape(visible(text), quote=True).replace("\\", "\\\\").replace("]", "&#93;")
 
 
 def dot_text(text: object) -> str:
@@ -56,7 +70,69 @@ def dot_text(text: object) -> str:
     >>> print(dot_text('a & b\\N'))
     a &amp; b\\\\N
     """
-    return graphviz.escape(visible(str(text)).replace("&", "&amp;").replace("\\", "\\\\"))
+    text = str(text)
+    if text.isprintable() and not _DOT_SPECIAL.search(text):
+        return graphviz.escape(text)
+    return graphviz.escape(visible(text).replace("&", "&amp;").replace("\\", "\\\\"))
+
+
+def dot_quote(text: str) -> str:
+    """``text`` as a DOT ID, quoted where needed, exactly as :func:`graphviz.quoting.quote` writes it.
+
+    Text with no quote, backslash, ``<`` or newline is decided here (bare, or in
+    double quotes); anything else is left to the graphviz package.
+
+    >>> dot_quote("fc"), dot_quote("0.5"), dot_quote("a b"), dot_quote("node"), dot_quote("x@out")
+    ('fc', '0.5', '"a b"', '"node"', '"x@out"')
+    """
+    if type(text) is str and "\n" not in text and not _DOT_SPECIAL.search(text):
+        if _BARE_ID.fullmatch(text) and text.lower() not in _KEYWORDS:
+            return text
+        return f'"{text}"'
+    return quote(text)
+
+
+def string_quote(text: str) -> str:
+    """``text`` as a DOT ID that is never read as an HTML string: :func:`dot_quote`, but text
+    that starts with ``<`` and ends with ``>`` (which would be) is written in double quotes.
+
+    For attributes that take plain strings, such as ``tooltip``.
+
+    >>> string_quote("fc"), string_quote("<x (Linear) raised: expected <int>")
+    ('fc', '"<x (Linear) raised: expected <int>"')
+    """
+    if text.startswith("<") and text.endswith(">"):
+        return quote(graphviz.nohtml(text))
+    return dot_quote(text)
+
+
+def quote_dot_id(text: str) -> str:
+    """:func:`dot_quote` of an id made by :func:`dot_id` (ASCII letters, digits and ``_./#@-``):
+    bare if it is a name or a numeral, else in double quotes.
+
+    >>> quote_dot_id("fc"), quote_dot_id("12"), quote_dot_id("Graph"), quote_dot_id("fc@out")
+    ('fc', '12', '"Graph"', '"fc@out"')
+    """
+    if text.isidentifier():
+        return f'"{text}"' if text.lower() in _KEYWORDS else text
+    if text[:1] in "-.0123456789" and _NUMERAL.fullmatch(text):
+        return text
+    return f'"{text}"'
+
+
+def quoted_dot_text(text: str) -> str:
+    """The attribute value written for a tooltip ``text``: ``string_quote(str(dot_text(text)))``.
+
+    (The text is a plain string by then, as the renderer's attribute check makes it.)
+
+    >>> quoted_dot_text("x (Linear)"), quoted_dot_text('say "hi" & bye')
+    ('"x (Linear)"', '"say \\\\"hi\\\\" &amp; bye"')
+    """
+    if text.isprintable() and not _DOT_SPECIAL.search(text):  # no newline either
+        if " " not in text and _BARE_ID.fullmatch(text) and text.lower() not in _KEYWORDS:
+            return text
+        return f'"{text}"'
+    return string_quote(str(dot_text(text)))
 
 
 def dot_id(key: object) -> str:

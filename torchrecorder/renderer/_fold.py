@@ -11,7 +11,7 @@ identity do not matter: the 32 decoder layers of a transformer match, and so do
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 
@@ -31,16 +31,6 @@ def _params(rec: Recorder, layer: LayerNode) -> tuple[Hashable, ...]:
     nodes = rec.nodes
     return tuple((n.name, n.shape, n.dtype) for k in layer.subnets
                  if isinstance(n := nodes.get(k), ParamNode))
-
-
-def preorder(rec: Recorder, layer: LayerNode) -> Iterator[BaseNode]:
-    """``layer`` and everything inside it but parameters, parents before children."""
-    stack: list[BaseNode] = [layer]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, LayerNode):
-            stack.extend(reversed(_kids(rec, node)))
 
 
 def structure_ids(rec: Recorder) -> dict[Key, int]:
@@ -134,55 +124,224 @@ class FoldPlan:
         A chain is a run of consecutive identical blocks each of which takes
         its input from the one before (directly or through the tensor between
         them); identical blocks side by side (parallel branches) are not folded.
+
+        Structures are compared only for the blocks that may fold: runs of at
+        least ``min_run`` blocks alike in type and shapes.
         """
         plan = cls()
-        if min_run < 2 or not _may_repeat(rec, min_run):
+        if min_run < 2:
             return plan
-        ids = structure_ids(rec)
-        preds: dict[Key, list[Key]] = {}
-        for a, b in rec.edges:
-            preds.setdefault(b, []).append(a)
         nodes = rec.nodes
+        hidden = plan.hidden
+        blocks: Optional[_Blocks] = None
         stack: list[LayerNode] = [rec.context]
         while stack:
             layer = stack.pop()
             kids = [nodes[k] for k in layer.subnets if k in nodes]
-            for run, gaps in _runs(kids, ids, min_run):
-                for chain, chain_gaps, insides in _chains(rec, run, gaps, preds):
-                    if len(chain) >= min_run:
-                        plan._fold(rec, chain, chain_gaps, insides)
+            candidates = _candidates(kids, min_run) if len(kids) >= min_run else None
+            if candidates:
+                if blocks is None:
+                    blocks = _Blocks(rec)
+                ids = {kid.key: blocks.number(kid) for kid in candidates}
+                for run, gaps in _runs(kids, ids, min_run):
+                    for chain, chain_gaps, insides in _chains(blocks, run, gaps):
+                        if len(chain) >= min_run:
+                            plan._fold(blocks, chain, chain_gaps, insides)
             for kid in kids:
-                if kid.key not in plan.hidden and isinstance(kid, LayerNode) and expanded(kid):
+                if isinstance(kid, LayerNode) and kid.key not in hidden and expanded(kid):
                     stack.append(kid)
         return plan
 
-    def _fold(self, rec: Recorder, run: list[LayerNode], gaps: list[list[tuple[TensorNode, bool]]],
+    def _fold(self, blocks: _Blocks, run: list[LayerNode], gaps: list[list[tuple[TensorNode, bool]]],
               insides: list[list[Key]]) -> None:
         first = run[0]
         self.runs[first.key] = run
         lead = insides[0]
+        alias = self.alias
         for member, keys in zip(run[1:], insides[1:], strict=True):
             self.hidden.add(member.key)
-            self.alias.update(zip(keys, lead, strict=True))
-            for key in keys:
-                node = rec.nodes[key]
-                if isinstance(node, LayerNode):
-                    for k in node.subnets:
-                        if isinstance(rec.nodes.get(k), ParamNode):
-                            self.alias[k] = None
+            alias.update(zip(keys, lead, strict=True))
+            alias.update(dict.fromkeys(blocks.params_inside(member)))
         for gap in gaps:
             for tensor, produced in gap:
                 if produced:  # an output of the block before it, passed to the next
                     self.hidden.add(tensor.key)
-                    self.alias[tensor.key] = None
+                    alias[tensor.key] = None
 
 
-def _chains(rec: Recorder, run: list[LayerNode], gaps: list[list[TensorNode]],
-            preds: dict[Key, list[Key]]) -> Iterator[tuple[list[LayerNode],
-                                                          list[list[tuple[TensorNode, bool]]],
-                                                          list[list[Key]]]]:
+#: marks, in a preorder walk, the end of a layer's children
+_END: Any = object()
+
+
+class _Blocks:
+    """The structure of the blocks that may fold, read from the recording as it is asked for.
+
+    :meth:`number` gives equal numbers to two layers exactly when
+    :func:`structure_ids` would: the structure of a block is written out as
+    its nodes in preorder (the children of a layer followed by an end mark, so
+    that the order says how they nest) and the edges between them as pairs of
+    positions in that order, which says the same as the edges each layer
+    inside holds, as paths relative to it.
+    """
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self.nodes = rec.nodes
+        #: each node's predecessors
+        self.preds: dict[Key, list[Key]] = {}
+        preds = self.preds
+        for a, b in rec.edges:
+            got = preds.get(b)
+            if got is None:
+                preds[b] = [a]
+            else:
+                got.append(a)
+        self._preorder: dict[Key, list[Key]] = {}
+        self._params: dict[Key, list[Key]] = {}
+        self._numbers: dict[Key, int] = {}
+        self._interned: dict[Hashable, int] = {}
+        self._first_calls: Optional[dict[tuple[str, str], LayerNode]] = None
+        self._param_memo: dict[Key, tuple[Hashable, ...]] = {}
+
+    def preorder(self, layer: LayerNode) -> list[Key]:
+        """Keys of ``layer`` and everything inside it but parameters, parents before children."""
+        if layer.key not in self._preorder:
+            self.number(layer)
+        return self._preorder[layer.key]
+
+    def params_inside(self, layer: LayerNode) -> list[Key]:
+        """Keys of the parameters of ``layer`` and of every layer inside it."""
+        if layer.key not in self._params:
+            self.number(layer)
+        return self._params[layer.key]
+
+    def number(self, layer: LayerNode) -> int:
+        """A number per structure: equal for two layers exactly when their structures match."""
+        got = self._numbers.get(layer.key)
+        if got is None:
+            interned = self._interned
+            try:  # shapes are tuples (as recorded and loaded): no copies needed
+                got = interned.setdefault(self._structure(layer, tuple), len(interned))
+            except TypeError:  # a shape given as a list
+                got = interned.setdefault(self._structure(layer, _tuples), len(interned))
+            self._numbers[layer.key] = got
+        return got
+
+    def _first_params(self, layer: LayerNode, own: list[ParamNode]) -> tuple[Hashable, ...]:
+        """The parameters of the first call of ``layer``'s module (``own`` are its own parameters)."""
+        calls = self._first_calls
+        if calls is None:
+            calls = self._first_calls = _first_calls(self.rec)
+        first = calls.get((layer.path, layer.name))
+        if first is layer:
+            return tuple([(p.name, p.shape, p.dtype) for p in own]) if own else ()
+        if first is None:
+            return ()
+        got = self._param_memo.get(first.key)
+        if got is None:
+            nodes = self.nodes
+            got = tuple([(p.name, p.shape, p.dtype) for k in first.subnets
+                         if isinstance(p := nodes.get(k), ParamNode)])
+            self._param_memo[first.key] = got
+        return got
+
+    def _structure(self, block: LayerNode, shapes: Callable[[list[tuple[int, ...]]], Hashable]) -> Hashable:
+        nodes_get = self.nodes.get
+        first_params = self._first_params
+        keys: list[Key] = []
+        items: list[Hashable] = []
+        params: list[Key] = []
+        add_key, add_item = keys.append, items.append
+        open_layers: list[tuple[int, LayerNode, list[ParamNode]]] = []
+        stack: list[Any] = [block.key]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        while stack:
+            key = pop()
+            if key is _END:  # the layer's children are done: its parameters are known
+                at, layer, own = open_layers.pop()
+                items[at] = ("layer", layer.type_name, shapes(layer.input_shapes),
+                             shapes(layer.output_shapes), first_params(layer, own),
+                             layer.error is not None)
+                add_item(None)
+                continue
+            node = nodes_get(key)
+            if node is None:
+                continue
+            if type(node) is OpNode:
+                add_key(key)
+                add_item(("op", node.op, shapes(node.output_shapes)))
+            elif type(node) is TensorNode:
+                add_key(key)
+                add_item(("tensor", node.shape, node.dtype, node.role))
+            elif isinstance(node, ParamNode):
+                params.append(key)
+                if open_layers:
+                    open_layers[-1][2].append(node)
+            elif isinstance(node, LayerNode):
+                add_key(key)
+                open_layers.append((len(items), node, []))
+                add_item(None)
+                push(_END)
+                inside = list(iter(node.subnets))
+                inside.reverse()
+                extend(inside)
+            elif isinstance(node, TensorNode):
+                add_key(key)
+                add_item(("tensor", node.shape, node.dtype, node.role))
+            elif isinstance(node, OpNode):
+                add_key(key)
+                add_item(("op", node.op, shapes(node.output_shapes)))
+            else:
+                add_key(key)
+                add_item((type(node).__name__, node.name))
+        self._preorder[block.key] = keys
+        self._params[block.key] = params
+        index = {key: i for i, key in enumerate(keys)}
+        preds_get, index_get = self.preds.get, index.get
+        edges: list[tuple[int, int]] = []
+        for j, key in enumerate(keys):
+            got = preds_get(key)
+            if got:
+                for p in got:
+                    i = index_get(p)
+                    if i is not None:
+                        edges.append((i, j))
+        edges.sort()
+        return (tuple(items), tuple(edges))
+
+
+def _tuples(shapes: list[tuple[int, ...]]) -> Hashable:
+    return tuple(map(tuple, shapes))
+
+
+def _first_calls(rec: Recorder) -> dict[tuple[str, str], LayerNode]:
+    """``(path, name)`` -> the first call of that module (as :func:`structure_ids` finds it)."""
+    out: dict[tuple[str, str], LayerNode] = {}
+    twice = False
+    for node in rec.nodes.values():
+        if isinstance(node, LayerNode) and node.call_index == 1 and not isinstance(node, ContextNode):
+            key = (node.path, node.name)
+            if key in out:
+                twice = True
+            out[key] = node
+    if twice:  # two modules of one path and name: the last in structure_ids' order counts
+        out = {}
+        stack: list[LayerNode] = [rec.context]
+        while stack:
+            layer = stack.pop()
+            if layer.call_index == 1 and not isinstance(layer, ContextNode):
+                out[(layer.path, layer.name)] = layer
+            stack.extend(kid for kid in _kids(rec, layer) if isinstance(kid, LayerNode))
+    return out
+
+
+def _chains(blocks: _Blocks, run: list[LayerNode],
+            gaps: list[list[TensorNode]]) -> Iterator[tuple[list[LayerNode],
+                                                            list[list[tuple[TensorNode, bool]]],
+                                                            list[list[Key]]]]:
     """Split ``run`` where a block does not feed the next; mark the gap tensors each block produced."""
-    insides = [[n.key for n in preorder(rec, member)] for member in run]
+    preds = blocks.preds
+    insides = [blocks.preorder(member) for member in run]
     sets = [set(keys) for keys in insides]
     marked = [[(t, any(p in sets[i] for p in preds.get(t.key, ()))) for t in gap]
               for i, gap in enumerate(gaps)]
@@ -197,28 +356,28 @@ def _chains(rec: Recorder, run: list[LayerNode], gaps: list[list[TensorNode]],
             start = i + 1
 
 
-def _may_repeat(rec: Recorder, min_run: int) -> bool:
-    """Whether some layer holds ``min_run`` consecutive calls alike in type and shapes.
-
-    A cheap necessary condition for a fold, checked before the structural comparison.
-    """
-    nodes = rec.nodes
-    for layer in nodes.values():
-        if not isinstance(layer, LayerNode) or len(layer.subnets) < min_run:
-            continue
-        last: Optional[tuple[object, ...]] = None
-        count = 0
-        for key in layer.subnets:
-            kid = nodes.get(key)
-            if isinstance(kid, LayerNode):
-                sig = (kid.type_name, kid.input_shapes, kid.output_shapes)
-                count = count + 1 if sig == last else 1
-                last = sig
-                if count >= min_run:
-                    return True
-            elif not (isinstance(kid, TensorNode) and not isinstance(kid, ParamNode) and not kid.role):
-                last, count = None, 0
-    return False
+def _candidates(kids: list[BaseNode], min_run: int) -> list[LayerNode]:
+    """The layers of ``kids`` in runs of at least ``min_run`` consecutive layers alike in type
+    and shapes (plain tensors between them do not break a run): the only ones that may fold."""
+    out: list[LayerNode] = []
+    run: list[LayerNode] = []
+    last: Optional[tuple[object, ...]] = None
+    for kid in kids:
+        if isinstance(kid, LayerNode):
+            sig = (kid.type_name, kid.input_shapes, kid.output_shapes)
+            if sig == last:
+                run.append(kid)
+                continue
+            if len(run) >= min_run:
+                out.extend(run)
+            run, last = [kid], sig
+        elif not (isinstance(kid, TensorNode) and not isinstance(kid, ParamNode) and not kid.role):
+            if len(run) >= min_run:
+                out.extend(run)
+            run, last = [], None
+    if len(run) >= min_run:
+        out.extend(run)
+    return out
 
 
 def _runs(kids: list[BaseNode], ids: dict[Key, int],
@@ -227,7 +386,8 @@ def _runs(kids: list[BaseNode], ids: dict[Key, int],
     i = 0
     while i < len(kids):
         first = kids[i]
-        if not isinstance(first, LayerNode):
+        number = ids.get(first.key)
+        if not isinstance(first, LayerNode) or number is None:  # no number: it does not repeat
             i += 1
             continue
         run: list[LayerNode] = [first]
@@ -236,7 +396,7 @@ def _runs(kids: list[BaseNode], ids: dict[Key, int],
         j = last = i + 1
         while j < len(kids):
             kid = kids[j]
-            if isinstance(kid, LayerNode) and ids.get(kid.key) == ids.get(first.key):
+            if isinstance(kid, LayerNode) and ids.get(kid.key) == number:
                 run.append(kid)
                 gaps.append(pending)
                 pending = []

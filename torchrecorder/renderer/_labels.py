@@ -9,7 +9,7 @@ from ..nodes import LayerNode, ParamNode, shape_str
 if TYPE_CHECKING:
     from ..recorder import Recorder
 
-__all__ = ["count_str", "dtype_suffix", "param_lines", "run_title"]
+__all__ = ["count_str", "dtype_suffix", "listed_params", "param_lines", "params_text", "run_title"]
 
 
 def count_str(n: int) -> str:
@@ -38,13 +38,27 @@ def param_lines(rec: Optional[Recorder], node: LayerNode) -> list[str]:
     total = node.num_params_total
     if not total:
         return []
-    lines: list[str] = []
-    if rec is not None and node.num_params == total:
-        params = [n for k in node.subnets if isinstance(n := rec.nodes.get(k), ParamNode)]
-        if 0 < len(params) <= 3:
-            lines = [f"{p.name}: {shape_str(p.shape)}" for p in params]
+    return params_text(listed_params(rec, node), total)
+
+
+def params_text(params: list[ParamNode], total: int) -> list[str]:
+    """:func:`param_lines` of a module of ``total`` parameters that lists ``params``."""
+    lines = [f"{p.name}: {shape_str(p.shape)}" for p in params]
     lines.append(f"{count_str(total)} params" if total != 1 else "1 param")
     return lines
+
+
+def listed_params(rec: Optional[Recorder], node: LayerNode) -> list[ParamNode]:
+    """The parameters whose shapes :func:`param_lines` lists: all of a module's, if it owns
+    all its parameters directly and at most three; else none.
+
+    :func:`param_lines` reads nothing else of them than their names and shapes.
+    """
+    if rec is None or node.num_params != node.num_params_total:
+        return []
+    get = rec.nodes.get
+    params = [n for k in node.subnets if isinstance(n := get(k), ParamNode)]
+    return params if len(params) <= 3 else []
 
 
 def run_title(run: list[LayerNode], dotted: bool) -> str:

@@ -116,6 +116,9 @@ class BaseRenderer:
         self._out_degree: dict[Key, int] = {}
         self._used_ids: set[str] = set()
         self._plan: Optional[FoldPlan] = None
+        self._expanded: dict[Key, bool] = {}
+        self._expanded_fn: Optional[Callable[[BaseNode], bool]] = None
+        self._expanded_depth = render_depth
 
     # ------------------------------------------------------------- contract
     def new_graph(self) -> Any:
@@ -145,12 +148,20 @@ class BaseRenderer:
         for child in self.children(self.rec.context):
             self.render_node(g, child)
         edges = self.drawn_edges()
-        self._out_degree = {}
-        for fnode, _ in edges:
-            self._out_degree[fnode.key] = self._out_degree.get(fnode.key, 0) + 1
+        self._count_out_degrees(edges)
         for fnode, tnode in edges:
             self.render_edge(g, fnode, tnode)
         return self.finish(g)
+
+    def _count_out_degrees(self, edges: list[tuple[BaseNode, BaseNode]]) -> dict[Key, int]:
+        """Count the drawn edges leaving each node, for :meth:`out_degree`."""
+        degree: dict[Key, int] = {}
+        get = degree.get
+        for fnode, _ in edges:
+            key = fnode.key
+            degree[key] = get(key, 0) + 1
+        self._out_degree = degree
+        return degree
 
     def out_degree(self, node: BaseNode) -> int:
         """How many drawn edges leave ``node`` (known once :meth:`render` draws edges)."""
@@ -161,8 +172,16 @@ class BaseRenderer:
 
         Layers above ``render_depth`` are expanded, except a module that calls
         no other module and ran at most one operation (an ``nn.Linear``): its
-        box already says all that a group would.
+        box already says all that a group would.  (The answer is remembered
+        per node for the current ``render_depth``.)
         """
+        test = self._expanded_fn
+        if test is None or self._expanded_depth != self.render_depth:
+            test = self._base_expanded()
+        return test(node)
+
+    def _is_expanded(self, node: BaseNode) -> bool:
+        """:meth:`is_expanded`, worked out."""
         if not isinstance(node, LayerNode) or node.depth >= self.render_depth or not node.subnets:
             return False
         nodes = self.rec.nodes
@@ -174,6 +193,29 @@ class BaseRenderer:
             if isinstance(child, OpNode):
                 ops += 1
         return ops > 1
+
+    def _expanded_test(self) -> Callable[[BaseNode], bool]:
+        """:meth:`is_expanded`: a subclass's own, or the remembered base one."""
+        if type(self).is_expanded is not BaseRenderer.is_expanded or "is_expanded" in vars(self):
+            return self.is_expanded
+        return self._base_expanded()
+
+    def _base_expanded(self) -> Callable[[BaseNode], bool]:
+        """The base :meth:`is_expanded`, remembered per node for the current ``render_depth``."""
+        if self._expanded_fn is not None and self._expanded_depth == self.render_depth:
+            return self._expanded_fn
+        self._expanded_depth = self.render_depth
+        memo = self._expanded = {}
+        test = self._is_expanded
+
+        def expanded(node: BaseNode) -> bool:
+            got = memo.get(node.key)
+            if got is None:
+                got = memo[node.key] = test(node)
+            return got
+
+        self._expanded_fn = expanded
+        return expanded
 
     def children(self, node: BaseNode) -> list[BaseNode]:
         """The nodes drawn directly inside the expanded layer ``node``, in order.
@@ -207,7 +249,7 @@ class BaseRenderer:
     def fold_plan(self) -> FoldPlan:
         """What ``fold_repeats`` folds: computed once, on first use."""
         if self._plan is None:
-            self._plan = FoldPlan.build(self.rec, self.fold_min, self.is_expanded)
+            self._plan = FoldPlan.build(self.rec, self.fold_min, self._expanded_test())
         return self._plan
 
     def repeats(self, node: BaseNode) -> list[LayerNode]:
@@ -251,10 +293,12 @@ class BaseRenderer:
             chain.append(k)
             k = nodes[k].parent
         result = memo[k] if k is not None else None
-        for k in reversed(chain):
-            if result is None:
-                result = None if self.is_expanded(nodes[k]) else k
-            memo[k] = result
+        if chain:
+            expanded = self._expanded_test()
+            for k in reversed(chain):
+                if result is None:
+                    result = None if expanded(nodes[k]) else k
+                memo[k] = result
         return result
 
     def drawn_edges(self) -> list[tuple[BaseNode, BaseNode]]:
@@ -265,19 +309,93 @@ class BaseRenderer:
         which tensor it carries.
         """
         nodes = self.rec.nodes
-        cache: dict[Key, Optional[Key]] = {}
+        return [(nodes[a], nodes[b]) for a, b in self._drawn_key_pairs({})]
+
+    def _drawn_key_pairs(self, known: dict[Key, Optional[Key]]) -> dict[tuple[Key, Key], None]:
+        """The keys of :meth:`drawn_edges`, in order.
+
+        ``known`` maps keys already known to be drawn to themselves (a walk of the
+        drawn nodes fills it); the other keys are looked up with :meth:`drawn_key`.
+        """
+        # each key's drawn key, found once; ``None`` also for the context (no edges to it)
+        cache = known
+        drawn = self._drawn_key_test(cache)
+        get = cache.get
+        missing = _MISSING
+        alias = self.fold_plan.alias
+        if alias and known and self._own_drawn_key():
+            # a node of a later block of a run stands for its counterpart in the first block:
+            # where that one is known, so is it (drawn_key's first step, for all of them at once)
+            for k, v in alias.items():
+                if v is None:
+                    cache[k] = None
+                elif v not in alias:
+                    got = get(v, missing)
+                    if got is not missing:
+                        cache[k] = got
         seen: dict[tuple[Key, Key], None] = {}
         for a, b in self.rec.edges:
-            da = cache[a] if a in cache else cache.setdefault(a, self.drawn_key(a))
-            db = cache[b] if b in cache else cache.setdefault(b, self.drawn_key(b))
-            if da is None or db is None or da == db:
+            da = get(a, missing)
+            if da is missing:
+                da = cache[a] = drawn(a)
+            if da is None:
                 continue
-            if isinstance(nodes[da], ContextNode) or isinstance(nodes[db], ContextNode):
+            db = get(b, missing)
+            if db is missing:
+                db = cache[b] = drawn(b)
+            if db is None or da == db:
                 continue
             seen[(da, db)] = None
         if not self.tensor_nodes:
             seen = self._through_tensors(list(seen))
-        return [(nodes[a], nodes[b]) for a, b in seen]
+        return seen
+
+    def _own_drawn_key(self) -> bool:
+        """Whether :meth:`drawn_key` is this class's own (no subclass changes it)."""
+        return (type(self).drawn_key is BaseRenderer.drawn_key
+                and type(self)._inner_rep is BaseRenderer._inner_rep
+                and "drawn_key" not in vars(self))
+
+    def _drawn_key_test(self, known: Optional[dict[Key, Optional[Key]]] = None,
+                        ) -> Callable[[Key], Optional[Key]]:
+        """:meth:`drawn_key`, but ``None`` for the context (edges to it are not drawn).
+
+        Unless a subclass overrides :meth:`drawn_key`, the same walk with less overhead,
+        which takes the drawn key of a node standing for another from ``known`` where
+        that one is known.
+        """
+        nodes = self.rec.nodes
+        if not self._own_drawn_key():
+            return lambda key: _no_context(nodes, self.drawn_key(key))
+        alias = self.fold_plan.alias
+        memo = self._rep_memo
+        inner_rep = self._inner_rep
+        missing = _MISSING
+
+        cache: dict[Key, Optional[Key]] = known if known is not None else {}
+
+        def drawn(key: Key) -> Optional[Key]:
+            if alias and key in alias:
+                while key in alias:
+                    key = alias[key]
+                    if key is None:
+                        return None
+                got = cache.get(key, missing)
+                if got is not missing:
+                    return got
+            if key is None:
+                return None
+            node = nodes[key]
+            rep = memo.get(node.parent, missing)
+            if rep is missing:
+                rep = inner_rep(node.parent)
+            if rep is None:
+                return None if isinstance(node, ContextNode) else key
+            if isinstance(node, ParamNode):
+                return None
+            return _no_context(nodes, rep)
+
+        return drawn
 
     def edge_tensor(self, fnode: BaseNode, tnode: BaseNode) -> Optional[TensorNode]:
         """The tensor left out (``tensor_nodes=False``) that the drawn edge carries, if any."""
@@ -319,6 +437,14 @@ class BaseRenderer:
                     result[(a, c)] = None
                     self._via.setdefault((a, c), tensor)
         return result
+
+
+_MISSING: Any = object()
+
+
+def _no_context(nodes: dict[Key, BaseNode], key: Optional[Key]) -> Optional[Key]:
+    """``key``, or ``None`` where it names the context (edges to it are not drawn)."""
+    return None if key is None or isinstance(nodes[key], ContextNode) else key
 
 
 def _is_passed_tensor(node: BaseNode) -> bool:
