@@ -24,6 +24,7 @@ recording ends, and the mode is active only inside the recording context.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import weakref
 from collections.abc import Callable, Iterator
@@ -129,6 +130,18 @@ def _tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
     if devname is None:
         devname = _DEVICE_NAMES[device] = str(device)
     return tuple(t.shape), dname, devname
+
+
+_SHAPE_NAMES: dict[tuple[int, ...], str] = {}
+
+
+def _shape_name(shape: tuple[int, ...]) -> str:
+    """``shape_str(shape)``, remembered (a recording names many tensors of the same shape)."""
+    name = shape_str(shape)
+    if len(_SHAPE_NAMES) >= 4096:
+        _SHAPE_NAMES.clear()
+    _SHAPE_NAMES[shape] = name
+    return name
 
 
 class _Namespace:
@@ -547,8 +560,15 @@ class Recorder:
     def _tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
                      role: str = "") -> TensorNode:
         shape, dtype, device = _tensor_meta(t)
-        key = self._unique(candidate)
-        node = TensorNode(name or shape_str(shape), t if self.keep_tensors else None,
+        used = self._used
+        if candidate in used:
+            key = self._names(candidate)
+        else:
+            used[candidate] = 0
+            key = candidate
+        if not name:
+            name = _SHAPE_NAMES.get(shape) or _shape_name(shape)
+        node = TensorNode(name, t if self.keep_tensors else None,
                           scope.depth + 1, scope.key, key, shape=shape, dtype=dtype,
                           device=device, role=role)
         self.nodes[key] = node
@@ -583,9 +603,16 @@ class Recorder:
         stack = self._stack
         scope = stack[-1] if stack else self._ctx
         skey = scope.key
-        key = self._unique(f"{skey}/{opname}" if skey else opname)
+        candidate = f"{skey}/{opname}" if skey else opname
+        used = self._used
+        if candidate in used:
+            key = self._names(candidate)
+        else:
+            used[candidate] = 0
+            key = candidate
         node = OpNode(opname, func, scope.depth + 1, skey, key, op=opname,
-                      output_shapes=[tuple(o.shape) for o in outs])
+                      output_shapes=[tuple(outs[0].shape)] if len(outs) == 1
+                      else [tuple(o.shape) for o in outs])
         self.nodes[key] = node
         scope.subnets._items[key] = None
         live = self._live
@@ -878,12 +905,29 @@ class Recorder:
         return svg_of(GraphvizRenderer(self, 1).render().source)
 
 
+# forward function -> its signature (inspect.signature takes longer than recording a small module)
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
+def _signature(forward: Any) -> inspect.Signature:
+    """``inspect.signature(forward)``, remembered per function for bound methods."""
+    func = getattr(forward, "__func__", None)
+    if func is None or getattr(forward, "__self__", None) is None:
+        return inspect.signature(forward)
+    sig = _SIGNATURES.get(func)
+    if sig is None:
+        # the signature of the function less its first (self) parameter, as for the bound method
+        sig = inspect.signature(forward)
+        if len(_SIGNATURES) >= 1024:
+            _SIGNATURES.clear()
+        _SIGNATURES[func] = sig
+    return sig
+
+
 def _bind_arguments(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Name the root module's arguments after its ``forward`` signature."""
-    import inspect
-
     try:
-        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+        bound = _signature(module.forward).bind(*args, **kwargs)
     except (TypeError, ValueError):
         named: dict[str, Any] = {f"input{i}" if len(args) > 1 else "input": a for i, a in enumerate(args)}
         named.update(kwargs)
