@@ -84,16 +84,18 @@ def _model_state_kept(net: nn.Module) -> Iterator[None]:
     modes = []
     buffers = []
     cuda: set[int] = set()
-    for module in net.modules():  # one walk: this runs on every record()
-        modes.append((module, module.training))
-        for bname, buf in module._buffers.items():
-            if buf is not None:
-                buffers.append((module, bname, buf, buf.detach().clone()))
-                if buf.device.type == "cuda":
-                    cuda.add(buf.device.index or 0)
-        for param in module._parameters.values():
-            if param is not None and param.device.type == "cuda":
-                cuda.add(param.device.index or 0)
+    with torch.no_grad():
+        for module in net.modules():  # one walk: this runs on every record()
+            modes.append((module, module.training))
+            if module._buffers:
+                for bname, buf in module._buffers.items():
+                    if buf is not None:
+                        buffers.append((module, bname, buf, buf.clone()))
+                        if buf.device.type == "cuda":
+                            cuda.add(buf.device.index or 0)
+            for param in module._parameters.values():
+                if param is not None and param.device.type == "cuda":
+                    cuda.add(param.device.index or 0)
     try:
         with torch.random.fork_rng(devices=sorted(cuda)):
             yield
