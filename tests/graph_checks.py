@@ -180,8 +180,18 @@ def snapshot(net: nn.Module) -> dict[str, Any]:
         "buffers": {n: (b, value(b)) for n, b in net.named_buffers()},
         "training": {n: m.training for n, m in net.named_modules()},
         "hooks": {n: _hook_counts(m) for n, m in net.named_modules()},
+        "global hooks": global_hook_counts(),
         "meta": meta,
     }
+
+
+def global_hook_counts() -> tuple[int, ...]:
+    """How many process-wide module hooks torch holds (the recorder adds one while recording)."""
+    from torch.nn.modules import module as torch_module
+
+    return tuple(len(getattr(torch_module, name, {})) for name in (
+        "_global_forward_hooks", "_global_forward_pre_hooks", "_global_forward_hooks_with_kwargs",
+        "_global_forward_hooks_always_called"))
 
 
 def _hook_counts(m: nn.Module) -> tuple[int, ...]:

@@ -18,6 +18,7 @@ from torchrecorder.recorder import leaf_dummy, op_acc, param_acc, posthook, preh
 
 from .backends import needs_backend, needs_dot, needs_pygraphviz
 from .core_models import MLP, ConvBN, ResNetish
+from .graph_checks import global_hook_counts
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -28,7 +29,8 @@ def svg_texts(path: str) -> list[str]:
 
 
 def no_hooks(net: nn.Module) -> bool:
-    return all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())
+    return all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules()) and not any(
+        global_hook_counts())
 
 
 def state(net: nn.Module) -> dict[str, object]:

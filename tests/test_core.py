@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import torch
 from torch import nn
 
@@ -146,3 +147,89 @@ def test_summary_table_lists_layers_and_parameter_total() -> None:
     text = str(torchrecorder.record(MLP(), "mlp", (2, 4)))
     assert "fc1" in text and "Linear" in text and "2×8" in text
     assert "Total params: 67" in text
+
+
+def test_one_global_forward_hook_while_recording_and_none_after() -> None:
+    """Calls are closed by one process-wide forward hook, present only inside the recording."""
+    from torchrecorder.recorder import recording
+
+    from .graph_checks import global_hook_counts
+
+    before = global_hook_counts()
+    net = MLP()
+    with recording(net, "mlp") as rec:
+        during = global_hook_counts()
+        net(torch.randn(2, 4))
+    assert global_hook_counts() == before
+    assert during[0] == before[0] + 1 and during[3] == before[3] + 1  # a forward hook, always called
+    assert during[2] == before[2]  # without kwargs: torch would not remove that entry
+    assert all(len(m._forward_pre_hooks) == 0 and len(m._forward_hooks) == 0 for m in net.modules())
+    assert [layer.key for layer in rec.layers()] == ["mlp", "fc1", "act", "fc2"]
+
+
+def test_a_user_forward_hook_that_replaces_an_output_keeps_the_graph_connected() -> None:
+    """The call closes on what forward returned; the hook's ops follow it in the caller's scope."""
+    net = MLP()
+    handle = net.act.register_forward_hook(lambda m, args, out: out * 2)
+    try:
+        rec = torchrecorder.record(net, "mlp", (2, 4))
+    finally:
+        handle.remove()
+    rec.lint()
+    assert ("act:out", "mlp/mul") in rec.edges and ("mlp/mul", "fc2/linear") not in rec.edges
+    assert rec.nodes["mlp/mul"].parent == "mlp"
+    # fc2 receives the doubled tensor: an input node made from mul's result
+    fc2_in = [a for a, b in rec.edges if b == "fc2/linear" and not a.startswith("fc2.")]
+    assert len(fc2_in) == 1 and ("mlp/mul", fc2_in[0]) in rec.edges
+
+
+def test_modules_made_during_forward_are_ops_of_the_caller() -> None:
+    """A module the root does not hold (made inside forward) is not a layer; its ops are the caller's."""
+
+    class MakesSoftmax(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return nn.Softmax(dim=-1)(self.fc(x))
+
+    rec = torchrecorder.record(MakesSoftmax(), "net", (2, 4))
+    rec.lint()
+    assert [layer.key for layer in rec.layers()] == ["net", "fc"]
+    assert rec.nodes["net/softmax"].parent == "net" and ("fc:out", "net/softmax") in rec.edges
+
+
+def test_per_module_forward_hooks_where_torch_has_no_global_always_call(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback for torch versions whose global forward hooks lack ``always_call``:
+    the same graph, failures included, and no hook left behind."""
+    from torchrecorder import recorder
+
+    from .graph_checks import global_hook_counts
+
+    class Fails(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mlp = MLP()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.mlp(x[:, :3])  # fc1 expects 4 features
+
+    def graphs() -> tuple[str, tuple[list[str], list[str], str | None]]:
+        ok = torchrecorder.make_dot(torchrecorder.record(ResNetish(), "r", (1, 3, 6, 6))).source
+        try:
+            torchrecorder.record(Fails(), "f", (2, 4))
+        except RuntimeError as exc:
+            rec = exc.recording  # type: ignore[attr-defined]
+        return ok, (list(rec.nodes), [n.key for n in rec.layers() if n.error], rec.failed_key)
+
+    with_global = graphs()
+    monkeypatch.setattr(recorder, "_GLOBAL_POST_HOOK", False)
+    net = MLP()
+    with recorder.recording(net, "mlp"):
+        assert all(len(m._forward_hooks) == 1 for m in net.modules())
+        net(torch.randn(1, 4))
+    assert graphs() == with_global
+    assert with_global[1][2] == "mlp.fc1" and not any(global_hook_counts())
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())

@@ -13,7 +13,7 @@ from torchrecorder import LayerNode, Recorder
 from torchrecorder.renderer import GraphvizRenderer, GraphvizStyler
 
 from .backends import needs_dot
-from .graph_checks import check_state_unchanged, snapshot
+from .graph_checks import check_state_unchanged, global_hook_counts, snapshot
 
 
 class Block(nn.Module):
@@ -122,7 +122,8 @@ class SecondCallFails(nn.Module):
 
 
 def _no_hooks(net: nn.Module) -> bool:
-    return all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())
+    return all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules()) and not any(
+        global_hook_counts())
 
 
 def _record_failing(net: nn.Module, *args: Any, grad: bool = True) -> tuple[BaseException, Recorder]:

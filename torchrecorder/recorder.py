@@ -2,7 +2,9 @@
 
 Two mechanisms work together while a :class:`Recorder` is active:
 
-* forward pre- and post-hooks on every module open and close a *call scope*:
+* a forward pre-hook on every module opens a *call scope*, and a forward hook
+  closes it (one process-wide forward hook where torch supports it, see
+  :meth:`Recorder.register_hooks`):
   each call becomes a :class:`~torchrecorder.nodes.LayerNode`, the tensors it
   receives and returns become :class:`~torchrecorder.nodes.TensorNode` s, and
   its parameters :class:`~torchrecorder.nodes.ParamNode` s;
@@ -18,8 +20,9 @@ detaches or replaces a tensor, and needs no gradients, so the model and its
 outputs stay exactly as they would be without recording.  The ``grad_fn`` walk
 survives as :func:`op_acc`, an iterative walker for autograd graphs.
 
-Nothing here patches torch globally: the hooks are per module and removed when
-recording ends, and the mode is active only inside the recording context.
+Nothing here patches torch: the hooks are registered through torch's hook API and
+removed when recording ends, whatever happens, and the mode is active only inside
+the recording context.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
+from torch.nn.modules.module import register_module_forward_hook as _register_module_forward_hook
 from torch.overrides import TorchFunctionMode
 
 from ._walk import iter_tensors, named_tensors
@@ -177,6 +181,23 @@ def _is_argument(t: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bo
                 return True
     return False
 
+
+def _global_post_hook_support() -> bool:
+    """Whether torch's global forward hooks can be called when forward raises (``always_call``)."""
+    try:
+        params = inspect.signature(_register_module_forward_hook).parameters
+    except (TypeError, ValueError):
+        return False
+    return "always_call" in params
+
+
+# Calls are closed by ONE global forward hook (run for every module call while recording,
+# returning at once for modules that are not being recorded) instead of a forward hook per
+# module: adding and removing two hooks per module is a large part of recording a model with
+# many small modules.  The pre-hooks stay per module: global pre-hooks do not get keyword
+# arguments.  A global forward hook runs before the module's own forward hooks, so a call
+# closes on the output the module's forward returned.
+_GLOBAL_POST_HOOK = _global_post_hook_support()
 
 # func -> (name, mutates its first argument, position of its ``inplace`` flag); shared by
 # all recordings (torch callables live as long as the process), bounded in size
@@ -444,10 +465,17 @@ class Recorder:
     ) -> None:
         """Register the recorder's hooks on ``net`` and every module inside it.
 
-        Each module gets a forward pre-hook and a forward hook (the work of
-        :func:`prehook` and :func:`posthook`), both with keyword arguments.  A
-        module reachable by two paths is hooked once.  :meth:`remove_hooks`
-        takes them all off.
+        Each module gets a forward pre-hook with keyword arguments (the work of
+        :func:`prehook`); a module reachable by two paths is hooked once.  Calls
+        are closed (the work of :func:`posthook`) by one global forward hook
+        (``torch.nn.modules.module.register_module_forward_hook``) that ignores
+        modules not being recorded, or, on a torch whose global hooks lack
+        ``always_call``, by a forward hook on each module: adding and removing two
+        hooks per module is a large share of recording a model made of many
+        small modules.  A global forward hook runs before a module's own forward
+        hooks, so a call closes on what ``forward`` returned; what a user's hook
+        then does to the output is recorded in the caller's scope.
+        :meth:`remove_hooks` takes all of them off.
 
         Args:
             net: the root module.
@@ -497,7 +525,9 @@ class Recorder:
                 first_path.append((path, info))
                 if hook:
                     handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
-                    handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
+                    if not _GLOBAL_POST_HOOK:
+                        handles.append(module.register_forward_hook(post, with_kwargs=True,
+                                                                    always_call=True))
             for pname, param in module._parameters.items():
                 if param is None:
                     continue
@@ -517,6 +547,10 @@ class Recorder:
         for path, info in first_path:
             ids = subtree.get(path)
             info.total = sum(ids.values()) if ids else 0
+        if hook and _GLOBAL_POST_HOOK:
+            # without with_kwargs: torch's handle would leave the with_kwargs entry behind, and
+            # closing a call reads only the outputs
+            handles.append(_register_module_forward_hook(self._global_post_hook, always_call=True))
 
     def _module_info(self, module: nn.Module, path: str = "", name: str = "") -> _ModuleInfo:
         """Info of a module met outside the recorded root (hooked through :func:`prehook`)."""
@@ -536,8 +570,10 @@ class Recorder:
         finally:
             self._paused -= 1
 
-    def _post_hook(self, module: nn.Module, args: Any, kwargs: Any, outputs: Any = None) -> None:
-        if self._paused or self._thread != get_ident():
+    def _global_post_hook(self, module: nn.Module, args: Any, outputs: Any) -> None:
+        # called for every module call in the process while recording (torch passes no
+        # outputs when forward raised): modules not being recorded are not on the stack
+        if self._paused or self._thread != get_ident() or not self._stack:
             return
         self._paused += 1
         try:
@@ -545,6 +581,9 @@ class Recorder:
                 self._exit(module, outputs)
         finally:
             self._paused -= 1
+
+    def _post_hook(self, module: nn.Module, args: Any, kwargs: Any, outputs: Any) -> None:
+        self._global_post_hook(module, args, outputs)
 
     # --------------------------------------------------------------- recording
     def _scope(self) -> LayerNode:
@@ -980,7 +1019,7 @@ def posthook(module: nn.Module, inputs: Any, outputs: Any, rec: Recorder,
     with an edge from the node inside the call that produced it; an output that
     is just a child's output is moved up instead of copied, and an output the
     module returned unchanged gets an ``identity`` op.  The outputs are passed
-    on untouched.  The hooks :meth:`Recorder.register_hooks` registers are
+    on untouched.  The hook :meth:`Recorder.register_hooks` registers is
     called even when ``forward`` raises (``always_call=True``): the call is then
     closed without outputs and marked with the error.
     """
