@@ -241,7 +241,7 @@ def test_prehook_and_posthook_record_a_module_outside_the_root() -> None:
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_record_pauses_the_garbage_collector_and_restores_it(enabled: bool) -> None:
+def test_record_and_make_dot_pause_the_garbage_collector_and_restore_it(enabled: bool) -> None:
     import gc
 
     seen: list[bool] = []
@@ -253,17 +253,24 @@ def test_record_pauses_the_garbage_collector_and_restores_it(enabled: bool) -> N
                 raise ValueError("two rows")
             return x + 1
 
+    class ProbeStyler(torchrecorder.GraphvizStyler):
+        def style_node(self, node: torchrecorder.BaseNode) -> dict[str, str]:
+            seen.append(gc.isenabled())
+            return super().style_node(node)
+
     was = gc.isenabled()
     try:
         gc.enable() if enabled else gc.disable()
-        torchrecorder.record(Probe(), "p", (1, 3))
+        rec = torchrecorder.record(Probe(), "p", (1, 3))
         assert gc.isenabled() is enabled
         with pytest.raises(ValueError, match="two rows"):
             torchrecorder.record(Probe(), "p", (2, 3))
         assert gc.isenabled() is enabled
+        torchrecorder.make_dot(rec, styler_cls=ProbeStyler)
+        assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
-    assert seen == [False, False]
+    assert len(seen) > 3 and not any(seen)  # off in the forward passes and while drawing
 
 def test_keyword_inputs_only() -> None:
     from .core_models import TwoInputs

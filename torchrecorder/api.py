@@ -215,8 +215,9 @@ def make_dot(rec: Recorder, render_depth: int = 256,
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
         itself in Jupyter.
     """
-    return GraphvizRenderer(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
-                            **styler_args).render()
+    with _gc_paused():  # many small objects, none of them garbage until the drawing is done
+        return GraphvizRenderer(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
+                                **styler_args).render()
 
 
 def _check_directory(directory: str) -> None:
