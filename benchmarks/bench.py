@@ -5,10 +5,11 @@ Run ``python benchmarks/bench.py`` (about 4 minutes on 2 CPU cores) or
 (see ``benchmarks/models.py``) it measures, in fresh subprocesses:
 
 * the plain forward pass with gradients enabled (the floor);
-* the *mechanism floor*: the forward pass with a do-nothing forward pre-hook and
-  hook on every module and a do-nothing ``TorchFunctionMode`` (what any
-  recorder built on torch's hooks and function modes pays before recording
-  anything; shows how much of ``record`` is torchrecorder's own work);
+* the *mechanism floor*: the forward pass under do-nothing versions of what
+  ``record`` installs (a forward pre-hook on every module, one global forward
+  hook, a ``TorchFunctionMode``): what a recorder built on torch's hooks and
+  function modes pays before recording anything; shows how much of ``record``
+  is torchrecorder's own work;
 * ``record``, ``make_dot(...).source`` and the ``dot`` layout of that source;
 * peak RSS growth of one forward pass and of one ``record``;
 * torchviz, torchview and torchlens on the same model and inputs when they are
@@ -157,7 +158,10 @@ def _warm_up_torchrecorder() -> None:
 
 
 def _mechanism_floor(model: Any, args: tuple[Any, ...]) -> None:
-    """A forward pass under do-nothing versions of the hooks and mode that ``record`` uses."""
+    """A forward pass under do-nothing versions of the hooks and mode that ``record`` uses:
+    a forward pre-hook with keyword arguments on every module, one global forward hook
+    (``always_call``) and a ``TorchFunctionMode``."""
+    from torch.nn.modules.module import register_module_forward_hook
     from torch.overrides import TorchFunctionMode
 
     class Nothing(TorchFunctionMode):
@@ -167,13 +171,11 @@ def _mechanism_floor(model: Any, args: tuple[Any, ...]) -> None:
     def pre(module: Any, a: Any, k: Any) -> None:
         return None
 
-    def post(module: Any, a: Any, k: Any, out: Any) -> None:
+    def post(module: Any, a: Any, out: Any) -> None:
         return None
 
-    handles = []
-    for module in model.modules():
-        handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
-        handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
+    handles = [module.register_forward_pre_hook(pre, with_kwargs=True) for module in model.modules()]
+    handles.append(register_module_forward_hook(post, always_call=True))
     try:
         with Nothing():
             model(*args)
@@ -519,7 +521,7 @@ def report(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[s
     print(f"\nTimes in ms ({opts.stat}), dot layout in s, memory = peak RSS growth in MiB "
           "(record row of the meta model: record + DOT source).  'unfolded': make_dot with "
           "fold_repeats=False at render_depth 256 (1 for the meta model).  'hooks+mode floor': the "
-          "forward pass under do-nothing hooks on every module and a do-nothing TorchFunctionMode")
+          "forward pass under do-nothing versions of the hooks and TorchFunctionMode that record uses")
     print(_table(headers, rows))
 
     prow = []
