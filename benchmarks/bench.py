@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import gc
 import inspect
+import itertools
 import json
 import os
 import shutil
@@ -39,6 +40,7 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS = ("torchviz", "torchview", "torchlens")
+SERIES = ("gpt2-w32-L2", "gpt2-w32-L8", "gpt2-w32-L32")  # the linear-growth series
 MARK = "BENCHJSON "
 
 # ------------------------------------------------------------------ memory
@@ -106,9 +108,10 @@ class PeakRSS:
 def timed(fns: dict[str, Callable[[], Any]], repeats: int, slow: float = 10.0) -> dict[str, float]:
     """Median seconds of each function over ``repeats`` runs, after one warm-up run each.
 
-    The functions take turns (round robin), so that a machine busy with
-    something else slows them alike and their ratios stay meaningful.  Garbage
-    is collected once before the timed rounds, not before each run: a
+    The functions take turns (round robin, each round starting one further),
+    so that a machine busy with something else slows them alike and their
+    ratios stay meaningful.  Garbage is collected once before the timed
+    rounds, not before each run: a
     collection walks every object of the process and leaves the CPU caches cold,
     which adds about a millisecond to whatever runs next and would swamp the
     small models.  A function whose warm-up took more than ``slow`` seconds runs
@@ -121,8 +124,10 @@ def timed(fns: dict[str, Callable[[], Any]], repeats: int, slow: float = 10.0) -
         fn()
         first[k] = time.perf_counter() - t0
     gc.collect()
+    order = list(fns.items())
     for i in range(repeats):
-        for k, fn in fns.items():
+        # each round starts with the next function: none always runs right after the same other
+        for k, fn in order[i % len(order):] + order[: i % len(order)]:
             if i and first[k] > slow:
                 continue
             t0 = time.perf_counter()
@@ -578,13 +583,18 @@ def print_targets(results: dict[str, dict[str, Any]], peers: dict[str, dict[str,
             else:
                 speedup = p["time_s"] / p["ours_s"]
                 add(speedup >= bound, f"{name}: {what}", f"{speedup:.1f} x faster")
-    series = [results.get(n, {}).get("us_per_node") for n in ("gpt2-w32-L2", "gpt2-w32-L8", "gpt2-w32-L32")]
+    series = [results.get(n, {}).get("us_per_node") for n in SERIES]
     if all(isinstance(v, float) for v in series):
         mid = statistics.median(series)
         worst = max(abs(v / mid - 1) for v in series)
         add(worst <= 0.2, "(record+DOT)/node from 2 to 32 layers within +-20 % (of the median)",
             " / ".join(f"{v:.0f}" for v in series) + f" us/node, worst {worst * 100:+.0f} %")
-    unfolded = [results.get(n, {}) for n in ("gpt2-w32-L2", "gpt2-w32-L8", "gpt2-w32-L32")]
+        rs = [results[n] for n in SERIES]
+        steps = [(b["rec_dot_s"] - a["rec_dot_s"]) / max(b["nodes"] - a["nodes"], 1) * 1e6
+                 for a, b in itertools.pairwise(rs)]
+        lines.append(("info", "(record+DOT) per added node, 2->8 and 8->32 layers (no fixed costs)",
+                      " / ".join(f"{v:.0f}" for v in steps) + " us/node"))
+    unfolded = [results.get(n, {}) for n in SERIES]
     if all("make_dot_nofold_s" in r and "nodes" in r for r in unfolded):
         per = [(r["record_s"] + r["make_dot_nofold_s"]) / r["nodes"] * 1e6 for r in unfolded]
         rest = [(r["record_s"] - r["forward_s"]) / r["nodes"] * 1e6 for r in unfolded]
