@@ -1,6 +1,6 @@
 """Speed and scale benchmark of torchrecorder against the forward pass and its peers.
 
-Run ``python benchmarks/bench.py`` (about 4 minutes on 2 CPU cores) or
+Run ``python benchmarks/bench.py`` (about 3 minutes on 2 CPU cores) or
 ``python benchmarks/bench.py --quick``.  For every model of the scale series
 (see ``benchmarks/models.py``) it measures, in fresh subprocesses:
 
@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="3 repeats, shorter time limits, peers on the graph-bound models only")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default 5)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default 9)")
     parser.add_argument("--models", default=None, help="comma-separated subset of the model names")
     parser.add_argument("--no-peers", action="store_true", help="do not time torchviz/torchview/torchlens")
     parser.add_argument("--hf", action="store_true",
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, HERE)
     from models import MODELS
 
-    repeats = opts.repeats or (3 if opts.quick else 5)
+    repeats = opts.repeats or (3 if opts.quick else 9)
     names = opts.models.split(",") if opts.models else list(MODELS)
     unknown = [n for n in names if n not in MODELS]
     if unknown:
