@@ -248,15 +248,7 @@ class ParamNode(TensorNode):
         numel: int = 0,
         requires_grad: bool = True,
     ) -> None:
-        self.name = name
-        self.fn = fn
-        self.depth = depth
-        self.parent = parent
-        self.key = key
-        self.shape = shape
-        self.dtype = dtype
-        self.device = device
-        self.role = ""
+        TensorNode.__init__(self, name, fn, depth, parent, key, shape=shape, dtype=dtype, device=device)
         self.path = path
         self.numel = numel
         self.requires_grad = requires_grad

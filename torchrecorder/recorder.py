@@ -586,10 +586,9 @@ class Recorder:
         self._global_post_hook(module, args, outputs)
 
     # --------------------------------------------------------------- recording
-    def _scope(self) -> LayerNode:
-        return self._stack[-1] if self._stack else self._ctx
-
     def _unique(self, candidate: str) -> str:
+        """A new key: ``candidate`` itself if unused (the usual case, one dict lookup), else
+        the next free ``candidate_N``."""
         used = self._used
         if candidate in used:
             return self._names(candidate)
@@ -599,12 +598,7 @@ class Recorder:
     def _tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
                      role: str = "") -> TensorNode:
         shape, dtype, device = _tensor_meta(t)
-        used = self._used
-        if candidate in used:
-            key = self._names(candidate)
-        else:
-            used[candidate] = 0
-            key = candidate
+        key = self._unique(candidate)
         if not name:
             name = _SHAPE_NAMES.get(shape) or _shape_name(shape)
         node = TensorNode(name, t if self.keep_tensors else None,
@@ -642,13 +636,7 @@ class Recorder:
         stack = self._stack
         scope = stack[-1] if stack else self._ctx
         skey = scope.key
-        candidate = f"{skey}/{opname}" if skey else opname
-        used = self._used
-        if candidate in used:
-            key = self._names(candidate)
-        else:
-            used[candidate] = 0
-            key = candidate
+        key = self._unique(f"{skey}/{opname}" if skey else opname)
         node = OpNode(opname, func, scope.depth + 1, skey, key, op=opname,
                       output_shapes=[tuple(outs[0].shape)] if len(outs) == 1
                       else [tuple(o.shape) for o in outs])
