@@ -1,0 +1,125 @@
+"""Read DOT text back into statements, so that tests count edges and nodes from the DOT itself.
+
+Counting ``"->"`` in DOT text counts tooltips too (an op's tooltip reads
+``linear -> 2×8``); these helpers tokenise the statements instead, honouring
+quoted strings and HTML-like ``<...>`` labels.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["DotStatements", "parse_dot"]
+
+_TOKEN = re.compile(
+    r'\s*(?:("(?:[^"\\]|\\.)*")'      # a quoted string
+    r"|(->|--|[{}\[\];=,])"            # punctuation
+    r"|([A-Za-z0-9_.\-@#/\x80-\U0010ffff]+))",  # a bare word
+    re.S,
+)
+
+
+def _html(text: str, i: int) -> tuple[str, int]:
+    """The HTML-like string starting at ``text[i] == "<"``, and the index after it."""
+    depth = 0
+    j = i
+    while j < len(text):
+        if text[j] == "<":
+            depth += 1
+        elif text[j] == ">":
+            depth -= 1
+            if depth == 0:
+                return text[i:j + 1], j + 1
+        j += 1
+    raise ValueError(f"unterminated HTML string at {i}")
+
+
+def _tokens(text: str) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        if text[i] == "<":
+            tok, i = _html(text, i)
+            out.append(tok)
+            continue
+        m = _TOKEN.match(text, i)
+        if m is None:
+            raise ValueError(f"cannot read DOT at {text[i:i + 40]!r}")
+        out.append(next(g for g in m.groups() if g is not None))
+        i = m.end()
+    return out
+
+
+def _unquote(tok: str) -> str:
+    if tok.startswith('"') and tok.endswith('"'):
+        return re.sub(r'\\(.)', lambda m: m.group(1) if m.group(1) == '"' else m.group(0), tok[1:-1])
+    return tok
+
+
+@dataclass
+class DotStatements:
+    """The node ids, edges (id pairs) and cluster names of a DOT graph, in source order."""
+
+    nodes: list[str]
+    edges: list[tuple[str, str]]
+    clusters: list[str]
+    node_attrs: dict[str, dict[str, str]]
+    edge_attrs: list[dict[str, str]]
+
+
+def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
+    attrs: dict[str, str] = {}
+    if i < len(toks) and toks[i] == "[":
+        i += 1
+        while toks[i] != "]":
+            key = _unquote(toks[i])
+            if toks[i + 1] == "=":
+                attrs[key] = toks[i + 2]
+                i += 3
+            else:
+                i += 1
+            if toks[i] in (",", ";"):
+                i += 1
+        i += 1
+    return attrs, i
+
+
+def parse_dot(text: str) -> DotStatements:
+    """Parse the DOT that torchrecorder writes (one digraph; nodes, edges, subgraphs, attributes)."""
+    toks = _tokens(text)
+    out = DotStatements([], [], [], {}, [])
+    i = 0
+    # header: [strict] digraph [name] {
+    while toks[i] != "{":
+        i += 1
+    i += 1
+    while i < len(toks):
+        tok = toks[i]
+        if tok in ("}", ";", "{"):
+            i += 1
+            continue
+        if tok == "subgraph":
+            out.clusters.append(_unquote(toks[i + 1]))
+            i += 2
+            continue
+        if tok in ("graph", "node", "edge") and i + 1 < len(toks) and toks[i + 1] == "[":
+            _, i = _attrs(toks, i + 1)
+            continue
+        if i + 1 < len(toks) and toks[i + 1] == "=":  # a graph attribute statement a=b
+            i += 3
+            continue
+        if i + 1 < len(toks) and toks[i + 1] == "->":
+            attrs, j = _attrs(toks, i + 3)
+            out.edges.append((_unquote(tok), _unquote(toks[i + 2])))
+            out.edge_attrs.append(attrs)
+            i = j
+            continue
+        attrs, j = _attrs(toks, i + 1)
+        out.nodes.append(_unquote(tok))
+        out.node_attrs[_unquote(tok)] = attrs
+        i = j
+    return out
