@@ -251,7 +251,7 @@ def check_outputs_equal(got: Any, want: Any, path: str = "output") -> None:
 
 
 def _cache_tensors(cache: Any) -> list[Tensor]:
-    from torchrecorder._walk import iter_tensors
+    from torchrecorder.recording._walk import iter_tensors
 
     out = list(iter_tensors(getattr(cache, "__dict__", {})))
     for layer in getattr(cache, "layers", []) or []:

@@ -211,7 +211,7 @@ def test_hook_functions_stay_importable_and_op_acc_walks_long_autograd_chains() 
     assert isinstance(rec.nodes[t], torchrecorder.TensorNode) and rec.nodes[t].shape == (1, 2)
     dummy = leaf_dummy(x, rec)
     assert dummy is not x and torch.equal(dummy, x)
-    assert rec._lookup(dummy) == t
+    assert rec.engine.lookup(dummy) == t
 
 
 def test_prehook_and_posthook_record_a_module_outside_the_root() -> None:

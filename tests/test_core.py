@@ -205,6 +205,7 @@ def test_per_module_forward_hooks_where_torch_has_no_global_always_call(
     """The fallback for torch versions whose global forward hooks lack ``always_call``:
     the same graph, failures included, and no hook left behind."""
     from torchrecorder import recorder
+    from torchrecorder.recording import engine
 
     from .graph_checks import global_hook_counts
 
@@ -225,7 +226,7 @@ def test_per_module_forward_hooks_where_torch_has_no_global_always_call(
         return ok, (list(rec.nodes), [n.key for n in rec.layers() if n.error], rec.failed_key)
 
     with_global = graphs()
-    monkeypatch.setattr(recorder, "_GLOBAL_POST_HOOK", False)
+    monkeypatch.setattr(engine, "GLOBAL_POST_HOOK", False)
     net = MLP()
     with recorder.recording(net, "mlp"):
         assert all(len(m._forward_hooks) == 1 for m in net.modules())

@@ -52,7 +52,7 @@ def models() -> list[tuple[str, torchrecorder.Recorder]]:
 @pytest.mark.parametrize(("name", "rec"), models())
 @pytest.mark.parametrize("depth", [0, 1, 2, 256])
 def test_round_trip_draws_the_same(name: str, rec: torchrecorder.Recorder, depth: int) -> None:
-    loaded = export.loads(export.dumps(rec))
+    loaded = torchrecorder.loads_json(export.dumps(rec))
     loaded.lint()
     assert all(node.fn is None for node in loaded.nodes.values())
     assert torchrecorder.make_dot(loaded, depth).source == torchrecorder.make_dot(rec, depth).source
@@ -139,7 +139,7 @@ def test_failed_recording_keeps_its_error() -> None:
     with pytest.raises(ValueError) as info:
         torchrecorder.record(nn.Sequential(nn.Linear(2, 2), Boom()), "net", (1, 2))
     partial = info.value.recording  # type: ignore[attr-defined]
-    loaded = export.loads(export.dumps(partial))
+    loaded = torchrecorder.loads_json(export.dumps(partial))
     assert loaded.error == "ValueError: bad input" and loaded.failed_key == partial.failed_key
     assert torchrecorder.make_dot(loaded, 1).source == torchrecorder.make_dot(partial, 1).source
 

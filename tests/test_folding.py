@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 import torchrecorder
+from torchrecorder.projection import structure_ids
 from torchrecorder.renderer import AUTO_FOLD_MIN, BaseRenderer, GraphvizRenderer, MermaidRenderer
-from torchrecorder.renderer._fold import structure_ids
 
 
 class Block(nn.Module):
@@ -307,7 +307,7 @@ def test_a_chain_breaks_where_a_block_does_not_feed_the_next() -> None:
 
 def test_blocks_compare_as_structure_ids_do() -> None:
     from torchrecorder.nodes import LayerNode
-    from torchrecorder.renderer._fold import _Blocks
+    from torchrecorder.projection.fold import _Blocks
 
     blocks = [Block(), Block(), Gated(), Gated(), Gated(), Widen(8, 16), Block(16), Block(16)]
     shared = Block()

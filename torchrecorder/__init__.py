@@ -9,14 +9,12 @@
 True
 """
 
-from .api import make_dot, record, render_network
-from .backend import GraphvizNotFoundError
-from .export import load as load_json
-from .export import loads as loads_json
+from .api import load_json, loads_json, make_dot, record, render_network
+from .errors import GraphError, GraphvizNotFoundError
+from .graph import Graph
 from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
 from .recorder import Recorder, recording
-from .renderer import BaseRenderer, GraphvizRenderer, GraphvizStyler, MermaidRenderer
-from .renderer.mermaid import make_mermaid
+from .renderer import BaseRenderer, GraphvizRenderer, GraphvizStyler, MermaidRenderer, make_mermaid
 
 __version__ = "0.2.0"
 
@@ -24,6 +22,8 @@ __all__ = [
     "BaseNode",
     "BaseRenderer",
     "ContextNode",
+    "Graph",
+    "GraphError",
     "GraphvizNotFoundError",
     "GraphvizRenderer",
     "GraphvizStyler",

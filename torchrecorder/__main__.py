@@ -41,7 +41,8 @@ def load_model(spec: str) -> nn.Module:
         if not os.path.exists(target):
             raise FileNotFoundError(f"no such file: {target}")
         mod_spec = importlib.util.spec_from_file_location("_torchrecorder_model", target)
-        assert mod_spec is not None and mod_spec.loader is not None
+        if mod_spec is None or mod_spec.loader is None:
+            raise ImportError(f"cannot import {target} as a Python file")
         module = importlib.util.module_from_spec(mod_spec)
         sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
         try:

@@ -65,15 +65,17 @@ def dot_text(text: object) -> str:
 
     Graphviz decodes HTML entities in every string and expands backslash
     escapes twice in tooltips, so ``&`` becomes ``&amp;`` and a backslash
-    four backslashes (two here, doubled by :func:`graphviz.escape`).
+    four backslashes (two here, doubled again as :func:`graphviz.escape` does).
+    The result is a plain string: write it with :func:`string_quote`, which
+    never reads it as an HTML string.
 
     >>> print(dot_text('a & b\\N'))
     a &amp; b\\\\N
     """
     text = str(text)
     if text.isprintable() and not _DOT_SPECIAL.search(text):
-        return graphviz.escape(text)
-    return graphviz.escape(visible(text).replace("&", "&amp;").replace("\\", "\\\\"))
+        return text
+    return visible(text).replace("&", "&amp;").replace("\\", "\\" * 4)
 
 
 def dot_quote(text: str) -> str:

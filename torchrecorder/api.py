@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
-from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
 import graphviz
@@ -13,14 +11,15 @@ import torch
 from torch import nn
 
 from .backend import SOURCE_FORMATS, available_formats, render_source
+from .export import load, loads
+from .graph import Graph
+from .projection import FoldRepeats
 from .recorder import Recorder, recording
-from .renderer.base import FoldRepeats
+from .recording import InputShapes, gc_paused, make_inputs, model_state_kept
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
+from .renderer.mermaid import MermaidRenderer
 
-__all__ = ["make_dot", "record", "render_network"]
-
-Shape = Sequence[int]
-InputShapes = Union[None, Shape, list[Shape]]
+__all__ = ["load_json", "loads_json", "make_dot", "record", "render_network"]
 
 
 def _check_module(net: Any) -> nn.Module:
@@ -28,108 +27,6 @@ def _check_module(net: Any) -> nn.Module:
         raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
     return net
 
-
-def _normalise_shapes(input_shapes: Any) -> list[tuple[int, ...]]:
-    """``(1, 3)`` -> ``[(1, 3)]``; ``[(1, 3), (1, 5)]`` -> itself; anything else is an error."""
-    def as_shape(s: Any) -> tuple[int, ...]:
-        if isinstance(s, (tuple, list, torch.Size)) and all(
-            isinstance(d, int) and not isinstance(d, bool) for d in s
-        ):
-            if any(d < 0 for d in s):
-                raise ValueError(f"input shape {tuple(s)} has a negative dimension")
-            return tuple(s)
-        raise TypeError(
-            "input_shapes must be a tuple of ints for one input, or a list of such tuples "
-            f"for several, got {input_shapes!r}"
-        )
-
-    if isinstance(input_shapes, (tuple, torch.Size)) and all(isinstance(d, int) for d in input_shapes):
-        return [as_shape(input_shapes)]
-    if isinstance(input_shapes, (list, tuple)) and input_shapes:
-        return [as_shape(s) for s in input_shapes]
-    return [as_shape(input_shapes)]
-
-
-def _default_device_dtype(net: nn.Module) -> tuple[torch.device, torch.dtype]:
-    device, dtype = torch.device("cpu"), torch.get_default_dtype()
-    for t in (*net.parameters(), *net.buffers()):
-        device = t.device
-        break
-    for p in net.parameters():
-        if p.is_floating_point():
-            dtype = p.dtype
-            break
-    return device, dtype
-
-
-def _make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any,
-                 dtype: Optional[torch.dtype]) -> tuple[Any, ...]:
-    if input_data is not None:
-        return input_data if isinstance(input_data, tuple) else (input_data,)
-    if input_shapes is None:  # keyword inputs only
-        return ()
-    shapes = _normalise_shapes(input_shapes)
-    dev, dt = _default_device_dtype(net)
-    dev = torch.device(device) if device is not None else dev
-    dt = dtype if dtype is not None else dt
-    gen = torch.Generator().manual_seed(0)
-    if dev.type == "meta":
-        return tuple(torch.empty(s, dtype=dt, device=dev) for s in shapes)
-    return tuple(torch.randn(s, generator=gen, dtype=dt).to(dev) for s in shapes)
-
-
-@contextlib.contextmanager
-def _model_state_kept(net: nn.Module) -> Iterator[None]:
-    """Put back buffers, training flags and the random state that a forward pass may change."""
-    modes = []
-    buffers = []
-    cuda: set[int] = set()
-    with torch.no_grad():
-        for module in net.modules():  # one walk: this runs on every record()
-            modes.append((module, module.training))
-            if module._buffers:
-                for bname, buf in module._buffers.items():
-                    if buf is not None:
-                        buffers.append((module, bname, buf, buf.clone()))
-                        if buf.device.type == "cuda":
-                            cuda.add(buf.device.index or 0)
-            for param in module._parameters.values():
-                if param is not None and param.device.type == "cuda":
-                    cuda.add(param.device.index or 0)
-    try:
-        with torch.random.fork_rng(devices=sorted(cuda)):
-            yield
-    finally:
-        with torch.no_grad():
-            # copied back whatever happened: kernels such as batch_norm update running
-            # statistics in place without bumping the tensor's version counter
-            for module, bname, buf, saved in buffers:
-                if module._buffers.get(bname) is not buf:
-                    module._buffers[bname] = buf
-                if buf.device.type != "meta":
-                    buf.copy_(saved)
-        for module, training in modes:
-            if module.training is not training:
-                module.training = training
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the duration of one recording.
-
-    A recording allocates a few objects per operation, all kept until the end;
-    every 700 allocations the collector would scan them (and, now and then, every
-    object of the process, which is slow in a process that has imported a large
-    library).  Reference counting still frees everything as usual; only cycles
-    wait until the collector is switched back on.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def record(
@@ -183,14 +80,14 @@ def record(
     if input_shapes is None and input_data is None and not input_kwargs:
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
-    args = _make_inputs(net, input_shapes, input_data, device, dtype)
+    args = make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
-    with _gc_paused(), _model_state_kept(net), recording(net, name, keep_tensors=keep_tensors) as rec:
+    with gc_paused(), model_state_kept(net), recording(net, name, keep_tensors=keep_tensors) as rec:
         net(*args, **kwargs)
     return rec
 
 
-def make_dot(rec: Recorder, render_depth: int = 256,
+def make_dot(rec: Graph, render_depth: int = 256,
              styler_cls: Optional[type[GraphvizStyler]] = None, *,
              fold_repeats: FoldRepeats = "auto", **styler_args: Any) -> graphviz.Digraph:
     """Produce the Graphviz representation of a recording.
@@ -215,7 +112,7 @@ def make_dot(rec: Recorder, render_depth: int = 256,
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
         itself in Jupyter.
     """
-    with _gc_paused():  # many small objects, none of them garbage until the drawing is done
+    with gc_paused():  # many small objects, none of them garbage until the drawing is done
         return GraphvizRenderer(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
                                 **styler_args).render()
 
@@ -308,8 +205,6 @@ def render_network(
     if fmt == "json":
         data = rec.to_json().encode()
     elif fmt == "mmd":
-        from .renderer.mermaid import MermaidRenderer
-
         data = MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
                                tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()
     else:
@@ -323,3 +218,23 @@ def render_network(
     return path
 
 
+
+
+def load_json(path: Union[str, os.PathLike[str]]) -> Recorder:
+    """Read back a recording saved with ``rec.to_json(path)`` or ``fmt="json"``.
+
+    The result draws, prints and exports like the recording it was saved
+    from; it holds metadata only (``fn`` is ``None`` on every node) and builds
+    no recording engine.
+
+    Raises:
+        ValueError: the file is not a torchrecorder graph, or a field has the
+            wrong type; :class:`~torchrecorder.errors.GraphError` (a
+            ``ValueError``) for a graph that breaks an invariant.
+    """
+    return load(path, Recorder)
+
+
+def loads_json(text: Union[str, bytes]) -> Recorder:
+    """Read back a recording from JSON text (see :func:`load_json`)."""
+    return loads(text, Recorder)

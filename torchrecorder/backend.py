@@ -13,6 +13,8 @@ import shutil
 import subprocess
 from typing import Optional
 
+from .errors import GraphvizNotFoundError
+
 __all__ = [
     "GraphvizNotFoundError",
     "SOURCE_FORMATS",
@@ -31,10 +33,6 @@ _INSTALL_HINT = (
     "graphviz`), or `pip install 'torchrecorder[render]'` for pygraphviz, whose wheels bundle "
     "Graphviz. The DOT source is available without either: make_dot(rec).source, or fmt='dot'."
 )
-
-
-class GraphvizNotFoundError(RuntimeError):
-    """No way to run Graphviz was found."""
 
 
 def _pygraphviz() -> Optional[object]:

@@ -44,10 +44,11 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
+from .errors import GraphError
+from .graph import Graph
 from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
-from .recorder import Recorder
 
 __all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "dumps", "from_dict", "load", "loads", "save", "to_dict"]
 
@@ -55,6 +56,8 @@ __all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "dumps", "from_dict", "load", "loads
 FORMAT_NAME = "torchrecorder.graph"
 #: the schema version written; documents with a larger version are refused
 SCHEMA_VERSION = 1
+
+G = TypeVar("G", bound=Graph)
 
 _KINDS: dict[str, type[BaseNode]] = {
     "layer": LayerNode, "tensor": TensorNode, "param": ParamNode, "op": OpNode,
@@ -85,10 +88,10 @@ def _node_dict(node: BaseNode) -> dict[str, Any]:
     return out
 
 
-def to_dict(rec: Recorder) -> dict[str, Any]:
+def to_dict(rec: Graph) -> dict[str, Any]:
     """The recording as a JSON-ready dict (see the module docstring for the schema)."""
-    if not isinstance(rec, Recorder):
-        raise TypeError(f"expected a Recorder to export, got {type(rec).__name__}")
+    if not isinstance(rec, Graph):
+        raise TypeError(f"expected a Recorder (or Graph) to export, got {type(rec).__name__}")
     for key, node in rec.nodes.items():
         if key is not None and node.kind not in _KINDS:
             raise TypeError(f"cannot export node {key!r} of kind {node.kind!r} "
@@ -105,7 +108,7 @@ def to_dict(rec: Recorder) -> dict[str, Any]:
     }
 
 
-def dumps(rec: Recorder) -> str:
+def dumps(rec: Graph) -> str:
     """The recording as JSON text: one node or edge per line, non-ASCII text kept as it is."""
     doc = to_dict(rec)
     head = {k: v for k, v in doc.items() if k not in ("context", "nodes", "edges")}
@@ -121,7 +124,7 @@ def dumps(rec: Recorder) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save(rec: Recorder, path: Union[str, os.PathLike[str]]) -> None:
+def save(rec: Graph, path: Union[str, os.PathLike[str]]) -> None:
     """Write the recording as JSON to ``path``."""
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(dumps(rec))
@@ -182,14 +185,20 @@ def _make_node(d: Any) -> BaseNode:
     return node
 
 
-def from_dict(data: Any) -> Recorder:
-    """Rebuild a :class:`~torchrecorder.recorder.Recorder` from :func:`to_dict`'s output.
+def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assignment]
+    """Rebuild a graph from :func:`to_dict`'s output, as an instance of ``graph_cls``.
 
     The nodes have ``fn = None``; renderers draw the result like the original.
+    :func:`torchrecorder.load_json` asks for a
+    :class:`~torchrecorder.recorder.Recorder`, which prints its layer table and
+    shows itself in notebooks; no recording engine is built either way.
 
     Raises:
         ValueError: ``data`` is not a torchrecorder graph, comes from a newer
-            schema version, or is inconsistent (the message names the field).
+            schema version, or has a field of the wrong type (the message
+            names the field).
+        GraphError: the graph it describes breaks an invariant (a
+            ``ValueError`` too).
     """
     if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
         raise ValueError(f"not a torchrecorder graph: expected a JSON object with "
@@ -200,7 +209,7 @@ def from_dict(data: Any) -> Recorder:
     if version > SCHEMA_VERSION:
         raise ValueError(f"this graph uses schema version {version}; this torchrecorder reads "
                          f"versions up to {SCHEMA_VERSION}: upgrade torchrecorder")
-    rec = Recorder(str(data.get("name", "net")))
+    rec = graph_cls(str(data.get("name", "net")))
     rec.error = data.get("error")
     rec.failed_key = data.get("failed_key")
     for d in _require(data, "nodes", list, "graph"):
@@ -208,6 +217,7 @@ def from_dict(data: Any) -> Recorder:
         if node.key in rec.nodes:
             raise ValueError(f"duplicate node key {node.key!r}")
         rec.nodes[node.key] = node
+        rec.keys.reserve(str(node.key))
     rec.context.subnets = OrderedSet(_require(data, "context", list, "graph"))
     for edge in _require(data, "edges", list, "graph"):
         if not (isinstance(edge, list) and len(edge) == 2):
@@ -218,18 +228,18 @@ def from_dict(data: Any) -> Recorder:
         rec.edges.add((a, b))
     try:
         rec.lint()
-    except AssertionError as exc:
-        raise ValueError(f"inconsistent graph: {exc}") from None
+    except GraphError as exc:
+        raise GraphError(f"inconsistent graph: {exc}") from None
     return rec
 
 
-def loads(text: Union[str, bytes]) -> Recorder:
-    """Rebuild a recording from JSON text (see :func:`from_dict`)."""
-    return from_dict(json.loads(text))
+def loads(text: Union[str, bytes], graph_cls: type[G] = Graph) -> G:  # type: ignore[assignment]
+    """Rebuild a graph from JSON text (see :func:`from_dict`)."""
+    return from_dict(json.loads(text), graph_cls)
 
 
-def load(path: Union[str, os.PathLike[str]]) -> Recorder:
-    """Rebuild a recording from a JSON file written by :func:`save` or ``fmt="json"``."""
+def load(path: Union[str, os.PathLike[str]], graph_cls: type[G] = Graph) -> G:  # type: ignore[assignment]
+    """Rebuild a graph from a JSON file written by :func:`save` or ``fmt="json"``."""
     with open(path, encoding="utf-8") as fh:
-        return loads(fh.read())
+        return loads(fh.read(), graph_cls)
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from .graph import Graph
 from .nodes import shape_str
-
-if TYPE_CHECKING:
-    from .recorder import Recorder
 
 __all__ = ["summary_table"]
 
@@ -19,7 +15,7 @@ def _shapes(shapes: list[tuple[int, ...]]) -> str:
     return text + (f", +{len(shapes) - 3}" if len(shapes) > 3 else "")
 
 
-def summary_table(rec: Recorder) -> str:
+def summary_table(rec: Graph) -> str:
     """One row per module call: tree-indented name, type, input and output shapes, parameters.
 
     Parameters are counted on a module's first call only, so the total is the

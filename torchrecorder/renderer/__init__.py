@@ -1,13 +1,17 @@
-"""Renderers: turn a recording into a picture or a text format.
+"""Renderers: turn a graph into a picture or a text format.
 
-:class:`GraphvizRenderer` (DOT, and every image format Graphviz writes) and
-:class:`MermaidRenderer` (Mermaid flowchart text) are both built on
-:class:`BaseRenderer`'s documented hooks; write your own the same way.
+:class:`GraphvizRenderer` (DOT, and every image format Graphviz writes, styled
+by a :class:`GraphvizStyler`) and :class:`MermaidRenderer` (Mermaid flowchart
+text) are both built on :class:`BaseRenderer`'s documented hooks; write your
+own the same way.  Renderers read a graph and its
+:class:`~torchrecorder.projection.Projection`, never a live model.
 """
 
-from .base import AUTO_FOLD_MIN, BaseRenderer
-from .graphviz import DEFAULT_STYLES, PRESETS, GraphvizRenderer, GraphvizStyler, RecordingDigraph
-from .mermaid import MERMAID_STYLES, MermaidRenderer
+from ..projection import AUTO_FOLD_MIN
+from .base import BaseRenderer
+from .graphviz import GraphvizRenderer, RecordingDigraph
+from .mermaid import MERMAID_STYLES, MermaidRenderer, make_mermaid
+from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
 
 __all__ = [
     "AUTO_FOLD_MIN",
@@ -19,4 +23,5 @@ __all__ = [
     "GraphvizStyler",
     "MermaidRenderer",
     "RecordingDigraph",
+    "make_mermaid",
 ]

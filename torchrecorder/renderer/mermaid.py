@@ -30,10 +30,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Optional
 
+from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ..recorder import Recorder
-from ._labels import dtype_suffix, param_lines, run_title
-from .base import BaseRenderer, FoldRepeats
+from ..projection import FoldRepeats
+from ..projection import kind_of as _kind_of
+from .base import BaseRenderer
+from .labels import dtype_suffix, param_lines, run_title
 
 __all__ = ["MERMAID_MAX_EDGES", "MERMAID_STYLES", "MermaidRenderer", "make_mermaid", "mermaid_id",
            "mermaid_text"]
@@ -134,7 +136,7 @@ class MermaidRenderer(BaseRenderer):
     ``fold_repeats`` or with ``tensor_nodes=False``.
     """
 
-    def __init__(self, rec: Recorder, render_depth: int = 256, *, fold_repeats: FoldRepeats = "auto",
+    def __init__(self, rec: Graph, render_depth: int = 256, *, fold_repeats: FoldRepeats = "auto",
                  tensor_nodes: bool = True, direction: str = "TB",
                  styles: Optional[Mapping[str, str]] = None, edge_shapes: bool = False) -> None:
         super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes)
@@ -159,8 +161,7 @@ class MermaidRenderer(BaseRenderer):
 
     def render_node(self, g: _Chart, node: BaseNode) -> None:
         """Draw ``node`` as one Mermaid node whose shape says its kind (expanded layers as subgraphs)."""
-        if self.is_expanded(node):
-            assert isinstance(node, LayerNode)
+        if self.is_expanded(node) and isinstance(node, LayerNode):
             self.render_recursive_node(g, node)
             return
         kind = self.kind_of(node)
@@ -219,16 +220,14 @@ class MermaidRenderer(BaseRenderer):
 
     # --------------------------------------------------------------- labels
     def kind_of(self, node: BaseNode) -> str:
-        """``layer``, ``folded``, ``failed``, ``tensor``, ``io``, ``param`` or ``op``."""
-        if isinstance(node, LayerNode):
+        """The node kinds of :data:`~torchrecorder.projection.NODE_KINDS` (``layer``, ``tensor``,
+        ``io``, ``param``, ``op``), with the states ``failed`` and ``folded`` for layers."""
+        kind = _kind_of(node)
+        if kind == "layer" and isinstance(node, LayerNode):
             if node.error:
                 return "failed"
             return "folded" if len(self.repeats(node)) > 1 else "layer"
-        if isinstance(node, ParamNode):
-            return "param"
-        if isinstance(node, TensorNode):
-            return "io" if node.role else "tensor"
-        return "op"
+        return kind
 
     def label_lines(self, node: BaseNode) -> list[str]:
         """The lines of text of ``node``'s label, unescaped."""
@@ -254,6 +253,6 @@ class MermaidRenderer(BaseRenderer):
         return [node.name]
 
 
-def make_mermaid(rec: Recorder, render_depth: int = 256, **options: Any) -> str:
+def make_mermaid(rec: Graph, render_depth: int = 256, **options: Any) -> str:
     """The Mermaid flowchart of a recording (``options`` as in :class:`MermaidRenderer`)."""
     return str(MermaidRenderer(rec, render_depth, **options).render())

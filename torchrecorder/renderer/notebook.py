@@ -11,6 +11,9 @@ import re
 from collections.abc import Container
 from typing import Optional
 
+from ..backend import render_source
+from ..errors import GraphvizNotFoundError
+
 __all__ = ["mimebundle", "svg_of"]
 
 _PROLOGUE = re.compile(r"\A(?:\s*<\?xml[^>]*\?>|\s*<!DOCTYPE[^>]*>|\s*<!--.*?-->)*\s*", re.S)
@@ -19,8 +22,6 @@ _SVG_TAG = re.compile(r"<svg\b")
 
 def svg_of(source: str) -> Optional[str]:
     """The SVG of DOT ``source``, or ``None`` when no Graphviz is installed."""
-    from ..backend import GraphvizNotFoundError, render_source
-
     try:
         return render_source(source, "svg").decode("utf-8")
     except GraphvizNotFoundError:

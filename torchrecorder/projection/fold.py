@@ -11,29 +11,27 @@ identity do not matter: the 32 decoder layers of a transformer match, and so do
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
-
-if TYPE_CHECKING:
-    from ..recorder import Recorder
 
 __all__ = ["FoldPlan", "structure_ids"]
 
 
-def _kids(rec: Recorder, layer: LayerNode) -> list[BaseNode]:
+def _kids(rec: Graph, layer: LayerNode) -> list[BaseNode]:
     """Children of ``layer`` that take part in its structure (parameters do not)."""
     nodes = rec.nodes
     return [nodes[k] for k in layer.subnets if k in nodes and not isinstance(nodes[k], ParamNode)]
 
 
-def _params(rec: Recorder, layer: LayerNode) -> tuple[Hashable, ...]:
+def _params(rec: Graph, layer: LayerNode) -> tuple[Hashable, ...]:
     nodes = rec.nodes
     return tuple((n.name, n.shape, n.dtype) for k in layer.subnets
                  if isinstance(n := nodes.get(k), ParamNode))
 
 
-def structure_ids(rec: Recorder) -> dict[Key, int]:
+def structure_ids(rec: Graph) -> dict[Key, int]:
     """A number per layer; two layers get the same number exactly when their structures match."""
     nodes = rec.nodes
     pos: dict[Key, int] = {}
@@ -118,7 +116,7 @@ class FoldPlan:
         self.alias: dict[Key, Optional[Key]] = {}
 
     @classmethod
-    def build(cls, rec: Recorder, min_run: int, expanded: Callable[[BaseNode], bool]) -> FoldPlan:
+    def build(cls, rec: Graph, min_run: int, expanded: Callable[[BaseNode], bool]) -> FoldPlan:
         """Fold every chain of at least ``min_run`` identical blocks among drawn children.
 
         A chain is a run of consecutive identical blocks each of which takes
@@ -184,7 +182,7 @@ class _Blocks:
     inside holds, as paths relative to it.
     """
 
-    def __init__(self, rec: Recorder) -> None:
+    def __init__(self, rec: Graph) -> None:
         self.rec = rec
         self.nodes = rec.nodes
         #: each node's predecessors
@@ -314,7 +312,7 @@ def _tuples(shapes: list[tuple[int, ...]]) -> Hashable:
     return tuple(map(tuple, shapes))
 
 
-def _first_calls(rec: Recorder) -> dict[tuple[str, str], LayerNode]:
+def _first_calls(rec: Graph) -> dict[tuple[str, str], LayerNode]:
     """``(path, name)`` -> the first call of that module (as :func:`structure_ids` finds it)."""
     out: dict[tuple[str, str], LayerNode] = {}
     twice = False

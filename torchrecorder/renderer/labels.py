@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
+from ..graph import Graph
 from ..nodes import LayerNode, ParamNode, shape_str
-
-if TYPE_CHECKING:
-    from ..recorder import Recorder
 
 __all__ = ["count_str", "dtype_suffix", "listed_params", "param_lines", "params_text", "run_title"]
 
@@ -29,7 +27,7 @@ def dtype_suffix(dtype: str) -> str:
     return "" if dtype in ("", "float32") else f" {dtype}"
 
 
-def param_lines(rec: Optional[Recorder], node: LayerNode) -> list[str]:
+def param_lines(rec: Optional[Graph], node: LayerNode) -> list[str]:
     """Parameter shapes of a module (when it owns at most three) and its parameter count.
 
     Read from the recording's parameter nodes, so that graphs loaded from JSON
@@ -48,7 +46,7 @@ def params_text(params: list[ParamNode], total: int) -> list[str]:
     return lines
 
 
-def listed_params(rec: Optional[Recorder], node: LayerNode) -> list[ParamNode]:
+def listed_params(rec: Optional[Graph], node: LayerNode) -> list[ParamNode]:
     """The parameters whose shapes :func:`param_lines` lists: all of a module's, if it owns
     all its parameters directly and at most three; else none.
 

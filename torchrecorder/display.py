@@ -1,0 +1,59 @@
+"""How a graph shows itself: its layer table, JSON text, and pictures in Jupyter.
+
+:class:`Display` is a mixin for :class:`~torchrecorder.graph.Graph` subclasses;
+:class:`~torchrecorder.recorder.Recorder` is composed from the two.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Union
+
+from .export import dumps
+from .graph import Graph
+from .renderer.graphviz import GraphvizRenderer
+from .renderer.notebook import mimebundle, svg_of
+from .summary import summary_table
+
+__all__ = ["Display"]
+
+
+class Display:
+    """Text and pictures of a :class:`~torchrecorder.graph.Graph` (mixed into one)."""
+
+    def _graph(self) -> Graph:
+        if not isinstance(self, Graph):
+            raise TypeError(f"{type(self).__name__} mixes in Display without being a Graph")
+        return self
+
+    def summary(self) -> str:
+        """A table of the recorded module calls: name, type, shapes, parameters."""
+        return summary_table(self._graph())
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        graph = self._graph()
+        n_layers = sum(1 for _ in graph.layers())
+        return (f"<{type(self).__name__} {graph.name!r}: {n_layers} module calls, "
+                f"{len(graph.nodes) - 1} nodes, {len(graph.edges)} edges>")
+
+    def to_json(self, path: Union[str, os.PathLike[str], None] = None) -> str:
+        """The graph as JSON (schema in :mod:`torchrecorder.export`); also written to ``path``
+        if given.  :func:`torchrecorder.load_json` rebuilds a graph that draws the same."""
+        text = dumps(self._graph())
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        return text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None,
+                          **kwargs: Any) -> dict[str, str]:
+        """Jupyter display: the graph at ``render_depth=1``, at a readable size."""
+        source = GraphvizRenderer(self._graph(), 1).render().source
+        return mimebundle(source, repr(self), include=include, exclude=exclude)
+
+    def _repr_svg_(self) -> Optional[str]:
+        """The graph at ``render_depth=1`` as SVG text, or ``None`` without Graphviz."""
+        return svg_of(GraphvizRenderer(self._graph(), 1).render().source)

@@ -1,0 +1,22 @@
+"""The exceptions torchrecorder raises on its own account.
+
+Errors in the caller's input are the usual ``TypeError``/``ValueError``; the
+classes here name problems that only torchrecorder can detect.
+"""
+
+from __future__ import annotations
+
+__all__ = ["GraphError", "GraphvizNotFoundError"]
+
+
+class GraphError(ValueError):
+    """A graph breaks one of its invariants (see :meth:`torchrecorder.graph.Graph.lint`).
+
+    Raised by ``lint()`` and by :func:`torchrecorder.load_json` for a document
+    that describes an inconsistent graph; a ``ValueError``, so code that checks
+    loaded input for ``ValueError`` catches it too.
+    """
+
+
+class GraphvizNotFoundError(RuntimeError):
+    """No way to run Graphviz was found (neither the ``dot`` program nor pygraphviz)."""

@@ -1,0 +1,230 @@
+"""The recorded graph as plain data: nodes under readable keys, edges between keys, one context.
+
+:class:`Graph` knows nothing of torch: the recording engine
+(:mod:`torchrecorder.recording`) fills one during a forward pass,
+:mod:`torchrecorder.export` fills one from JSON, and every renderer reads one.
+A test can build one by hand:
+
+>>> from torchrecorder.nodes import LayerNode, OpNode
+>>> g = Graph("tiny")
+>>> net = g.insert(LayerNode("tiny", type_name="Net", depth=0), "tiny")
+>>> relu = g.insert(OpNode("relu", depth=1, parent="tiny"), "tiny/relu")
+>>> [layer.key for layer in g.layers()], list(g.context.subnets)
+(['tiny'], ['tiny'])
+>>> g.lint()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, KeysView
+from typing import Any, Optional
+
+from .errors import GraphError
+from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet
+
+__all__ = ["Graph", "Namespace"]
+
+
+class Namespace:
+    """Hands out unique, readable keys: ``add``, ``add_1``, ``add_2``, ..."""
+
+    __slots__ = ("used",)
+
+    def __init__(self) -> None:
+        #: candidate -> the last suffix handed out for it (0: the bare candidate)
+        self.used: dict[str, int] = {}
+
+    def __call__(self, candidate: str) -> str:
+        used = self.used
+        n = used.get(candidate)
+        if n is None:  # the usual case: one dict lookup
+            used[candidate] = 0
+            return candidate
+        while True:
+            n += 1
+            name = f"{candidate}_{n}"
+            if name not in used:
+                used[candidate] = n
+                used[name] = 0
+                return name
+
+    def reserve(self, key: str) -> None:
+        """Mark ``key`` as taken (a node added under a key chosen elsewhere)."""
+        self.used.setdefault(key, 0)
+
+
+class Graph:
+    """Nodes, edges and the context node of one recording.
+
+    Attributes:
+        name: the name given to the root module.
+        nodes: key -> :class:`~torchrecorder.nodes.BaseNode`, in recording
+            order; the context node has the key ``None``.
+        edges: ordered set of ``(from_key, to_key)`` pairs.
+        error: ``"ExcType: message"`` when the recorded forward pass raised.
+        failed_key: key of the innermost module call that raised, if any.
+    """
+
+    def __init__(self, name: str = "net") -> None:
+        self.name = name
+        self.nodes: dict[Key, BaseNode] = {None: ContextNode()}
+        self.edges: OrderedSet[tuple[Key, Key]] = OrderedSet()
+        self.error: Optional[str] = None
+        self.failed_key: Key = None
+        self.keys = Namespace()
+
+    # ------------------------------------------------------------ reading
+    @property
+    def context(self) -> ContextNode:
+        """The node that holds the whole graph (key ``None``)."""
+        node = self.nodes.get(None)
+        if not isinstance(node, ContextNode):
+            raise GraphError("the context node (key None) is missing")
+        return node
+
+    @property
+    def fn_types(self) -> dict[str, int]:
+        """How many nodes of each node class the graph holds (the context not counted)."""
+        counts: dict[str, int] = {}
+        for key, node in self.nodes.items():
+            if key is not None:
+                name = type(node).__name__
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    @property
+    def fn_set(self) -> KeysView[Key]:
+        """The keys of all nodes (a set-like view)."""
+        return self.nodes.keys()
+
+    def layers(self) -> Iterator[LayerNode]:
+        """Every module call, in call order."""
+        for node in self.nodes.values():
+            if isinstance(node, LayerNode) and not isinstance(node, ContextNode):
+                yield node
+
+    def calls_of(self, module: Any) -> list[LayerNode]:
+        """The recorded calls of ``module`` (the object in their ``fn``), in order."""
+        return [n for n in self.layers() if n.fn is module]
+
+    # ------------------------------------------------------------ changing
+    def insert(self, node: BaseNode, candidate: str) -> BaseNode:
+        """Add ``node`` under a new key made from ``candidate``, inside its ``parent`` layer.
+
+        Raises:
+            GraphError: ``node.parent`` is not a layer of this graph.
+        """
+        parent = self.nodes.get(node.parent)
+        if not isinstance(parent, LayerNode):
+            raise GraphError(f"cannot add {candidate!r}: its parent {node.parent!r} is not a layer "
+                             "of this graph")
+        node.key = self.keys(candidate)
+        self.nodes[node.key] = node
+        parent.subnets.add(node.key)
+        return node
+
+    def connect(self, a: Key, b: Key) -> None:
+        """Add the edge ``a -> b`` between two nodes of this graph.
+
+        Raises:
+            GraphError: an end is not a node of this graph.
+        """
+        if a not in self.nodes or b not in self.nodes:
+            raise GraphError(f"cannot draw an edge involving nodes not in the graph: {(a, b)!r}")
+        self.edges.add((a, b))
+
+    def reparent(self, key: Key, parent: Key) -> None:
+        """Move node ``key`` (and what it holds) into the layer ``parent``, after its last child."""
+        node = self.nodes[key]
+        new = self.nodes.get(parent)
+        if not isinstance(new, LayerNode) or key is None:
+            raise GraphError(f"cannot move {key!r} into {parent!r}: not a layer of this graph")
+        old = self.nodes.get(node.parent)
+        if isinstance(old, LayerNode):
+            old.subnets.discard(key)
+        node.parent = parent
+        shift = new.depth + 1 - node.depth
+        new.subnets.add(key)
+        if shift:
+            stack = [node]
+            while stack:
+                n = stack.pop()
+                n.depth += shift
+                if isinstance(n, LayerNode):
+                    stack.extend(self.nodes[k] for k in n.subnets if k in self.nodes)
+
+    def remove(self, keys: Iterable[Key]) -> None:
+        """Remove the nodes ``keys`` (not what they hold) and every edge touching them."""
+        dead = set(keys)
+        if not dead:
+            return
+        if None in dead:
+            raise GraphError("the context node cannot be removed")
+        for k in dead:
+            node = self.nodes.pop(k)
+            parent = self.nodes.get(node.parent)
+            if isinstance(parent, LayerNode):
+                parent.subnets.discard(k)
+        self.edges = OrderedSet(e for e in self.edges if e[0] not in dead and e[1] not in dead)
+
+    def prune(self) -> None:
+        """Drop operations whose results nothing used (``x.sum().item()`` checks and the like),
+        and the operations that then feed nothing, transitively."""
+        outdeg: dict[Key, int] = {}
+        preds: dict[Key, list[Key]] = {}
+        for a, b in self.edges:
+            outdeg[a] = outdeg.get(a, 0) + 1
+            preds.setdefault(b, []).append(a)
+        removable = [k for k, n in self.nodes.items() if isinstance(n, OpNode) and k not in outdeg]
+        dead: set[Key] = set()
+        while removable:
+            k = removable.pop()
+            if k in dead:
+                continue
+            dead.add(k)
+            for src in preds.get(k, ()):
+                outdeg[src] -= 1
+                if outdeg[src] == 0 and isinstance(self.nodes[src], OpNode):
+                    removable.append(src)
+        self.remove(dead)
+
+    # ------------------------------------------------------------ checking
+    def lint(self) -> None:
+        """Check the graph's invariants; raise :class:`~torchrecorder.errors.GraphError` naming
+        the first broken one.
+
+        Every node is stored under its own key; every node's parent is a layer
+        that lists it in ``subnets`` and is one level shallower, so every
+        parent chain reaches the context; ``subnets`` name only nodes of the
+        graph that have that parent; every edge joins two nodes of the graph
+        and no edge is a self-loop.
+        """
+        nodes = self.nodes
+        if not isinstance(nodes.get(None), ContextNode):
+            raise GraphError("the context node (key None) is missing")
+        for key, node in nodes.items():
+            if not isinstance(node, BaseNode):
+                raise GraphError(f"{key!r} maps to a {type(node).__name__}, not a node")
+            if node.key != key:
+                raise GraphError(f"node {key!r} carries the key {node.key!r}")
+            if key is not None:
+                parent = nodes.get(node.parent)
+                if not isinstance(parent, LayerNode):
+                    raise GraphError(f"parent {node.parent!r} of {key!r} is not a layer of the graph")
+                if key not in parent.subnets:
+                    raise GraphError(f"{key!r} is missing from the subnets of {node.parent!r}")
+                if node.depth != parent.depth + 1:
+                    raise GraphError(f"{key!r} has depth {node.depth}, its parent {node.parent!r} "
+                                     f"{parent.depth}")
+            if isinstance(node, LayerNode):
+                for sub in node.subnets:
+                    child = nodes.get(sub)
+                    if child is None or sub is None:
+                        raise GraphError(f"{key!r} lists {sub!r} in subnets, which is not a node")
+                    if child.parent != key:
+                        raise GraphError(f"{sub!r} is in the subnets of {key!r}, not its child")
+        for a, b in self.edges:
+            if a not in nodes or b not in nodes:
+                raise GraphError(f"edge {(a, b)!r} joins nodes not in the graph")
+            if a == b:
+                raise GraphError(f"self-loop on {a!r}")

@@ -1,0 +1,33 @@
+"""The drawn graph: what every renderer shows of a graph, computed once and shared.
+
+* :mod:`~torchrecorder.projection.drawn`: :class:`Projection` (expanded layers,
+  drawn children, re-attached edges, edge tensors, out-degrees) and the kind
+  vocabulary of nodes;
+* :mod:`~torchrecorder.projection.fold`: runs of structurally identical blocks
+  drawn once (:class:`FoldPlan`).
+"""
+
+from .drawn import (
+    AUTO_FOLD_MIN,
+    NODE_KINDS,
+    FoldRepeats,
+    Projection,
+    default_expanded,
+    fold_min,
+    is_passed_tensor,
+    kind_of,
+)
+from .fold import FoldPlan, structure_ids
+
+__all__ = [
+    "AUTO_FOLD_MIN",
+    "NODE_KINDS",
+    "FoldPlan",
+    "FoldRepeats",
+    "Projection",
+    "default_expanded",
+    "fold_min",
+    "is_passed_tensor",
+    "kind_of",
+    "structure_ids",
+]

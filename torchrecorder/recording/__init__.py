@@ -1,0 +1,30 @@
+"""Recording: the only layer that touches live modules, tensors, hooks and torch's function mode.
+
+* :mod:`~torchrecorder.recording.engine`: :class:`Engine`, which fills a
+  :class:`~torchrecorder.graph.Graph` during a forward pass;
+* :mod:`~torchrecorder.recording.ops`: the torch function mode that sees every
+  operation;
+* :mod:`~torchrecorder.recording.hooks`: the original torchrecorder's hook-level
+  functions (``prehook``, ``posthook``, ``op_acc``, ...);
+* :mod:`~torchrecorder.recording.state`: inputs made from shapes, and the model's
+  state put back after the pass.
+"""
+
+from .engine import Engine
+from .hooks import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
+from .state import InputShapes, gc_paused, make_inputs, model_state_kept, normalise_shapes
+
+__all__ = [
+    "Engine",
+    "InputShapes",
+    "gc_paused",
+    "leaf_dummy",
+    "make_inputs",
+    "model_state_kept",
+    "normalise_shapes",
+    "op_acc",
+    "param_acc",
+    "posthook",
+    "prehook",
+    "tensor_acc",
+]

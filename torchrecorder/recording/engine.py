@@ -1,0 +1,573 @@
+"""The recording engine: the only code that touches live modules, tensors and hooks.
+
+Two mechanisms work together while an :class:`Engine` is active:
+
+* a forward pre-hook on every module opens a *call scope*, and a forward hook
+  closes it (one process-wide forward hook where torch supports it, see
+  :meth:`Engine.register_hooks`): each call becomes a
+  :class:`~torchrecorder.nodes.LayerNode`, the tensors it receives and returns
+  become :class:`~torchrecorder.nodes.TensorNode` s, and its parameters
+  :class:`~torchrecorder.nodes.ParamNode` s;
+* a :class:`~torchrecorder.recording.ops.OpMode` sees every torch operation
+  that runs in between (inside a module, or between modules) and records it as
+  an :class:`~torchrecorder.nodes.OpNode` in the scope of the module that ran
+  it, with edges from whatever produced its inputs.
+
+The engine writes into a :class:`~torchrecorder.graph.Graph` and keeps the
+live objects it has seen (``id`` -> weak reference and node key) only while
+recording.  Nothing here patches torch: hooks go through torch's hook API and
+are removed when recording ends, whatever happens.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from threading import get_ident
+from typing import Any, Optional
+
+import torch
+from torch import Tensor, nn
+from torch.nn.modules.module import register_module_forward_hook as _register_module_forward_hook
+
+from ..errors import GraphError
+from ..graph import Graph
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ._walk import iter_tensors, named_tensors
+from .meta import bind_arguments, grad_fn_op_name, shape_name, tensor_meta
+from .ops import OpMode
+
+__all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
+
+# Inside the hooks every ``t.shape``, ``t.dtype`` or ``p.numel()`` would otherwise go
+# through OpMode.__torch_function__ (about 10 calls per module call) just to be
+# ignored.  torch._C.DisableTorchFunction has existed since torch 1.x; without it
+# recording still works, only slower.
+_no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
+
+def _global_post_hook_support() -> bool:
+    """Whether torch's global forward hooks can be called when forward raises (``always_call``)."""
+    try:
+        params = inspect.signature(_register_module_forward_hook).parameters
+    except (TypeError, ValueError):
+        return False
+    return "always_call" in params
+
+
+# Calls are closed by ONE global forward hook (run for every module call while recording,
+# returning at once for modules that are not being recorded) instead of a forward hook per
+# module: adding and removing two hooks per module is a large part of recording a model with
+# many small modules.  The pre-hooks stay per module: global pre-hooks do not get keyword
+# arguments.  A global forward hook runs before the module's own forward hooks, so a call
+# closes on the output the module's forward returned.
+GLOBAL_POST_HOOK = _global_post_hook_support()
+
+
+class ModuleInfo:
+    """What the engine knows of one module: path, display name, parameters, calls so far."""
+
+    __slots__ = ("buffers", "calls", "name", "num_params", "params", "path", "total", "type_name")
+
+    def __init__(self, path: str, name: str, type_name: str) -> None:
+        self.path = path
+        self.name = name
+        self.type_name = type_name
+        self.params: list[tuple[str, nn.Parameter]] = []  # own (dotted path, parameter)
+        self.num_params = 0
+        self.total = 0
+        self.buffers = 0
+        self.calls = 0
+
+
+def _own_tensors(tensors: Any) -> tuple[list[tuple[str, Any]], int]:
+    """The (name, tensor) pairs of a module's ``_parameters``/``_buffers`` dict, and their
+    element count (a tensor registered under two names counts once)."""
+    pairs = [(n, t) for n, t in tensors.items() if t is not None]
+    if len(pairs) == 1:
+        return pairs, pairs[0][1].numel()
+    return pairs, sum({id(t): t.numel() for _, t in pairs}.values())
+
+
+class Engine:
+    """Records the forward calls of a module into ``graph``.
+
+    Args:
+        graph: the graph to fill (a :class:`~torchrecorder.recorder.Recorder`
+            or a plain :class:`~torchrecorder.graph.Graph`).
+        keep_tensors: keep the tensors (activations) on the tensor nodes.
+
+    Attributes:
+        paused: above 0 while the engine's own code runs torch calls that must
+            not be recorded.
+        thread: the thread being recorded; calls from other threads are ignored.
+    """
+
+    def __init__(self, graph: Graph, *, keep_tensors: bool = False) -> None:
+        self.graph = graph
+        self.keep_tensors = keep_tensors
+        self.paused = 0
+        self.thread = get_ident()
+        # id(object) -> (weak reference, or the object itself if it takes none; node key)
+        self.live: dict[int, tuple[Any, Key]] = {}
+        # keys that have an edge leaving them (kept here: read on every call's exit)
+        self._sources: set[Key] = set()
+        self._stack: list[LayerNode] = []
+        # the exception being handled when each open call began (see _exit)
+        self._stack_exc: list[Optional[BaseException]] = []
+        # (exception, innermost call it escaped from), while an exception unwinds
+        self._failure: Optional[tuple[BaseException, LayerNode]] = None
+        self._popped_exc: Optional[BaseException] = None
+        self._modules: dict[int, ModuleInfo] = {}
+        self._params: dict[int, tuple[nn.Parameter, str]] = {}
+        self._handles: list[Any] = []
+
+    # ------------------------------------------------------------ the session
+    @contextmanager
+    def active(self, net: nn.Module, name: str) -> Iterator[Engine]:
+        """Record every call of ``net`` made inside the ``with`` block.
+
+        On leaving, every hook is removed and the live objects are forgotten,
+        whatever happened; unused operations are pruned unless the block
+        raised.  An exception goes on unchanged but for a note naming the
+        module that raised; ``exc.recording`` is the partial graph.
+        """
+        self.register_hooks(net, name)
+        try:
+            with OpMode(self):
+                yield self
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+        finally:
+            self.remove_hooks()
+            self.finish()
+
+    def register_hooks(self, net: nn.Module, name: str) -> None:
+        """Register the engine's hooks on ``net`` and every module inside it.
+
+        Each module gets a forward pre-hook with keyword arguments; a module
+        reachable by two paths is hooked once.  Calls are closed by one global
+        forward hook (``torch.nn.modules.module.register_module_forward_hook``)
+        that ignores modules not being recorded, or, on a torch whose global
+        hooks lack ``always_call``, by a forward hook on each module.  A global
+        forward hook runs before a module's own forward hooks, so a call closes
+        on what ``forward`` returned; what a user's hook then does to the
+        output is recorded in the caller's scope.
+        """
+        try:
+            self._index_modules(net, name, "", hook=True)
+        except BaseException:
+            self.remove_hooks()
+            raise
+
+    def remove_hooks(self) -> None:
+        """Remove every hook this engine registered; safe to call twice."""
+        handles, self._handles = self._handles, []
+        for handle in handles:
+            handle.remove()
+
+    def finish(self) -> None:
+        """Drop unused ops (unless the pass failed) and forget the live objects seen."""
+        if self.graph.error is None:
+            self.graph.prune()
+        self._sources = {a for a, _ in self.graph.edges}
+        self.live.clear()
+        self._stack.clear()
+        self._stack_exc.clear()
+        self._failure = None
+        self._modules.clear()
+        self._params.clear()
+
+    def fail(self, exc: BaseException) -> None:
+        """Mark the innermost call that ``exc`` escaped from, and the calls around it."""
+        graph = self.graph
+        graph.error = f"{type(exc).__name__}: {exc}"
+        for call in self._stack:  # calls still open (a KeyboardInterrupt skips the hooks)
+            call.error = call.error or graph.error
+        try:
+            exc.recording = graph  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+        if self._failure is not None and self._failure[0] is exc:
+            failed = self._failure[1]
+        elif self._stack:
+            failed = self._stack[-1]
+        else:
+            return  # raised outside the model's forward
+        graph.failed_key = failed.key
+        shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
+        where = failed.path or failed.name
+        note = (f"torchrecorder: raised in module '{where}' ({failed.type_name}) called with "
+                f"input shapes [{shapes}]; the partial recording is in the exception's "
+                "'recording' attribute")
+        if hasattr(exc, "add_note"):
+            exc.add_note(note)
+
+    # ------------------------------------------------------- live objects
+    def lookup(self, obj: Any) -> Key:
+        """The key of the node that currently stands for the live object ``obj``, or ``None``."""
+        entry = self.live.get(id(obj))
+        if entry is not None:
+            ref = entry[0]
+            target = ref() if isinstance(ref, weakref.ref) else ref
+            if target is obj:
+                return entry[1]
+        return None
+
+    def key_of(self, obj: Any) -> Key:
+        """The key named by ``obj``: a key itself, a node, or a live object recorded before."""
+        if obj is None or isinstance(obj, str):
+            return obj
+        if isinstance(obj, BaseNode):
+            return obj.key
+        key = self.lookup(obj)
+        if key is None:
+            raise KeyError(f"{type(obj).__name__} object is not part of this recording")
+        return key
+
+    def bind(self, obj: Any, key: Key) -> None:
+        """Let the live object ``obj`` stand for the node ``key`` from now on."""
+        try:
+            ref: Any = weakref.ref(obj)
+        except TypeError:
+            ref = obj
+        self.live[id(obj)] = (ref, key)
+
+    def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:
+        """A new node for the live object ``net`` in the scope ``parent`` (see
+        :meth:`torchrecorder.recorder.Recorder.add_node`)."""
+        classname = type(net).__name__
+        label = name if name is not None else classname
+        pkey = self.key_of(parent)
+        node: BaseNode
+        if isinstance(net, nn.Module):
+            node = LayerNode(name=label, fn=net, depth=depth, parent=pkey, type_name=classname)
+        elif isinstance(net, nn.Parameter):
+            shape, dtype, device = tensor_meta(net)
+            node = ParamNode(name=label, fn=net, depth=depth, parent=pkey, shape=shape,
+                             dtype=dtype, device=device, numel=net.numel(),
+                             requires_grad=net.requires_grad)
+        elif isinstance(net, Tensor):
+            shape, dtype, device = tensor_meta(net)
+            node = TensorNode(name=label, fn=net if self.keep_tensors else None, depth=depth,
+                              parent=pkey, shape=shape, dtype=dtype, device=device)
+        elif hasattr(net, "next_functions"):
+            opname = grad_fn_op_name(classname)
+            node = OpNode(name=name or opname, fn=net, depth=depth, parent=pkey, op=opname)
+        else:
+            raise TypeError(f"cannot create a node for {classname} object {net!r}")
+        parent_key = pkey if pkey is not None else ""
+        self.graph.insert(node, f"{parent_key}/{label}" if parent_key else label)
+        self.bind(net, node.key)
+        return node
+
+    def add_edge(self, _from: Any, _to: Any) -> None:
+        """An edge between two recorded nodes given as keys, nodes or live objects."""
+        a, b = self.key_of(_from), self.key_of(_to)
+        try:
+            self.graph.connect(a, b)
+        except GraphError as exc:
+            raise KeyError(str(exc)) from None
+        self._sources.add(a)
+
+    # ------------------------------------------------------------ hooks
+    def _index_modules(self, net: nn.Module, root_name: str, prefix: str, hook: bool) -> None:
+        """One walk of ``net``: each module's path, name, own parameters and the parameter
+        and buffer counts of :class:`~torchrecorder.nodes.LayerNode`, hooks on each module
+        (if ``hook``), and every parameter's first path (for parameters used outside their
+        module).
+
+        The counts equal ``module.parameters(recurse=False)``, ``module.parameters()``
+        and ``module.buffers(recurse=False)`` summed (a shared tensor counts once per
+        module), without three generator walks per module call.
+        """
+        modules, params, handles = self._modules, self._params, self._handles
+        pre, post = self._pre_hook, self._post_hook
+        # dotted module path -> {id(parameter): numel} of the subtree below it
+        subtree: dict[str, dict[int, int]] = {}
+        first_path: list[tuple[str, ModuleInfo]] = []
+        for path, module in net.named_modules(prefix=prefix, remove_duplicate=False):
+            info = modules.get(id(module))
+            if info is None:
+                info = ModuleInfo(path, path.rpartition(".")[2] if path else root_name,
+                                  type(module).__name__)
+                modules[id(module)] = info
+                if module._parameters:
+                    own, info.num_params = _own_tensors(module._parameters)
+                    info.params = [(f"{path}.{pname}" if path else pname, p) for pname, p in own]
+                if module._buffers:
+                    info.buffers = _own_tensors(module._buffers)[1]
+                first_path.append((path, info))
+                if hook:
+                    handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+                    if not GLOBAL_POST_HOOK:
+                        handles.append(module.register_forward_hook(post, with_kwargs=True,
+                                                                    always_call=True))
+            for pname, param in module._parameters.items():
+                if param is None:
+                    continue
+                ppath = f"{path}.{pname}" if path else pname
+                if id(param) not in params:
+                    params[id(param)] = (param, ppath)
+                numel = param.numel()
+                owner = path
+                while True:
+                    ids = subtree.get(owner)
+                    if ids is None:
+                        ids = subtree[owner] = {}
+                    ids[id(param)] = numel
+                    if not owner:
+                        break
+                    owner = owner.rpartition(".")[0]
+        for path, info in first_path:
+            ids = subtree.get(path)
+            info.total = sum(ids.values()) if ids else 0
+        if hook and GLOBAL_POST_HOOK:
+            # without with_kwargs: torch's handle would leave the with_kwargs entry behind, and
+            # closing a call reads only the outputs
+            handles.append(_register_module_forward_hook(self._global_post_hook, always_call=True))
+
+    def module_info(self, module: nn.Module, path: str = "", name: str = "") -> ModuleInfo:
+        """What the engine knows of ``module``; a module met outside the recorded root (hooked
+        through :func:`~torchrecorder.recording.hooks.prehook`) is indexed on first sight."""
+        info = self._modules.get(id(module))
+        if info is None:
+            self._index_modules(module, name or type(module).__name__, path, hook=False)
+            info = self._modules[id(module)]
+        return info
+
+    def _pre_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if self.paused or self.thread != get_ident():
+            return
+        self.paused += 1
+        try:
+            with _no_torch_function():  # hooks read shapes and dtypes: keep that out of OpMode
+                self._enter(module, args if isinstance(args, tuple) else (args,), kwargs or {})
+        finally:
+            self.paused -= 1
+
+    def _global_post_hook(self, module: nn.Module, args: Any, outputs: Any) -> None:
+        # called for every module call in the process while recording (torch passes no
+        # outputs when forward raised): modules not being recorded are not on the stack
+        if self.paused or self.thread != get_ident() or not self._stack:
+            return
+        self.paused += 1
+        try:
+            with _no_torch_function():
+                self._exit(module, outputs)
+        finally:
+            self.paused -= 1
+
+    def _post_hook(self, module: nn.Module, args: Any, kwargs: Any, outputs: Any) -> None:
+        self._global_post_hook(module, args, outputs)
+
+    # --------------------------------------------------------------- recording
+    def tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
+                    role: str = "") -> TensorNode:
+        """A new tensor node for ``t`` in ``scope``; ``t`` stands for it from now on."""
+        shape, dtype, device = tensor_meta(t)
+        graph = self.graph
+        key = graph.keys(candidate)
+        node = TensorNode(name or shape_name(shape), t if self.keep_tensors else None,
+                          scope.depth + 1, scope.key, key, shape=shape, dtype=dtype,
+                          device=device, role=role)
+        graph.nodes[key] = node
+        scope.subnets.add(key)
+        self.live[id(t)] = (weakref.ref(t), key)
+        return node
+
+    def param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> ParamNode:
+        """A new parameter node for ``param`` (dotted ``path``) in ``scope``."""
+        shape, dtype, device = tensor_meta(param)
+        graph = self.graph
+        key = graph.keys(path)
+        node = ParamNode(path.rpartition(".")[2], param, scope.depth + 1, scope.key, key,
+                         shape=shape, dtype=dtype, device=device, path=path,
+                         numel=param.numel(), requires_grad=param.requires_grad)
+        graph.nodes[key] = node
+        scope.subnets.add(key)
+        self.live[id(param)] = (weakref.ref(param), key)
+        return node
+
+    def param_path(self, param: nn.Parameter) -> str:
+        """The dotted path under which ``param`` was first found, or ``""``."""
+        return self._params.get(id(param), (None, ""))[1]
+
+    def _source_of(self, t: Tensor, scope: LayerNode) -> Key:
+        """Key of the node that produced ``t``; creates a parameter node on first use."""
+        entry = self.live.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1]
+        found = self._params.get(id(t))
+        if found is not None and found[0] is t:
+            return self.param_node(t, scope, found[1]).key
+        return None
+
+    def record_op(self, func: Any, opname: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                  outs: list[Tensor], inplace: bool) -> None:
+        """Record one torch operation that made ``outs`` (or changed ``outs[-1]`` in place)."""
+        # runs inside OpMode.__torch_function__, where torch calls do not come back to the mode
+        stack = self._stack
+        graph = self.graph
+        scope = stack[-1] if stack else graph.context
+        skey = scope.key
+        key = graph.keys(f"{skey}/{opname}" if skey else opname)
+        node = OpNode(opname, func, scope.depth + 1, skey, key, op=opname,
+                      output_shapes=[tuple(outs[0].shape)] if len(outs) == 1
+                      else [tuple(o.shape) for o in outs])
+        graph.nodes[key] = node
+        scope.subnets.add(key)
+        live = self.live
+        edges = graph.edges
+        sources = self._sources
+        for value in (args if not kwargs else (*args, *kwargs.values())):
+            if isinstance(value, Tensor):
+                entry = live.get(id(value))
+                if entry is not None and entry[0]() is value:
+                    src = entry[1]
+                else:
+                    src = self._source_of(value, scope)
+                    if src is None:
+                        continue
+                edges.add((src, key))
+                sources.add(src)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, Tensor):
+                        src = self._source_of(item, scope)
+                        if src is not None:
+                            edges.add((src, key))
+                            sources.add(src)
+        for o in outs:
+            live[id(o)] = (weakref.ref(o), key)
+        if inplace:
+            base = outs[-1]._base
+            if base is not None:
+                self.bind(base, key)
+
+    def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        stack = self._stack
+        graph = self.graph
+        ctx = graph.context
+        scope = stack[-1] if stack else ctx
+        info = self._modules.get(id(module)) or self.module_info(module)
+        info.calls += 1
+        count = info.calls
+        base = info.path or info.name
+        key = graph.keys(base if count == 1 else f"{base}#{count}")
+        call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, type_name=info.type_name,
+                         path=info.path, call_index=count)
+        nodes, live = graph.nodes, self.live
+        nodes[key] = call
+        scope.subnets.add(key)
+        if count == 1:
+            call.num_params, call.num_params_total, call.num_buffers = (
+                info.num_params, info.total, info.buffers)
+        for ppath, param in info.params:
+            entry = live.get(id(param))
+            if entry is None or entry[0]() is not param:
+                self.param_node(param, call, ppath)
+        if scope is ctx:
+            tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "")
+        elif not kwargs and len(args) == 1 and type(args[0]) is Tensor:  # the common case
+            tensors = ((None, args[0]),)
+        elif not kwargs and all(type(a) is Tensor for a in args):
+            tensors = [(None, t) for t in dict.fromkeys(args)]
+        else:
+            tensors = [(None, t) for t in iter_tensors((args, kwargs))]
+        shapes = call.input_shapes
+        for argname, t in tensors:
+            shapes.append(tuple(t.shape))
+            entry = live.get(id(t))
+            src = entry[1] if entry is not None and entry[0]() is t else None
+            if src is not None and isinstance(nodes[src], TensorNode):
+                continue
+            if argname is not None:
+                label = argname.lstrip(".")
+                node = self.tensor_node(t, scope, f"input:{label}", name=label, role="input")
+            else:
+                node = self.tensor_node(t, scope, f"{key}:in")
+            if src is not None:
+                graph.edges.add((src, node.key))
+                self._sources.add(src)
+        stack.append(call)
+        self._stack_exc.append(sys.exc_info()[1])
+
+    def _pop(self) -> LayerNode:
+        """Close the innermost open call; its entry exception goes to ``_popped_exc``."""
+        self._popped_exc = self._stack_exc.pop()
+        return self._stack.pop()
+
+    def _exit(self, module: nn.Module, outputs: Any) -> None:
+        stack = self._stack
+        if not stack:
+            return
+        if stack[-1].fn is not module:
+            if all(c.fn is not module for c in stack):
+                return
+            while stack[-1].fn is not module:
+                self._pop()  # left open by an exception that was handled inside the model
+        exc = sys.exc_info()[1]
+        call = self._pop()
+        if exc is not None and exc is not self._popped_exc:
+            # forward raised (the hook is registered with always_call=True): close the
+            # call with no outputs, and remember the innermost call the exception left
+            call.error = f"{type(exc).__name__}: {exc}"
+            if self._failure is None or self._failure[0] is not exc:
+                self._failure = (exc, call)
+            return
+        self._failure = None  # a normal return: any exception seen so far was handled
+        graph = self.graph
+        nodes, live, edges, sources = graph.nodes, self.live, graph.edges, self._sources
+        scope = nodes[call.parent]
+        if not isinstance(scope, LayerNode):
+            raise GraphError(f"the call {call.key!r} sits in {call.parent!r}, which is not a layer")
+        at_root = call.parent is None
+        if at_root:
+            tensors: Any = named_tensors(outputs, "output")
+        elif type(outputs) is Tensor:
+            tensors = ((None, outputs),)
+        else:
+            tensors = ((None, t) for t in iter_tensors(outputs))
+        ckey = call.key
+        for outname, t in tensors:
+            shape = tuple(t.shape)
+            call.output_shapes.append(shape)
+            entry = live.get(id(t))
+            src = entry[1] if entry is not None and entry[0]() is t else None
+            node = nodes[src] if src is not None else None
+            if node is None or not (node.parent == ckey or self._inside(node, call)):
+                # returned unchanged (or from nowhere): show the pass-through inside the call
+                ident = OpNode("identity", None, call.depth + 1, ckey, graph.keys(f"{ckey}/identity"),
+                               op="identity", output_shapes=[shape])
+                nodes[ident.key] = ident
+                call.subnets.add(ident.key)
+                if src is not None:
+                    edges.add((src, ident.key))
+                    sources.add(src)
+                src, node = ident.key, ident
+            if isinstance(node, TensorNode) and not isinstance(node, ParamNode) \
+                    and node.parent == ckey and src not in sources:
+                # a child's output, returned as it is: it is this call's output too
+                graph.reparent(src, scope.key)
+                out_node = node
+            else:
+                out_node = self.tensor_node(t, scope, f"{ckey}:out")
+                edges.add((src, out_node.key))
+                sources.add(src)
+            if at_root:
+                out_node.role = "output"
+                if outname is not None and out_node.name == shape_str(out_node.shape):
+                    out_node.name = outname
+
+    def _inside(self, node: BaseNode, call: LayerNode) -> bool:
+        """Whether ``node`` was recorded inside the scope of ``call``."""
+        nodes = self.graph.nodes
+        while node.depth > call.depth:
+            if node.parent == call.key:
+                return True
+            node = nodes[node.parent]
+        return False
