@@ -42,6 +42,10 @@ def _tokens(text: str) -> list[str]:
         if text[i].isspace():
             i += 1
             continue
+        if text.startswith("//", i) or (text[i] == "#" and (i == 0 or text[i - 1] == "\n")):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end + 1
+            continue
         if text[i] == "<":
             tok, i = _html(text, i)
             out.append(tok)
