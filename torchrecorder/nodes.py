@@ -169,6 +169,17 @@ class LayerNode(BaseNode):
         self.error: Optional[str] = None
 
 
+    def call_title(self, dotted: bool = False) -> str:
+        """The name a reader sees for this call: the module's name (its dotted path if
+        ``dotted``), with ``#2``, ``#3``, ... for later calls of the same module.
+
+        >>> LayerNode("conv", path="layer1.conv", call_index=2).call_title(dotted=True)
+        'layer1.conv #2'
+        """
+        title = (self.path or self.name) if dotted else self.name
+        return title if self.call_index == 1 else f"{title} #{self.call_index}"
+
+
 class ContextNode(LayerNode):
     """The node that holds a whole recording: its key is ``None``, its depth ``-1``.
 

@@ -24,7 +24,7 @@ def summary_table(rec: Graph) -> str:
     rows = [("Layer", "Type", "Input shape", "Output shape", "Params")]
     total = trainable = 0
     for layer in rec.layers():
-        name = layer.name if layer.call_index == 1 else f"{layer.name} #{layer.call_index}"
+        name = layer.call_title()
         params = layer.num_params if layer.call_index == 1 else 0
         rows.append(("  " * layer.depth + name, layer.type_name, _shapes(layer.input_shapes),
                      _shapes(layer.output_shapes), f"{params:,}" if params else "--"))

@@ -64,6 +64,6 @@ def run_title(run: list[LayerNode], dotted: bool) -> str:
     first, last = run[0], run[-1]
     a = (first.path or first.name) if dotted else first.name
     b = (last.path or last.name) if dotted else last.name
-    if first.call_index > 1 or last.call_index > 1 or a == b:
+    if first.call_index > 1 or last.call_index > 1 or a == b:  # calls of one module: number both
         a, b = f"{a} #{first.call_index}", f"{b} #{last.call_index}"
     return f"{a} … {b}"

@@ -178,10 +178,7 @@ class MermaidRenderer(BaseRenderer):
         if len(run) > 1:
             title = f"{run_title(run, dotted=True)} : {node.type_name} ×{len(run)}"
         else:
-            title = node.path or node.name
-            if node.call_index > 1:
-                title += f" #{node.call_index}"
-            title += f" : {node.type_name}"
+            title = f"{node.call_title(dotted=True)} : {node.type_name}"
         g.add(f'subgraph {self.node_id(node)}["{mermaid_text(title)}"]')
         g.indent += 1
         g.add(f"direction {self.direction}")
@@ -236,7 +233,7 @@ class MermaidRenderer(BaseRenderer):
             if len(run) > 1:
                 title = run_title(run, dotted=True)
             else:
-                title = node.name if node.call_index == 1 else f"{node.name} #{node.call_index}"
+                title = node.call_title()
             lines = [title, node.type_name, *param_lines(self.rec, node)]
             if len(run) > 1:
                 lines.append(f"×{len(run)}")

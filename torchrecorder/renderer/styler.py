@@ -181,10 +181,7 @@ class GraphvizStyler:
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """Attributes of an expanded layer, drawn as a cluster."""
         attrs = dict(self.styles["cluster"])
-        title = node.path or node.name
-        if node.call_index > 1:
-            title += f" #{node.call_index}"
-        attrs["label"] = self._cluster_label(node, title)
+        attrs["label"] = self._cluster_label(node, node.call_title(dotted=True))
         attrs["tooltip"] = dot_text(self.tooltip(node))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
@@ -239,8 +236,7 @@ class GraphvizStyler:
         name and shape; an op the name of the function that ran.
         """
         if isinstance(node, LayerNode):
-            title = node.name if node.call_index == 1 else f"{node.name} #{node.call_index}"
-            return self._layer_label(node, title)
+            return self._layer_label(node, node.call_title())
         if isinstance(node, ParamNode):
             return (f"<{html_text(node.name)}<BR/>"
                     + _SMALL.format(html_text(shape_str(node.shape) + dtype_suffix(node.dtype))) + ">")
