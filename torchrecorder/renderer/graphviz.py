@@ -76,6 +76,8 @@ class GraphvizRenderer(BaseRenderer):
         # attribute text of everything but the label and the tooltip, by the attributes' items:
         # nodes of one kind share it
         self._rests: dict[tuple[tuple[Any, Any], ...], str] = {}
+        # quoted tooltips (the styler hands out one string for all tensors of a shape)
+        self._tips: dict[str, str] = {}
 
     def node_id(self, node: BaseNode) -> str:
         """The unique, readable DOT id of ``node``."""
@@ -171,7 +173,9 @@ class GraphvizRenderer(BaseRenderer):
             quoted = label if label.startswith("<") and label.endswith(">") else dot_quote(label)
             rest = f"label={quoted} {rest}" if rest else f"label={quoted}"
         if tooltip is not None:
-            tip = f"tooltip={string_quote(str(tooltip))}"
+            tip = self._tips.get(tooltip)
+            if tip is None:
+                tip = self._tips[tooltip] = f"tooltip={string_quote(str(tooltip))}"
             rest = f"{rest} {tip}" if rest else tip
         return rest
 
