@@ -3,17 +3,43 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from torch import Tensor, nn
 
 from ..nodes import shape_str
 
-__all__ = ["bind_arguments", "grad_fn_op_name", "shape_name", "tensor_meta"]
+__all__ = ["Memo", "bind_arguments", "grad_fn_op_name", "shape_name", "tensor_meta"]
 
-_DTYPE_NAMES: dict[Any, str] = {}
-_DEVICE_NAMES: dict[Any, str] = {}
-_SHAPE_NAMES: dict[tuple[int, ...], str] = {}
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Memo(dict[K, V], Generic[K, V]):
+    """A process-wide memo of what is the same in every recording (names of dtypes, shapes,
+    torch callables, signatures).  One rule bounds them all: a memo that reaches ``limit``
+    entries starts over.
+
+    >>> m: Memo[int, str] = Memo(2)
+    >>> m.put(1, "a"), m.put(2, "b"), m.put(3, "c"), sorted(m)
+    ('a', 'b', 'c', [3])
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: K, value: V) -> V:
+        """Remember ``value`` under ``key`` (starting over when full) and return it."""
+        if len(self) >= self.limit:
+            self.clear()
+        self[key] = value
+        return value
+
+
+_DTYPE_NAMES: Memo[Any, str] = Memo(256)
+_DEVICE_NAMES: Memo[Any, str] = Memo(256)
+_SHAPE_NAMES: Memo[tuple[int, ...], str] = Memo(4096)
 
 
 def tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
@@ -21,10 +47,10 @@ def tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
     dtype, device = t.dtype, t.device
     dname = _DTYPE_NAMES.get(dtype)
     if dname is None:
-        dname = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
+        dname = _DTYPE_NAMES.put(dtype, str(dtype).replace("torch.", ""))
     devname = _DEVICE_NAMES.get(device)
     if devname is None:
-        devname = _DEVICE_NAMES[device] = str(device)
+        devname = _DEVICE_NAMES.put(device, str(device))
     return tuple(t.shape), dname, devname
 
 
@@ -32,9 +58,7 @@ def shape_name(shape: tuple[int, ...]) -> str:
     """``shape_str(shape)``, remembered (a recording names many tensors of the same shape)."""
     name = _SHAPE_NAMES.get(shape)
     if name is None:
-        if len(_SHAPE_NAMES) >= 4096:
-            _SHAPE_NAMES.clear()
-        name = _SHAPE_NAMES[shape] = shape_str(shape)
+        name = _SHAPE_NAMES.put(shape, shape_str(shape))
     return name
 
 
@@ -59,7 +83,7 @@ def grad_fn_op_name(classname: str) -> str:
 
 
 # forward function -> its signature (inspect.signature takes longer than recording a small module)
-_SIGNATURES: dict[Any, inspect.Signature] = {}
+_SIGNATURES: Memo[Any, inspect.Signature] = Memo(1024)
 
 
 def _signature(forward: Any) -> inspect.Signature:
@@ -70,10 +94,7 @@ def _signature(forward: Any) -> inspect.Signature:
     sig = _SIGNATURES.get(func)
     if sig is None:
         # the signature of the function less its first (self) parameter, as for the bound method
-        sig = inspect.signature(forward)
-        if len(_SIGNATURES) >= 1024:
-            _SIGNATURES.clear()
-        _SIGNATURES[func] = sig
+        sig = _SIGNATURES.put(func, inspect.signature(forward))
     return sig
 
 

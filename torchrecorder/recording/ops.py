@@ -15,6 +15,8 @@ from typing import Any, Optional, Protocol
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
+from .meta import Memo
+
 __all__ = ["OpMode", "OpSink", "op_info"]
 
 
@@ -93,10 +95,8 @@ def _is_argument(t: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bo
     return False
 
 
-# func -> op_info(func); shared by all recordings (torch callables live as long as the
-# process), bounded in size
-_OP_INFO: dict[Any, tuple[str, bool, Optional[int]]] = {}
-_OP_INFO_MAX = 8192
+# func -> op_info(func); shared by all recordings (torch callables live as long as the process)
+_OP_INFO: Memo[Any, tuple[str, bool, Optional[int]]] = Memo(8192)
 
 
 class OpMode(TorchFunctionMode):
@@ -123,9 +123,7 @@ class OpMode(TorchFunctionMode):
             return out
         info = _OP_INFO.get(func)
         if info is None:
-            if len(_OP_INFO) >= _OP_INFO_MAX:
-                _OP_INFO.clear()
-            info = _OP_INFO[func] = op_info(func)
+            info = _OP_INFO.put(func, op_info(func))
         inplace = info[1]
         if info[2] is not None:  # F.relu(x, inplace=True) returns x, changed
             flag = kwargs.get("inplace", args[info[2]] if info[2] < len(args) else False)
