@@ -270,7 +270,11 @@ def test_llama_shaped_80_layers_on_meta() -> None:
 
 
 def test_benchmark_script_runs_and_reports_targets() -> None:
-    """``benchmarks/bench.py`` end to end on the smallest model: table, floor, targets, exit 0."""
+    """``benchmarks/bench.py`` end to end on the smallest model: table, floor, targets, exit 0.
+
+    Only that it runs and what it prints: the timings of one run on a shared
+    machine say nothing a test may assert.
+    """
     import subprocess
 
     proc = subprocess.run(
@@ -283,7 +287,8 @@ def test_benchmark_script_runs_and_reports_targets() -> None:
     row = next(line for line in out.splitlines() if line.startswith("gpt2-w32-L2 "))
     cells = row.split()
     assert cells[1] == "graph" and int(cells[2]) > 100, row  # kind, node count
-    assert float(cells[4]) > 0 and float(cells[5]) >= float(cells[4]) * 0.5, row  # forward, floor
+    # forward, hooks+mode floor, record, make_dot: numbers in ms, whatever their values
+    assert all(re.fullmatch(r"\d+\.\d", cell) for cell in cells[4:8]), row
     assert "Targets (issue 4)" in out and "gpt2-w32-L2: record+make_dot" in out
 
 
