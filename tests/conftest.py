@@ -1,4 +1,4 @@
-"""Shared fixtures: the golden-file comparison and the ``--update-golden`` option."""
+"""Shared fixtures: the golden-file comparison and the ``--update-golden`` option; the zoo."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 from collections.abc import Callable
 
 import pytest
+
+from .zoo.session import Zoo
 
 GOLDEN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 
@@ -43,3 +45,14 @@ def golden(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
             pytest.fail(f"{name} differs in length: golden {len(want_lines)} lines, now {len(got_lines)}")
 
     return check
+
+
+@pytest.fixture(scope="session")
+def zoo() -> Zoo:
+    """The zoo's models, each recorded once per session, and their oracle comparison.
+
+    ``zoo.recorded(name)`` builds, snapshots and records the model on the first
+    request; ``zoo.oracle(name)`` compares that recording with torch.fx or
+    torch.export on the first request.  Any test may ask first.
+    """
+    return Zoo()

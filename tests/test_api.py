@@ -17,8 +17,8 @@ from torchrecorder import GraphvizNotFoundError
 from torchrecorder.recorder import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
 
 from .backends import needs_backend, needs_dot, needs_pygraphviz
-from .core_models import MLP, ConvBN, ResNetish
 from .graph_checks import global_hook_counts
+from .zoo.handwritten import ConvBN, ResNetish, TinyMLP
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -69,7 +69,7 @@ def test_seed_call_writes_svg_named_after_the_network(tmp_path: Path) -> None:
 @needs_backend
 @pytest.mark.parametrize("fmt", ["png", "pdf", "dot"])
 def test_filename_and_format(tmp_path: Path, fmt: str) -> None:
-    out = torchrecorder.render_network(MLP(), "mlp", (1, 4), tmp_path, filename="pic", fmt=fmt)
+    out = torchrecorder.render_network(TinyMLP(), "mlp", (1, 4), tmp_path, filename="pic", fmt=fmt)
     assert out == str(tmp_path / f"pic.{fmt}")
     data = Path(out).read_bytes()
     magic = {"png": b"\x89PNG", "pdf": b"%PDF", "dot": b"digraph"}[fmt]
@@ -79,12 +79,12 @@ def test_filename_and_format(tmp_path: Path, fmt: str) -> None:
 def test_dot_source_needs_no_graphviz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` here
     monkeypatch.setitem(sys.modules, "pygraphviz", None)  # and pygraphviz cannot be imported
-    rec = torchrecorder.record(MLP(), "mlp", (1, 4))
+    rec = torchrecorder.record(TinyMLP(), "mlp", (1, 4))
     assert "fc1" in torchrecorder.make_dot(rec).source
-    out = torchrecorder.render_network(MLP(), "mlp", (1, 4), tmp_path, fmt="dot")
+    out = torchrecorder.render_network(TinyMLP(), "mlp", (1, 4), tmp_path, fmt="dot")
     assert Path(out).read_text().startswith("digraph")
     with pytest.raises(GraphvizNotFoundError, match="apt-get install graphviz") as info:
-        torchrecorder.render_network(MLP(), "mlp", (1, 4), tmp_path / "x")
+        torchrecorder.render_network(TinyMLP(), "mlp", (1, 4), tmp_path / "x")
     assert "pygraphviz" in str(info.value) and "torchrecorder[render]" in str(info.value)
     assert not (tmp_path / "x").exists()
 
@@ -106,10 +106,10 @@ def test_forced_backend_missing_is_a_clear_error(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("TORCHRECORDER_BACKEND", "dot")
     with pytest.raises(GraphvizNotFoundError, match="no `dot` program is on PATH"):
-        torchrecorder.render_network(MLP(), "mlp", (1, 4), tmp_path)
+        torchrecorder.render_network(TinyMLP(), "mlp", (1, 4), tmp_path)
     monkeypatch.setenv("TORCHRECORDER_BACKEND", "graphviz-please")
     with pytest.raises(ValueError, match="TORCHRECORDER_BACKEND"):
-        torchrecorder.render_network(MLP(), "mlp", (1, 4), tmp_path)
+        torchrecorder.render_network(TinyMLP(), "mlp", (1, 4), tmp_path)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -120,17 +120,17 @@ def test_not_a_module() -> None:
 
 def test_no_inputs_at_all() -> None:
     with pytest.raises(ValueError, match=r"input_shapes.*input_data"):
-        torchrecorder.record(MLP(), "mlp", None)
+        torchrecorder.record(TinyMLP(), "mlp", None)
 
 
 @pytest.mark.parametrize("shapes", ["1x4", (1, "4"), [(1, 4), "b"], 3, (1, -4)])
 def test_malformed_shapes(shapes: object) -> None:
     with pytest.raises((TypeError, ValueError), match=r"input shape|input_shapes"):
-        torchrecorder.record(MLP(), "mlp", shapes)  # type: ignore[arg-type]
+        torchrecorder.record(TinyMLP(), "mlp", shapes)  # type: ignore[arg-type]
 
 
 def test_shapes_that_do_not_fit_name_the_module_and_leave_no_hooks() -> None:
-    net = MLP()
+    net = TinyMLP()
     before = state(net)
     with pytest.raises(RuntimeError) as info:
         torchrecorder.record(net, "mlp", (2, 5))
@@ -145,7 +145,7 @@ def test_shapes_that_do_not_fit_name_the_module_and_leave_no_hooks() -> None:
 @needs_backend
 def test_unknown_format(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"unknown format .svgg.*svg"):
-        torchrecorder.render_network(MLP(), "mlp", (1, 4), tmp_path, fmt="svgg")
+        torchrecorder.render_network(TinyMLP(), "mlp", (1, 4), tmp_path, fmt="svgg")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -153,12 +153,12 @@ def test_directory_that_cannot_be_created(tmp_path: Path) -> None:
     blocker = tmp_path / "file.txt"
     blocker.write_text("not a directory")
     with pytest.raises(NotADirectoryError, match=r"file\.txt"):
-        torchrecorder.render_network(MLP(), "mlp", (1, 4), blocker / "figures", fmt="dot")
+        torchrecorder.render_network(TinyMLP(), "mlp", (1, 4), blocker / "figures", fmt="dot")
 
 
 def test_failing_model_leaves_no_file_or_directory(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError):
-        torchrecorder.render_network(MLP(), "mlp", (1, 7), tmp_path / "out", fmt="dot")
+        torchrecorder.render_network(TinyMLP(), "mlp", (1, 7), tmp_path / "out", fmt="dot")
     assert not (tmp_path / "out").exists()
 
 
@@ -182,7 +182,7 @@ def test_meta_model_stays_on_meta() -> None:
 
 
 def test_dot_is_byte_identical_across_runs_and_processes() -> None:
-    code = ("import torchrecorder, torch; from tests.core_models import ResNetish; torch.manual_seed(0);"
+    code = ("import torchrecorder, torch; from tests.zoo.handwritten import ResNetish; torch.manual_seed(0);"
             "print(torchrecorder.make_dot(torchrecorder.record(ResNetish(), 'r', (1, 3, 6, 6))).source)")
     root = Path(__file__).resolve().parent.parent
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -273,7 +273,7 @@ def test_record_and_make_dot_pause_the_garbage_collector_and_restore_it(enabled:
     assert len(seen) > 3 and not any(seen)  # off in the forward passes and while drawing
 
 def test_keyword_inputs_only() -> None:
-    from .core_models import TwoInputs
+    from .zoo.handwritten import TwoInputs
 
     kwargs = {"a": torch.randn(1, 3), "b": torch.randn(1, 5)}
     rec = torchrecorder.record(TwoInputs(), "two", input_kwargs=kwargs)

@@ -34,7 +34,7 @@ def test_two_inputs_and_a_file_path(tmp_path: Path) -> None:
 @needs_backend
 def test_python_dash_m_writes_svg(tmp_path: Path) -> None:
     out = tmp_path / "mlp.svg"
-    proc = subprocess.run([sys.executable, "-m", "torchrecorder", "tests.core_models:MLP", "-s", "1,4",
+    proc = subprocess.run([sys.executable, "-m", "torchrecorder", "tests.core_models:TinyMLP", "-s", "1,4",
                            "-o", str(out)], capture_output=True, text=True, cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stderr
     assert out.read_text().lstrip().startswith("<?xml")
@@ -45,7 +45,7 @@ def test_python_dash_m_writes_svg(tmp_path: Path) -> None:
     [
         (["tests.core_models", "-s", "1,4"], "must look like"),
         (["tests.core_models:Nope", "-s", "1,4"], "no attribute 'Nope'"),
-        (["tests.core_models:MLP", "-s", "1,5", "-f", "dot"], "'fc1' (Linear)"),
+        (["tests.core_models:TinyMLP", "-s", "1,5", "-f", "dot"], "'fc1' (Linear)"),
     ],
 )
 def test_errors_are_reported_not_traced(argv: list[str], message: str, tmp_path: Path,
@@ -56,5 +56,5 @@ def test_errors_are_reported_not_traced(argv: list[str], message: str, tmp_path:
 
 def test_bad_shape_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        main(["tests.core_models:MLP", "-s", "one,four"])
+        main(["tests.core_models:TinyMLP", "-s", "one,four"])
     assert "not a shape" in capsys.readouterr().err

@@ -12,7 +12,7 @@ import torchrecorder
 from torchrecorder import LayerNode, OpNode, ParamNode, TensorNode
 from torchrecorder.recorder import Recorder
 
-from .core_models import MLP, ConvBN, Nested, ResNetish, TwoInputs
+from .zoo.handwritten import ConvBN, Nested, ResNetish, TinyMLP, TwoInputs
 
 
 def kinds(rec: Recorder, cls: type) -> list[str]:
@@ -20,7 +20,7 @@ def kinds(rec: Recorder, cls: type) -> list[str]:
 
 
 def test_mlp_nodes_parents_depths_and_edges() -> None:
-    rec = torchrecorder.record(MLP(), "mlp", (2, 4))
+    rec = torchrecorder.record(TinyMLP(), "mlp", (2, 4))
     rec.lint()
     assert kinds(rec, LayerNode) == ["mlp", "fc1", "act", "fc2"]
     layers = {n.key: n for n in rec.layers()}
@@ -136,15 +136,15 @@ def test_five_thousand_op_chain_records_without_recursion() -> None:
 
 def test_keep_tensors_is_opt_in() -> None:
     x = torch.randn(2, 4)
-    rec = torchrecorder.record(MLP(), "mlp", input_data=x)
+    rec = torchrecorder.record(TinyMLP(), "mlp", input_data=x)
     assert all(n.fn is None for n in rec.nodes.values() if type(n) is TensorNode)
-    kept = torchrecorder.record(MLP(), "mlp", input_data=x, keep_tensors=True)
+    kept = torchrecorder.record(TinyMLP(), "mlp", input_data=x, keep_tensors=True)
     assert kept.nodes["input:x"].fn is x
     assert isinstance(kept.nodes["fc1:out"].fn, torch.Tensor)
 
 
 def test_summary_table_lists_layers_and_parameter_total() -> None:
-    text = str(torchrecorder.record(MLP(), "mlp", (2, 4)))
+    text = str(torchrecorder.record(TinyMLP(), "mlp", (2, 4)))
     assert "fc1" in text and "Linear" in text and "2×8" in text
     assert "Total params: 67" in text
 
@@ -156,7 +156,7 @@ def test_one_global_forward_hook_while_recording_and_none_after() -> None:
     from .graph_checks import global_hook_counts
 
     before = global_hook_counts()
-    net = MLP()
+    net = TinyMLP()
     with recording(net, "mlp") as rec:
         during = global_hook_counts()
         net(torch.randn(2, 4))
@@ -169,7 +169,7 @@ def test_one_global_forward_hook_while_recording_and_none_after() -> None:
 
 def test_a_user_forward_hook_that_replaces_an_output_keeps_the_graph_connected() -> None:
     """The call closes on what forward returned; the hook's ops follow it in the caller's scope."""
-    net = MLP()
+    net = TinyMLP()
     handle = net.act.register_forward_hook(lambda m, args, out: out * 2)
     try:
         rec = torchrecorder.record(net, "mlp", (2, 4))
@@ -212,7 +212,7 @@ def test_per_module_forward_hooks_where_torch_has_no_global_always_call(
     class Fails(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.mlp = MLP()
+            self.mlp = TinyMLP()
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.mlp(x[:, :3])  # fc1 expects 4 features
@@ -227,7 +227,7 @@ def test_per_module_forward_hooks_where_torch_has_no_global_always_call(
 
     with_global = graphs()
     monkeypatch.setattr(engine, "GLOBAL_POST_HOOK", False)
-    net = MLP()
+    net = TinyMLP()
     with recorder.recording(net, "mlp"):
         assert all(len(m._forward_hooks) == 1 for m in net.modules())
         net(torch.randn(1, 4))

@@ -9,7 +9,7 @@ import pytest
 import torchrecorder
 from torchrecorder.renderer import GraphvizRenderer
 
-from .core_models import Nested, ResNetish
+from .zoo.handwritten import Nested, ResNetish
 
 
 def drawn(rec: torchrecorder.Recorder, depth: int) -> tuple[set[str], set[str], set[tuple[str, str]]]:

@@ -9,8 +9,6 @@ declared nodes, no id is declared twice, and a JSON round trip draws the same.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +20,7 @@ import torchrecorder
 from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
 
 from .dot_parse import parse_dot
-from .zoo import handwritten
+from .zoo.session import MODES, Zoo
 
 GOLDEN_MODELS = ("MLP", "ResidualCNN", "TinyUNet", "LSTMTagger", "WeightSharing", "DictOutput",
                  "AttentionBlock", "InplaceOps", "ModuleListModel", "MetaTransformerish", "Failing")
@@ -39,8 +37,6 @@ MMD_VARIANTS: dict[str, dict[str, Any]] = {
     "d1": {"render_depth": 1},
     "full": {"tensor_nodes": False, "fold_repeats": True},
 }
-_MODES: dict[str, Callable[[], Any]] = {
-    "grad": contextlib.nullcontext, "no_grad": torch.no_grad, "inference": torch.inference_mode}
 
 
 class Failing(nn.Module):
@@ -55,8 +51,8 @@ class Failing(nn.Module):
         return self.bad(torch.relu(self.fc(x)))
 
 
-@functools.cache
-def _recording(name: str) -> torchrecorder.Recorder:
+def _record(zoo: Zoo, name: str) -> torchrecorder.Recorder:
+    """``record()`` on the model ``name``, as a user would call it."""
     if name == "Failing":
         torch.manual_seed(0)
         with pytest.raises(RuntimeError) as info:
@@ -64,17 +60,31 @@ def _recording(name: str) -> torchrecorder.Recorder:
         rec = info.value.recording  # type: ignore[attr-defined]
         assert isinstance(rec, torchrecorder.Recorder)
         return rec
-    case = next(c for c in handwritten.CASES if c.name == name)
+    case = zoo.case(name)
     net = case.build()
     args, kwargs = case.inputs()
-    with _MODES[case.grad_mode]():
+    with MODES[case.grad_mode]():
         return torchrecorder.record(net, name, input_data=args, input_kwargs=kwargs)
+
+
+@pytest.fixture(scope="module")
+def recording(zoo: Zoo) -> Callable[[str], torchrecorder.Recorder]:
+    """``recording(name)``: the golden model ``name`` recorded once per module, on first request."""
+    cache: dict[str, torchrecorder.Recorder] = {}
+
+    def get(name: str) -> torchrecorder.Recorder:
+        if name not in cache:
+            cache[name] = _record(zoo, name)
+        return cache[name]
+
+    return get
 
 
 @pytest.mark.parametrize("variant", list(DOT_VARIANTS))
 @pytest.mark.parametrize("model", GOLDEN_MODELS)
-def test_golden_dot(model: str, variant: str, golden: Callable[[str, str], None]) -> None:
-    rec = _recording(model)
+def test_golden_dot(model: str, variant: str, golden: Callable[[str, str], None],
+                    recording: Callable[[str], torchrecorder.Recorder]) -> None:
+    rec = recording(model)
     options = DOT_VARIANTS[variant]
     source = torchrecorder.make_dot(rec, **options).source
     golden(f"{model}.{variant}.gv", source)
@@ -93,8 +103,9 @@ def test_golden_dot(model: str, variant: str, golden: Callable[[str, str], None]
 
 @pytest.mark.parametrize("variant", list(MMD_VARIANTS))
 @pytest.mark.parametrize("model", GOLDEN_MODELS)
-def test_golden_mermaid(model: str, variant: str, golden: Callable[[str, str], None]) -> None:
-    rec = _recording(model)
+def test_golden_mermaid(model: str, variant: str, golden: Callable[[str, str], None],
+                        recording: Callable[[str], torchrecorder.Recorder]) -> None:
+    rec = recording(model)
     options = MMD_VARIANTS[variant]
     text = torchrecorder.make_mermaid(rec, **options)
     golden(f"{model}.{variant}.mmd", text)
@@ -105,8 +116,9 @@ def test_golden_mermaid(model: str, variant: str, golden: Callable[[str, str], N
 
 
 @pytest.mark.parametrize("model", GOLDEN_MODELS)
-def test_golden_json(model: str, golden: Callable[[str, str], None]) -> None:
-    rec = _recording(model)
+def test_golden_json(model: str, golden: Callable[[str, str], None],
+                     recording: Callable[[str], torchrecorder.Recorder]) -> None:
+    rec = recording(model)
     text = rec.to_json()
     golden(f"{model}.json", text)
 

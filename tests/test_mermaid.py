@@ -12,15 +12,7 @@ from torch import nn
 import torchrecorder
 from torchrecorder.renderer import MERMAID_STYLES, MermaidRenderer
 
-from . import core_models
-
-
-class MLP(core_models.MLP):
-    """fc1 -> act -> fc2, with the act's output doubled outside any submodule."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(self.act(self.fc1(x)) * 2)
-
+from .zoo.handwritten import DoubledMLP
 
 NODE = re.compile(r'^(\s*)(n_\w+)(\[\[|\[/|\[\(|\(\[|\[|\()"([^"]*)"(\]\]|/\]|\)\]|\]\)|\]|\))$')
 SUBGRAPH = re.compile(r'^(\s*)subgraph (n_\w+)\["([^"]*)"\]$')
@@ -58,14 +50,14 @@ def parse(chart: str) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def rec() -> torchrecorder.Recorder:
-    return torchrecorder.record(MLP(), "mlp", (1, 4))
+    return torchrecorder.record(DoubledMLP(), "mlp", (1, 4))
 
 
 def test_structure_of_a_known_model(rec: torchrecorder.Recorder) -> None:
     chart = parse(MermaidRenderer(rec, render_depth=1).render())
     nodes = chart["nodes"]
     assert isinstance(nodes, dict)
-    assert chart["subgraphs"] == {"n_mlp": ("mlp : MLP", "")}
+    assert chart["subgraphs"] == {"n_mlp": ("mlp : DoubledMLP", "")}
     assert nodes["n_fc1"] == ("[", "fc1<br>Linear<br>weight: 8×4<br>bias: 8<br>40 params", "n_mlp")
     assert nodes["n_act"] == ("[", "act<br>ReLU", "n_mlp")
     assert nodes["n_mlp_mul"] == ("(", "mul", "n_mlp")
@@ -145,16 +137,16 @@ def test_edge_shapes_label_op_edges() -> None:
 
 
 def test_render_network_writes_mermaid(tmp_path: os.PathLike[str]) -> None:
-    path = torchrecorder.render_network(MLP(), "mlp", (1, 4), str(tmp_path), fmt="mmd")
+    path = torchrecorder.render_network(DoubledMLP(), "mlp", (1, 4), str(tmp_path), fmt="mmd")
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
     assert path.endswith("mlp.mmd")
-    assert text == torchrecorder.make_mermaid(torchrecorder.record(MLP(), "mlp", (1, 4)), 1)
+    assert text == torchrecorder.make_mermaid(torchrecorder.record(DoubledMLP(), "mlp", (1, 4)), 1)
 
 
 def test_mermaid_is_deterministic() -> None:
-    a = torchrecorder.make_mermaid(torchrecorder.record(MLP(), "m", (1, 4)))
-    b = torchrecorder.make_mermaid(torchrecorder.record(MLP(), "m", (1, 4)))
+    a = torchrecorder.make_mermaid(torchrecorder.record(DoubledMLP(), "m", (1, 4)))
+    b = torchrecorder.make_mermaid(torchrecorder.record(DoubledMLP(), "m", (1, 4)))
     assert a == b
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
+import re
 import sys
 import weakref
 from typing import Any
@@ -21,6 +22,9 @@ from torch import Tensor, nn
 import torchrecorder
 from torchrecorder import ParamNode, TensorNode
 from torchrecorder.recorder import op_acc
+from torchrecorder.renderer import GraphvizRenderer
+
+from .dot_parse import parse_dot
 
 _BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
 
@@ -165,8 +169,11 @@ def test_deep_chain_records(chain_rec: torchrecorder.Recorder) -> None:
 def test_deep_chain_make_dot(chain_rec: torchrecorder.Recorder, render_depth: int) -> None:
     source = torchrecorder.make_dot(chain_rec, render_depth=render_depth).source
     assert source.startswith("digraph")
+    edges = parse_dot(source).edges
+    assert len(edges) == len(GraphvizRenderer(chain_rec, render_depth).drawn_edges())
     if render_depth >= 1:
-        assert source.count("->") >= N_CHAIN
+        # input -> mul -> add x N_CHAIN -> output, and the parameter into mul
+        assert len(edges) >= N_CHAIN + 3
 
 
 def test_deep_chain_under_low_recursion_limit() -> None:
@@ -180,7 +187,28 @@ def test_deep_chain_under_low_recursion_limit() -> None:
         source = torchrecorder.make_dot(rec).source
     finally:
         sys.setrecursionlimit(limit)
-    assert source.count("->") >= 3_000
+    assert len(parse_dot(source).edges) == len(GraphvizRenderer(rec).drawn_edges()) >= 3_000
+
+
+_EDGE_STATEMENT = re.compile(r'^\s*(?:"(?:[^"\\]|\\.)*"|[^\s"\[]+)\s*->\s')
+
+
+def test_edge_count_fails_when_the_edges_are_gone() -> None:
+    """The edge counts above read edge statements; counting "->" in the text would not fail.
+
+    Every op's tooltip contains "->" (``add -> 2×4``): with every edge statement
+    deleted from the DOT of a 100-op chain, the text still holds over 100 arrows.
+    """
+    rec = torchrecorder.record(Chain(100), "chain", (2, 4))
+    source = torchrecorder.make_dot(rec).source
+    drawn = len(GraphvizRenderer(rec).drawn_edges())
+    assert len(parse_dot(source).edges) == drawn >= 101
+    lines = source.splitlines()
+    cut = "\n".join(line for line in lines if not _EDGE_STATEMENT.match(line))
+    assert len(lines) - len(cut.splitlines()) == drawn  # exactly the edge statements went
+    assert cut.count("->") >= 101  # the old count would still pass...
+    assert parse_dot(cut).edges == []  # ...the parsed count drops to nothing
+    assert len(parse_dot(cut).nodes) == len(parse_dot(source).nodes)
 
 
 def test_op_acc_walks_a_deep_autograd_graph() -> None:
@@ -242,7 +270,11 @@ def test_llama_shaped_80_layers_on_meta() -> None:
 
 
 def test_benchmark_script_runs_and_reports_targets() -> None:
-    """``benchmarks/bench.py`` end to end on the smallest model: table, floor, targets, exit 0."""
+    """``benchmarks/bench.py`` end to end on the smallest model: table, floor, targets, exit 0.
+
+    Only that it runs and what it prints: the timings of one run on a shared
+    machine say nothing a test may assert.
+    """
     import subprocess
 
     proc = subprocess.run(
@@ -255,7 +287,8 @@ def test_benchmark_script_runs_and_reports_targets() -> None:
     row = next(line for line in out.splitlines() if line.startswith("gpt2-w32-L2 "))
     cells = row.split()
     assert cells[1] == "graph" and int(cells[2]) > 100, row  # kind, node count
-    assert float(cells[4]) > 0 and float(cells[5]) >= float(cells[4]) * 0.5, row  # forward, floor
+    # forward, hooks+mode floor, record, make_dot: numbers in ms, whatever their values
+    assert all(re.fullmatch(r"\d+\.\d", cell) for cell in cells[4:8]), row
     assert "Targets (issue 4)" in out and "gpt2-w32-L2: record+make_dot" in out
 
 
