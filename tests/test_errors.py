@@ -12,7 +12,7 @@ import torchrecorder
 from torchrecorder import LayerNode, Recorder
 from torchrecorder.renderer import GraphvizRenderer, GraphvizStyler
 
-from .backends import needs_dot
+from .backends import needs_backend
 from .graph_checks import check_state_unchanged, global_hook_counts, snapshot
 
 
@@ -178,7 +178,7 @@ def test_partial_recording_draws_with_the_failure_marked() -> None:
         GraphvizRenderer(rec, depth).drawn_edges()
 
 
-@needs_dot
+@needs_backend
 @pytest.mark.dot
 def test_partial_recording_renders_svg() -> None:
     from torchrecorder.backend import render_source

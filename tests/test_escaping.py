@@ -1,14 +1,13 @@
 """No name can break the output: module names, class names and the network's name, in DOT, SVG and Mermaid.
 
 A property test builds modules whose ``nn.ModuleDict`` keys and class names
-are generated strings, renders them with the real ``dot``, parses the SVG as
+are generated strings, renders them with Graphviz (``dot`` or pygraphviz), parses the SVG as
 XML and reads every name back from it.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -23,8 +22,9 @@ from torchrecorder.export import dumps, loads
 from torchrecorder.nodes import TensorNode
 from torchrecorder.renderer.mermaid import mermaid_id, mermaid_text
 
-pytestmark = pytest.mark.skipif(shutil.which("dot") is None and not torchrecorder.backend._pygraphviz(),
-                                reason="no Graphviz backend")
+from .backends import needs_backend
+
+pytestmark = needs_backend
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK = "{http://www.w3.org/1999/xlink}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import xml.etree.ElementTree as ET
 
 import graphviz
@@ -12,7 +11,7 @@ from torch import nn
 
 import torchrecorder
 
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="the Graphviz `dot` program is missing")
+from .backends import needs_backend
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +20,7 @@ def rec() -> torchrecorder.Recorder:
     return torchrecorder.record(net, "mlp", (1, 4))
 
 
-@needs_dot
+@needs_backend
 def test_recorder_mimebundle(rec: torchrecorder.Recorder) -> None:
     bundle = rec._repr_mimebundle_()
     assert set(bundle) == {"text/html", "image/svg+xml", "text/plain"}
@@ -36,20 +35,20 @@ def test_recorder_mimebundle(rec: torchrecorder.Recorder) -> None:
     assert ">0</text>" in bundle["image/svg+xml"]  # drawn at render_depth=1: the children as boxes
 
 
-@needs_dot
+@needs_backend
 def test_include_and_exclude(rec: torchrecorder.Recorder) -> None:
     assert set(rec._repr_mimebundle_(include=["image/svg+xml"])) == {"image/svg+xml"}
     assert set(rec._repr_mimebundle_(exclude=["text/html"])) == {"image/svg+xml", "text/plain"}
 
 
-@needs_dot
+@needs_backend
 def test_recorder_svg(rec: torchrecorder.Recorder) -> None:
     svg = rec._repr_svg_()
     assert svg is not None
     ET.fromstring(svg)
 
 
-@needs_dot
+@needs_backend
 def test_make_dot_result_displays_itself(rec: torchrecorder.Recorder) -> None:
     dot = torchrecorder.make_dot(rec, render_depth=2)
     assert isinstance(dot, graphviz.Digraph)
@@ -71,14 +70,14 @@ def test_without_graphviz_only_text(rec: torchrecorder.Recorder, monkeypatch: py
     assert rec._repr_svg_() is None
 
 
-@needs_dot
+@needs_backend
 def test_ipython_picks_the_bundle(rec: torchrecorder.Recorder) -> None:
     formatters = pytest.importorskip("IPython.core.formatters")
     data, _ = formatters.DisplayFormatter().format(rec)
     assert "text/html" in data and "image/svg+xml" in data
 
 
-@needs_dot
+@needs_backend
 def test_wide_graph_keeps_its_size() -> None:
     class Wide(nn.Module):
         def __init__(self) -> None:

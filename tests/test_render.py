@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 import warnings
 import xml.etree.ElementTree as ET
 from typing import Any
@@ -20,7 +19,7 @@ from torchrecorder._text import dot_id, dot_quote, dot_text, html_text, quote_do
 from torchrecorder.nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode
 from torchrecorder.renderer import DEFAULT_STYLES, PRESETS, GraphvizRenderer, GraphvizStyler
 
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="the Graphviz `dot` program is missing")
+from .backends import needs_backend
 
 
 class Scale(nn.Module):
@@ -179,7 +178,7 @@ def test_compact_preset_is_smaller(rec: torchrecorder.Recorder) -> None:
     assert float(compact["graph"]["ranksep"]) < float(default["graph"]["ranksep"])
 
 
-@needs_dot
+@needs_backend
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_every_preset_renders(rec: torchrecorder.Recorder, preset: str) -> None:
     svg = torchrecorder.backend.render_source(torchrecorder.make_dot(rec, 2, preset=preset).source, "svg")
@@ -261,7 +260,7 @@ def test_compact_preset_puts_shapes_on_edges(rec: torchrecorder.Recorder) -> Non
     assert "fc@out" in torchrecorder.make_dot(rec, 2).source
 
 
-@needs_dot
+@needs_backend
 def test_shapes_on_edges_render(rec: torchrecorder.Recorder) -> None:
     source = torchrecorder.make_dot(rec, 2, preset="compact").source
     ET.fromstring(torchrecorder.backend.render_source(source, "svg"))
