@@ -14,16 +14,22 @@ Run ``python benchmarks/bench.py`` (about 3 minutes on 2 CPU cores) or
 * peak RSS growth of one forward pass and of one ``record``;
 * torchviz, torchview and torchlens on the same model and inputs when they are
   installed (``pip install 'torchrecorder[bench]'``);
+* the cold call on ``gpt2-w32-L2``: in a fresh process, ``import torchrecorder``
+  (timed apart, after ``import torch``) and the first ``record`` +
+  ``make_dot(...).source``, beside ``import torchviz`` and its first forward +
+  ``make_dot(...).source``, each fresh process repeated ``--cold-repeats`` times;
 
 and prints a table, then each target of issue 4 with PASS/FAIL and the ratio
-measured.  Times are medians of ``--repeats`` runs after one warm-up run.  The
-benchmark never fails a test suite: its exit status is 0 whatever it measures.
+measured.  Times are medians of ``--repeats`` runs after one warm-up run (the
+cold row: medians over its fresh processes).  The benchmark never fails a test
+suite: its exit status is 0 whatever it measures.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import inspect
 import itertools
 import json
@@ -323,6 +329,67 @@ def worker_peer(peer: str, name: str, repeats: int, hf: bool) -> dict[str, Any]:
     return res
 
 
+COLD_MODEL = "gpt2-w32-L2"
+COLD_TOOLS = ("torchrecorder", "torchviz")
+
+
+def worker_cold(tool: str, name: str, hf: bool) -> dict[str, Any]:
+    """The first call of ``tool`` in this fresh process: its import, then one drawing of ``name``.
+
+    ``import torch`` and building the model come first and are not counted (timed
+    apart, for reference); then the tool's import is timed, then its first call:
+    ``record`` + ``make_dot(...).source`` for torchrecorder, a grad-enabled
+    forward + ``torchviz.make_dot(...).source`` for torchviz.
+    """
+    res: dict[str, Any] = {"model": name, "tool": tool}
+    t0 = time.perf_counter()
+    import torch  # noqa: F401
+
+    res["torch_import_s"] = time.perf_counter() - t0
+    from models import build
+
+    model, args = build(name, hf)
+    if tool in sys.modules:
+        return {**res, "error": f"{tool} was imported before the measurement"}
+    t0 = time.perf_counter()
+    try:
+        mod: Any = importlib.import_module(tool)
+    except ImportError as exc:
+        return {**res, "error": f"not installed ({exc.name})"}
+    res["import_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if tool == "torchrecorder":
+        mod.make_dot(mod.record(model, name, input_data=args)).source  # noqa: B018
+    else:
+        out = _first_tensor(model(*args))
+        mod.make_dot(out, params=dict(model.named_parameters())).source  # noqa: B018
+    res["first_call_s"] = time.perf_counter() - t0
+    return res
+
+
+def cold_calls(repeats: int, hf: bool, tools: tuple[str, ...], tmp: str, timeout: float) -> dict[str, Any]:
+    """Median import and first-call times of each tool over ``repeats`` fresh processes each.
+
+    The tools take turns, one process at a time, so that a machine busy with
+    something else slows them alike.
+    """
+    runs: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
+    for _ in range(repeats):
+        for tool in tools:
+            runs[tool].append(spawn("cold-" + tool, COLD_MODEL, 1, hf, tmp, timeout))
+    out: dict[str, Any] = {"model": COLD_MODEL, "repeats": repeats}
+    torch_times = [r["torch_import_s"] for rs in runs.values() for r in rs if "torch_import_s" in r]
+    out["torch_import_s"] = statistics.median(torch_times) if torch_times else None
+    for tool, results in runs.items():
+        errors = [r["error"] for r in results if "error" in r]
+        if errors:
+            out[tool] = {"error": errors[0]}
+            continue
+        out[tool] = {key: statistics.median(r[key] for r in results)
+                     for key in ("import_s", "first_call_s")}
+    return out
+
+
 def run_worker(argv: list[str]) -> None:
     """Entry point of a ``--worker`` subprocess: print one JSON result line."""
     warnings.filterwarnings("ignore")
@@ -333,6 +400,8 @@ def run_worker(argv: list[str]) -> None:
         res = worker_ours(name, repeats, hf, outdir)
     elif kind == "fwdmem":
         res = worker_fwdmem(name, repeats, hf, outdir)
+    elif kind.startswith("cold-"):
+        res = worker_cold(kind[len("cold-"):], name, hf)
     else:
         res = worker_peer(kind, name, repeats, hf)
     print(MARK + json.dumps(res), flush=True)
@@ -401,7 +470,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="3 repeats, shorter time limits, peers on the graph-bound models only")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per measurement (default 9)")
     parser.add_argument("--models", default=None, help="comma-separated subset of the model names")
-    parser.add_argument("--no-peers", action="store_true", help="do not time torchviz/torchview/torchlens")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="do not time torchviz/torchview/torchlens (the cold-call row keeps torchviz)")
+    parser.add_argument("--cold-repeats", type=int, default=None,
+                        help=f"fresh processes per tool for the cold-call row on {COLD_MODEL}, torchrecorder "
+                             "beside torchviz (default 5, 3 with --quick; 0: no cold row)")
     parser.add_argument("--hf", action="store_true",
                         help="GPT-2 and Llama from transformers configs instead of the hand-written ones")
     parser.add_argument("--json", default=None, help="also write all results to this JSON file")
@@ -413,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     from models import MODELS
 
     repeats = opts.repeats or (3 if opts.quick else 9)
+    cold_repeats = opts.cold_repeats if opts.cold_repeats is not None else (3 if opts.quick else 5)
     names = opts.models.split(",") if opts.models else list(MODELS)
     unknown = [n for n in names if n not in MODELS]
     if unknown:
@@ -467,13 +541,23 @@ def main(argv: list[str] | None = None) -> int:
                 print(f" {peer}", end="", flush=True)
                 peers[name][peer] = spawn(peer, name, repeats, opts.hf, tmp, peer_timeout)
             print(f" done ({time.perf_counter() - started:.0f} s)", flush=True)
+        cold: dict[str, Any] | None = None
+        if cold_repeats > 0 and COLD_MODEL in names:
+            tools = tuple(t for t in COLD_TOOLS if t == "torchrecorder" or versions[t] is not None)
+            print(f"  cold calls on {COLD_MODEL}: {cold_repeats} fresh processes per tool ...", end="",
+                  flush=True)
+            cold = cold_calls(cold_repeats, opts.hf, tools, tmp, worker_timeout)
+            for tool in COLD_TOOLS:
+                if tool not in tools:
+                    cold[tool] = {"error": "not installed"}
+            print(f" done ({time.perf_counter() - started:.0f} s)", flush=True)
     _choose_stat(results, peers, opts.stat)
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    report(results, peers, opts, repeats)
+    report(results, peers, opts, repeats, cold)
     print(f"\ntotal benchmark time {time.perf_counter() - started:.0f} s")
     if opts.json:
         with open(opts.json, "w", encoding="utf-8") as fh:
-            json.dump({"results": results, "peers": peers}, fh, indent=1, default=str)
+            json.dump({"results": results, "peers": peers, "cold": cold}, fh, indent=1, default=str)
     return 0
 
 
@@ -496,8 +580,8 @@ def _choose_stat(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, 
 
 
 def report(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[str, Any]]],
-           opts: argparse.Namespace, repeats: int) -> None:
-    """Print the tables and the targets."""
+           opts: argparse.Namespace, repeats: int, cold: dict[str, Any] | None = None) -> None:
+    """Print the tables, the cold-call row (when measured) and the targets."""
     del repeats
     headers = ["model", "kind", "nodes", "edges", "forward", "hooks+mode floor", "record", "make_dot",
                "dot full", "dot d1", "dot d2", "make_dot unfolded", "dot unfolded", "rec/fwd",
@@ -551,7 +635,36 @@ def report(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[s
         for peer in PEERS:
             heads += [peer, "ratio", "RSS"]
         print(_table(heads, prow))
+    if cold is not None:
+        print_cold(cold)
     print_targets(results, peers)
+
+
+def print_cold(cold: dict[str, Any]) -> None:
+    """The cold-call row: imports and first calls in fresh processes, torchrecorder beside torchviz."""
+    ours, theirs = cold["torchrecorder"], cold["torchviz"]
+    headers = ["model", "import torchrecorder", "record+make_dot", "import torchviz", "forward+make_dot",
+               "ratio first call", "ratio import+first"]
+
+    def cells(r: dict[str, Any]) -> list[str]:
+        if "error" in r:
+            return [r["error"], ""]
+        return [_fmt(r["import_s"], 1e3), _fmt(r["first_call_s"], 1e3)]
+
+    row = [cold["model"], *cells(ours), *cells(theirs)]
+    if "error" in ours or "error" in theirs:
+        row += ["-", "-"]
+    else:
+        first = ours["first_call_s"] / theirs["first_call_s"]
+        total = (ours["import_s"] + ours["first_call_s"]) / (theirs["import_s"] + theirs["first_call_s"])
+        row += [_fmt(first, 1, 2), _fmt(total, 1, 2)]
+    print(f"\nCold call (ms, median of {cold['repeats']} fresh processes per tool, taking turns): "
+          "the import, timed apart, then the first call; ratio = torchrecorder / torchviz, < 1 means "
+          "torchrecorder is faster")
+    print(_table(headers, [row]))
+    if cold.get("torch_import_s") is not None:
+        print(f"`import torch` and building the model come first in each process and are not counted "
+              f"(import torch: median {_fmt(cold['torch_import_s'], 1e3, 0)} ms)")
 
 
 def print_targets(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[str, Any]]]) -> None:

@@ -270,7 +270,8 @@ def test_llama_shaped_80_layers_on_meta() -> None:
 
 
 def test_benchmark_script_runs_and_reports_targets() -> None:
-    """``benchmarks/bench.py`` end to end on the smallest model: table, floor, targets, exit 0.
+    """``benchmarks/bench.py`` end to end on the smallest model: table, floor, the cold-call row
+    beside torchviz, targets, exit 0.
 
     Only that it runs and what it prints: the timings of one run on a shared
     machine say nothing a test may assert.
@@ -279,17 +280,34 @@ def test_benchmark_script_runs_and_reports_targets() -> None:
 
     proc = subprocess.run(
         [sys.executable, os.path.join(_BENCH, "bench.py"), "--models", "gpt2-w32-L2", "--no-peers",
-         "--repeats", "1"],
+         "--repeats", "1", "--cold-repeats", "1"],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
-    row = next(line for line in out.splitlines() if line.startswith("gpt2-w32-L2 "))
+    lines = out.splitlines()
+    number = re.compile(r"\d+\.\d+")
+    row = next(line for line in lines if line.startswith("gpt2-w32-L2 ") and " graph " in line)
     cells = row.split()
     assert cells[1] == "graph" and int(cells[2]) > 100, row  # kind, node count
     # forward, hooks+mode floor, record, make_dot: numbers in ms, whatever their values
-    assert all(re.fullmatch(r"\d+\.\d", cell) for cell in cells[4:8]), row
+    assert all(number.fullmatch(cell) for cell in cells[4:8]), row
     assert "Targets (issue 4)" in out and "gpt2-w32-L2: record+make_dot" in out
+
+    # the cold-call row: our import and first call, torchviz's beside them, and the ratios
+    has_torchviz = importlib.util.find_spec("torchviz") is not None
+    at = next(i for i, line in enumerate(lines) if line.startswith("Cold call"))
+    assert lines[at + 1].split() == ["model", "import", "torchrecorder", "record+make_dot", "import",
+                                     "torchviz", "forward+make_dot", "ratio", "first", "call", "ratio",
+                                     "import+first"], lines[at + 1]
+    cold = lines[at + 3].split()
+    assert cold[0] == "gpt2-w32-L2" and all(number.fullmatch(c) for c in cold[1:3]), lines[at + 3]
+    if has_torchviz:
+        assert len(cold) == 7 and all(number.fullmatch(c) for c in cold[3:]), lines[at + 3]
+    else:
+        assert cold[3:5] == ["not", "installed"] and cold[-2:] == ["-", "-"], lines[at + 3]
+    assert lines[at + 4].startswith("`import torch`")
+    assert out.index("Cold call") < out.index("Targets (issue 4)")
 
 
 def test_benchmark_report_shows_a_failed_model_and_goes_on(capsys: pytest.CaptureFixture[str]) -> None:
