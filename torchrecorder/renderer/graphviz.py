@@ -152,11 +152,15 @@ class GraphvizRenderer(BaseRenderer):
         if type(attrs) is not dict and not isinstance(attrs, Mapping):
             raise TypeError(f"{type(self.styler).__name__}.{method}() must return a mapping of "
                             f"Graphviz attributes, got {type(attrs).__name__}")
-        rest_attrs = dict(attrs)
-        label = rest_attrs.pop("label", None)
-        tooltip = rest_attrs.pop("tooltip", None)
-        if wide:
-            rest_attrs.setdefault("constraint", "false")
+        label = attrs.get("label")
+        tooltip = attrs.get("tooltip")
+        rest_attrs = attrs
+        if label is not None or tooltip is not None or wide:  # (the styler's dict is not changed)
+            rest_attrs = dict(attrs)
+            rest_attrs.pop("label", None)
+            rest_attrs.pop("tooltip", None)
+            if wide:
+                rest_attrs.setdefault("constraint", "false")
         key: Any = tuple(rest_attrs.items())
         try:
             rest = self._rests.get(key)
