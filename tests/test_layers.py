@@ -126,9 +126,8 @@ def rec() -> torchrecorder.Recorder:
     return torchrecorder.record(_Net(), "net", (1, 4))
 
 
-def _source(renderer_cls: type[GraphvizRenderer] = GraphvizRenderer,
+def _source(rec: torchrecorder.Recorder, renderer_cls: type[GraphvizRenderer] = GraphvizRenderer,
             styler_cls: type[GraphvizStyler] = GraphvizStyler, **kw: Any) -> str:
-    rec = torchrecorder.record(_Net(), "net", (1, 4))
     return str(renderer_cls(rec, 2, styler_cls, **kw).render().source)
 
 
@@ -213,9 +212,9 @@ class _Params(GraphvizStyler):
         "style_cluster", "style_edge", "style_tensor_edge", "label", "tooltip", "kind_of", "param_lines"])
 def test_each_documented_hook_changes_the_output(renderer_cls: type[GraphvizRenderer],
                                                  styler_cls: type[GraphvizStyler], kw: dict[str, Any],
-                                                 check: Any) -> None:
-    plain = _source(**kw)
-    hooked = _source(renderer_cls, styler_cls, **kw)
+                                                 check: Any, rec: torchrecorder.Recorder) -> None:
+    plain = _source(rec, **kw)
+    hooked = _source(rec, renderer_cls, styler_cls, **kw)
     assert hooked != plain
     assert check(hooked), hooked
     parse_dot(hooked)  # still DOT

@@ -134,7 +134,6 @@ class GraphvizStyler:
     def __init__(self, preset: str = "default", **styler_args: Any) -> None:
         # label and tooltip text of tensors and ops, by what they show (many nodes share one)
         self._text_memo: dict[Any, Any] = {}
-        self._kind_memo: dict[type, str] = {}
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.styles: dict[str, dict[str, str]] = {k: dict(v) for k, v in DEFAULT_STYLES.items()}
@@ -156,14 +155,7 @@ class GraphvizStyler:
     def kind_of(self, node: BaseNode) -> str:
         """The style kind of ``node`` (``"layer"``, ``"tensor"``, ``"io"``, ``"param"``, ``"op"``),
         from :attr:`kinds` (see :func:`torchrecorder.projection.kind_of`)."""
-        kind = self._kind_memo.get(type(node)) if self.kinds is type(self).kinds else None
-        if kind is None:
-            kind = _kind_of(node, self.kinds)
-            if kind in ("tensor", "io"):
-                return kind  # decided by the node's role, not its class
-            if self.kinds is type(self).kinds:
-                self._kind_memo[type(node)] = kind
-        return kind
+        return _kind_of(node, self.kinds)
 
     def graph_attrs(self) -> dict[str, str]:
         """Attributes of the whole graph."""
