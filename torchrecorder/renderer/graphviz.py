@@ -154,19 +154,19 @@ class GraphvizRenderer(BaseRenderer):
                             f"Graphviz attributes, got {type(attrs).__name__}")
         label = attrs.get("label")
         tooltip = attrs.get("tooltip")
-        rest_attrs = attrs
-        if label is not None or tooltip is not None or wide:  # (the styler's dict is not changed)
-            rest_attrs = dict(attrs)
-            rest_attrs.pop("label", None)
-            rest_attrs.pop("tooltip", None)
-            if wide:
-                rest_attrs.setdefault("constraint", "false")
-        key: Any = tuple(rest_attrs.items())
+        # the key of the other attributes, made without copying the styler's dict
+        if label is None and tooltip is None and not wide:
+            key: Any = tuple(attrs.items())
+        else:
+            key = (wide, *[item for item in attrs.items() if item[0] not in _SPLIT_OFF])
         try:
             rest = self._rests.get(key)
         except TypeError:  # an unhashable value
             rest = key = None
         if rest is None:
+            rest_attrs = {k: v for k, v in attrs.items() if k not in _SPLIT_OFF}
+            if wide:
+                rest_attrs.setdefault("constraint", "false")
             pairs = sorted((str(k), str(v)) for k, v in rest_attrs.items())
             rest = " ".join(f"{dot_quote(k)}={dot_quote(v)}" for k, v in pairs)
             if key is not None:
@@ -189,6 +189,10 @@ class GraphvizRenderer(BaseRenderer):
             raise TypeError(f"{type(self.styler).__name__}.{method}() must return a mapping of "
                             f"Graphviz attributes, got {type(attrs).__name__}")
         return {str(k): str(v) for k, v in attrs.items()}
+
+
+#: the attributes written apart from the others: they differ from node to node
+_SPLIT_OFF = frozenset(("label", "tooltip"))
 
 
 def _cluster_attr_list(attrs: dict[str, str]) -> str:
