@@ -73,6 +73,8 @@ class DotStatements:
     clusters: list[str]
     node_attrs: dict[str, dict[str, str]]
     edge_attrs: list[dict[str, str]]
+    #: ``{rank=same; a; b}`` groups: rank -> the node ids it names, in order
+    ranks: dict[str, list[str]]
 
 
 def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
@@ -95,7 +97,7 @@ def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
 def parse_dot(text: str) -> DotStatements:
     """Parse the DOT that torchrecorder writes (one digraph; nodes, edges, subgraphs, attributes)."""
     toks = _tokens(text)
-    out = DotStatements([], [], [], {}, [])
+    out = DotStatements([], [], [], {}, [], {})
     i = 0
     # header: [strict] digraph [name] {
     while toks[i] != "{":
@@ -103,6 +105,15 @@ def parse_dot(text: str) -> DotStatements:
     i += 1
     while i < len(toks):
         tok = toks[i]
+        if tok == "{" and toks[i + 1:i + 3] == ["rank", "="]:  # a rank group names nodes, declares none
+            named = out.ranks.setdefault(_unquote(toks[i + 3]), [])
+            i += 4
+            while toks[i] != "}":
+                if toks[i] != ";":
+                    named.append(_unquote(toks[i]))
+                i += 1
+            i += 1
+            continue
         if tok in ("}", ";", "{"):
             i += 1
             continue

@@ -59,7 +59,7 @@ def test_seed_call_writes_svg_named_after_the_network(tmp_path: Path) -> None:
     assert out == str(tmp_path / "figures" / "resnet.svg")
     texts = svg_texts(out)
     assert {"stem", "block", "head"} <= set(texts)
-    assert "Conv2d" in texts and "ResidualBlock" in texts
+    assert "Conv2d · 112 params" in texts and "ResidualBlock · 296 params" in texts
     assert os.listdir(tmp_path / "figures") == ["resnet.svg"]
     umask = os.umask(0)
     os.umask(umask)
@@ -99,7 +99,8 @@ def test_both_backends_render_the_same_nodes(tmp_path: Path, monkeypatch: pytest
     out = torchrecorder.render_network(ConvBN().eval(), "cnn", (1, 3, 8, 8), tmp_path)
     root = ET.parse(out).getroot()
     titles = {t.text for t in root.iter(f"{SVG}title")}
-    assert {"conv", "bn", "relu", "head", "cnn/flatten", "input@x"} <= titles
+    assert {"conv", "bn", "relu", "head", "input@x", "head@out"} <= titles
+    assert "cnn/flatten" not in titles  # a data-movement op: named on its edge
 
 
 def test_forced_backend_missing_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

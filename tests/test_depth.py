@@ -12,9 +12,12 @@ from torchrecorder.renderer import GraphvizRenderer
 from .zoo.handwritten import Nested, ResNetish
 
 
-def drawn(rec: torchrecorder.Recorder, depth: int) -> tuple[set[str], set[str], set[tuple[str, str]]]:
-    """(clusters, single nodes, edges) of the DOT drawn at ``depth``."""
-    renderer = GraphvizRenderer(rec, depth)
+def drawn(rec: torchrecorder.Recorder, depth: int,
+          **options: bool) -> tuple[set[str], set[str], set[tuple[str, str]]]:
+    """(clusters, single nodes, edges) of the DOT drawn at ``depth``, with tensors drawn as
+    nodes unless ``options`` say otherwise."""
+    options.setdefault("tensor_nodes", True)
+    renderer = GraphvizRenderer(rec, depth, **options)
     src = renderer.render().source
     clusters = set(re.findall(r'subgraph "?cluster_([^"\s{]+)"? \{', src))
     boxes = {m.group(1) for m in re.finditer(r'^\t+"?([^"\s]+)"? \[label=', src, re.M)}

@@ -128,6 +128,7 @@ def rec() -> torchrecorder.Recorder:
 
 def _source(rec: torchrecorder.Recorder, renderer_cls: type[GraphvizRenderer] = GraphvizRenderer,
             styler_cls: type[GraphvizStyler] = GraphvizStyler, **kw: Any) -> str:
+    kw.setdefault("tensor_nodes", True)
     return str(renderer_cls(rec, 2, styler_cls, **kw).render().source)
 
 

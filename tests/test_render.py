@@ -51,6 +51,15 @@ def rec() -> torchrecorder.Recorder:
     return torchrecorder.record(Model(), "model", (1, 4))
 
 
+#: draw every node: tensors as boxes, the leaf ``scale`` opened, every op
+EVERYTHING: dict[str, Any] = {"tensor_nodes": True, "expand_leaves": True, "all_ops": True}
+
+
+def full_dot(rec: torchrecorder.Recorder, depth: int = 2, **kw: Any) -> str:
+    """The DOT source with every node drawn (see :data:`EVERYTHING`)."""
+    return str(torchrecorder.make_dot(rec, depth, **EVERYTHING, **kw).source)
+
+
 def node_line(source: str, node_id: str) -> str:
     for line in source.splitlines():
         if line.strip().startswith((f"{node_id} [", f'"{node_id}" [')):
@@ -76,7 +85,7 @@ def test_each_kind_gets_its_default_style(rec: torchrecorder.Recorder, key: str,
     attrs = styler.style_node(node)
     for name, value in DEFAULT_STYLES[kind].items():
         assert attrs[name] == value, (key, name)
-    source = torchrecorder.make_dot(rec, 2).source
+    source = full_dot(rec)
     line = node_line(source, key.replace(":", "@"))
     assert attr(line, "fillcolor") == DEFAULT_STYLES[kind]["fillcolor"]
 
@@ -88,19 +97,23 @@ def test_kinds_look_different() -> None:
 
 
 def test_cluster_is_labelled_with_dotted_path_and_type(rec: torchrecorder.Recorder) -> None:
-    source = torchrecorder.make_dot(rec, 2).source
+    source = full_dot(rec)
     assert "subgraph cluster_scale {" in source
-    assert ('label=<<B>scale</B> <FONT COLOR="#555555">Scale</FONT> '
-            '<FONT POINT-SIZE="8" COLOR="#444444">6 params</FONT>>') in source
+    # the title and the type are one text run each, on lines of their own
+    assert ('label=<<B>scale</B><BR ALIGN="LEFT"/>'
+            '<FONT COLOR="#555555">Scale · 6 params</FONT><BR ALIGN="LEFT"/>>') in source
     assert "<B>model</B>" in source
 
 
 def test_labels_show_names_types_shapes_counts_and_ops(rec: torchrecorder.Recorder) -> None:
-    source = torchrecorder.make_dot(rec, 2).source
+    source = full_dot(rec)
     fc = node_line(source, "fc")
-    assert "<B>fc</B>" in fc and "Linear" in fc and "weight: 6×4" in fc and "bias: 6" in fc
-    assert "30 params" in fc
-    assert "weight: 2×6" in node_line(source, "out") and "12 params" in node_line(source, "out")
+    assert "<B>fc</B>" in fc and ">Linear · 30 params<" in fc
+    assert "weight 6×4, bias 6" in attr(fc, "tooltip") and "weight: 6×4" not in fc
+    assert "Linear · 12 params" in node_line(source, "out")
+    shapes = full_dot(rec, param_shapes=True)
+    assert "weight: 6×4" in node_line(shapes, "fc") and "bias: 6" in node_line(shapes, "fc")
+    assert "weight: 2×6" in node_line(shapes, "out")
     assert "label=<1×6>" in node_line(source, "fc@out")
     assert "<B>x</B><BR/>1×4" in node_line(source, "input@x")
     assert "label=<mul>" in node_line(source, "scale/mul")
@@ -112,13 +125,14 @@ def test_labels_show_names_types_shapes_counts_and_ops(rec: torchrecorder.Record
 def test_param_shapes_come_from_metadata_not_modules(rec: torchrecorder.Recorder) -> None:
     loaded = torchrecorder.loads_json(rec.to_json())
     assert all(n.fn is None for n in loaded.nodes.values())
-    assert "weight: 6×4" in torchrecorder.make_dot(loaded, 1).source
+    assert "weight: 6×4" in torchrecorder.make_dot(loaded, 1, param_shapes=True).source
+    assert "weight 6×4" in torchrecorder.make_dot(loaded, 1).source  # in the tooltip
 
 
 def test_per_kind_overrides_touch_only_that_kind(rec: torchrecorder.Recorder) -> None:
-    source = torchrecorder.make_dot(rec, 2, layer_attrs={"fillcolor": "red", "shape": "octagon"},
-                                   edge_attrs={"color": "blue"}, cluster_attrs={"style": "filled"},
-                                   graph_attrs={"rankdir": "LR"}).source
+    source = full_dot(rec, layer_attrs={"fillcolor": "red", "shape": "octagon"},
+                      edge_attrs={"color": "blue"}, cluster_attrs={"style": "filled"},
+                      graph_attrs={"rankdir": "LR"})
     assert attr(node_line(source, "fc"), "fillcolor") == "red"
     assert attr(node_line(source, "fc"), "shape") == "octagon"
     assert attr(node_line(source, "fc@out"), "fillcolor") == DEFAULT_STYLES["tensor"]["fillcolor"]
@@ -128,7 +142,7 @@ def test_per_kind_overrides_touch_only_that_kind(rec: torchrecorder.Recorder) ->
 
 
 def test_plain_keywords_apply_to_every_node(rec: torchrecorder.Recorder) -> None:
-    source = torchrecorder.make_dot(rec, 2, fontname="Times").source
+    source = full_dot(rec, fontname="Times")
     for key in ("fc", "fc@out", "input@x", "scale.gain", "scale/mul"):
         assert attr(node_line(source, key), "fontname") == "Times"
 
@@ -242,7 +256,7 @@ def test_renderer_checks_render_depth(rec: torchrecorder.Recorder) -> None:
 
 
 def test_shapes_on_edges_instead_of_tensor_nodes(rec: torchrecorder.Recorder) -> None:
-    r = GraphvizRenderer(rec, 2, tensor_nodes=False)
+    r = GraphvizRenderer(rec, 2, tensor_nodes=False, expand_leaves=True)
     source = r.render().source
     assert "fc@out" not in source and "input@x" in source and "out@out" in source
     assert re.search(r"fc -> \"scale/mul\" \[label=<1×6>", source)
@@ -253,11 +267,11 @@ def test_shapes_on_edges_instead_of_tensor_nodes(rec: torchrecorder.Recorder) ->
     assert all(not k.endswith((":out", ":in")) or k in ("out:out",) for k, _ in pairs)
 
 
-def test_compact_preset_puts_shapes_on_edges(rec: torchrecorder.Recorder) -> None:
-    compact = torchrecorder.make_dot(rec, 2, preset="compact").source
-    assert "fc@out" not in compact and "label=<1×6>" in compact
-    assert "fc@out" in torchrecorder.make_dot(rec, 2, preset="compact", tensor_nodes=True).source
-    assert "fc@out" in torchrecorder.make_dot(rec, 2).source
+def test_shapes_are_on_edges_by_default_in_every_preset(rec: torchrecorder.Recorder) -> None:
+    for preset in PRESETS:
+        source = torchrecorder.make_dot(rec, 2, preset=preset).source
+        assert "fc@out" not in source and "label=<1×6>" in source
+        assert "fc@out" in torchrecorder.make_dot(rec, 2, preset=preset, tensor_nodes=True).source
 
 
 @needs_backend
@@ -278,7 +292,8 @@ def test_a_tensor_fed_to_many_layers_does_not_constrain_their_ranks() -> None:
             h = self.stem(x)
             return [head(h) for head in self.heads]
 
-    renderer = torchrecorder.GraphvizRenderer(torchrecorder.record(FanOut(12), "fan", (1, 4)), 1)
+    renderer = torchrecorder.GraphvizRenderer(torchrecorder.record(FanOut(12), "fan", (1, 4)), 1,
+                                              tensor_nodes=True)
     src = renderer.render().source
     fan_edges = [line for line in src.splitlines() if line.strip().startswith('"stem@out" ->')]
     assert len(fan_edges) == 12 and all("constraint=false" in line for line in fan_edges)
@@ -363,7 +378,7 @@ def test_a_renderer_overriding_a_hook_is_drawn_through_it(rec: torchrecorder.Rec
         def node_id(self, node: BaseNode) -> str:
             return "N_" + super().node_id(node).upper()
 
-    source = Upper(rec).render().source
+    source = Upper(rec, tensor_nodes=True).render().source
     assert '"N_FC@OUT"' in source and "N_FC " in source
 
 

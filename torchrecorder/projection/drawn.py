@@ -20,13 +20,23 @@ from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 from .fold import FoldPlan
 
-__all__ = ["AUTO_FOLD_MIN", "NODE_KINDS", "FoldRepeats", "Projection", "default_expanded", "fold_min",
+__all__ = ["AUTO_FOLD_MIN", "DATA_MOVEMENT_OPS", "NODE_KINDS", "FoldRepeats", "Projection", "default_expanded", "fold_min",
            "is_passed_tensor", "kind_of"]
 
 #: ``fold_repeats="auto"`` folds runs of at least this many identical blocks.
 AUTO_FOLD_MIN = 8
 
 FoldRepeats = Union[bool, int, str, None]
+
+#: Operations that only move, select or re-type data (no arithmetic).  Unless every op is
+#: drawn (``all_ops``), they are left out and named on the edge they sat on.
+DATA_MOVEMENT_OPS: frozenset[str] = frozenset((
+    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose", "t",
+    "permute", "movedim", "moveaxis", "swapaxes", "swapdims", "squeeze", "unsqueeze",
+    "contiguous", "expand", "expand_as", "getitem", "narrow", "select", "identity", "clone",
+    "detach", "to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long",
+    "short", "bool", "byte", "char", "cpu", "cuda",
+))
 
 #: The kinds every renderer tells apart, by node class (searched along a node's MRO).  A
 #: tensor with a ``role`` (the network's inputs and outputs) is of kind ``"io"``.  A
@@ -69,15 +79,20 @@ def fold_min(fold_repeats: FoldRepeats) -> int:
     raise ValueError(f"fold_repeats must be 'auto', a bool or an int >= 0, got {fold_repeats!r}")
 
 
-def default_expanded(node: BaseNode, render_depth: int, nodes: Mapping[Key, BaseNode]) -> bool:
+def default_expanded(node: BaseNode, render_depth: int, nodes: Mapping[Key, BaseNode], *,
+                     expand_leaves: bool = False) -> bool:
     """Whether ``node`` is drawn as a group of what ran inside it, by default.
 
-    Layers above ``render_depth`` are, except a module that calls no other
-    module and ran at most one operation (an ``nn.Linear``): its box already
-    says all that a group would.
+    Layers above ``render_depth`` are, except a leaf module (one that called
+    no other module: an ``nn.Linear``, an RMSNorm written as six operations),
+    which is one box at every depth, so that identical modules look the same
+    wherever they sit.  With ``expand_leaves`` a leaf that ran more than one
+    operation opens too, and so does the network itself (depth 0) always:
+    a network written without submodules shows its operations.
     """
     if not isinstance(node, LayerNode) or node.depth >= render_depth or not node.subnets:
         return False
+    expand_leaves = expand_leaves or node.depth == 0
     ops = 0
     for key in node.subnets:
         child = nodes.get(key)
@@ -85,7 +100,7 @@ def default_expanded(node: BaseNode, render_depth: int, nodes: Mapping[Key, Base
             return True
         if isinstance(child, OpNode):
             ops += 1
-    return ops > 1
+    return expand_leaves and ops > 1
 
 
 def is_passed_tensor(node: BaseNode) -> bool:
@@ -103,20 +118,28 @@ class Projection:
             renderer's ``is_expanded``); called at most once per layer.
         min_run: the shortest run of identical blocks that is folded (0: none).
         tensor_nodes: whether tensors passed between layers are drawn as nodes.
+        all_ops: draw every operation.  Without it, operations that only move
+            data (:data:`DATA_MOVEMENT_OPS`) are left out and their edges joined
+            (:meth:`edge_ops` names them), and operations that read no drawn
+            input (``arange``, a buffer's ``expand``) are left out with their
+            edges, so that nothing floats without an input.
     """
 
     def __init__(self, graph: Graph, render_depth: int, expanded: Callable[[BaseNode], bool], *,
-                 min_run: int, tensor_nodes: bool) -> None:
+                 min_run: int, tensor_nodes: bool, all_ops: bool = True) -> None:
         self.graph = graph
         self.render_depth = render_depth
         self.min_run = min_run
         self.tensor_nodes = tensor_nodes
+        self.all_ops = all_ops
         self._rule = expanded
         self._expanded: dict[Key, bool] = {}
         self._fold: Optional[FoldPlan] = None
         self._drawn: Optional[dict[Key, Optional[Key]]] = None
         self._edges: Optional[list[tuple[BaseNode, BaseNode]]] = None
         self._via: dict[tuple[Key, Key], TensorNode] = {}
+        self._ops: dict[tuple[Key, Key], tuple[OpNode, ...]] = {}
+        self._left_out: frozenset[Key] = frozenset()
         self._out_degree: dict[Key, int] = {}
 
     def is_expanded(self, node: BaseNode) -> bool:
@@ -148,9 +171,19 @@ class Projection:
         nodes = self.graph.nodes
         hidden = self.fold.hidden
         kids = [nodes[k] for k in node.subnets if k in nodes and k not in hidden]
-        if not self.tensor_nodes:
-            kids = [n for n in kids if not is_passed_tensor(n)]
+        if not self.tensor_nodes or not self.all_ops:
+            left_out = self.left_out
+            kids = [n for n in kids if n.key not in left_out]
         return kids
+
+    @property
+    def left_out(self) -> frozenset[Key]:
+        """Keys of the nodes not drawn although their group is: passed tensors (without
+        ``tensor_nodes``), data-movement operations and operations with no drawn input
+        (without ``all_ops``)."""
+        if self._edges is None:
+            self.edges  # noqa: B018 - decides what is left out
+        return self._left_out
 
     # ---------------------------------------------------------- drawn keys
     def drawn_key(self, key: Key) -> Optional[Key]:
@@ -218,8 +251,8 @@ class Projection:
                 if db is None or da == db:
                     continue
                 pairs[(da, db)] = None
-            if not self.tensor_nodes:
-                pairs = self._through_tensors(list(pairs))
+            if not self.tensor_nodes or not self.all_ops:
+                pairs = self._join_left_out(list(pairs))
             nodes = self.graph.nodes
             self._edges = [(nodes[a], nodes[b]) for a, b in pairs]
             degree: dict[Key, int] = {}
@@ -240,43 +273,96 @@ class Projection:
             self.edges  # noqa: B018 - computes the carried tensors
         return self._via.get((fnode.key, tnode.key))
 
-    def _through_tensors(self, pairs: list[tuple[Key, Key]]) -> dict[tuple[Key, Key], None]:
-        """Replace each passed tensor ``t`` in ``pairs`` by edges from its producers to its consumers."""
+    def edge_ops(self, fnode: BaseNode, tnode: BaseNode) -> tuple[OpNode, ...]:
+        """The data-movement operations left out (without ``all_ops``) on the drawn edge
+        from ``fnode`` to ``tnode``, in the order they ran."""
+        if self._edges is None:
+            self.edges  # noqa: B018 - computes the left-out operations
+        return self._ops.get((fnode.key, tnode.key), ())
+
+    def _join_left_out(self, pairs: list[tuple[Key, Key]]) -> dict[tuple[Key, Key], None]:
+        """``pairs`` without the nodes left out: an edge into a passed tensor or a
+        data-movement op is joined to what the chain feeds; an operation with no drawn
+        input is dropped with its edges."""
         nodes = self.graph.nodes
         succ: dict[Key, list[Key]] = {}
         for a, b in pairs:
             succ.setdefault(a, []).append(b)
+        through: set[Key] = set()
+        if not self.tensor_nodes:
+            through.update(k for k in succ if is_passed_tensor(nodes[k]))
+            through.update(b for _, b in pairs if is_passed_tensor(nodes[b]))
+        dropped: set[Key] = set()
+        if not self.all_ops:
+            through.update(k for k, n in nodes.items()
+                           if isinstance(n, OpNode) and n.op in DATA_MOVEMENT_OPS and k in succ)
+            dropped = self._sourceless(pairs, succ)
+            through -= dropped
+        self._left_out = frozenset(through | dropped)
 
-        def consumers(t: Key) -> list[Key]:
-            """Drawn nodes fed by tensor ``t``, through chains of left-out tensors."""
-            out: list[Key] = []
-            todo, seen = [t], {t}
+        def reached(start: Key) -> list[tuple[Key, Optional[TensorNode], tuple[OpNode, ...]]]:
+            """Drawn nodes fed through the chain of left-out nodes that starts at ``start``,
+            each with the last tensor and the operations on the way."""
+            first = nodes[start]
+            seen = {start: (first if isinstance(first, TensorNode) else None,
+                            (first,) if isinstance(first, OpNode) else ())}
+            out: list[tuple[Key, Optional[TensorNode], tuple[OpNode, ...]]] = []
+            todo = [start]
             while todo:
-                for b in succ.get(todo.pop(0), ()):
-                    if is_passed_tensor(nodes[b]):
+                k = todo.pop(0)
+                tensor, ops = seen[k]
+                for b in succ.get(k, ()):
+                    if b in dropped:
+                        continue
+                    if b in through:
                         if b not in seen:
-                            seen.add(b)
+                            node = nodes[b]
+                            seen[b] = ((node, ops) if isinstance(node, TensorNode)
+                                       else (tensor, (*ops, node) if isinstance(node, OpNode) else ops))
                             todo.append(b)
                     else:
-                        out.append(b)
+                        out.append((b, tensor, ops))
             return out
 
         result: dict[tuple[Key, Key], None] = {}
-        via = self._via
+        via, edge_ops = self._via, self._ops
         for a, b in pairs:
-            if is_passed_tensor(nodes[a]):
+            if a in through or a in dropped or b in dropped:
                 continue
-            tensor = nodes[b]
-            if not is_passed_tensor(tensor):
+            if b not in through:
                 result[(a, b)] = None
                 continue
-            if not isinstance(tensor, TensorNode):
-                raise GraphError(f"{b!r} is not a tensor")
-            for c in consumers(b):
-                if c != a:
+            for c, tensor, ops in reached(b):
+                if c != a and (a, c) not in result:
                     result[(a, c)] = None
-                    via.setdefault((a, c), tensor)
+                    if tensor is not None:
+                        via[(a, c)] = tensor
+                    if ops:
+                        edge_ops[(a, c)] = ops
         return result
+
+    def _sourceless(self, pairs: list[tuple[Key, Key]], succ: Mapping[Key, list[Key]]) -> set[Key]:
+        """Drawn operations (and the passed tensors they make) that no input, parameter or
+        layer feeds, however far back: constants and buffer reads."""
+        nodes = self.graph.nodes
+        candidates: set[Key] = set()
+        has_input: set[Key] = set()
+        for a, b in pairs:
+            has_input.add(b)
+            for k in (a, b):
+                node = nodes[k]
+                if isinstance(node, OpNode) or is_passed_tensor(node):
+                    candidates.add(k)
+        fed = [a for a, _ in pairs if a not in candidates]
+        sourced: set[Key] = set()
+        while fed:
+            for b in succ.get(fed.pop(), ()):
+                if b in candidates and b not in sourced:
+                    sourced.add(b)
+                    fed.append(b)
+        # a tensor nothing made (no edge in) is not a constant's product: keep it
+        return {k for k in candidates - sourced
+                if isinstance(nodes[k], OpNode) or k in has_input}
 
 
 def _collapse(nodes: Mapping[Key, BaseNode], layer: LayerNode, drawn: dict[Key, Optional[Key]]) -> None:

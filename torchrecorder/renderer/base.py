@@ -20,7 +20,8 @@ drawn as groups; everything else follows it) and use the helpers
 :meth:`~BaseRenderer.children`, :meth:`~BaseRenderer.repeats` (the run of
 identical blocks a drawn layer stands for, see ``fold_repeats``),
 :meth:`~BaseRenderer.drawn_edges`, :meth:`~BaseRenderer.edge_tensor` (the
-tensor an edge carries when ``tensor_nodes=False``),
+tensor an edge carries when ``tensor_nodes=False``), :meth:`~BaseRenderer.edge_ops`
+(the data-movement operations left out on it),
 :meth:`~BaseRenderer.out_degree` and :meth:`~BaseRenderer.unique_id`.  They
 read :attr:`~BaseRenderer.projection`, which is computed once per drawing and
 shared by all of them; :meth:`render` draws only through the hooks above, so
@@ -58,7 +59,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
 from ..projection import FoldPlan, FoldRepeats, Projection, default_expanded, fold_min
 
 __all__ = ["BaseRenderer"]
@@ -88,10 +89,20 @@ class BaseRenderer:
             through one carries it instead (:meth:`edge_tensor`), so that a
             renderer can write its shape on the edge.  The network's inputs and
             outputs stay nodes.
+        expand_leaves: let a leaf module (one that calls no other module)
+            above ``render_depth`` open into the operations it ran; by default
+            a leaf is one box at every depth.
+        all_ops: draw every operation.  By default operations that only move
+            data (``view``, ``transpose``, ``getitem``, casts: see
+            :data:`~torchrecorder.projection.DATA_MOVEMENT_OPS`) are left out
+            and listed by :meth:`edge_ops` on the edge they sat on, and
+            operations that read no drawn input (``arange``, a buffer's
+            ``expand``) are left out with their edges.
     """
 
     def __init__(self, rec: Graph, render_depth: int = 256, *,
-                 fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = True) -> None:
+                 fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = True,
+                 expand_leaves: bool = False, all_ops: bool = False) -> None:
         if not isinstance(rec, Graph):
             raise TypeError(f"expected a Recorder (or Graph) to render, got {type(rec).__name__}")
         if isinstance(render_depth, bool) or not isinstance(render_depth, int) or render_depth < 0:
@@ -101,6 +112,8 @@ class BaseRenderer:
         self._render_depth = render_depth
         self._fold_min = fold_min(fold_repeats)
         self._tensor_nodes = bool(tensor_nodes)
+        self._expand_leaves = bool(expand_leaves)
+        self._all_ops = bool(all_ops)
         self._ids: dict[Key, str] = {}
         self._used_ids: set[str] = set()
 
@@ -146,7 +159,8 @@ class BaseRenderer:
         Override it to change which modules open; the projection (children,
         drawn edges, folding) follows whatever it answers.
         """
-        return default_expanded(node, self.render_depth, self.rec.nodes)
+        return default_expanded(node, self.render_depth, self.rec.nodes,
+                                expand_leaves=self.expand_leaves)
 
     # ------------------------------------------------------------- helpers
     @property
@@ -180,13 +194,34 @@ class BaseRenderer:
         self._projection = None
 
     @property
+    def expand_leaves(self) -> bool:
+        """Whether leaf modules above ``render_depth`` open (see the ``expand_leaves`` argument)."""
+        return self._expand_leaves
+
+    @expand_leaves.setter
+    def expand_leaves(self, value: bool) -> None:
+        self._expand_leaves = bool(value)
+        self._projection = None
+
+    @property
+    def all_ops(self) -> bool:
+        """Whether every operation is drawn (see the ``all_ops`` argument)."""
+        return self._all_ops
+
+    @all_ops.setter
+    def all_ops(self, value: bool) -> None:
+        self._all_ops = bool(value)
+        self._projection = None
+
+    @property
     def projection(self) -> Projection:
         """What is drawn (see :class:`~torchrecorder.projection.Projection`): computed on first
         use, and again after ``render_depth``, ``fold_min`` or ``tensor_nodes`` change."""
         p = self._projection
         if p is None:
             p = self._projection = Projection(self.rec, self._render_depth, self.is_expanded,
-                                              min_run=self._fold_min, tensor_nodes=self._tensor_nodes)
+                                              min_run=self._fold_min, tensor_nodes=self._tensor_nodes,
+                                              all_ops=self._all_ops)
         return p
 
     @property
@@ -225,6 +260,11 @@ class BaseRenderer:
     def edge_tensor(self, fnode: BaseNode, tnode: BaseNode) -> Optional[TensorNode]:
         """The tensor left out (``tensor_nodes=False``) that the drawn edge carries, if any."""
         return self.projection.edge_tensor(fnode, tnode)
+
+    def edge_ops(self, fnode: BaseNode, tnode: BaseNode) -> tuple[OpNode, ...]:
+        """The data-movement operations left out (``all_ops=False``) on the drawn edge, in
+        the order they ran."""
+        return self.projection.edge_ops(fnode, tnode)
 
     def out_degree(self, node: BaseNode) -> int:
         """How many drawn edges leave ``node``."""

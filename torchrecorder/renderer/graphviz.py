@@ -10,13 +10,17 @@ import graphviz
 
 from .._text import dot_id, dot_quote, quote_dot_id, string_quote
 from ..graph import Graph
-from ..nodes import BaseNode, LayerNode
+from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
 from .base import BaseRenderer
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
 
-__all__ = ["DEFAULT_STYLES", "PRESETS", "GraphvizRenderer", "GraphvizStyler", "RecordingDigraph"]
+__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "PRESETS", "GraphvizRenderer", "GraphvizStyler", "RecordingDigraph"]
+
+
+#: the layout directions (Graphviz's ``rankdir``)
+DIRECTIONS = ("TB", "LR", "BT", "RL")
 
 
 class RecordingDigraph(graphviz.Digraph):
@@ -48,8 +52,12 @@ class GraphvizRenderer(BaseRenderer):
         styler_cls: a :class:`GraphvizStyler` subclass (default: ``GraphvizStyler``).
         fold_repeats: see :class:`~torchrecorder.renderer.base.BaseRenderer`.
         tensor_nodes: see :class:`~torchrecorder.renderer.base.BaseRenderer`;
-            ``None`` (the default) draws tensors as nodes except with
-            ``preset="compact"``, which writes their shapes on the edges.
+            by default the tensors passed between layers are not drawn and
+            their shapes are written on the edges; ``True`` draws each as a box.
+        expand_leaves, all_ops: see :class:`~torchrecorder.renderer.base.BaseRenderer`.
+        direction: the layout direction, ``"TB"`` (top to bottom, the
+            default), ``"LR"``, ``"BT"`` or ``"RL"``; the same as
+            ``graph_attrs={"rankdir": ...}``.
         **styler_args: passed to ``styler_cls``.
 
     Attributes:
@@ -63,14 +71,21 @@ class GraphvizRenderer(BaseRenderer):
 
     def __init__(self, rec: Graph, render_depth: int = 256,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
-                 fold_repeats: FoldRepeats = "auto", tensor_nodes: Optional[bool] = None,
-                 **styler_args: Any) -> None:
-        if tensor_nodes is None:
-            tensor_nodes = styler_args.get("preset") != "compact"
-        super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes)
+                 fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
+                 expand_leaves: bool = False, all_ops: bool = False,
+                 direction: Optional[str] = None, **styler_args: Any) -> None:
+        super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
+                         expand_leaves=expand_leaves, all_ops=all_ops)
+        if direction is not None:
+            if str(direction).upper() not in DIRECTIONS:
+                raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
+            graph_attrs = dict(styler_args.get("graph_attrs") or {})
+            graph_attrs["rankdir"] = str(direction).upper()
+            styler_args["graph_attrs"] = graph_attrs
         cls = styler_cls if styler_cls is not None else GraphvizStyler
         self.styler = cls(**styler_args)
         self.styler.rec = rec
+        self.styler.renderer = self
         self._indent = "\t"
         self._qids: dict[Any, str] = {}
         # attribute text of everything but the label and the tooltip, by the attributes' items:
@@ -86,6 +101,15 @@ class GraphvizRenderer(BaseRenderer):
     def new_graph(self) -> graphviz.Digraph:
         """An empty Digraph carrying the styler's graph attributes (it shows itself in Jupyter)."""
         return RecordingDigraph(name=dot_id(self.rec.name), graph_attr=self.styler.graph_attrs())
+
+    def finish(self, g: graphviz.Digraph) -> graphviz.Digraph:
+        """Put the network's inputs on the first rank and its outputs on the last."""
+        for role, rank in (("input", "source"), ("output", "sink")):
+            ids = [self._quoted_id(n) for n in self.children(self.rec.context)
+                   if isinstance(n, TensorNode) and n.role == role]
+            if ids:
+                g.body.append(f"\t{{rank={rank}; {'; '.join(ids)}}}\n")
+        return g
 
     def render_node(self, g: graphviz.Digraph, node: BaseNode) -> None:
         """Draw ``node`` as one Graphviz node, or as a cluster if it is an expanded layer."""

@@ -12,23 +12,29 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS
 from ..projection import kind_of as _kind_of
+from .base import BaseRenderer
 from .labels import dtype_suffix, listed_params, param_lines, params_text, run_title
 
-__all__ = ["DEFAULT_STYLES", "KIND_ARGS", "PRESETS", "GraphvizStyler"]
+__all__ = ["DEFAULT_STYLES", "EDGE_SHAPES", "GRAPH_ATTRIBUTES", "KIND_ARGS", "PRESETS", "GraphvizStyler"]
 
 T = TypeVar("T")
 
+# Font families Graphviz measures with metric-compatible faces on every system (Helvetica,
+# Arial and Liberation Sans; Times and Liberation Serif), so that the widths ``dot`` lays out
+# match what browsers and librsvg draw.  Nothing else is needed on the reader's machine.
 _FONT = "Helvetica,Arial,sans-serif"
+_SERIF = "Times-Roman"
 
 #: The default Graphviz attributes of each kind of element; copy it to customise.
 DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     "graph": MappingProxyType({
-        "rankdir": "TB", "fontname": _FONT, "fontsize": "11", "nodesep": "0.25",
-        "ranksep": "0.3", "bgcolor": "white", "newrank": "true",
+        "rankdir": "TB", "fontname": _FONT, "fontsize": "11", "nodesep": "0.2",
+        "ranksep": "0.22", "bgcolor": "white", "newrank": "true",
     }),
     "layer": MappingProxyType({
         "shape": "box", "style": "rounded,filled", "fillcolor": "#dbe8f5", "color": "#4a77a8",
-        "fontname": _FONT, "fontsize": "11", "margin": "0.12,0.05", "penwidth": "1.2",
+        "fontname": _FONT, "fontsize": "11", "margin": "0.1,0.04", "height": "0.3",
+        "penwidth": "1.2",
     }),
     "tensor": MappingProxyType({
         "shape": "box", "style": "filled", "fillcolor": "#f4f4f4", "color": "#9a9a9a",
@@ -36,7 +42,7 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     }),
     "io": MappingProxyType({
         "shape": "box", "style": "filled,bold", "fillcolor": "#e2f2df", "color": "#4f8a45",
-        "fontname": _FONT, "fontsize": "10", "margin": "0.1,0.04",
+        "fontname": _FONT, "fontsize": "10", "margin": "0.1,0.04", "height": "0.3",
     }),
     "param": MappingProxyType({
         "shape": "box", "style": "filled", "fillcolor": "#fcf0c8", "color": "#b39533",
@@ -44,11 +50,11 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     }),
     "op": MappingProxyType({
         "shape": "box", "style": "rounded,filled", "fillcolor": "#ede4f3", "color": "#8a6aa6",
-        "fontname": _FONT, "fontsize": "9", "height": "0.25", "margin": "0.06,0.02",
+        "fontname": _FONT, "fontsize": "9", "height": "0.2", "margin": "0.05,0.01",
     }),
     "cluster": MappingProxyType({
         "style": "rounded,dashed", "color": "#7d8fa3", "fontname": _FONT, "fontsize": "10",
-        "labeljust": "l", "margin": "10",
+        "labeljust": "l", "margin": "6",
     }),
     "edge": MappingProxyType({"color": "#555555", "arrowsize": "0.6", "penwidth": "1.0",
                               "fontname": _FONT, "fontsize": "8", "fontcolor": "#444444"}),
@@ -64,7 +70,9 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
 #: * ``"compact"``: smaller fonts and tighter spacing, for large models;
 #: * ``"print"``: black and grey, serif fonts, kinds told apart by shape
 #:   (grey layer boxes, white tensor boxes, dashed parameters, elliptic ops),
-#:   for papers and greyscale printing.
+#:   for greyscale printing;
+#: * ``"paper"``: ``"print"`` made compact for a column of a two-column paper:
+#:   smaller serif type, thin lines, tight spacing.
 PRESETS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType({
     "default": MappingProxyType({}),
     "compact": MappingProxyType({
@@ -87,11 +95,43 @@ PRESETS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType({
         "param_edge": {"color": "#444444"},
         "failed": {"fillcolor": "#cccccc", "color": "black"},
     }),
+    "paper": MappingProxyType({
+        "graph": {"fontname": _SERIF, "fontsize": "8", "nodesep": "0.15", "ranksep": "0.2"},
+        "layer": {"fillcolor": "#f0f0f0", "color": "#222222", "fontname": _SERIF, "fontsize": "9",
+                  "margin": "0.06,0.02", "penwidth": "0.8"},
+        "tensor": {"fillcolor": "white", "color": "#444444", "fontname": _SERIF, "fontsize": "7",
+                   "penwidth": "0.6"},
+        "io": {"fillcolor": "white", "color": "black", "fontname": _SERIF, "fontsize": "8",
+               "margin": "0.06,0.02", "style": "filled", "penwidth": "1.0"},
+        "param": {"fillcolor": "white", "color": "#444444", "style": "filled,dashed",
+                  "fontname": _SERIF, "fontsize": "7", "penwidth": "0.6"},
+        "op": {"fillcolor": "white", "color": "#444444", "shape": "ellipse", "fontname": _SERIF,
+               "fontsize": "8", "penwidth": "0.6", "margin": "0.04,0.01"},
+        "cluster": {"color": "#666666", "fontname": _SERIF, "fontsize": "8", "margin": "6",
+                    "penwidth": "0.6"},
+        "edge": {"color": "black", "fontname": _SERIF, "fontsize": "7", "fontcolor": "#222222",
+                 "arrowsize": "0.45", "penwidth": "0.7"},
+        "param_edge": {"color": "#444444", "arrowsize": "0.4"},
+        "failed": {"fillcolor": "#cccccc", "color": "black", "penwidth": "1.6"},
+        "folded": {"penwidth": "1.0"},
+        "folded_cluster": {"penwidth": "1.2"},
+    }),
 })
 
 #: The kinds of element a styler styles (``KIND_attrs=`` arguments): the node kinds of
 #: :data:`~torchrecorder.projection.NODE_KINDS`, the states ``failed`` and ``folded``,
 #: clusters, edges and the graph itself.
+#: Graphviz attributes that only a graph has: given as keywords they set the graph's
+#: (``rankdir="LR"``, ``dpi=300``) instead of every node's.
+GRAPH_ATTRIBUTES = frozenset((
+    "rankdir", "ranksep", "nodesep", "dpi", "resolution", "size", "ratio", "splines", "newrank",
+    "concentrate", "pad", "compound", "rotate", "landscape", "center", "outputorder", "pack",
+    "packmode", "searchsize", "mclimit", "nslimit", "remincross", "clusterrank", "bgcolor",
+))
+
+#: the values of ``GraphvizStyler(edge_shapes=...)``
+EDGE_SHAPES = ("changed", "all", "none")
+
 KIND_ARGS = ("graph", "layer", "tensor", "io", "param", "op", "cluster", "edge", "param_edge",
               "failed", "folded", "folded_cluster")
 
@@ -104,12 +144,22 @@ class GraphvizStyler:
 
     Args:
         preset: a name from :data:`PRESETS` (``"default"``, ``"compact"``,
-            ``"print"``).
+            ``"print"``, ``"paper"``).
+        param_shapes: list the shapes of a module's parameters in its box
+            (when it owns at most three); by default a box shows the module's
+            type and parameter count, and the shapes are in its tooltip.
+        edge_shapes: which edges that carry a tensor (``tensor_nodes=False``)
+            write its shape: ``"changed"`` (the default) where it differs from
+            every input of the node the edge leaves, so that a chain of layers
+            keeping one shape is not labelled over and over; ``"all"``; or
+            ``"none"`` (the shapes stay in the edges' tooltips).
         **styler_args: ``KIND_attrs={...}`` (``layer_attrs``, ``tensor_attrs``,
             ``io_attrs``, ``param_attrs``, ``op_attrs``, ``cluster_attrs``,
             ``edge_attrs``, ``graph_attrs``, ...) override one kind; any other
             keyword is a Graphviz node attribute applied to every node, as in the
-            original torchrecorder (``fontname="Times"``).  The kinds are
+            original torchrecorder (``fontname="Times"``), except the
+            attributes of the whole graph (:data:`GRAPH_ATTRIBUTES`:
+            ``rankdir``, ``dpi``, ``size``, ``ranksep``, ...), which go to it.  The kinds are
             ``layer`` (a module drawn as one box), ``cluster`` (an expanded
             module), ``tensor``, ``io`` (the network's inputs and outputs),
             ``param``, ``op``, ``edge``, ``param_edge``, ``failed`` (a module
@@ -127,13 +177,24 @@ class GraphvizStyler:
     """
 
     rec: Optional[Graph] = None
+    #: the renderer drawing with this styler, set by it (``None`` before): the styler asks it
+    #: which data-movement operations an edge stands for (``edge_ops``)
+    renderer: Optional[BaseRenderer] = None
 
     #: node class -> style kind, searched along the node's MRO
     kinds: ClassVar[Mapping[type, str]] = NODE_KINDS
 
-    def __init__(self, preset: str = "default", **styler_args: Any) -> None:
+    def __init__(self, preset: str = "default", *, param_shapes: bool = False,
+                 edge_shapes: str = "changed", **styler_args: Any) -> None:
+        if edge_shapes not in EDGE_SHAPES:
+            raise ValueError(f"edge_shapes must be one of {', '.join(map(repr, EDGE_SHAPES))}, "
+                             f"got {edge_shapes!r}")
+        self.param_shapes = bool(param_shapes)
+        self.edge_shapes = edge_shapes
         # label and tooltip text of tensors and ops, by what they show (many nodes share one)
         self._text_memo: dict[Any, Any] = {}
+        # op key -> the shapes of the tensors and ops that fed it (made when first needed)
+        self._op_inputs: Optional[dict[Any, set[tuple[int, ...]]]] = None
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.styles: dict[str, dict[str, str]] = {k: dict(v) for k, v in DEFAULT_STYLES.items()}
@@ -149,6 +210,9 @@ class GraphvizStyler:
                     raise TypeError(f"{arg} must be a mapping of Graphviz attributes")
                 self.styles[kind].update({str(k): str(v) for k, v in value.items()})
             else:
+                if arg in GRAPH_ATTRIBUTES:
+                    self.styles["graph"][arg] = str(value)
+                    continue
                 for node_kind in ("layer", "tensor", "io", "param", "op"):
                     self.styles[node_kind][arg] = str(value)
 
@@ -180,15 +244,57 @@ class GraphvizStyler:
         return attrs
 
     def style_edge(self, fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
-        """Attributes of the edge from ``fnode`` to ``tnode``."""
-        return dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
+        """Attributes of the edge from ``fnode`` to ``tnode``; the data-movement operations
+        left out on it (``all_ops=False``), if any, as its label."""
+        attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
+        ops = self._edge_ops_text(fnode, tnode)
+        if ops:
+            attrs["label"] = f"<{_TINY.format(html_text(ops))}>"
+        return attrs
 
     def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> dict[str, str]:
-        """Attributes of an edge that carries ``tensor`` (drawn with ``tensor_nodes=False``): its shape."""
-        attrs = self.style_edge(fnode, tnode)
-        attrs["label"] = self.label(tensor)
-        attrs["tooltip"] = dot_text(self.tooltip(tensor))
+        """Attributes of an edge that carries ``tensor`` (drawn with ``tensor_nodes=False``): its
+        shape, and below it the data-movement operations left out on the edge."""
+        attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
+        ops = self._edge_ops_text(fnode, tnode)
+        lines = []
+        if self.edge_shapes == "all" or (self.edge_shapes == "changed"
+                                         and not self._same_shape(fnode, tensor)):
+            lines.append(self.label(tensor)[1:-1])
+        if ops:
+            lines.append(_TINY.format(html_text(ops)))
+        if lines:
+            attrs["label"] = "<" + "<BR/>".join(lines) + ">"
+        attrs["tooltip"] = dot_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
         return attrs
+
+    def _same_shape(self, fnode: BaseNode, tensor: TensorNode) -> bool:
+        """Whether ``tensor`` has the shape of one of ``fnode``'s inputs (or is its shape, for
+        an input of the network or a parameter): then the edge need not say it again."""
+        if isinstance(fnode, TensorNode):
+            return True
+        shape = tensor.shape
+        try:
+            shape = tuple(shape)
+        except TypeError:
+            return False
+        if isinstance(fnode, LayerNode):
+            return any(tuple(s) == shape for s in fnode.input_shapes)
+        if isinstance(fnode, OpNode):
+            if self._op_inputs is None:
+                self._op_inputs = _op_input_shapes(self.rec)
+            return shape in self._op_inputs.get(fnode.key, ())
+        return False
+
+    def _edge_ops_text(self, fnode: BaseNode, tnode: BaseNode) -> str:
+        """``view · transpose``: the operations the drawn edge stands for (repeats once)."""
+        if self.renderer is None:
+            return ""
+        names: list[str] = []
+        for op in self.renderer.edge_ops(fnode, tnode):
+            if not names or names[-1] != op.op:
+                names.append(op.op)
+        return " · ".join(names)
 
     def tooltip(self, node: BaseNode) -> str:
         """Plain text shown when hovering over ``node`` in an SVG."""
@@ -197,6 +303,9 @@ class GraphvizStyler:
             shapes = self._memo(("shapes", *map(tuple, ins), None, *map(tuple, outs)),
                                 lambda: _shapes_text(ins, outs))
             text = f"{node.path or node.name} ({node.type_name}){shapes}"
+            listed = listed_params(self.rec, node) if node.num_params_total else []
+            if listed:
+                text += " params: " + ", ".join(f"{p.name} {shape_str(p.shape)}" for p in listed)
             return text + (f" raised {node.error}" if node.error else "")
         if isinstance(node, ParamNode):
             return f"{node.path or node.name}: {shape_str(node.shape)} {node.dtype}"
@@ -239,22 +348,39 @@ class GraphvizStyler:
             key = ("tensor label", node.shape, node.dtype)
             return self._memo(key, lambda: f"<{html_text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
         if isinstance(node, OpNode):
-            return f"<{html_text(node.op)}>"
+            shape = self._new_shape(node)
+            if shape is None:
+                return f"<{html_text(node.op)}>"
+            return f"<{html_text(node.op)}<BR/>{_SMALL.format(html_text(shape))}>"
         return f"<{html_text(node.name)}>"
+
+    def _new_shape(self, node: OpNode) -> Optional[str]:
+        """The output shape of ``node`` if it differs from every input's, as text (a matmul,
+        the head split of attention), else ``None``."""
+        if len(node.output_shapes) != 1:
+            return None
+        out = tuple(node.output_shapes[0])
+        if self._op_inputs is None:
+            self._op_inputs = _op_input_shapes(self.rec)
+        if out in self._op_inputs.get(node.key, ()):
+            return None
+        return shape_str(out)
 
     def _layer_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
         type_name = node.type_name
-        lines = [f"<B>{html_text(title)}</B>",
-                 self._memo(("type", type_name),
-                            lambda: f'<FONT POINT-SIZE="9" COLOR="#555555">{html_text(type_name)}</FONT>')]
+        total = node.num_params_total
+        lines = [f"<B>{html_text(title)}</B>"]
         if type(self).param_lines is GraphvizStyler.param_lines:
-            listed = listed_params(self.rec, node)
-            total = node.num_params_total
-            if total:
+            # the type and the parameter count on one line; the shapes below it if asked for
+            lines.append(self._memo(("type", type_name, total), lambda: _TYPE_LINE.format(
+                html_text(type_name + (f" · {param_lines(None, node)[-1]}" if total else "")))))
+            if self.param_shapes and total:
+                listed = listed_params(self.rec, node)
                 key = ("params", total, *[(p.name, p.shape) for p in listed])
                 lines.extend(self._memo(key, lambda: tuple(
-                    _SMALL.format(html_text(p)) for p in params_text(listed, total))))
+                    _SMALL.format(html_text(p)) for p in params_text(listed, total)[:-1])))
         else:  # a subclass's own lines
+            lines.append(self._memo(("type", type_name), lambda: _TYPE_LINE.format(html_text(type_name))))
             lines.extend(_SMALL.format(html_text(p)) for p in self.param_lines(node))
         if repeat > 1:
             lines.append(f"<B>×{repeat}</B>")
@@ -285,16 +411,49 @@ class GraphvizStyler:
 
 
     def _cluster_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
-        """``title Type ×N  N params``: the dotted path in bold, the type in grey."""
-        text = f'<B>{html_text(title)}</B> <FONT COLOR="#555555">{html_text(node.type_name)}</FONT>'
-        if repeat > 1:
-            text += f" <B>×{repeat}</B>"
+        """The dotted path in bold (``×N`` for a folded run), and below it the type and the
+        parameter count in grey.
+
+        Each is one text run on a line of its own: a browser that draws the
+        bold title wider than Graphviz measured it cannot run it into the
+        type, and no space between runs can be lost (SVG drops a run's
+        leading space).
+        """
+        bold = title + (f" ×{repeat}" if repeat > 1 else "")
+        rest = node.type_name
         if node.num_params_total:
-            text += " " + _SMALL.format(html_text(param_lines(None, node)[-1]))
-        return f"<{text}>"
+            rest += " · " + param_lines(None, node)[-1]
+        return (f'<<B>{html_text(bold)}</B><BR ALIGN="LEFT"/>'
+                f'<FONT COLOR="#555555">{html_text(rest)}</FONT><BR ALIGN="LEFT"/>>')
 
 
 _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
+_TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
+_TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
+
+
+def _op_input_shapes(rec: Optional[Graph]) -> dict[Any, set[tuple[int, ...]]]:
+    """Each operation's input shapes: of the tensors (not parameters) and operations feeding it."""
+    shapes: dict[Any, set[tuple[int, ...]]] = {}
+    if rec is None:
+        return shapes
+    nodes = rec.nodes
+    for a, b in rec.edges:
+        if not isinstance(nodes.get(b), OpNode):
+            continue
+        src = nodes.get(a)
+        if isinstance(src, TensorNode) and not isinstance(src, ParamNode):
+            found: list[Any] = [src.shape]
+        elif isinstance(src, OpNode):
+            found = list(src.output_shapes)
+        else:
+            continue
+        for shape in found:
+            try:
+                shapes.setdefault(b, set()).add(tuple(shape))
+            except TypeError:  # an unhashable (symbolic) shape
+                continue
+    return shapes
 
 
 def _shapes_text(ins: list[tuple[int, ...]], outs: list[tuple[int, ...]]) -> str:
