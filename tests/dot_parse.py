@@ -75,6 +75,8 @@ class DotStatements:
     edge_attrs: list[dict[str, str]]
     #: ``{rank=same; a; b}`` groups: rank -> the node ids it names, in order
     ranks: dict[str, list[str]]
+    #: edges with ``style=invis``: layout hints, not drawn (not in ``edges``)
+    invisible: list[tuple[str, str]]
 
 
 def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
@@ -97,7 +99,7 @@ def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
 def parse_dot(text: str) -> DotStatements:
     """Parse the DOT that torchrecorder writes (one digraph; nodes, edges, subgraphs, attributes)."""
     toks = _tokens(text)
-    out = DotStatements([], [], [], {}, [], {})
+    out = DotStatements([], [], [], {}, [], {}, [])
     i = 0
     # header: [strict] digraph [name] {
     while toks[i] != "{":
@@ -129,6 +131,10 @@ def parse_dot(text: str) -> DotStatements:
             continue
         if i + 1 < len(toks) and toks[i + 1] == "->":
             attrs, j = _attrs(toks, i + 3)
+            if attrs.get("style") == "invis":
+                out.invisible.append((_unquote(tok), _unquote(toks[i + 2])))
+                i = j
+                continue
             out.edges.append((_unquote(tok), _unquote(toks[i + 2])))
             out.edge_attrs.append(attrs)
             i = j

@@ -80,6 +80,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--dtype", default=None, help="input dtype, e.g. float16 (default: the model's)")
     parser.add_argument("--device", default=None, help="device for inputs (default: the model's)")
     parser.add_argument("--summary", action="store_true", help="print the layer table")
+    parser.add_argument("--preset", default="default", help="style preset: default, compact, print, paper")
+    parser.add_argument("--direction", default=None, choices=["TB", "LR", "BT", "RL"],
+                        help="layout direction (default TB: top to bottom)")
+    parser.add_argument("--expand-leaves", action="store_true",
+                        help="open leaf modules above --depth into the operations they ran")
+    parser.add_argument("--all-ops", action="store_true",
+                        help="draw every operation (also view/transpose/getitem and constants)")
+    parser.add_argument("--tensor-nodes", action="store_true",
+                        help="draw tensors between layers as boxes instead of shapes on the edges")
+    parser.add_argument("--dpi", type=float, default=None, help="resolution of raster formats (default 192)")
     args = parser.parse_args(argv)
 
     try:
@@ -93,8 +103,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         directory, filename = os.path.split(output)
         stem = filename[: -len(fmt) - 1] if filename.endswith("." + fmt) else filename
         shapes: Any = args.input_shape[0] if len(args.input_shape) == 1 else args.input_shape
+        drawing: dict[str, Any] = {"preset": args.preset, "direction": args.direction,
+                                   "expand_leaves": args.expand_leaves, "all_ops": args.all_ops,
+                                   "tensor_nodes": args.tensor_nodes}
+        if args.dpi is not None:
+            drawing["dpi"] = args.dpi
         path = render_network(net, name, shapes, directory or ".", filename=stem, fmt=fmt,
-                              render_depth=args.depth, dtype=dtype, device=args.device)
+                              render_depth=args.depth, dtype=dtype, device=args.device, **drawing)
         if args.summary:
             print(record(net, name, shapes, dtype=dtype, device=args.device))
     except Exception as exc:  # the command line reports, it does not trace back

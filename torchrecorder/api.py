@@ -87,6 +87,14 @@ def record(
     return rec
 
 
+#: formats written as pixels, at :data:`DEFAULT_RASTER_DPI` unless ``dpi=`` says otherwise
+RASTER_FORMATS = frozenset(("png", "jpg", "jpeg", "jpe", "gif", "bmp", "tif", "tiff", "webp", "ico",
+                            "gd", "gd2", "wbmp"))
+#: pixels per inch of a PNG (or other raster) picture: twice Graphviz's 96, sharp on a
+#: high-density screen and in print
+DEFAULT_RASTER_DPI = 192
+
+
 def make_dot(rec: Graph, render_depth: int = 256,
              styler_cls: Optional[type[GraphvizStyler]] = None, *,
              fold_repeats: FoldRepeats = "auto", **styler_args: Any) -> graphviz.Digraph:
@@ -102,11 +110,18 @@ def make_dot(rec: Graph, render_depth: int = 256,
             ``×N``: ``"auto"`` (runs of 8 or more), ``True`` (2 or more), an
             int (that many or more) or ``False`` (see
             :class:`~torchrecorder.renderer.base.BaseRenderer`).
-        **styler_args: passed to the styler (Graphviz attributes for all nodes,
-            ``KIND_attrs`` mappings, ``preset`` of
-            :data:`~torchrecorder.renderer.graphviz.PRESETS`), except
-            ``tensor_nodes=False``, which writes tensor shapes on the edges
-            instead of drawing tensor nodes (the ``compact`` preset's default).
+        **styler_args: the drawing options of
+            :class:`~torchrecorder.renderer.GraphvizRenderer`:
+            ``direction="LR"`` (the layout direction), ``tensor_nodes=True``
+            (draw the tensors passed between layers as boxes instead of
+            writing their shapes on the edges), ``expand_leaves=True`` (open
+            leaf modules above ``render_depth`` into their operations),
+            ``all_ops=True`` (draw data-movement operations and operations
+            without a drawn input too); and the styler's: ``preset`` (one of
+            :data:`~torchrecorder.renderer.graphviz.PRESETS`),
+            ``param_shapes``, ``edge_shapes``, ``KIND_attrs`` mappings, and
+            Graphviz attributes (``rankdir``, ``dpi``, ``size`` and the other
+            graph attributes set the graph's; any other sets every node's).
 
     Returns:
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
@@ -181,7 +196,9 @@ def render_network(
         render_depth: depth until which modules are drawn expanded (default 1:
             the network's direct children as boxes).
         input_kwargs, device, dtype: as in :func:`record`.
-        fold_repeats, **styler_args: as in :func:`make_dot`.
+        fold_repeats, **styler_args: as in :func:`make_dot`.  Raster formats
+            (``png``, ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is
+            given.
 
     Returns:
         the path of the written file.
@@ -208,6 +225,9 @@ def render_network(
         data = MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
                                tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()
     else:
+        if fmt in RASTER_FORMATS and "dpi" not in styler_args \
+                and "dpi" not in (styler_args.get("graph_attrs") or {}):
+            styler_args["dpi"] = DEFAULT_RASTER_DPI
         dot = make_dot(rec, render_depth, fold_repeats=fold_repeats, **styler_args)
         data = dot.source.encode() if fmt in ("dot", "gv") else render_source(dot.source, fmt)
     stem = filename if filename is not None else name.replace(os.sep, "_").replace("/", "_")

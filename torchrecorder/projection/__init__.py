@@ -9,6 +9,7 @@
 
 from .drawn import (
     AUTO_FOLD_MIN,
+    DATA_MOVEMENT_OPS,
     NODE_KINDS,
     FoldRepeats,
     Projection,
@@ -21,6 +22,7 @@ from .fold import FoldPlan, structure_ids
 
 __all__ = [
     "AUTO_FOLD_MIN",
+    "DATA_MOVEMENT_OPS",
     "NODE_KINDS",
     "FoldPlan",
     "FoldRepeats",

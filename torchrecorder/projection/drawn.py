@@ -20,8 +20,8 @@ from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 from .fold import FoldPlan
 
-__all__ = ["AUTO_FOLD_MIN", "DATA_MOVEMENT_OPS", "NODE_KINDS", "FoldRepeats", "Projection", "default_expanded", "fold_min",
-           "is_passed_tensor", "kind_of"]
+__all__ = ["AUTO_FOLD_MIN", "DATA_MOVEMENT_OPS", "NODE_KINDS", "FoldRepeats", "Projection",
+           "default_expanded", "fold_min", "is_passed_tensor", "kind_of"]
 
 #: ``fold_repeats="auto"`` folds runs of at least this many identical blocks.
 AUTO_FOLD_MIN = 8

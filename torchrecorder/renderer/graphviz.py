@@ -16,7 +16,8 @@ from .base import BaseRenderer
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
 
-__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "PRESETS", "GraphvizRenderer", "GraphvizStyler", "RecordingDigraph"]
+__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "PRESETS", "GraphvizRenderer", "GraphvizStyler",
+           "RecordingDigraph"]
 
 
 #: the layout directions (Graphviz's ``rankdir``)
@@ -103,12 +104,28 @@ class GraphvizRenderer(BaseRenderer):
         return RecordingDigraph(name=dot_id(self.rec.name), graph_attr=self.styler.graph_attrs())
 
     def finish(self, g: graphviz.Digraph) -> graphviz.Digraph:
-        """Put the network's inputs on the first rank and its outputs on the last."""
+        """Put the network's inputs on the first rank and its outputs on the last.
+
+        A drawn node that nothing drawn feeds (a parameter, an embedding of
+        positions) gets an invisible edge from the first input, so that it
+        sits below the inputs, not above them.
+        """
+        top = [n for n in self.children(self.rec.context) if isinstance(n, TensorNode)]
+        inputs = [n for n in top if n.role == "input"]
         for role, rank in (("input", "source"), ("output", "sink")):
-            ids = [self._quoted_id(n) for n in self.children(self.rec.context)
-                   if isinstance(n, TensorNode) and n.role == role]
+            ids = [self._quoted_id(n) for n in top if n.role == role]
             if ids:
                 g.body.append(f"\t{{rank={rank}; {'; '.join(ids)}}}\n")
+        if inputs:
+            fed = {b.key for _, b in self.drawn_edges()}
+            first = self._quoted_id(inputs[0])
+            todo = list(self.children(self.rec.context))
+            while todo:
+                node = todo.pop(0)
+                if self.projection.is_expanded(node):
+                    todo.extend(self.children(node))
+                elif node.key not in fed and not (isinstance(node, TensorNode) and node.role):
+                    g.body.append(f"\t{first} -> {self._quoted_id(node)} [style=invis]\n")
         return g
 
     def render_node(self, g: graphviz.Digraph, node: BaseNode) -> None:

@@ -273,9 +273,10 @@ class GraphvizStyler:
         an input of the network or a parameter): then the edge need not say it again."""
         if isinstance(fnode, TensorNode):
             return True
-        shape = tensor.shape
+        if tensor.shape is None:
+            return False
         try:
-            shape = tuple(shape)
+            shape = tuple(tensor.shape)
         except TypeError:
             return False
         if isinstance(fnode, LayerNode):
@@ -348,10 +349,10 @@ class GraphvizStyler:
             key = ("tensor label", node.shape, node.dtype)
             return self._memo(key, lambda: f"<{html_text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
         if isinstance(node, OpNode):
-            shape = self._new_shape(node)
-            if shape is None:
+            new_shape = self._new_shape(node)
+            if new_shape is None:
                 return f"<{html_text(node.op)}>"
-            return f"<{html_text(node.op)}<BR/>{_SMALL.format(html_text(shape))}>"
+            return f"<{html_text(node.op)}<BR/>{_SMALL.format(html_text(new_shape))}>"
         return f"<{html_text(node.name)}>"
 
     def _new_shape(self, node: OpNode) -> Optional[str]:
