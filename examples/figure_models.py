@@ -93,7 +93,8 @@ def gpt2() -> tuple[nn.Module, tuple[Tensor, ...]]:
     """A two-layer GPT-2 language model (transformers, random weights)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=64)
+    config = GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=64,
+                        bos_token_id=0, eos_token_id=0)
     return GPT2LMHeadModel(config).eval(), (_tokens(1000),)
 
 

@@ -424,7 +424,10 @@ class GraphvizStyler:
         rest = node.type_name
         if node.num_params_total:
             rest += " · " + param_lines(None, node)[-1]
-        return (f'<<B>{html_text(bold)}</B><BR ALIGN="LEFT"/>'
+        # Graphviz measures bold text a few percent narrower than browsers draw it: trailing
+        # no-break spaces keep a long title inside the cluster's border
+        pad = "&#160;" * (1 + len(bold) // 15)
+        return (f'<<B>{html_text(bold)}{pad}</B><BR ALIGN="LEFT"/>'
                 f'<FONT COLOR="#555555">{html_text(rest)}</FONT><BR ALIGN="LEFT"/>>')
 
 
