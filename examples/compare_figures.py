@@ -16,7 +16,7 @@ import warnings
 import torchrecorder
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from figure_models import MODELS  # noqa: E402
+from figure_models import MODELS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGES = os.path.join(ROOT, "docs", "images", "figures")
