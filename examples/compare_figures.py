@@ -71,7 +71,7 @@ def main() -> None:
                 b, ratio = "failed", "–"
             cells.append((depth, a, b, ratio, theirs is not None))
             rows.append(f"| {TITLES[name]} | {depth} | {a} | {b} | {ratio} |")
-        d2 = [c for c in cells if c[0] == 2][0]
+        d2 = next(c for c in cells if c[0] == 2)
         theirs_img = (f'<img src="images/figures/{name}_d2_torchview.svg" width="100%">' if d2[4]
                       else "torchview failed (see the table)")
         sections.append(
