@@ -44,8 +44,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, TypeVar, Union
 
+from ._files import write_atomically
 from .errors import GraphError
 from .graph import Graph
 from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
@@ -121,13 +123,20 @@ def dumps(rec: Graph) -> str:
         name = json.dumps(field)
         lines.append(f" {name}: [\n{body}\n ]{end}" if items else f" {name}: []{end}")
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if _SURROGATE.search(text):  # a lone surrogate (from a name) cannot be written as UTF-8
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+# json.dumps writes them only inside strings, where a \uXXXX escape reads back as the same text
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def save(rec: Graph, path: Union[str, os.PathLike[str]]) -> None:
-    """Write the recording as JSON to ``path``."""
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(dumps(rec))
+    """Write the recording as JSON to ``path``, atomically: on any failure the file at
+    ``path`` is left as it was."""
+    write_atomically(path, dumps(rec))
 
 
 def _tuple_shape(value: Any, where: str) -> Any:

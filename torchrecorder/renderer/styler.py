@@ -3,11 +3,13 @@ its attributes, from :data:`DEFAULT_STYLES` and a named preset of :data:`PRESETS
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Optional, TypeVar
 
-from .._text import dot_text, html_text
+from .._text import DOT_STRING_BYTES, dot_text, html_text, shorten, string_quote
+from ..backend import GRAPHVIZ_ATTRIBUTES
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS
@@ -109,7 +111,9 @@ class GraphvizStyler:
             ``io_attrs``, ``param_attrs``, ``op_attrs``, ``cluster_attrs``,
             ``edge_attrs``, ``graph_attrs``, ...) override one kind; any other
             keyword is a Graphviz node attribute applied to every node, as in the
-            original torchrecorder (``fontname="Times"``).  The kinds are
+            original torchrecorder (``fontname="Times"``); a keyword that is not
+            one (a misspelt option such as ``render_dept``, or ``rankdir``, an
+            attribute of graphs) raises ``TypeError``.  The kinds are
             ``layer`` (a module drawn as one box), ``cluster`` (an expanded
             module), ``tensor``, ``io`` (the network's inputs and outputs),
             ``param``, ``op``, ``edge``, ``param_edge``, ``failed`` (a module
@@ -131,6 +135,16 @@ class GraphvizStyler:
     #: node class -> style kind, searched along the node's MRO
     kinds: ClassVar[Mapping[type, str]] = NODE_KINDS
 
+    #: text longer than this in a label (a name, a type, a parameter line) is shortened in the
+    #: middle with ``…``: Graphviz refuses strings of 16,384 bytes, and a wide node is unreadable.
+    #: The tooltip keeps the whole text (up to Graphviz's limit), the JSON export all of it.
+    max_label_chars: ClassVar[int] = 200
+
+    #: the keywords taken as Graphviz node attributes; any other keyword (but ``preset`` and
+    #: ``KIND_attrs``) raises ``TypeError``.  A subclass may add names its own Graphviz knows.
+    node_attributes: ClassVar[frozenset[str]] = frozenset(
+        name for name, users in GRAPHVIZ_ATTRIBUTES.items() if "N" in users)
+
     def __init__(self, preset: str = "default", **styler_args: Any) -> None:
         # label and tooltip text of tensors and ops, by what they show (many nodes share one)
         self._text_memo: dict[Any, Any] = {}
@@ -149,8 +163,30 @@ class GraphvizStyler:
                     raise TypeError(f"{arg} must be a mapping of Graphviz attributes")
                 self.styles[kind].update({str(k): str(v) for k, v in value.items()})
             else:
+                self._check_attribute(arg)
                 for node_kind in ("layer", "tensor", "io", "param", "op"):
                     self.styles[node_kind][arg] = str(value)
+
+    def _check_attribute(self, arg: str) -> None:
+        """Raise ``TypeError`` unless ``arg`` is one of :attr:`node_attributes`, with a hint."""
+        if arg in self.node_attributes:
+            return
+        users = GRAPHVIZ_ATTRIBUTES.get(arg)
+        if users:
+            where = {"G": "graph_attrs", "C": "cluster_attrs", "E": "edge_attrs"}
+            kinds = [f"{where[u]}={{{arg!r}: ...}}" for u in users if u in where]
+            raise TypeError(f"{arg!r} is a Graphviz attribute of "
+                            + ", ".join(_USERS[u] for u in users) + ", not of nodes"
+                            + (f": pass {' or '.join(kinds)}" if kinds else ""))
+        known = [*self.node_attributes, *(f"{k}_attrs" for k in KIND_ARGS), "preset",
+                 *_DRAWING_OPTIONS]
+        close = difflib.get_close_matches(arg, known, n=1)
+        raise TypeError(f"unknown keyword argument {arg!r}: it is neither an option nor a "
+                        "Graphviz node attribute" + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+    def _text(self, text: object) -> str:
+        """``text`` for a label: shortened to :attr:`max_label_chars`, escaped."""
+        return html_text(shorten(str(text), self.max_label_chars))
 
     def kind_of(self, node: BaseNode) -> str:
         """The style kind of ``node`` (``"layer"``, ``"tensor"``, ``"io"``, ``"param"``, ``"op"``),
@@ -165,7 +201,7 @@ class GraphvizStyler:
         """Attributes (label included) of ``node`` drawn as a single node."""
         attrs = dict(self.styles[self.kind_of(node)])
         attrs["label"] = self.label(node)
-        attrs["tooltip"] = dot_text(self.tooltip(node))
+        attrs["tooltip"] = _tooltip_text(self.tooltip(node))
         if isinstance(node, LayerNode) and node.error:
             attrs.update(self.styles["failed"])
         return attrs
@@ -174,7 +210,7 @@ class GraphvizStyler:
         """Attributes of an expanded layer, drawn as a cluster."""
         attrs = dict(self.styles["cluster"])
         attrs["label"] = self._cluster_label(node, node.call_title(dotted=True))
-        attrs["tooltip"] = dot_text(self.tooltip(node))
+        attrs["tooltip"] = _tooltip_text(self.tooltip(node))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
         return attrs
@@ -187,7 +223,7 @@ class GraphvizStyler:
         """Attributes of an edge that carries ``tensor`` (drawn with ``tensor_nodes=False``): its shape."""
         attrs = self.style_edge(fnode, tnode)
         attrs["label"] = self.label(tensor)
-        attrs["tooltip"] = dot_text(self.tooltip(tensor))
+        attrs["tooltip"] = _tooltip_text(self.tooltip(tensor))
         return attrs
 
     def tooltip(self, node: BaseNode) -> str:
@@ -230,36 +266,37 @@ class GraphvizStyler:
         if isinstance(node, LayerNode):
             return self._layer_label(node, node.call_title())
         if isinstance(node, ParamNode):
-            return (f"<{html_text(node.name)}<BR/>"
-                    + _SMALL.format(html_text(shape_str(node.shape) + dtype_suffix(node.dtype))) + ">")
+            return (f"<{self._text(node.name)}<BR/>"
+                    + _SMALL.format(self._text(shape_str(node.shape) + dtype_suffix(node.dtype))) + ">")
         if isinstance(node, TensorNode):
             if node.role:
-                shape = html_text(shape_str(node.shape) + dtype_suffix(node.dtype))
-                return f"<<B>{html_text(node.name)}</B><BR/>{shape}>"
+                shape = self._text(shape_str(node.shape) + dtype_suffix(node.dtype))
+                return f"<<B>{self._text(node.name)}</B><BR/>{shape}>"
             key = ("tensor label", node.shape, node.dtype)
-            return self._memo(key, lambda: f"<{html_text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
+            return self._memo(
+                key, lambda: f"<{self._text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
         if isinstance(node, OpNode):
-            return f"<{html_text(node.op)}>"
-        return f"<{html_text(node.name)}>"
+            return f"<{self._text(node.op)}>"
+        return f"<{self._text(node.name)}>"
 
     def _layer_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
         type_name = node.type_name
-        lines = [f"<B>{html_text(title)}</B>",
+        lines = [f"<B>{self._text(title)}</B>",
                  self._memo(("type", type_name),
-                            lambda: f'<FONT POINT-SIZE="9" COLOR="#555555">{html_text(type_name)}</FONT>')]
+                            lambda: f'<FONT POINT-SIZE="9" COLOR="#555555">{self._text(type_name)}</FONT>')]
         if type(self).param_lines is GraphvizStyler.param_lines:
             listed = listed_params(self.rec, node)
             total = node.num_params_total
             if total:
                 key = ("params", total, *[(p.name, p.shape) for p in listed])
                 lines.extend(self._memo(key, lambda: tuple(
-                    _SMALL.format(html_text(p)) for p in params_text(listed, total))))
+                    _SMALL.format(self._text(p)) for p in params_text(listed, total))))
         else:  # a subclass's own lines
-            lines.extend(_SMALL.format(html_text(p)) for p in self.param_lines(node))
+            lines.extend(_SMALL.format(self._text(p)) for p in self.param_lines(node))
         if repeat > 1:
             lines.append(f"<B>×{repeat}</B>")
         if node.error:
-            lines.append(_SMALL.format(html_text("raised " + node.error.split(":")[0])))
+            lines.append(_SMALL.format(self._text("raised " + node.error.split(":")[0])))
         return "<" + "<BR/>".join(lines) + ">"
 
     def param_lines(self, node: LayerNode) -> list[str]:
@@ -280,21 +317,38 @@ class GraphvizStyler:
             attrs = self.style_node(node)
             attrs["label"] = self._layer_label(node, run_title(list(run), dotted=True), len(run))
             attrs.update(self.styles["folded"])
-        attrs["tooltip"] = dot_text(f"{len(run)} identical blocks: " + self.tooltip(node))
+        attrs["tooltip"] = _tooltip_text(f"{len(run)} identical blocks: " + self.tooltip(node))
         return attrs
 
 
     def _cluster_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
         """``title Type ×N  N params``: the dotted path in bold, the type in grey."""
-        text = f'<B>{html_text(title)}</B> <FONT COLOR="#555555">{html_text(node.type_name)}</FONT>'
+        text = f'<B>{self._text(title)}</B> <FONT COLOR="#555555">{self._text(node.type_name)}</FONT>'
         if repeat > 1:
             text += f" <B>×{repeat}</B>"
         if node.num_params_total:
-            text += " " + _SMALL.format(html_text(param_lines(None, node)[-1]))
+            text += " " + _SMALL.format(self._text(param_lines(None, node)[-1]))
         return f"<{text}>"
 
 
 _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
+_USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
+# the keywords that the drawing functions take beside the styler's (for "did you mean")
+_DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls")
+
+
+def _tooltip_text(text: object) -> str:
+    """``text`` escaped for a tooltip, shortened in the middle if Graphviz could not read it."""
+    escaped = dot_text(text)
+    if len(escaped) <= DOT_STRING_BYTES // 5:  # 4 bytes a character at most, quotes escaped
+        return escaped
+    raw = str(text)
+    while True:
+        size = len(string_quote(escaped).encode("utf-8", "surrogatepass"))
+        if size <= DOT_STRING_BYTES:
+            return escaped
+        raw = shorten(raw, max(1, len(raw) * DOT_STRING_BYTES // size - 16))
+        escaped = dot_text(raw)
 
 
 def _shapes_text(ins: list[tuple[int, ...]], outs: list[tuple[int, ...]]) -> str:
