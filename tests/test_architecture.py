@@ -4,7 +4,7 @@ Every ``import`` statement in ``torchrecorder/`` (at module level or inside a
 function) is read with :mod:`ast`; each module belongs to one layer, and a
 layer may import only the layers below it (see docs/architecture.md):
 
-    base (errors, _text, nodes, backend)
+    base (errors, _text, nodes, backend, _files)
     graph
     recording          projection
     renderer (reads graph + projection)     export, summary

@@ -42,6 +42,13 @@ REFUSED_FORMATS: Mapping[str, str] = MappingProxyType({
     "gtk": "it opens a window instead of writing a file",
 })
 
+# Graphviz's formats that write nothing but their output (each checked with dot 2.43); any
+# other format is run in a scratch directory and refused if it writes a file there
+_OUTPUT_ONLY = frozenset((
+    "canon cmap cmapx cmapx_np dot dot_json eps fig gd gd2 gif gv imap imap_np ismap jpe jpeg "
+    "jpg json json0 mp pdf pic plain plain-ext png pov ps ps2 svg svgz tk vdx vml vmlz wbmp webp "
+    "xdot xdot1.2 xdot1.4 xdot_json").split())
+
 # Every attribute of https://graphviz.org/doc/info/attrs.html, with the components that use it:
 # G the root graph, C clusters, S subgraphs, N nodes, E edges.
 _ATTRIBUTE_USERS = {
@@ -180,11 +187,15 @@ def render_source(source: str, fmt: str, engine: str = "dot") -> bytes:
         raise ValueError(f"unknown format {fmt!r}; Graphviz ({backend}) supports: "
                          + ", ".join(sorted((formats - REFUSED_FORMATS.keys()) | SOURCE_FORMATS)))
     if backend == "dot":
-        # in an empty directory of its own, so that no format can write files where the user is
-        with tempfile.TemporaryDirectory(prefix="torchrecorder-dot-") as scratch:
-            proc = subprocess.run([shutil.which(engine) or engine, f"-T{fmt}"], input=source.encode(),
-                                  capture_output=True, check=False, cwd=scratch)
-            side_files = sorted(os.listdir(scratch))
+        command = [shutil.which(engine) or engine, f"-T{fmt}"]
+        if fmt in _OUTPUT_ONLY:  # where the user is: relative image= paths keep working
+            proc = subprocess.run(command, input=source.encode(), capture_output=True, check=False)
+            side_files: list[str] = []
+        else:  # a format not known here runs in an empty directory of its own
+            with tempfile.TemporaryDirectory(prefix="torchrecorder-dot-") as scratch:
+                proc = subprocess.run(command, input=source.encode(), capture_output=True,
+                                      check=False, cwd=scratch)
+                side_files = sorted(os.listdir(scratch))
         if proc.returncode != 0:
             raise RuntimeError(f"Graphviz `{engine} -T{fmt}` failed: "
                                + proc.stderr.decode(errors="replace").strip())
