@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import stat
 import subprocess
@@ -293,6 +294,21 @@ def test_every_field_of_every_node_either_loads_and_draws_or_is_refused_by_name(
                 str(rec)
                 torchrecorder.loads_json(rec.to_json())
     assert tried > 300 and refused > tried // 2
+
+
+def test_any_edges_between_nodes_of_a_loaded_graph_draw_without_looping() -> None:
+    net = nn.Sequential(*[nn.Sequential(nn.Linear(3, 3), nn.ReLU()) for _ in range(9)])
+    doc = export.to_dict(torchrecorder.record(net, "n", (1, 3)))
+    keys = [n["key"] for n in doc["nodes"]]
+    rng = random.Random(0)
+    for _ in range(40):  # cycles, edges into ancestors and out of parameters
+        bad = json.loads(json.dumps(doc))
+        bad["edges"].extend(rng.sample(keys, 2) for _ in range(rng.randint(1, 20)))
+        rec = torchrecorder.loads_json(json.dumps(bad))
+        for depth in (0, 1, 2, 256):
+            torchrecorder.make_dot(rec, depth)
+            torchrecorder.make_mermaid(rec, depth)
+        str(rec)
 
 
 # ----------------------------------------------------------------------------- formats
