@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 import unicodedata
@@ -9,8 +10,14 @@ import unicodedata
 import graphviz
 from graphviz.quoting import quote
 
-__all__ = ["dot_id", "dot_quote", "dot_text", "html_text", "quote_dot_id", "quoted_dot_text", "string_quote",
-           "visible"]
+__all__ = ["DOT_STRING_BYTES", "dot_id", "dot_quote", "dot_text", "html_text", "quote_dot_id",
+           "quoted_dot_text", "shorten", "string_quote", "visible"]
+
+#: Graphviz (2.43 to 12) refuses a quoted or HTML string of 16,384 bytes or more ("syntax error
+#: ... longer than 16384?"); what torchrecorder writes stays under this
+DOT_STRING_BYTES = 16_000
+# node ids longer than this are cut, and told apart by a hash of the whole key
+_MAX_ID = 200
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_./#@\-]")
 # characters that html_text rewrites (printable text without them comes back as it is)
@@ -141,10 +148,33 @@ def dot_id(key: object) -> str:
     """A DOT node id for a node key: readable characters kept, the rest replaced.
 
     ``:`` becomes ``@`` (the graphviz package reads ``a:b`` as node ``a``, port
-    ``b``); other unsafe characters become ``_``.  Callers keep ids unique (see
-    the Graphviz renderer).
+    ``b``); other unsafe characters become ``_``.  An id longer than 200
+    characters keeps its first 186 and ends in ``__`` and 12 hex digits of a hash
+    of the whole key.  Callers keep ids unique (see the Graphviz renderer).
 
     >>> dot_id('layer1.0/add_1'), dot_id('fc:out'), dot_id('a "b"\\\\')
     ('layer1.0/add_1', 'fc@out', 'a__b__')
+    >>> len(dot_id("x" * 20_000))
+    200
     """
-    return _SAFE_ID.sub("_", str(key).replace(":", "@")) or "_"
+    text = _SAFE_ID.sub("_", str(key).replace(":", "@")) or "_"
+    if len(text) > _MAX_ID:
+        digest = hashlib.blake2b(str(key).encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+        text = f"{text[: _MAX_ID - 14]}__{digest}"
+    return text
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and end around ``…``,
+    ``limit`` characters in all.
+
+    >>> shorten("encoder.layers.11.attention", 15)
+    'encoder…tention'
+    """
+    if len(text) <= limit:
+        return text
+    if limit < 2:
+        return "…"[:limit]
+    head = (limit - 1 + 1) // 2
+    tail = limit - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import Any, Optional, Union
 
@@ -10,7 +9,8 @@ import graphviz
 import torch
 from torch import nn
 
-from .backend import SOURCE_FORMATS, available_formats, render_source
+from ._files import write_atomically
+from .backend import check_format, render_source
 from .export import load, loads
 from .graph import Graph
 from .projection import FoldRepeats
@@ -27,6 +27,12 @@ def _check_module(net: Any) -> nn.Module:
         raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
     return net
 
+
+def _check_name(name: Any) -> str:
+    """The network's name: it becomes the root module's key, label and default file name."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str (the name shown for the network), got {name!r}")
+    return name
 
 
 def record(
@@ -77,6 +83,7 @@ def record(
     ['fc', 'weight', 'bias', 'input:input', 'fc/linear', 'fc:out']
     """
     _check_module(net)
+    _check_name(name)
     if input_shapes is None and input_data is None and not input_kwargs:
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
@@ -147,21 +154,45 @@ def _check_directory(directory: str) -> None:
         raise PermissionError(f"cannot write to {directory!r}: {probe!r} is not writable")
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    # 0o666 less the umask, like any other file the user writes (mkstemp would make it private)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+#: the package's atomic writer (kept under its old name)
+_write_atomically = write_atomically
+
+
+def _target_path(directory: str, name: str, filename: Any, fmt: str) -> str:
+    """``directory/stem.fmt``, checked before anything runs: the stem is ``filename`` (a name,
+    or a path that stays inside ``directory``), else ``name`` with path separators replaced."""
+    if filename is None:
+        stem = name.replace(os.sep, "_").replace("/", "_")
+        if os.altsep:
+            stem = stem.replace(os.altsep, "_")
+        what = f"name {name!r}"
+    else:
+        if not isinstance(filename, (str, os.PathLike)):
+            raise TypeError(f"filename must be a str, got {type(filename).__name__}")
+        stem = os.fspath(filename)
+        if not isinstance(stem, str):
+            raise TypeError(f"filename must be a str, got {type(stem).__name__}")
+        what = f"filename {stem!r}"
+    if stem.endswith("." + fmt):
+        stem = stem[: -len(fmt) - 1]
+    if not stem or stem.endswith(("/", os.sep)) or os.path.basename(stem) in ("", ".", ".."):
+        raise ValueError(f"{what} gives no file name (it would write the hidden file "
+                         f"'.{fmt}' or a directory): pass a non-empty name or filename=")
+    if "\0" in stem:
+        raise ValueError(f"{what} contains a NUL character, which no file name can hold")
+    if os.path.isabs(stem):
+        raise ValueError(f"filename {stem!r} is an absolute path: pass its directory as "
+                         "directory= and the file name as filename=")
+    root = os.path.abspath(directory)
+    path = os.path.join(directory, f"{stem}.{fmt}")
+    if os.path.commonpath([root, os.path.abspath(path)]) != root:
+        raise ValueError(f"filename {stem!r} leads outside directory {directory!r}: pass the "
+                         "directory as directory= and a plain file name as filename=")
+    base = os.path.basename(path)
+    if len(os.fsencode(base)) > 255:
+        raise ValueError(f"file name {base[:40]!r}... is {len(os.fsencode(base))} bytes long; "
+                         "file systems allow 255: pass a shorter filename=")
+    return path
 
 
 def render_network(
@@ -184,10 +215,12 @@ def render_network(
 
     Args:
         net: the module to draw.
-        name: name of the network; also the file name unless ``filename`` is given.
+        name: name of the network (a str); also the file name unless ``filename``
+            is given, with path separators replaced by ``_``.
         input_shapes: as in :func:`record`.
         directory: where to write; created if needed.
-        filename: file name without extension (default: ``name``).
+        filename: file name without extension (default: ``name``); it may name
+            a subdirectory (``"plots/net"``) but must stay inside ``directory``.
         fmt: any format of the installed Graphviz (``svg``, ``png``, ``pdf``,
             ...), ``dot``/``gv`` for the DOT source, ``json`` for the recorded
             graph (schema in :mod:`torchrecorder.export`; Graphviz's own JSON
@@ -204,19 +237,29 @@ def render_network(
         the path of the written file.
 
     Raises:
-        ValueError: ``fmt`` is unknown.
+        TypeError: ``net`` is not a module, ``name`` not a str, or a keyword
+            is neither an option nor a Graphviz node attribute.
+        ValueError: ``fmt`` is unknown or refused (``vrml``, which writes side
+            files); the file name is empty (``name=""``: no hidden ``.svg``),
+            leads outside ``directory`` (``"../x"``, an absolute path) or is
+            longer than 255 bytes; ``preset``, ``render_depth`` or
+            ``fold_repeats`` is invalid.
         GraphvizNotFoundError: an image format was asked for and Graphviz is
             not installed.
         OSError: ``directory`` cannot be created or written.
 
-    Nothing is written unless everything succeeded.
+    All of these are raised before the model runs.  The file is written
+    atomically: nothing is written unless everything succeeded, and a file
+    already there is replaced whole, keeping its permissions.
     """
     _check_module(net)
-    fmt = str(fmt).lower().lstrip(".")
-    if fmt not in SOURCE_FORMATS and fmt not in available_formats():
-        raise ValueError(f"unknown format {fmt!r}; available: {', '.join(sorted(available_formats()))}")
+    _check_name(name)
+    fmt = check_format(fmt)
     directory = os.fspath(directory)
-    _check_directory(directory)
+    path = _target_path(directory, name, filename, fmt)
+    # every drawing option is checked on an empty graph before the model runs
+    GraphvizRenderer(Graph(name), render_depth, fold_repeats=fold_repeats, **styler_args)
+    _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
                  dtype=dtype)
     if fmt == "json":
@@ -230,11 +273,8 @@ def render_network(
             styler_args["dpi"] = DEFAULT_RASTER_DPI
         dot = make_dot(rec, render_depth, fold_repeats=fold_repeats, **styler_args)
         data = dot.source.encode() if fmt in ("dot", "gv") else render_source(dot.source, fmt)
-    stem = filename if filename is not None else name.replace(os.sep, "_").replace("/", "_")
-    if stem.endswith("." + fmt):
-        stem = stem[: -len(fmt) - 1]
-    path = os.path.join(directory, f"{stem}.{fmt}")
-    _write_atomically(path, data)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    write_atomically(path, data)
     return path
 
 

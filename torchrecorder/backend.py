@@ -11,21 +11,87 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Optional
 
 from .errors import GraphvizNotFoundError
 
 __all__ = [
+    "GRAPHVIZ_ATTRIBUTES",
     "GraphvizNotFoundError",
+    "REFUSED_FORMATS",
     "SOURCE_FORMATS",
     "available_formats",
     "backend_name",
+    "check_format",
     "render_source",
 ]
 
 #: formats written without running Graphviz: DOT source, the recorded graph as
 #: JSON (:mod:`torchrecorder.export`), a Mermaid flowchart
 SOURCE_FORMATS = frozenset({"dot", "gv", "json", "mmd"})
+
+#: Graphviz formats torchrecorder refuses, and why: they do not produce one file
+REFUSED_FORMATS: Mapping[str, str] = MappingProxyType({
+    "vrml": "Graphviz writes one PNG file per node beside the VRML file, into the current "
+            "directory, where they would overwrite files of the same name",
+    "x11": "it opens a window instead of writing a file",
+    "xlib": "it opens a window instead of writing a file",
+    "gtk": "it opens a window instead of writing a file",
+})
+
+# Graphviz's formats that write nothing but their output (each checked with dot 2.43); any
+# other format is run in a scratch directory and refused if it writes a file there
+_OUTPUT_ONLY = frozenset((
+    "canon cmap cmapx cmapx_np dot dot_json eps fig gd gd2 gif gv imap imap_np ismap jpe jpeg "
+    "jpg json json0 mp pdf pic plain plain-ext png pov ps ps2 svg svgz tk vdx vml vmlz wbmp webp "
+    "xdot xdot1.2 xdot1.4 xdot_json").split())
+
+# Every attribute of https://graphviz.org/doc/info/attrs.html, with the components that use it:
+# G the root graph, C clusters, S subgraphs, N nodes, E edges.
+_ATTRIBUTE_USERS = {
+    "_background": "G", "area": "NC", "arrowhead": "E", "arrowsize": "E", "arrowtail": "E",
+    "bb": "GC", "beautify": "G", "bgcolor": "GC", "center": "G", "charset": "G", "class": "GCNE",
+    "cluster": "CS", "clusterrank": "G", "color": "NEC", "colorscheme": "GCNE", "comment": "GNE",
+    "compound": "G", "concentrate": "G", "constraint": "E", "Damping": "G", "decorate": "E",
+    "defaultdist": "G", "dim": "G", "dimen": "G", "dir": "E", "diredgeconstraints": "G",
+    "distortion": "N", "dpi": "G", "edgehref": "E", "edgetarget": "E", "edgetooltip": "E",
+    "edgeURL": "E", "epsilon": "G", "esep": "G", "fillcolor": "NEC", "fixedsize": "N",
+    "fontcolor": "GCNE", "fontname": "GCNE", "fontnames": "G", "fontpath": "G", "fontsize": "GCNE",
+    "forcelabels": "G", "gradientangle": "GCN", "group": "N", "head_lp": "E", "headclip": "E",
+    "headhref": "E", "headlabel": "E", "headport": "E", "headtarget": "E", "headtooltip": "E",
+    "headURL": "E", "height": "N", "href": "GCNE", "id": "GCNE", "image": "N", "imagepath": "G",
+    "imagepos": "N", "imagescale": "N", "inputscale": "G", "K": "GC", "label": "GCNE",
+    "label_scheme": "G", "labelangle": "E", "labeldistance": "E", "labelfloat": "E",
+    "labelfontcolor": "E", "labelfontname": "E", "labelfontsize": "E", "labelhref": "E",
+    "labeljust": "GC", "labelloc": "GCN", "labeltarget": "E", "labeltooltip": "E", "labelURL": "E",
+    "landscape": "G", "layer": "CNE", "layerlistsep": "G", "layers": "G", "layerselect": "G",
+    "layersep": "G", "layout": "G", "len": "E", "levels": "G", "levelsgap": "G", "lhead": "E",
+    "lheight": "GC", "linelength": "G", "lp": "GCE", "ltail": "E", "lwidth": "GC", "margin": "GCN",
+    "maxiter": "G", "mclimit": "G", "mindist": "G", "minlen": "E", "mode": "G", "model": "G",
+    "newrank": "G", "nodesep": "G", "nojustify": "GCN", "normalize": "G", "notranslate": "G",
+    "nslimit": "G", "nslimit1": "G", "oneblock": "G", "ordering": "GN", "orientation": "GN",
+    "outputorder": "G", "overlap": "G", "overlap_scaling": "G", "overlap_shrink": "G", "pack": "G",
+    "packmode": "G", "pad": "G", "page": "G", "pagedir": "G", "pencolor": "C", "penwidth": "CNE",
+    "peripheries": "CN", "pin": "N", "pos": "NE", "quadtree": "G", "quantum": "G", "rank": "S",
+    "rankdir": "G", "ranksep": "G", "ratio": "G", "rects": "N", "regular": "N", "remincross": "G",
+    "repulsiveforce": "G", "resolution": "G", "root": "GN", "rotate": "G", "rotation": "G",
+    "samehead": "E", "sametail": "E", "samplepoints": "N", "scale": "G", "searchsize": "G",
+    "sep": "G", "shape": "N", "shapefile": "N", "showboxes": "GNE", "sides": "N", "size": "G",
+    "skew": "N", "smoothing": "G", "sortv": "GCN", "splines": "G", "start": "G", "style": "CNE",
+    "stylesheet": "G", "tail_lp": "E", "tailclip": "E", "tailhref": "E", "taillabel": "E",
+    "tailport": "E", "tailtarget": "E", "tailtooltip": "E", "tailURL": "E", "target": "GCNE",
+    "TBbalance": "G", "tooltip": "GCNE", "truecolor": "G", "URL": "GCNE", "vertices": "N",
+    "viewport": "G", "voro_margin": "G", "weight": "E", "width": "N", "xdotversion": "G",
+    "xlabel": "NE", "xlp": "NE", "z": "N",
+}
+
+#: Graphviz's attributes (https://graphviz.org/doc/info/attrs.html), each with the letters of
+#: the components that use it: ``G`` the graph, ``C`` clusters, ``S`` subgraphs, ``N`` nodes,
+#: ``E`` edges.  Names are case-sensitive, as in Graphviz.
+GRAPHVIZ_ATTRIBUTES: Mapping[str, str] = MappingProxyType(_ATTRIBUTE_USERS)
 
 _INSTALL_HINT = (
     "Rendering an image needs Graphviz: install the `dot` program (Debian/Ubuntu: "
@@ -81,9 +147,28 @@ def _formats_of(backend: str, dot_path: str) -> frozenset[str]:
 
 
 def available_formats() -> frozenset[str]:
-    """Every output format: those of the installed Graphviz, plus ``dot``, ``gv``, ``json`` and ``mmd``."""
+    """Every output format: those of the installed Graphviz (less :data:`REFUSED_FORMATS`),
+    plus ``dot``, ``gv``, ``json`` and ``mmd``."""
     backend = backend_name()
-    return _formats_of(backend, shutil.which("dot") or "") | SOURCE_FORMATS
+    return (_formats_of(backend, shutil.which("dot") or "") - REFUSED_FORMATS.keys()) | SOURCE_FORMATS
+
+
+def check_format(fmt: str) -> str:
+    """``fmt`` as a known output format (lower case, no leading dot), before anything runs.
+
+    Raises:
+        ValueError: ``fmt`` is refused (see :data:`REFUSED_FORMATS`) or unknown.
+        GraphvizNotFoundError: ``fmt`` needs Graphviz and there is none.
+    """
+    if not isinstance(fmt, str):
+        raise TypeError(f"fmt must be a str such as 'svg', got {type(fmt).__name__}")
+    fmt = fmt.lower().lstrip(".")
+    if fmt in REFUSED_FORMATS:
+        raise ValueError(f"format {fmt!r} is not supported: {REFUSED_FORMATS[fmt]}; write "
+                         f"fmt='dot' and run Graphviz on it yourself")
+    if fmt not in SOURCE_FORMATS and fmt not in available_formats():
+        raise ValueError(f"unknown format {fmt!r}; available: {', '.join(sorted(available_formats()))}")
+    return fmt
 
 
 def render_source(source: str, fmt: str, engine: str = "dot") -> bytes:
@@ -96,15 +181,27 @@ def render_source(source: str, fmt: str, engine: str = "dot") -> bytes:
     """
     backend = backend_name()
     formats = _formats_of(backend, shutil.which("dot") or "")
+    if fmt in REFUSED_FORMATS:
+        raise ValueError(f"format {fmt!r} is not supported: {REFUSED_FORMATS[fmt]}")
     if fmt not in formats:
         raise ValueError(f"unknown format {fmt!r}; Graphviz ({backend}) supports: "
-                         + ", ".join(sorted(formats | SOURCE_FORMATS)))
+                         + ", ".join(sorted((formats - REFUSED_FORMATS.keys()) | SOURCE_FORMATS)))
     if backend == "dot":
-        proc = subprocess.run([shutil.which(engine) or engine, f"-T{fmt}"], input=source.encode(),
-                              capture_output=True, check=False)
+        command = [shutil.which(engine) or engine, f"-T{fmt}"]
+        if fmt in _OUTPUT_ONLY:  # where the user is: relative image= paths keep working
+            proc = subprocess.run(command, input=source.encode(), capture_output=True, check=False)
+            side_files: list[str] = []
+        else:  # a format not known here runs in an empty directory of its own
+            with tempfile.TemporaryDirectory(prefix="torchrecorder-dot-") as scratch:
+                proc = subprocess.run(command, input=source.encode(), capture_output=True,
+                                      check=False, cwd=scratch)
+                side_files = sorted(os.listdir(scratch))
         if proc.returncode != 0:
             raise RuntimeError(f"Graphviz `{engine} -T{fmt}` failed: "
                                + proc.stderr.decode(errors="replace").strip())
+        if side_files:
+            raise ValueError(f"format {fmt!r} is not supported: Graphviz wrote files beside its "
+                             f"output ({', '.join(side_files[:5])}), which would be lost")
         return proc.stdout
     pgv = _pygraphviz()
     graph = pgv.AGraph(string=source)  # type: ignore[attr-defined]

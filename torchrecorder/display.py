@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional, Union
 
+from ._files import write_atomically
 from .export import dumps
 from .graph import Graph
 from .renderer.graphviz import GraphvizRenderer
@@ -41,11 +42,11 @@ class Display:
 
     def to_json(self, path: Union[str, os.PathLike[str], None] = None) -> str:
         """The graph as JSON (schema in :mod:`torchrecorder.export`); also written to ``path``
-        if given.  :func:`torchrecorder.load_json` rebuilds a graph that draws the same."""
+        if given (atomically: on any failure the file is left as it was).
+        :func:`torchrecorder.load_json` rebuilds a graph that draws the same."""
         text = dumps(self._graph())
         if path is not None:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            write_atomically(path, text)  # all or nothing: a failure leaves the old file
         return text
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None,

@@ -44,8 +44,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, TypeVar, Union
+import re
+from typing import Any, Optional, TypeVar, Union
 
+from ._files import write_atomically
 from .errors import GraphError
 from .graph import Graph
 from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
@@ -121,67 +123,135 @@ def dumps(rec: Graph) -> str:
         name = json.dumps(field)
         lines.append(f" {name}: [\n{body}\n ]{end}" if items else f" {name}: []{end}")
     lines.append("}")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if _SURROGATE.search(text):  # a lone surrogate (from a name) cannot be written as UTF-8
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+# json.dumps writes them only inside strings, where a \uXXXX escape reads back as the same text
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def save(rec: Graph, path: Union[str, os.PathLike[str]]) -> None:
-    """Write the recording as JSON to ``path``."""
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(dumps(rec))
+    """Write the recording as JSON to ``path``, atomically: on any failure the file at
+    ``path`` is left as it was."""
+    write_atomically(path, dumps(rec))
 
 
-def _tuple_shape(value: Any, where: str) -> Any:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(d, int) and not isinstance(d, bool)
-                                              for d in value):
-        raise ValueError(f"{where}: a shape must be a list of ints, got {value!r}")
-    return tuple(value)
+_MISSING: Any = object()
 
 
-def _require(data: dict[str, Any], field: str, types: Any, where: str) -> Any:
+def _describe(value: Any) -> str:
+    """A short description of a JSON value for an error message (never a deep ``repr``)."""
+    if value is None or isinstance(value, (bool, int, float)):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 40 else repr(value[:37]) + "..."
+    if isinstance(value, list):
+        return "a JSON array"
+    return "a JSON object" if isinstance(value, dict) else f"a {type(value).__name__}"
+
+
+def _is_int(value: Any, least: Optional[int] = None) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and (least is None or value >= least))
+
+
+def _is_shape(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(_is_int(d, 0) for d in value))
+
+
+def _is_key(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+#: what each kind of field holds: a test, the words for an error message, and for a list the
+#: test of its items (to name the first bad one)
+_CHECKS: dict[str, tuple[Any, str, Any]] = {
+    "str": (lambda v: isinstance(v, str), "a string", None),
+    "str?": (lambda v: v is None or isinstance(v, str), "a string or null", None),
+    "int": (_is_int, "an integer", None),
+    "count": (lambda v: _is_int(v, 0), "an integer >= 0", None),
+    "index": (lambda v: _is_int(v, 1), "an integer >= 1", None),
+    "bool": (lambda v: isinstance(v, bool), "true or false", None),
+    "shape": (_is_shape, "a shape (a list of ints >= 0) or null", lambda d: _is_int(d, 0)),
+    "shapes": (lambda v: isinstance(v, list) and all(s is not None and _is_shape(s) for s in v),
+               "a list of shapes (lists of ints >= 0)", lambda s: s is not None and _is_shape(s)),
+    "keys": (lambda v: isinstance(v, list) and all(_is_key(k) for k in v),
+             "a list of node keys (strings)", _is_key),
+    "role": (lambda v: v in ("", "input", "output"), "one of \"\", \"input\", \"output\"", None),
+}
+
+#: kind -> field -> (check, default); a field without a default is required
+_FIELDS: dict[str, dict[str, tuple[str, Any]]] = {
+    "layer": {"type": ("str", _MISSING), "path": ("str", ""), "call_index": ("index", 1),
+              "num_params": ("count", 0), "num_params_total": ("count", 0),
+              "num_buffers": ("count", 0), "input_shapes": ("shapes", []),
+              "output_shapes": ("shapes", []), "error": ("str?", None), "subnets": ("keys", [])},
+    "tensor": {"shape": ("shape", None), "dtype": ("str", ""), "device": ("str", ""),
+               "role": ("role", "")},
+    "param": {"shape": ("shape", None), "dtype": ("str", ""), "device": ("str", ""),
+              "path": ("str", ""), "numel": ("count", 0), "requires_grad": ("bool", True)},
+    "op": {"op": ("str", ""), "output_shapes": ("shapes", [])},
+}
+
+
+def _field(data: dict[str, Any], field: str, check: str, where: str, default: Any = _MISSING) -> Any:
+    """``data[field]`` if it passes ``check`` (a key of :data:`_CHECKS`), else ``ValueError``
+    naming the field; ``default`` when it is missing (required if no default)."""
     if field not in data:
-        raise ValueError(f"{where}: missing field {field!r}")
+        if default is _MISSING:
+            raise ValueError(f"{where}: missing field {field!r}")
+        return default
     value = data[field]
-    allowed = types if isinstance(types, tuple) else (types,)
-    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-        raise ValueError(f"{where}: field {field!r} has the wrong type ({type(value).__name__})")
+    test, expected, item_test = _CHECKS[check]
+    if not test(value):
+        got = _describe(value)
+        if item_test is not None and isinstance(value, list):
+            i = next(i for i, item in enumerate(value) if not item_test(item))
+            got += f" whose item {i} is {_describe(value[i])}"
+        raise ValueError(f"{where}: field {field!r} has the wrong type or value: expected "
+                         f"{expected}, got {got}")
     return value
 
 
-def _make_node(d: Any) -> BaseNode:
+def _shapes(values: list[Any]) -> list[Any]:
+    return [None if s is None else tuple(s) for s in values]  # (None: a tensor's unknown shape)
+
+
+def _make_node(d: Any, index: int) -> BaseNode:
     if not isinstance(d, dict):
-        raise ValueError(f"a node must be a JSON object, got {type(d).__name__}")
-    key = _require(d, "key", str, "node")
-    where = f"node {key!r}"
-    kind = _require(d, "kind", str, where)
+        raise ValueError(f"nodes[{index}]: a node must be a JSON object, got {_describe(d)}")
+    key = _field(d, "key", "str", f"nodes[{index}]")
+    where = f"node {_describe(key)}"
+    kind = _field(d, "kind", "str", where)
     cls = _KINDS.get(kind)
     if cls is None:
-        raise ValueError(f"{where}: unknown kind {kind!r}; known kinds: {sorted(_KINDS)}")
-    common = dict(name=_require(d, "name", str, where), depth=_require(d, "depth", int, where),
-                  parent=_require(d, "parent", (str, type(None)), where), key=key)
+        raise ValueError(f"{where}: unknown kind {_describe(kind)}; known kinds: {sorted(_KINDS)}")
+    common = dict(name=_field(d, "name", "str", where), depth=_field(d, "depth", "int", where),
+                  parent=_field(d, "parent", "str?", where), key=key)
+    f = {name: _field(d, name, check, where, default) for name, (check, default) in _FIELDS[kind].items()}
     node: BaseNode
     if cls is LayerNode:
-        layer = LayerNode(**common, type_name=_require(d, "type", str, where),
-                          path=d.get("path", ""), call_index=d.get("call_index", 1))
-        layer.num_params = d.get("num_params", 0)
-        layer.num_params_total = d.get("num_params_total", 0)
-        layer.num_buffers = d.get("num_buffers", 0)
-        layer.input_shapes = [_tuple_shape(s, where) for s in d.get("input_shapes", [])]
-        layer.output_shapes = [_tuple_shape(s, where) for s in d.get("output_shapes", [])]
-        layer.error = d.get("error")
-        layer.subnets = OrderedSet(d.get("subnets", []))
+        layer = LayerNode(**common, type_name=f["type"], path=f["path"], call_index=f["call_index"])
+        layer.num_params = f["num_params"]
+        layer.num_params_total = f["num_params_total"]
+        layer.num_buffers = f["num_buffers"]
+        layer.input_shapes = _shapes(f["input_shapes"])
+        layer.output_shapes = _shapes(f["output_shapes"])
+        layer.error = f["error"]
+        layer.subnets = OrderedSet(f["subnets"])
         node = layer
     elif cls is ParamNode:
-        node = ParamNode(**common, shape=_tuple_shape(d.get("shape"), where), dtype=d.get("dtype", ""),
-                         device=d.get("device", ""), path=d.get("path", ""), numel=d.get("numel", 0),
-                         requires_grad=d.get("requires_grad", True))
+        node = ParamNode(**common, shape=_shapes([f["shape"]])[0], dtype=f["dtype"], device=f["device"],
+                         path=f["path"], numel=f["numel"], requires_grad=f["requires_grad"])
     elif cls is TensorNode:
-        node = TensorNode(**common, shape=_tuple_shape(d.get("shape"), where), dtype=d.get("dtype", ""),
-                          device=d.get("device", ""), role=d.get("role", ""))
+        node = TensorNode(**common, shape=_shapes([f["shape"]])[0], dtype=f["dtype"],
+                          device=f["device"], role=f["role"])
     else:
-        node = OpNode(**common, op=d.get("op", ""),
-                      output_shapes=[_tuple_shape(s, where) for s in d.get("output_shapes", [])])
+        node = OpNode(**common, op=f["op"], output_shapes=_shapes(f["output_shapes"]))
     return node
 
 
@@ -193,10 +263,14 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
     :class:`~torchrecorder.recorder.Recorder`, which prints its layer table and
     shows itself in notebooks; no recording engine is built either way.
 
+    Every field is checked (its type, and for keys that it names a node of the
+    right kind) before anything is built, so a document that loads also draws,
+    prints and exports.
+
     Raises:
         ValueError: ``data`` is not a torchrecorder graph, comes from a newer
-            schema version, or has a field of the wrong type (the message
-            names the field).
+            schema version, or has a field of the wrong type or a key that
+            names no node (the message names the field).
         GraphError: the graph it describes breaks an invariant (a
             ``ValueError`` too).
     """
@@ -204,28 +278,40 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
         raise ValueError(f"not a torchrecorder graph: expected a JSON object with "
                          f"\"format\": {FORMAT_NAME!r}")
     version = data.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ValueError(f"invalid schema version {version!r}")
+    if not isinstance(version, int) or not _is_int(version, 1):
+        raise ValueError(f"invalid schema version {_describe(version)}")
     if version > SCHEMA_VERSION:
         raise ValueError(f"this graph uses schema version {version}; this torchrecorder reads "
                          f"versions up to {SCHEMA_VERSION}: upgrade torchrecorder")
-    rec = graph_cls(str(data.get("name", "net")))
-    rec.error = data.get("error")
-    rec.failed_key = data.get("failed_key")
-    for d in _require(data, "nodes", list, "graph"):
-        node = _make_node(d)
+    rec = graph_cls(_field(data, "name", "str", "graph", "net"))
+    rec.error = _field(data, "error", "str?", "graph", None)
+    failed_key = _field(data, "failed_key", "str?", "graph", None)
+    nodes = _list(data, "nodes")
+    context = _field(data, "context", "keys", "graph")
+    edges = _list(data, "edges")
+    for i, d in enumerate(nodes):
+        node = _make_node(d, i)
         if node.key in rec.nodes:
-            raise ValueError(f"duplicate node key {node.key!r}")
+            raise ValueError(f"duplicate node key {_describe(node.key)}")
         rec.nodes[node.key] = node
         rec.keys.reserve(str(node.key))
-    rec.context.subnets = OrderedSet(_require(data, "context", list, "graph"))
-    for edge in _require(data, "edges", list, "graph"):
-        if not (isinstance(edge, list) and len(edge) == 2):
-            raise ValueError(f"an edge must be a [from_key, to_key] pair, got {edge!r}")
+    for key in context:
+        if key not in rec.nodes:
+            raise ValueError(f"graph: field 'context' names {_describe(key)}, which is not a node")
+    rec.context.subnets = OrderedSet(context)
+    for i, edge in enumerate(edges):
+        if not (isinstance(edge, list) and len(edge) == 2 and all(isinstance(k, str) for k in edge)):
+            raise ValueError(f"edges[{i}]: an edge must be a [from_key, to_key] pair of strings, "
+                             f"got {_describe(edge)}")
         a, b = edge
         if a not in rec.nodes or b not in rec.nodes:
-            raise ValueError(f"edge {edge!r} joins nodes that are not in the graph")
+            raise ValueError(f"edges[{i}]: edge [{_describe(a)}, {_describe(b)}] joins nodes that "
+                             "are not in the graph")
         rec.edges.add((a, b))
+    if failed_key is not None and not isinstance(rec.nodes.get(failed_key), LayerNode):
+        raise ValueError(f"graph: field 'failed_key' names {_describe(failed_key)}, which is not a "
+                         "module call of the graph")
+    rec.failed_key = failed_key
     try:
         rec.lint()
     except GraphError as exc:
@@ -233,9 +319,29 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
     return rec
 
 
+def _list(data: dict[str, Any], field: str) -> list[Any]:
+    if field not in data:
+        raise ValueError(f"graph: missing field {field!r}")
+    value = data[field]
+    if not isinstance(value, list):
+        raise ValueError(f"graph: field {field!r} has the wrong type or value: expected a JSON "
+                         f"array, got {_describe(value)}")
+    return value
+
+
 def loads(text: Union[str, bytes], graph_cls: type[G] = Graph) -> G:  # type: ignore[assignment]
-    """Rebuild a graph from JSON text (see :func:`from_dict`)."""
-    return from_dict(json.loads(text), graph_cls)
+    """Rebuild a graph from JSON text (see :func:`from_dict`).
+
+    Raises:
+        ValueError: the text is not JSON (or nests too deeply to read), or see
+            :func:`from_dict`.
+    """
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ValueError("not a torchrecorder graph: the JSON nests arrays or objects too "
+                         "deeply to read") from None
+    return from_dict(data, graph_cls)
 
 
 def load(path: Union[str, os.PathLike[str]], graph_cls: type[G] = Graph) -> G:  # type: ignore[assignment]

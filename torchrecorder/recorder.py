@@ -142,6 +142,8 @@ def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False) 
     """
     if not isinstance(net, nn.Module):
         raise TypeError(f"expected a torch.nn.Module to record, got {type(net).__name__}")
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str (the name shown for the network), got {name!r}")
     rec = Recorder(name, keep_tensors=keep_tensors)
     with rec.engine.active(net, name):
         yield rec

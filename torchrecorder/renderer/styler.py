@@ -3,11 +3,13 @@ its attributes, from :data:`DEFAULT_STYLES` and a named preset of :data:`PRESETS
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Optional, TypeVar
 
-from .._text import dot_text, html_text
+from .._text import DOT_STRING_BYTES, dot_text, html_text, shorten, string_quote
+from ..backend import GRAPHVIZ_ATTRIBUTES
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS
@@ -123,11 +125,8 @@ PRESETS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType({
 #: clusters, edges and the graph itself.
 #: Graphviz attributes that only a graph has: given as keywords they set the graph's
 #: (``rankdir="LR"``, ``dpi=300``) instead of every node's.
-GRAPH_ATTRIBUTES = frozenset((
-    "rankdir", "ranksep", "nodesep", "dpi", "resolution", "size", "ratio", "splines", "newrank",
-    "concentrate", "pad", "compound", "rotate", "landscape", "center", "outputorder", "pack",
-    "packmode", "searchsize", "mclimit", "nslimit", "remincross", "clusterrank", "bgcolor",
-))
+GRAPH_ATTRIBUTES = frozenset(name for name, users in GRAPHVIZ_ATTRIBUTES.items()
+                             if "G" in users and "N" not in users)
 
 #: the values of ``GraphvizStyler(edge_shapes=...)``
 EDGE_SHAPES = ("changed", "all", "none")
@@ -159,7 +158,9 @@ class GraphvizStyler:
             keyword is a Graphviz node attribute applied to every node, as in the
             original torchrecorder (``fontname="Times"``), except the
             attributes of the whole graph (:data:`GRAPH_ATTRIBUTES`:
-            ``rankdir``, ``dpi``, ``size``, ``ranksep``, ...), which go to it.  The kinds are
+            ``rankdir``, ``dpi``, ``size``, ``ranksep``, ...), which go to it;
+            any other keyword (a misspelt option such as ``render_dept``, or
+            ``arrowhead``, an attribute of edges) raises ``TypeError``.  The kinds are
             ``layer`` (a module drawn as one box), ``cluster`` (an expanded
             module), ``tensor``, ``io`` (the network's inputs and outputs),
             ``param``, ``op``, ``edge``, ``param_edge``, ``failed`` (a module
@@ -183,6 +184,16 @@ class GraphvizStyler:
 
     #: node class -> style kind, searched along the node's MRO
     kinds: ClassVar[Mapping[type, str]] = NODE_KINDS
+
+    #: text longer than this in a label (a name, a type, a parameter line) is shortened in the
+    #: middle with ``…``: Graphviz refuses strings of 16,384 bytes, and a wide node is unreadable.
+    #: The tooltip keeps the whole text (up to Graphviz's limit), the JSON export all of it.
+    max_label_chars: ClassVar[int] = 200
+
+    #: the keywords taken as Graphviz node attributes; any other keyword (but ``preset`` and
+    #: ``KIND_attrs``) raises ``TypeError``.  A subclass may add names its own Graphviz knows.
+    node_attributes: ClassVar[frozenset[str]] = frozenset(
+        name for name, users in GRAPHVIZ_ATTRIBUTES.items() if "N" in users)
 
     def __init__(self, preset: str = "default", *, param_shapes: bool = False,
                  edge_shapes: str = "changed", **styler_args: Any) -> None:
@@ -213,8 +224,30 @@ class GraphvizStyler:
                 if arg in GRAPH_ATTRIBUTES:
                     self.styles["graph"][arg] = str(value)
                     continue
+                self._check_attribute(arg)
                 for node_kind in ("layer", "tensor", "io", "param", "op"):
                     self.styles[node_kind][arg] = str(value)
+
+    def _check_attribute(self, arg: str) -> None:
+        """Raise ``TypeError`` unless ``arg`` is one of :attr:`node_attributes`, with a hint."""
+        if arg in self.node_attributes:
+            return
+        users = GRAPHVIZ_ATTRIBUTES.get(arg)
+        if users:
+            where = {"G": "graph_attrs", "C": "cluster_attrs", "E": "edge_attrs"}
+            kinds = [f"{where[u]}={{{arg!r}: ...}}" for u in users if u in where]
+            raise TypeError(f"{arg!r} is a Graphviz attribute of "
+                            + ", ".join(_USERS[u] for u in users) + ", not of nodes"
+                            + (f": pass {' or '.join(kinds)}" if kinds else ""))
+        known = [*self.node_attributes, *(f"{k}_attrs" for k in KIND_ARGS), "preset",
+                 *_DRAWING_OPTIONS]
+        close = difflib.get_close_matches(arg, known, n=1)
+        raise TypeError(f"unknown keyword argument {arg!r}: it is neither an option nor a "
+                        "Graphviz node attribute" + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+    def _text(self, text: object) -> str:
+        """``text`` for a label: shortened to :attr:`max_label_chars`, escaped."""
+        return html_text(shorten(str(text), self.max_label_chars))
 
     def kind_of(self, node: BaseNode) -> str:
         """The style kind of ``node`` (``"layer"``, ``"tensor"``, ``"io"``, ``"param"``, ``"op"``),
@@ -229,7 +262,7 @@ class GraphvizStyler:
         """Attributes (label included) of ``node`` drawn as a single node."""
         attrs = dict(self.styles[self.kind_of(node)])
         attrs["label"] = self.label(node)
-        attrs["tooltip"] = dot_text(self.tooltip(node))
+        attrs["tooltip"] = _tooltip_text(self.tooltip(node))
         if isinstance(node, LayerNode) and node.error:
             attrs.update(self.styles["failed"])
         return attrs
@@ -238,7 +271,7 @@ class GraphvizStyler:
         """Attributes of an expanded layer, drawn as a cluster."""
         attrs = dict(self.styles["cluster"])
         attrs["label"] = self._cluster_label(node, node.call_title(dotted=True))
-        attrs["tooltip"] = dot_text(self.tooltip(node))
+        attrs["tooltip"] = _tooltip_text(self.tooltip(node))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
         return attrs
@@ -249,7 +282,7 @@ class GraphvizStyler:
         attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
         ops = self._edge_ops_text(fnode, tnode)
         if ops:
-            attrs["label"] = f"<{_TINY.format(html_text(ops))}>"
+            attrs["label"] = f"<{_TINY.format(self._text(ops))}>"
         return attrs
 
     def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> dict[str, str]:
@@ -262,10 +295,10 @@ class GraphvizStyler:
                                          and not self._same_shape(fnode, tensor)):
             lines.append(self.label(tensor)[1:-1])
         if ops:
-            lines.append(_TINY.format(html_text(ops)))
+            lines.append(_TINY.format(self._text(ops)))
         if lines:
             attrs["label"] = "<" + "<BR/>".join(lines) + ">"
-        attrs["tooltip"] = dot_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
+        attrs["tooltip"] = _tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
         return attrs
 
     def _same_shape(self, fnode: BaseNode, tensor: TensorNode) -> bool:
@@ -340,20 +373,21 @@ class GraphvizStyler:
         if isinstance(node, LayerNode):
             return self._layer_label(node, node.call_title())
         if isinstance(node, ParamNode):
-            return (f"<{html_text(node.name)}<BR/>"
-                    + _SMALL.format(html_text(shape_str(node.shape) + dtype_suffix(node.dtype))) + ">")
+            return (f"<{self._text(node.name)}<BR/>"
+                    + _SMALL.format(self._text(shape_str(node.shape) + dtype_suffix(node.dtype))) + ">")
         if isinstance(node, TensorNode):
             if node.role:
-                shape = html_text(shape_str(node.shape) + dtype_suffix(node.dtype))
-                return f"<<B>{html_text(node.name)}</B><BR/>{shape}>"
+                shape = self._text(shape_str(node.shape) + dtype_suffix(node.dtype))
+                return f"<<B>{self._text(node.name)}</B><BR/>{shape}>"
             key = ("tensor label", node.shape, node.dtype)
-            return self._memo(key, lambda: f"<{html_text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
+            return self._memo(
+                key, lambda: f"<{self._text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
         if isinstance(node, OpNode):
             new_shape = self._new_shape(node)
             if new_shape is None:
-                return f"<{html_text(node.op)}>"
-            return f"<{html_text(node.op)}<BR/>{_SMALL.format(html_text(new_shape))}>"
-        return f"<{html_text(node.name)}>"
+                return f"<{self._text(node.op)}>"
+            return f"<{self._text(node.op)}<BR/>{_SMALL.format(self._text(new_shape))}>"
+        return f"<{self._text(node.name)}>"
 
     def _new_shape(self, node: OpNode) -> Optional[str]:
         """The output shape of ``node`` if it differs from every input's, as text (a matmul,
@@ -370,23 +404,23 @@ class GraphvizStyler:
     def _layer_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
         type_name = node.type_name
         total = node.num_params_total
-        lines = [f"<B>{html_text(title)}</B>"]
+        lines = [f"<B>{self._text(title)}</B>"]
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
             lines.append(self._memo(("type", type_name, total), lambda: _TYPE_LINE.format(
-                html_text(type_name + (f" · {param_lines(None, node)[-1]}" if total else "")))))
+                self._text(type_name + (f" · {param_lines(None, node)[-1]}" if total else "")))))
             if self.param_shapes and total:
                 listed = listed_params(self.rec, node)
                 key = ("params", total, *[(p.name, p.shape) for p in listed])
                 lines.extend(self._memo(key, lambda: tuple(
-                    _SMALL.format(html_text(p)) for p in params_text(listed, total)[:-1])))
+                    _SMALL.format(self._text(p)) for p in params_text(listed, total)[:-1])))
         else:  # a subclass's own lines
-            lines.append(self._memo(("type", type_name), lambda: _TYPE_LINE.format(html_text(type_name))))
-            lines.extend(_SMALL.format(html_text(p)) for p in self.param_lines(node))
+            lines.append(self._memo(("type", type_name), lambda: _TYPE_LINE.format(self._text(type_name))))
+            lines.extend(_SMALL.format(self._text(p)) for p in self.param_lines(node))
         if repeat > 1:
             lines.append(f"<B>×{repeat}</B>")
         if node.error:
-            lines.append(_SMALL.format(html_text("raised " + node.error.split(":")[0])))
+            lines.append(_SMALL.format(self._text("raised " + node.error.split(":")[0])))
         return "<" + "<BR/>".join(lines) + ">"
 
     def param_lines(self, node: LayerNode) -> list[str]:
@@ -407,7 +441,7 @@ class GraphvizStyler:
             attrs = self.style_node(node)
             attrs["label"] = self._layer_label(node, run_title(list(run), dotted=True), len(run))
             attrs.update(self.styles["folded"])
-        attrs["tooltip"] = dot_text(f"{len(run)} identical blocks: " + self.tooltip(node))
+        attrs["tooltip"] = _tooltip_text(f"{len(run)} identical blocks: " + self.tooltip(node))
         return attrs
 
 
@@ -427,11 +461,15 @@ class GraphvizStyler:
         # Graphviz measures bold text a few percent narrower than browsers draw it: trailing
         # no-break spaces keep a long title inside the cluster's border
         pad = "&#160;" * (1 + len(bold) // 15)
-        return (f'<<B>{html_text(bold)}{pad}</B><BR ALIGN="LEFT"/>'
-                f'<FONT COLOR="#555555">{html_text(rest)}</FONT><BR ALIGN="LEFT"/>>')
+        return (f'<<B>{self._text(bold)}{pad}</B><BR ALIGN="LEFT"/>'
+                f'<FONT COLOR="#555555">{self._text(rest)}</FONT><BR ALIGN="LEFT"/>>')
 
 
 _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
+_USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
+# the keywords that the drawing functions take beside the styler's (for "did you mean")
+_DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
+                    "all_ops", "direction", "param_shapes", "edge_shapes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 
@@ -458,6 +496,20 @@ def _op_input_shapes(rec: Optional[Graph]) -> dict[Any, set[tuple[int, ...]]]:
             except TypeError:  # an unhashable (symbolic) shape
                 continue
     return shapes
+
+
+def _tooltip_text(text: object) -> str:
+    """``text`` escaped for a tooltip, shortened in the middle if Graphviz could not read it."""
+    escaped = dot_text(text)
+    if len(escaped) <= DOT_STRING_BYTES // 5:  # 4 bytes a character at most, quotes escaped
+        return escaped
+    raw = str(text)
+    while True:
+        size = len(string_quote(escaped).encode("utf-8", "surrogatepass"))
+        if size <= DOT_STRING_BYTES:
+            return escaped
+        raw = shorten(raw, max(1, len(raw) * DOT_STRING_BYTES // size - 16))
+        escaped = dot_text(raw)
 
 
 def _shapes_text(ins: list[tuple[int, ...]], outs: list[tuple[int, ...]]) -> str:

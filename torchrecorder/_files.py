@@ -1,0 +1,84 @@
+"""Write a file all at once or not at all: every file torchrecorder writes goes through here.
+
+:func:`write_atomically` writes to a new temporary file in the target's
+directory and renames it over the target.  The temporary file is made with
+``O_CREAT | O_EXCL | O_NOFOLLOW`` under a short random name (``.tr-`` and 16 hex
+digits), so a link planted in the directory cannot redirect the write, a
+245-character target name still fits in 255 bytes, and two threads or processes
+writing one path never share a temporary file (the last rename wins, and the
+file is always one whole version).  On any failure (a full disk, an error while
+producing the data) the temporary file is removed and the target is left as it
+was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from typing import Optional, Union
+
+__all__ = ["write_atomically"]
+
+_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+          | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+_ATTEMPTS = 64
+
+
+def _existing_mode(path: str) -> Optional[int]:
+    """The permission bits of the file at ``path``, or ``None`` if there is none."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+def _open_temporary(directory: str, target: str) -> tuple[int, str]:
+    """A new file in ``directory`` under an unpredictable name, opened exclusively."""
+    for _ in range(_ATTEMPTS):
+        tmp = os.path.join(directory, f".tr-{secrets.token_hex(8)}.tmp")
+        try:
+            # 0o666 less the umask, as for any file the user writes (mkstemp's 0o600 would
+            # make a new picture private)
+            return os.open(tmp, _FLAGS, 0o666), tmp
+        except FileExistsError:
+            continue
+        except OSError as exc:  # name the file the caller asked for, not the temporary one
+            raise type(exc)(exc.errno, exc.strerror, target) from None
+    raise FileExistsError(f"cannot create a temporary file in {directory!r} to write {target!r}")
+
+
+def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]) -> None:
+    """Write ``data`` (text is written as UTF-8) to ``path`` atomically.
+
+    A file already at ``path`` keeps its permission bits (a ``0600`` file stays
+    private); a new file gets ``0666`` less the umask.  If ``path`` is a symbolic
+    link, the file it points to is replaced and the link stays.
+
+    Raises:
+        OSError: the file cannot be written; ``path`` is then unchanged.
+        UnicodeEncodeError: ``data`` is text that UTF-8 cannot encode (nothing is
+            written).
+    """
+    target = os.fspath(path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if os.path.islink(target):
+        target = os.path.realpath(target)
+    directory = os.path.dirname(target) or "."
+    mode = _existing_mode(target)
+    fd, tmp = _open_temporary(directory, target)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if mode is not None:
+                os.chmod(fh.fileno() if os.chmod in os.supports_fd else tmp, mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
