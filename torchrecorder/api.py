@@ -16,6 +16,7 @@ from .graph import Graph
 from .projection import FoldRepeats
 from .recorder import Recorder, recording
 from .recording import InputShapes, gc_paused, make_inputs, model_state_kept
+from .renderer.activations import ActivationStyler
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.mermaid import MermaidRenderer
 
@@ -107,11 +108,16 @@ def make_dot(rec: Graph, render_depth: int = 256,
             :data:`~torchrecorder.renderer.graphviz.PRESETS`), except
             ``tensor_nodes=False``, which writes tensor shapes on the edges
             instead of drawing tensor nodes (the ``compact`` preset's default).
+            ``activations=`` (a :func:`~torchrecorder.capture` made with
+            ``stats=True``) with ``stat=`` colours modules by a statistic of
+            their activations (:class:`~torchrecorder.renderer.activations.ActivationStyler`).
 
     Returns:
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
         itself in Jupyter.
     """
+    if styler_cls is None and "activations" in styler_args:
+        styler_cls = ActivationStyler  # colour by a capture's statistics
     with gc_paused():  # many small objects, none of them garbage until the drawing is done
         return GraphvizRenderer(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
                                 **styler_args).render()
