@@ -25,8 +25,7 @@ subrecorder ``i`` saw, one whole value per call, or the running result of
 ...     _ = model(torch.randn(5, 4))
 >>> len(recorder), recorder.names, recorder[0].shape, list(recorder.iter_samples())
 (2, ['0', '2'], torch.Size([5, 8]), [3, 3])
->>> recorder.remove()  # every hook off
-[...]
+>>> _ = recorder.remove()  # every hook off; the data stays
 
 Unlike torchfunc, which keeps row 0 of each output, whole values are kept:
 tensors are detached and copied (``detach``, ``clone``) and may be moved
@@ -215,21 +214,25 @@ class _Recorder:
 
     # ------------------------------------------------------------ changing
     def remove(self, index: Optional[int] = None) -> Any:
-        """Remove subrecorder ``index`` (its hook comes off) and return its data; with no index,
-        remove all of them and return the list of their data."""
+        """Remove subrecorder ``index`` (its hook comes off) and return its data.
+
+        With no index, take every hook off and return the list of all data;
+        the data stays readable (``recorder[i]``, :meth:`save`), nothing more
+        is recorded.
+        """
         if index is None:
-            out = self.data
             for s in self._subs:
                 if s.handle is not None:
                     s.handle.remove()
-            self._subs.clear()
-            return out
+                    s.handle = None
+            return self.data
         sub = self._subs.pop(self._index(index))
         if sub.handle is not None:
             sub.handle.remove()
         return None if sub.data is _EMPTY else sub.data
 
     def __enter__(self) -> _Recorder:
+        """``with ForwardOutput().modules(net) as rec:``: every hook comes off at the end."""
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -7,10 +7,11 @@ One rule serves :func:`torchrecorder.capture` and the recorders of
   (``"encoder.layer.0.attention"``; ``""`` is the model itself), or glob
   patterns matched one dotted component at a time (``"encoder.layer.*.attention"``;
   ``*``, ``?`` and ``[...]`` within a component, ``**`` for any number of
-  components);
+  components, at least one at the end: ``"encoder.**"`` is everything inside ``encoder``);
 * ``labels``: the ``depth-idx`` labels of the summary (``"1-3"``), read from a
   recording when one is given, else numbered over the module tree in
-  definition order (the same whenever modules are called in that order);
+  definition order (the same whenever each module is called once, from its
+  parent, in that order);
 * ``types``: a class or tuple of classes (``isinstance``);
 * ``indices``: positions in the iteration (``net.modules()``, where 0 is the
   model itself, or ``net.children()``), as in torchfunc.
@@ -70,8 +71,8 @@ def _glob(parts: list[str], path: list[str]) -> bool:
     if not parts:
         return not path
     head, rest = parts[0], parts[1:]
-    if head == "**":
-        return any(_glob(rest, path[i:]) for i in range(len(path) + 1))
+    if head == "**":  # any number of components; at the end, at least one (what is inside)
+        return any(_glob(rest, path[i:]) for i in range(0 if rest else 1, len(path) + 1))
     return bool(path) and fnmatchcase(path[0], head) and _glob(rest, path[1:])
 
 
@@ -133,7 +134,9 @@ def module_labels(net: nn.Module, rec: Optional[Graph] = None) -> dict[str, str]
     """``depth-idx`` label -> dotted path of the module it names.
 
     From ``rec`` (a recording of ``net``) when given: the summary's labels
-    exactly.  Else numbered over ``net``'s module tree in definition order.
+    exactly.  Else numbered over ``net``'s module tree in definition order,
+    containers without a ``forward`` (``ModuleList``, ``ModuleDict``) taking no
+    depth and no label, as in a recording.
     """
     out: dict[str, str] = {}
     if rec is not None:
@@ -142,11 +145,22 @@ def module_labels(net: nn.Module, rec: Optional[Graph] = None) -> dict[str, str]
             out.setdefault(label, getattr(layer, "path", ""))
         return out
     counters: dict[int, int] = {}
-    for path, _ in net.named_modules():
-        depth = path.count(".") + 1 if path else 0
-        n = counters[depth] = counters.get(depth, 0) + 1
-        out[f"{depth}-{n}"] = path
+    depths: dict[str, int] = {}
+    for path, module in net.named_modules():
+        parent = path.rpartition(".")[0] if path else None
+        depth = 0 if parent is None else depths.get(parent, -1) + 1
+        if not path or _called(module):
+            n = counters[depth] = counters.get(depth, 0) + 1
+            out[f"{depth}-{n}"] = path
+        else:  # a container that is never called (ModuleList, ModuleDict) adds no depth
+            depth -= 1
+        depths[path] = depth
     return out
+
+
+def _called(module: nn.Module) -> bool:
+    """Whether ``module`` can be called: it has a ``forward`` of its own (``ModuleList`` has none)."""
+    return getattr(type(module), "forward", None) is not nn.Module.forward
 
 
 def _types(types: Any) -> Optional[tuple[type, ...]]:
