@@ -122,7 +122,7 @@ class Capture:
         self.grads: dict[str, Any] = {}
         self.passes = 0
         self._stats: dict[str, _Stats] = {}
-        self._times: dict[str, list[float]] = {}
+        self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
         self._handles: list[RemovableHandle] = []
         self._tensor_hooks: list[RemovableHandle] = []
         self._calls: dict[str, int] = {}
@@ -205,7 +205,9 @@ class Capture:
             name, on, start = stack.pop()
             if on and self._timing:
                 _sync(output)
-                self._times.setdefault(name, []).append(time.perf_counter() - start)
+                total = self._times.setdefault(name, [0.0, 0])
+                total[0] += time.perf_counter() - start
+                total[1] += 1
             replaced = None
             if on and self._edit is not None:
                 replaced = self._edit(name, output)
@@ -286,7 +288,7 @@ class Capture:
         if stat == "time":
             if not self._timing:
                 raise ValueError("no timings: make the capture with timing=True")
-            return {k: 1000 * sum(v) / len(v) for k, v in self._times.items() if v}
+            return {k: 1000 * v[0] / v[1] for k, v in self._times.items() if v[1]}
         if not self._want_stats:
             raise ValueError(f"no statistics: make the capture with stats=True to get {stat!r}")
         out = {}
