@@ -111,6 +111,8 @@ def test_reduction_condition_apply_and_apply_sample() -> None:
     assert torch.equal(rec[0], torch.zeros(3, 8))
     rec[0] = torch.ones(1)
     assert torch.equal(rec.data[0], torch.ones(1)) and list(rec) == [rec[0]]
+    rec.data[0] = torch.zeros(1)  # data is the recorder's own list, as in torchfunc
+    assert torch.equal(rec[0], torch.zeros(1))
     rec.remove()
 
 

@@ -49,18 +49,16 @@ from .select import Names, select_modules
 
 __all__ = ["BackwardInput", "BackwardOutput", "ForwardInput", "ForwardOutput", "ForwardPre"]
 
-_EMPTY = object()
-
-
 class _Subrecorder:
-    """One registered layer: its hook handle, what it kept and how many calls it kept."""
+    """One registered layer: its hook handle, its position in the recorder's ``data`` and how
+    many calls it kept."""
 
-    __slots__ = ("data", "handle", "module", "name", "samples")
+    __slots__ = ("handle", "module", "name", "pos", "samples")
 
-    def __init__(self, name: str, module: nn.Module, data: Any) -> None:
+    def __init__(self, name: str, module: nn.Module, pos: int) -> None:
         self.name = name
         self.module = module
-        self.data = data
+        self.pos = pos
         self.samples = 0
         self.handle: Optional[RemovableHandle] = None
 
@@ -83,6 +81,9 @@ class _Recorder:
             cannot alter them (default).
 
     Attributes:
+        data: what each subrecorder kept, in registration order: a list with
+            one value per call, or the reduced value (``None`` before the
+            first call).
         subrecorders: the registered layers, in registration order.
         handles: their hook handles.
         names: their dotted paths in the module they were registered on.
@@ -103,6 +104,7 @@ class _Recorder:
         self.to = check_device(to)
         self.clone = clone
         self._subs: list[_Subrecorder] = []
+        self.data: list[Any] = []
 
     # ------------------------------------------------------------ registering
     def modules(self, module: nn.Module, types: Any = None, indices: Any = None, *, names: Names = None,
@@ -130,7 +132,7 @@ class _Recorder:
         added: list[_Subrecorder] = []
         try:
             for path, module in chosen:
-                sub = _Subrecorder(path, module, _EMPTY if self.reduction is not None else [])
+                sub = _Subrecorder(path, module, len(self._subs) + len(added))
                 sub.handle = self._hook(module, sub)
                 added.append(sub)
         except BaseException:
@@ -139,6 +141,7 @@ class _Recorder:
                     sub.handle.remove()
             raise
         self._subs.extend(added)
+        self.data.extend(None if self.reduction is not None else [] for _ in added)
         return self
 
     def _hook(self, module: nn.Module, sub: _Subrecorder) -> RemovableHandle:
@@ -149,17 +152,18 @@ class _Recorder:
             return
         value = keep_value(value, detach=self.detach, to=self.to, clone=self.clone)
         sub.samples += 1
+        data = self.data
         if self.reduction is None:
-            sub.data.append(value)
-        elif sub.data is _EMPTY:
-            sub.data = value
+            data[sub.pos].append(value)
+        elif data[sub.pos] is None:
+            data[sub.pos] = value
         else:
-            sub.data = reduce_values(sub.data, value, self.reduction)
+            data[sub.pos] = reduce_values(data[sub.pos], value, self.reduction)
 
     # ------------------------------------------------------------ reading
     @property
     def subrecorders(self) -> list[_Subrecorder]:
-        """The registered layers, in order (each with ``name``, ``module``, ``data``, ``samples``)."""
+        """The registered layers, in order (each with ``name``, ``module``, ``samples``)."""
         return list(self._subs)
 
     @property
@@ -172,18 +176,11 @@ class _Recorder:
         """Dotted paths of the registered layers (``""``: the module registered on itself)."""
         return [s.name for s in self._subs]
 
-    @property
-    def data(self) -> list[Any]:
-        """What each subrecorder kept: a list of values per call, or the reduced value (``None``
-        before the first call); ``recorder[i] = x`` replaces one."""
-        return [None if s.data is _EMPTY else s.data for s in self._subs]
-
     def __getitem__(self, index: int) -> Any:
-        data = self._subs[self._index(index)].data
-        return None if data is _EMPTY else data
+        return self.data[self._index(index)]
 
     def __setitem__(self, index: int, item: Any) -> None:
-        self._subs[self._index(index)].data = item
+        self.data[self._index(index)] = item
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.data)
@@ -225,11 +222,14 @@ class _Recorder:
                 if s.handle is not None:
                     s.handle.remove()
                     s.handle = None
-            return self.data
-        sub = self._subs.pop(self._index(index))
+            return list(self.data)
+        i = self._index(index)
+        sub = self._subs.pop(i)
         if sub.handle is not None:
             sub.handle.remove()
-        return None if sub.data is _EMPTY else sub.data
+        for later in self._subs[i:]:
+            later.pos -= 1
+        return self.data.pop(i)
 
     def __enter__(self) -> _Recorder:
         """``with ForwardOutput().modules(net) as rec:``: every hook comes off at the end."""
@@ -239,17 +239,18 @@ class _Recorder:
         self.remove()
 
     def apply(self, function: Callable[[Any], Any]) -> None:
-        """Replace the data of each subrecorder by ``function(data)``."""
-        for s in self._subs:
-            if s.data is not _EMPTY:
-                s.data = function(s.data)
+        """Replace the data of each subrecorder by ``function(data)`` (subrecorders with a
+        reduction that recorded nothing yet are left out)."""
+        for i, data in enumerate(self.data):
+            if data is not None:  # None: a reduction that saw nothing yet
+                self.data[i] = function(data)
 
     def apply_sample(self, function: Callable[[Any, int], Any]) -> None:
         """Replace the data of each subrecorder by ``function(data, samples)`` (a mean from a sum:
         ``lambda data, n: data / n``)."""
-        for s in self._subs:
-            if s.data is not _EMPTY:
-                s.data = function(s.data, s.samples)
+        for i, (data, s) in enumerate(zip(self.data, self._subs, strict=True)):
+            if data is not None:
+                self.data[i] = function(data, s.samples)
 
     def save(self, path: Union[str, os.PathLike[str]], mkdir: bool = False, *args: Any,
              **kwargs: Any) -> None:
