@@ -154,3 +154,14 @@ def test_the_70b_llamas_table_is_short(zoo) -> None:  # type: ignore[no-untyped-
     assert len(folded.splitlines()) < 40
     assert "model.layers.0 … model.layers.79 (LlamaDecoderLayer) ×80" in folded
     assert "Total params: 6" in folded  # about 69-70 billion with the zoo's vocabulary
+
+
+def test_memory_totals_count_parameters_and_the_tensors_modules_return() -> None:
+    with torch.device("meta"):  # shapes only: the sizes come from metadata
+        net = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 512)).to(torch.bfloat16)
+    x = torch.empty(256, 1024, device="meta", dtype=torch.bfloat16)
+    text = torchrecorder.record(net, "net", input_data=x).summary()
+    params = 2 * (1024 * 1024 + 1024 + 1024 * 512 + 512)  # two bytes an element
+    acts = 2 * (256 * 1024 + 256 * 1024 + 256 * 512)  # the outputs of the three modules, not the input
+    assert f"Params size (MB): {params / 2**20:,.2f}" in text
+    assert f"Activations size (MB): {acts / 2**20:,.2f}" in text and acts / 2**20 == 1.25
