@@ -8,6 +8,8 @@ layer may import only the layers below it (see docs/architecture.md):
     graph
     recording          projection
     renderer (reads graph + projection)     export, summary
+                                            hooks (recorders, layer selection)
+                                            capture
     display
     recorder
     api, the command line, the package itself
@@ -34,6 +36,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "projection": ("torchrecorder.projection",),
     "renderer": ("torchrecorder.renderer",),
     "outputs": ("torchrecorder.export", "torchrecorder.summary"),
+    "hooks": ("torchrecorder.hooks",),
+    "capture": ("torchrecorder.capture",),
     "display": ("torchrecorder.display",),
     "recorder": ("torchrecorder.recorder",),
     "api": ("torchrecorder.api", "torchrecorder.__main__", "torchrecorder"),
@@ -45,10 +49,13 @@ ALLOWED: dict[str, set[str]] = {
     "recording": {"base", "graph"},
     "projection": {"base", "graph"},
     "renderer": {"base", "graph", "projection"},
-    "outputs": {"base", "graph"},
+    "outputs": {"base", "graph", "projection"},
+    "hooks": {"base", "graph", "projection", "outputs"},
+    "capture": {"base", "graph", "projection", "outputs", "hooks"},
     "display": {"base", "graph", "projection", "renderer", "outputs"},
     "recorder": {"base", "graph", "recording", "projection", "renderer", "outputs", "display"},
-    "api": {"base", "graph", "recording", "projection", "renderer", "outputs", "display", "recorder"},
+    "api": {"base", "graph", "recording", "projection", "renderer", "outputs", "display", "recorder",
+            "hooks", "capture"},
 }
 MAX_LINES = 600
 

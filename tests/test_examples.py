@@ -19,6 +19,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 @pytest.mark.parametrize(("script", "figure", "expected"), [
     ("render_example.py", "example.svg", "Residual"),
     ("render_transformer.py", "gpt2.svg", "GPT2Block"),
+    ("activations_example.py", "activations.svg", "dead-unit fraction"),
 ])
 def test_example_writes_its_figure(tmp_path: Path, script: str, figure: str, expected: str) -> None:
     if script == "render_transformer.py":

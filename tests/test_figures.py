@@ -278,3 +278,27 @@ def test_command_line_drawing_options(tmp_path: Path) -> None:
                  "--tensor-nodes"]) == 0
     text = out.read_text()
     assert "rankdir=LR" in text and "Times-Roman" in text and '"0@out"' in text
+
+
+def _svg_area(svg: bytes) -> float:
+    root = ET.fromstring(svg)
+    return float(root.get("width", "0pt")[:-2]) * float(root.get("height", "0pt")[:-2])
+
+
+@needs_dot
+@pytest.mark.parametrize("name", ["cnn", "transformer_encoder"])
+def test_default_figure_is_no_larger_than_torchviews_at_depth_two(name: str) -> None:
+    torchview = pytest.importorskip("torchview")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    try:
+        from figure_models import MODELS
+    finally:
+        sys.path.pop(0)
+    net, args = MODELS[name]()
+    ours = render_source(torchrecorder.make_dot(torchrecorder.record(net, name, input_data=args), 2).source,
+                         "svg")
+    theirs = torchview.draw_graph(net, input_data=list(args), depth=2, expand_nested=True)
+    theirs_svg = render_source(theirs.visual_graph.source, "svg")
+    assert _svg_area(ours) <= _svg_area(theirs_svg)

@@ -9,19 +9,30 @@
 True
 """
 
+from . import hooks
 from .api import load_json, loads_json, make_dot, record, render_network
+from .capture import Capture, StopForward, capture
 from .errors import GraphError, GraphvizNotFoundError
 from .graph import Graph
+from .hooks.recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
 from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
 from .recorder import Recorder, recording
 from .renderer import BaseRenderer, GraphvizRenderer, GraphvizStyler, MermaidRenderer, make_mermaid
+from .renderer.activations import ActivationStyler
 
 __version__ = "0.2.0"
 
 __all__ = [
+    "ActivationStyler",
+    "BackwardInput",
+    "BackwardOutput",
     "BaseNode",
     "BaseRenderer",
+    "Capture",
     "ContextNode",
+    "ForwardInput",
+    "ForwardOutput",
+    "ForwardPre",
     "Graph",
     "GraphError",
     "GraphvizNotFoundError",
@@ -32,7 +43,10 @@ __all__ = [
     "OpNode",
     "ParamNode",
     "Recorder",
+    "StopForward",
     "TensorNode",
+    "capture",
+    "hooks",
     "load_json",
     "loads_json",
     "make_dot",

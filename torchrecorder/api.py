@@ -16,6 +16,7 @@ from .graph import Graph
 from .projection import FoldRepeats
 from .recorder import Recorder, recording
 from .recording import InputShapes, gc_paused, make_inputs, model_state_kept
+from .renderer.activations import ActivationStyler
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.mermaid import MermaidRenderer
 
@@ -129,14 +130,26 @@ def make_dot(rec: Graph, render_depth: int = 256,
             ``param_shapes``, ``edge_shapes``, ``KIND_attrs`` mappings, and
             Graphviz attributes (``rankdir``, ``dpi``, ``size`` and the other
             graph attributes set the graph's; any other sets every node's).
+            ``activations=`` (a :func:`~torchrecorder.capture` made with
+            ``stats=True``) with ``stat=`` colours modules by a statistic of
+            their activations (:class:`~torchrecorder.renderer.activations.ActivationStyler`).
 
     Returns:
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
         itself in Jupyter.
     """
+    styler_cls = _styler_class(styler_cls, styler_args)
     with gc_paused():  # many small objects, none of them garbage until the drawing is done
         return GraphvizRenderer(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
                                 **styler_args).render()
+
+
+def _styler_class(styler_cls: Optional[type[GraphvizStyler]],
+                  styler_args: dict[str, Any]) -> Optional[type[GraphvizStyler]]:
+    """``styler_cls``, or :class:`ActivationStyler` where none is given and ``activations=`` is."""
+    if styler_cls is None and "activations" in styler_args:
+        return ActivationStyler  # colour by a capture's statistics
+    return styler_cls
 
 
 def _check_directory(directory: str) -> None:
@@ -258,7 +271,8 @@ def render_network(
     directory = os.fspath(directory)
     path = _target_path(directory, name, filename, fmt)
     # every drawing option is checked on an empty graph before the model runs
-    GraphvizRenderer(Graph(name), render_depth, fold_repeats=fold_repeats, **styler_args)
+    GraphvizRenderer(Graph(name), render_depth, _styler_class(None, styler_args),
+                     fold_repeats=fold_repeats, **styler_args)
     _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
                  dtype=dtype)

@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any, Optional, Union
 
 from ._files import write_atomically
 from .export import dumps
 from .graph import Graph
+from .projection import FoldRepeats
 from .renderer.graphviz import GraphvizRenderer
 from .renderer.notebook import mimebundle, svg_of
 from .summary import summary_table
@@ -27,9 +29,12 @@ class Display:
             raise TypeError(f"{type(self).__name__} mixes in Display without being a Graph")
         return self
 
-    def summary(self) -> str:
-        """A table of the recorded module calls: name, type, shapes, parameters."""
-        return summary_table(self._graph())
+    def summary(self, *, columns: Optional[Iterable[str]] = None, depth: Optional[int] = None,
+                fold: FoldRepeats = "auto") -> str:
+        """A table of the recorded module calls: dotted name, type, ``depth-idx`` label, shapes,
+        parameters and their share, and totals; repeated blocks fold into one group marked
+        ``×N`` (options as in :func:`~torchrecorder.summary.summary_table`)."""
+        return summary_table(self._graph(), columns=columns, depth=depth, fold=fold)
 
     def __str__(self) -> str:
         return self.summary()

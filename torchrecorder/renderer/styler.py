@@ -56,7 +56,7 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     }),
     "cluster": MappingProxyType({
         "style": "rounded,dashed", "color": "#7d8fa3", "fontname": _FONT, "fontsize": "10",
-        "labeljust": "l", "margin": "6",
+        "labeljust": "l", "labelloc": "t", "margin": "6",
     }),
     "edge": MappingProxyType({"color": "#555555", "arrowsize": "0.6", "penwidth": "1.0",
                               "fontname": _FONT, "fontsize": "8", "fontcolor": "#444444"}),

@@ -1,0 +1,325 @@
+"""capture(): outputs, inputs and gradients by name; edit, stop; bounded memory; no hooks left."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import re
+import tracemalloc
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder import StopForward, capture
+from torchrecorder.hooks import UnknownLayerError
+from torchrecorder.hooks.recorders import (
+    BackwardInput,
+    BackwardOutput,
+    ForwardInput,
+    ForwardOutput,
+    ForwardPre,
+)
+from torchrecorder.renderer.activations import call_name
+
+from .hook_checks import Encoder, hook_count, mlp
+
+
+def test_outputs_inputs_and_grads_equal_tensors_computed_by_hand() -> None:
+    net = mlp(inplace=True)
+    ref = copy.deepcopy(net)
+    x = torch.randn(5, 4, requires_grad=True)
+    with capture(net, ["0", "2", "4"], inputs=True, grads=True) as cap:
+        y = net(x)
+        (y ** 2).sum().backward()
+    h0 = ref[0](x)
+    a1 = torch.relu(h0)
+    h2 = ref[2](a1)
+    out = ref[4](torch.relu(h2))
+    g_h0, g_h2, g_out = torch.autograd.grad((out ** 2).sum(), [h0, h2, out])
+    assert torch.equal(cap["0"], h0)  # a copy: the in-place ReLU that followed did not change it
+    assert torch.equal(cap["2"], h2) and torch.equal(cap["4"], y.detach())
+    assert torch.equal(cap.inputs["0"], x.detach()) and torch.equal(cap.inputs["2"], a1)
+    for name, want in (("0", g_h0), ("2", g_h2), ("4", g_out)):
+        torch.testing.assert_close(cap.grads[name], want, rtol=0, atol=0)
+    assert not cap["0"].requires_grad and cap.keys() == ["0", "2", "4"] and cap.passes == 1
+    assert hook_count(net) == 0
+
+
+def test_names_are_the_graphs_calls_including_repeated_calls() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+            self.out = nn.Linear(3, 1)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(self.fc(torch.tanh(self.fc(x))))
+
+    net = Twice()
+    x = torch.randn(2, 3)
+    with capture(net) as cap:
+        net(x)
+    rec = torchrecorder.record(net, "twice", input_data=x)
+    assert cap.keys() == ["fc", "fc#2", "out", ""]
+    assert sorted(cap.keys()) == sorted(call_name(layer) for layer in rec.layers())
+    with torch.no_grad():
+        first = net.fc(x)
+        assert torch.equal(cap["fc"], first) and torch.equal(cap["fc#2"], net.fc(torch.tanh(first)))
+    # a second pass numbers its calls afresh
+    with capture(net, "fc", keep="all") as cap:
+        net(x)
+        net(x)
+    assert cap.keys() == ["fc", "fc#2"] and len(cap["fc"]) == 2 and cap.passes == 2
+
+
+def test_globs_labels_and_types_choose_several_layers() -> None:
+    net = Encoder()
+    x = torch.randn(2, 4)
+    with capture(net, "layer.*.attention") as cap:
+        net(x)
+    assert cap.names == ["layer.0.attention", "layer.1.attention"] and len(cap) == 2
+    rec = torchrecorder.record(net, "enc", input_data=x)
+    with capture(net, labels=["1-5"], rec=rec) as by_label, capture(net, types=nn.Linear) as by_type:
+        net(x)
+    assert by_label.keys() == ["head"]
+    assert len(by_type.keys()) == 5
+    with torch.no_grad():
+        assert torch.equal(by_label["head"], net(x))
+
+
+def test_edit_replaces_an_output_in_flight_and_can_skip_recording() -> None:
+    net = mlp()
+    x = torch.randn(3, 4)
+    seen = []
+
+    def silence(name: str, out: torch.Tensor) -> torch.Tensor:
+        seen.append(name)
+        return torch.zeros_like(out)
+
+    with capture(net, "1", edit=silence) as cap:
+        y = net(x)
+    with torch.no_grad():
+        assert torch.equal(y, net[4](torch.relu(net[2](torch.zeros(3, 8)))))
+    assert seen == ["1"] and torch.equal(cap["1"], torch.zeros(3, 8))  # what the model went on with
+    with capture(net, "4", edit=lambda name, out: out + 1, record=False) as cap:
+        y2 = net(x)
+    with torch.no_grad():
+        assert torch.equal(y2, net(x) + 1)
+    assert len(cap) == 0
+    with pytest.raises(UnknownLayerError, match="record=False"):
+        cap["4"]
+    # an edit returning None keeps the output
+    with capture(net, "4", edit=lambda name, out: None) as cap:
+        y3 = net(x)
+    assert torch.equal(y3, cap["4"])
+
+
+def test_stop_ends_the_forward_pass_after_the_named_layer() -> None:
+    net = mlp()
+    calls = []
+    net[3].register_forward_hook(lambda m, a, o: calls.append("3"))
+    x = torch.randn(2, 4)
+    with capture(net, ["0", "2"], stop="2") as cap:
+        net(x)
+        raise AssertionError("not reached: the pass stopped")
+    assert cap.keys() == ["0", "2"] and calls == []
+    net[3]._forward_hooks.clear()
+    assert hook_count(net) == 0
+    with capture(net, stop="1", record=False) as cap:
+        assert cap.run(x) is None
+        assert cap.run(x) is None  # again: each pass stops
+    assert cap.passes == 2 and hook_count(net) == 0
+    with pytest.raises(UnknownLayerError, match=r"stop='3x' names no layer"):
+        capture(net, stop="3x")
+
+
+def test_unknown_names_raise_before_the_model_runs_listing_the_nearest() -> None:
+    net = Encoder()
+    with pytest.raises(UnknownLayerError,
+                       match=re.escape("no layer named 'layer.1.atention'; nearest: 'layer.1.attention'")):
+        capture(net, ["head", "layer.1.atention"])
+    with pytest.raises(UnknownLayerError, match=re.escape("no layer matches the pattern 'decoder.*'")):
+        capture(net, "decoder.*")
+    assert hook_count(net) == 0
+    with capture(net, "head") as cap:
+        net(torch.randn(1, 4))
+    with pytest.raises(KeyError, match=re.escape("'haed' is not a captured layer; nearest: 'head'")):
+        cap["haed"]
+    with pytest.raises(ValueError, match="keep must be"):
+        capture(net, keep="everything")
+    with pytest.raises(TypeError, match="edit must be callable"):
+        capture(net, edit="zero")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"needs a torch\.nn\.Module"):
+        capture("net")  # type: ignore[arg-type]
+
+
+def test_no_hooks_remain_after_exit_and_after_a_forward_pass_that_raised() -> None:
+    net = mlp()
+    with capture(net, "**", inputs=True, grads=True, stats=True, timing=True) as cap:
+        assert hook_count(net) > 0
+        net(torch.randn(2, 4)).sum().backward()
+    assert hook_count(net) == 0 and len(cap._tensor_hooks) == 0
+    with pytest.raises(RuntimeError, match="mat1 and mat2"), capture(net, ["0", "2"]) as cap:
+        net(torch.randn(2, 5))
+    assert hook_count(net) == 0
+    # the next capture counts passes from a clean state
+    with capture(net, "0") as cap:
+        net(torch.randn(2, 4))
+    assert cap.passes == 1 and cap.keys() == ["0"]
+
+
+def test_reduction_condition_keep_and_to() -> None:
+    net = mlp()
+    ref = copy.deepcopy(net)
+    xs = [torch.randn(3, 4) for _ in range(5)]
+    flag = {"on": True}
+    with capture(net, "2", inputs=True, reduction=lambda a, b: a + b, condition=lambda: flag["on"],
+                 to="cpu") as cap:
+        for i, x in enumerate(xs):
+            flag["on"] = i % 2 == 0
+            net(x)
+    with torch.no_grad():
+        want = sum(ref[2](torch.relu(ref[0](x))) for x in xs[::2])
+        want_in = sum(torch.relu(ref[0](x)) for x in xs[::2])
+    torch.testing.assert_close(cap["2"], want)
+    torch.testing.assert_close(cap.inputs["2"], want_in)
+    with capture(net, "2", keep="all") as cap:
+        for x in xs:
+            net(x)
+    assert len(cap["2"]) == 5 and all(torch.equal(a, ref[2](torch.relu(ref[0](x))).detach())
+                                      for a, x in zip(cap["2"], xs, strict=True))
+    with capture(net, "2") as cap:
+        for x in xs:
+            net(x)
+    assert torch.equal(cap["2"], ref[2](torch.relu(ref[0](xs[-1]))).detach())  # the last pass
+
+
+def test_statistics_and_timings() -> None:
+    net = nn.Sequential(nn.Linear(4, 6), nn.ReLU())
+    with torch.no_grad():
+        net[0].weight.zero_()
+        net[0].bias.copy_(torch.tensor([-1.0, -1.0, 1.0, 2.0, -3.0, 4.0]))  # units 0, 1, 4 dead
+    xs = [torch.randn(8, 4) for _ in range(3)]
+    with capture(net, stats=True, timing=True, record=False) as cap:
+        for x in xs:
+            net(x)
+    assert cap.stats("zeros")["1"] == pytest.approx(0.5)
+    assert cap.stats("dead")["1"] == pytest.approx(0.5)
+    assert cap.stats("mean")["1"] == pytest.approx((1 + 2 + 4) / 6)
+    assert cap.stats("absmax")["0"] == pytest.approx(4.0)
+    bias = torch.tensor([-1.0, -1, 1, 2, -3, 4])
+    assert cap.stats("std")["0"] == pytest.approx(bias.std(unbiased=False).item())
+    times = cap.stats("time")
+    assert set(times) == {"", "0", "1"} and all(t >= 0 for t in times.values())
+    with pytest.raises(ValueError, match="unknown statistic 'median'"):
+        cap.stats("median")
+    with capture(net) as plain:
+        net(xs[0])
+    with pytest.raises(ValueError, match="stats=True"):
+        plain.stats("mean")
+    with pytest.raises(ValueError, match="timing=True"):
+        plain.stats("time")
+
+
+def test_memory_stays_flat_over_1000_passes_with_a_reduction() -> None:
+    """Python allocations (tracemalloc) and the tensors alive (storage bytes) after 1,000 passes
+    equal those after 100: a reduction keeps one tensor per layer, whatever the number of passes."""
+    net = mlp()
+    x = torch.randn(16, 4)
+
+    def tensor_bytes() -> int:
+        gc.collect()
+        with warnings.catch_warnings():  # isinstance() wakes deprecated lazy attributes of torch
+            warnings.simplefilter("ignore")
+            return sum(o.untyped_storage().nbytes() for o in gc.get_objects()
+                       if isinstance(o, torch.Tensor) and o.device.type == "cpu")
+
+    with capture(net, "**", inputs=True, reduction=lambda a, b: a + b, stats=True, timing=True) as cap, \
+            ForwardOutput(reduction=torch.maximum).modules(net, types=nn.Linear) as rec:
+        for _ in range(100):
+            net(x)
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        bytes_before = tensor_bytes()
+        for _ in range(900):
+            net(x)
+        bytes_after = tensor_bytes()
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+    growth = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    assert cap.passes == 1000 and rec.samples(0) == 1000
+    assert bytes_after == bytes_before
+    assert growth < 64 * 1024, f"Python memory grew by {growth} bytes over 900 passes"
+    # without a reduction, keep="all" grows with the passes (the measurement can see growth)
+    with capture(net, "0", keep="all") as growing:
+        for _ in range(100):
+            net(x)
+        grown = tensor_bytes()
+    assert len(growing["0"]) == 100 and grown - bytes_after >= 100 * 16 * 8 * 4
+
+
+def _train(with_hooks: bool, steps: int = 5) -> tuple[list[float], list[torch.Tensor], list[torch.Tensor]]:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    data = [(torch.randn(8, 6), torch.randint(0, 3, (8,))) for _ in range(steps)]
+    recorders = []
+    if with_hooks:
+        recorders = [cls().modules(net) for cls in (ForwardPre, ForwardInput, ForwardOutput, BackwardInput,
+                                                     BackwardOutput)]
+    losses, grads = [], []
+    with capture(net, inputs=True, grads=True, stats=True, timing=True) if with_hooks else \
+            torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        for x, y in data:
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            losses.append(loss.item())
+            grads.extend(p.grad.clone() for p in net.parameters())
+            opt.step()
+    for r in recorders:
+        r.remove()
+    assert hook_count(net) == 0
+    return losses, grads, [p.detach().clone() for p in net.parameters()]
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_training_with_recorders_and_capture_is_bit_identical() -> None:
+    plain = _train(False)
+    hooked = _train(True)
+    assert plain[0] == hooked[0]
+    assert all(torch.equal(a, b) for a, b in zip(plain[1], hooked[1], strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(plain[2], hooked[2], strict=True))
+
+
+def test_capture_on_meta_records_shapes_only() -> None:
+    with torch.device("meta"):
+        net = nn.Sequential(nn.Linear(8192, 8192), nn.ReLU(), nn.Linear(8192, 10))
+    with capture(net, ["0", "2"], inputs=True, stats=True, to="meta") as cap:
+        net(torch.empty(4, 8192, device="meta"))
+    assert cap["0"].device.type == "meta" and cap["0"].shape == (4, 8192)
+    assert cap.inputs["2"].shape == (4, 8192) and cap["2"].shape == (4, 10)
+    assert cap.stats("mean") == {}  # no values on meta
+    assert hook_count(net) == 0
+
+
+def test_stop_forward_is_exported_and_propagates_outside_a_capture() -> None:
+    net = mlp()
+    cap = capture(net, stop="0").__enter__()
+    try:
+        with pytest.raises(StopForward):
+            net(torch.randn(1, 4))
+    finally:
+        cap.remove()
+    assert hook_count(net) == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_capture_on_cuda_moves_to_cpu_and_times() -> None:
+    net = mlp().cuda()
+    with capture(net, "**", to="cpu", timing=True, stats=True) as cap:
+        net(torch.randn(2, 4, device="cuda"))
+    assert cap["0"].device.type == "cpu" and cap.stats("time") and cap.stats("zeros")

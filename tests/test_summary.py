@@ -1,0 +1,167 @@
+"""The layer summary: rows, depth-idx labels, shares, totals, folding of repeated blocks, options."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.summary import layer_labels, summary_table
+
+from .zoo.hf import LLAMA_70B_SKIP
+
+
+def _toynet() -> nn.Module:
+    """scio's example network: Linear(5, 4), ReLU, Linear(4, 3), ReLU."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 3), nn.ReLU())
+
+
+def test_summary_of_scios_toy_network_matches_its_rows_labels_and_totals() -> None:
+    rec = torchrecorder.record(_toynet(), "toynet", (1, 5))
+    want = """\
+=======================================================================
+Layer (type)         Label  Input shape  Output shape  Param #  Param %
+=======================================================================
+toynet (Sequential)  0-1    1×5          1×3                --       --
+├─0 (Linear)         1-1    1×5          1×4                24   61.54%
+├─1 (ReLU)           1-2    1×4          1×4                --       --
+├─2 (Linear)         1-3    1×4          1×3                15   38.46%
+└─3 (ReLU)           1-4    1×3          1×3                --       --
+=======================================================================
+Total params: 39
+Trainable params: 39
+Non-trainable params: 0
+Params size (MB): 0.00
+Activations size (MB): 0.00
+======================================================================="""
+    assert str(rec) == want
+    assert rec.summary() == want
+    assert layer_labels(rec) == {"toynet": "0-1", "0": "1-1", "1": "1-2", "2": "1-3", "3": "1-4"}
+
+
+class _Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+        self.act = nn.GELU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.act(self.fc(x))
+
+
+class _Tower(nn.Module):
+    """An embedding tied to the head, a stack of identical blocks, a frozen norm."""
+
+    def __init__(self, n: int = 10, width: int = 8, vocab: int = 20) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.blocks = nn.ModuleList(_Block(width) for _ in range(n))
+        self.norm = nn.LayerNorm(width)
+        self.norm.requires_grad_(False)
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.embed.weight  # tied: counted once
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def test_totals_count_shared_weights_once_and_split_trainable() -> None:
+    net = _Tower()
+    rec = torchrecorder.record(net, "tower", input_data=torch.zeros(2, 3, dtype=torch.long))
+    text = rec.summary(fold=False)
+    unique = {id(p): p for p in net.parameters()}.values()
+    total = sum(p.numel() for p in unique)
+    frozen = net.norm.weight.numel() + net.norm.bias.numel()
+    assert f"Total params: {total:,}" in text
+    assert f"Trainable params: {total - frozen:,}" in text
+    assert f"Non-trainable params: {frozen:,}" in text
+    # the tied head shows no parameters of its own: they were counted on the embedding
+    head_row = next(line for line in text.splitlines() if "─head (Linear)" in line)
+    assert head_row.split()[-2:] == ["--", "--"]
+    embed_row = next(line for line in text.splitlines() if "─embed (Embedding)" in line)
+    assert embed_row.split()[-2] == "160" and embed_row.split()[-1] == f"{100 * 160 / total:.2f}%"
+    # the shares of the rows add up to the whole
+    shares = [float(line.split()[-1][:-1]) for line in text.splitlines()[3:] if line.endswith("%")]
+    assert sum(shares) == pytest.approx(100, abs=0.05)
+    # parameter memory: float32 elements; activations: every tensor a module returned
+    assert f"Params size (MB): {4 * total / 2**20:,.2f}" in text
+
+
+def test_repeated_blocks_fold_into_one_group_marked_times_n() -> None:
+    rec = torchrecorder.record(_Tower(n=10), "tower", input_data=torch.zeros(2, 3, dtype=torch.long))
+    folded = rec.summary()
+    unfolded = rec.summary(fold=False)
+    assert "blocks.0 … blocks.9 (_Block) ×10  1-2…1-11" in folded
+    rows = [line for line in folded.splitlines() if "(" in line and "(MB)" not in line][1:]
+    # network, embed, the group with the first block's two children, norm, head
+    assert [r.split("(")[1].split(")")[0] for r in rows] == [
+        "_Tower", "Embedding", "_Block", "Linear", "GELU", "LayerNorm", "Linear"]
+    assert "blocks.0.fc (Linear)" in folded and "blocks.1.fc" not in folded
+    assert "blocks.9.fc (Linear)" in unfolded and ") ×" not in unfolded
+    assert len(unfolded.splitlines()) - len(folded.splitlines()) == 9 * 3
+    # labels keep counting after the group
+    assert "─norm (LayerNorm)" in folded and " 1-12 " in folded
+    # runs shorter than "auto"'s 8 are not folded unless asked
+    short = torchrecorder.record(_Tower(n=3), "tower", input_data=torch.zeros(2, 3, dtype=torch.long))
+    assert ") ×3" not in short.summary() and ") ×3" in short.summary(fold=True)
+    assert short.summary(fold=2) == short.summary(fold=True)
+
+
+def test_columns_and_depth_options() -> None:
+    rec = torchrecorder.record(_Tower(n=2), "tower", input_data=torch.zeros(2, 3, dtype=torch.long))
+    text = rec.summary(columns=["params", "label"], depth=1)
+    header = text.splitlines()[1]
+    assert header.split() == ["Layer", "(type)", "Label", "Param", "#"]
+    assert "Input shape" not in text and "blocks.0.fc" not in text
+    # a row whose children are hidden counts their parameters as its own
+    block_row = next(line for line in text.splitlines() if "─blocks.0 (_Block)" in line)
+    assert block_row.split()[-1] == "72"
+    assert rec.summary(depth=0).count("\n├─") == 0
+    with pytest.raises(ValueError, match="unknown summary column"):
+        rec.summary(columns=["flops"])
+    with pytest.raises(ValueError, match="depth"):
+        rec.summary(depth=-1)
+    with pytest.raises(ValueError, match="fold_repeats"):
+        summary_table(rec, fold="sometimes")
+
+
+def test_later_calls_of_a_module_share_its_label_and_show_no_parameters_again() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(self.fc(x))
+
+    rec = torchrecorder.record(Twice(), "twice", (1, 3))
+    assert layer_labels(rec) == {"twice": "0-1", "fc": "1-1", "fc#2": "1-1"}
+    text = rec.summary(fold=False)
+    assert "├─fc (Linear)" in text and "└─fc #2 (Linear)" in text
+    assert "Total params: 12" in text
+
+
+@pytest.mark.skipif(bool(LLAMA_70B_SKIP), reason=LLAMA_70B_SKIP or "runs")
+def test_the_70b_llamas_table_is_short(zoo) -> None:  # type: ignore[no-untyped-def]
+    rec = zoo.recorded("hf-llama-70b-meta").rec
+    folded = rec.summary()
+    assert len(rec.summary(fold=False).splitlines()) > 1000
+    assert len(folded.splitlines()) < 40
+    assert "model.layers.0 … model.layers.79 (LlamaDecoderLayer) ×80" in folded
+    assert "Total params: 6" in folded  # about 69-70 billion with the zoo's vocabulary
+
+
+def test_memory_totals_count_parameters_and_the_tensors_modules_return() -> None:
+    with torch.device("meta"):  # shapes only: the sizes come from metadata
+        net = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 512)).to(torch.bfloat16)
+    x = torch.empty(256, 1024, device="meta", dtype=torch.bfloat16)
+    text = torchrecorder.record(net, "net", input_data=x).summary()
+    params = 2 * (1024 * 1024 + 1024 + 1024 * 512 + 512)  # two bytes an element
+    acts = 2 * (256 * 1024 + 256 * 1024 + 256 * 512)  # the outputs of the three modules, not the input
+    assert f"Params size (MB): {params / 2**20:,.2f}" in text
+    assert f"Activations size (MB): {acts / 2**20:,.2f}" in text and acts / 2**20 == 1.25

@@ -1,0 +1,234 @@
+"""Choose layers of a live module by the names the graph and the summary show.
+
+One rule serves :func:`torchrecorder.capture` and the recorders of
+:mod:`torchrecorder.hooks.recorders`:
+
+* ``names``: dotted paths as ``model.named_modules()`` gives them
+  (``"encoder.layer.0.attention"``; ``""`` is the model itself), or glob
+  patterns matched one dotted component at a time (``"encoder.layer.*.attention"``;
+  ``*``, ``?`` and ``[...]`` within a component, ``**`` for any number of
+  components, at least one at the end: ``"encoder.**"`` is everything inside ``encoder``);
+* ``labels``: the ``depth-idx`` labels of the summary (``"1-3"``), read from a
+  recording when one is given, else numbered over the module tree in
+  definition order (the same whenever each module is called once, from its
+  parent, in that order);
+* ``types``: a class or tuple of classes (``isinstance``);
+* ``indices``: positions in the iteration (``net.modules()``, where 0 is the
+  model itself, or ``net.children()``), as in torchfunc.
+
+A module is chosen when any given criterion chooses it; with none, all are.
+Unknown names, patterns that match nothing, unknown labels and indices out of
+range raise before anything is registered.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from fnmatch import fnmatchcase
+from typing import Any, Optional, Union
+
+from torch import nn
+
+from ..graph import Graph
+from ..summary import layer_labels
+
+__all__ = ["UnknownLayerError", "is_pattern", "match_names", "module_labels", "select_modules"]
+
+Names = Union[str, Iterable[str], None]
+_CALL = re.compile(r"^(.*)#([0-9]+)$")
+
+
+class UnknownLayerError(KeyError, ValueError):
+    """A name, pattern or label that names no layer; the message lists the nearest existing ones.
+
+    It is a :class:`KeyError` (for ``cap[name]``) and a :class:`ValueError` (a bad argument).
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def nearest(name: str, available: Sequence[str], n: int = 5) -> str:
+    """``"did you mean 'a', 'b'?"``, or a few of the available names when none is close."""
+    shown = [repr(a) if a else "'' (the model itself)" for a in available]
+    close = difflib.get_close_matches(name, list(available), n=n, cutoff=0.5)
+    if close:
+        return "nearest: " + ", ".join(repr(c) for c in close)
+    if not available:
+        return "there are no layers to choose from"
+    more = f", ... ({len(available)} in all)" if len(available) > n else ""
+    return "available: " + ", ".join(shown[:n]) + more
+
+
+def is_pattern(name: str) -> bool:
+    """Whether ``name`` is a glob pattern rather than a dotted path."""
+    return any(ch in name for ch in "*?[")
+
+
+def _glob(parts: list[str], path: list[str]) -> bool:
+    if not parts:
+        return not path
+    head, rest = parts[0], parts[1:]
+    if head == "**":  # any number of components; at the end, at least one (what is inside)
+        return any(_glob(rest, path[i:]) for i in range(0 if rest else 1, len(path) + 1))
+    return bool(path) and fnmatchcase(path[0], head) and _glob(rest, path[1:])
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """Match a dotted ``path`` against ``pattern`` one component at a time (``**``: any number).
+
+    >>> glob_match("encoder.layer.*.attention", "encoder.layer.11.attention")
+    True
+    >>> glob_match("encoder.*", "encoder.layer.0"), glob_match("encoder.**", "encoder.layer.0")
+    (False, True)
+    """
+    return _glob(pattern.split(".") if pattern else [], path.split(".") if path else [])
+
+
+def as_names(names: Names, what: str = "names") -> list[str]:
+    """``names`` as a list of strings (one string is one name)."""
+    if names is None:
+        return []
+    if isinstance(names, str):
+        return [names]
+    out = list(names)
+    bad = [n for n in out if not isinstance(n, str)]
+    if bad:
+        raise TypeError(f"{what} must be strings (dotted paths or glob patterns), got {bad[0]!r}")
+    return out
+
+
+def match_names(names: Iterable[str], available: Sequence[str], what: str = "layer") -> list[str]:
+    """The names of ``available`` that ``names`` (paths or patterns) choose, in ``available``'s order.
+
+    Raises:
+        UnknownLayerError: a path is not available or a pattern matches nothing.
+    """
+    chosen: set[str] = set()
+    known = set(available)
+    for name in names:
+        if name in known:
+            chosen.add(name)
+        elif is_pattern(name):
+            hits = [a for a in available if glob_match(name, a)]
+            if not hits:
+                raise UnknownLayerError(f"no {what} matches the pattern {name!r}; "
+                                        + nearest(name, available))
+            chosen.update(hits)
+        else:
+            raise UnknownLayerError(f"no {what} named {name!r}; " + nearest(name, available))
+    return [a for a in available if a in chosen]
+
+
+def split_call(name: str) -> tuple[str, int]:
+    """``"enc.0#2"`` -> ``("enc.0", 2)``; ``"enc.0"`` -> ``("enc.0", 1)``."""
+    m = _CALL.match(name)
+    if m is None:
+        return name, 1
+    return m.group(1), int(m.group(2))
+
+
+def module_labels(net: nn.Module, rec: Optional[Graph] = None) -> dict[str, str]:
+    """``depth-idx`` label -> dotted path of the module it names.
+
+    From ``rec`` (a recording of ``net``) when given: the summary's labels
+    exactly.  Else numbered over ``net``'s module tree in definition order,
+    containers without a ``forward`` (``ModuleList``, ``ModuleDict``) taking no
+    depth and no label, as in a recording.
+    """
+    out: dict[str, str] = {}
+    if rec is not None:
+        for key, label in layer_labels(rec).items():
+            layer = rec.nodes[key]
+            out.setdefault(label, getattr(layer, "path", ""))
+        return out
+    counters: dict[int, int] = {}
+    depths: dict[str, int] = {}
+    for path, module in net.named_modules():
+        parent = path.rpartition(".")[0] if path else None
+        depth = 0 if parent is None else depths.get(parent, -1) + 1
+        if not path or _called(module):
+            n = counters[depth] = counters.get(depth, 0) + 1
+            out[f"{depth}-{n}"] = path
+        else:  # a container that is never called (ModuleList, ModuleDict) adds no depth
+            depth -= 1
+        depths[path] = depth
+    return out
+
+
+def _called(module: nn.Module) -> bool:
+    """Whether ``module`` can be called: it has a ``forward`` of its own (``ModuleList`` has none)."""
+    return getattr(type(module), "forward", None) is not nn.Module.forward
+
+
+def _types(types: Any) -> Optional[tuple[type, ...]]:
+    if types is None:
+        return None
+    tup = tuple(types) if isinstance(types, (list, tuple, set, frozenset)) else (types,)
+    bad = [t for t in tup if not isinstance(t, type)]
+    if bad:
+        raise TypeError(f"types must be classes (such as torch.nn.Linear), got {bad[0]!r}")
+    return tup
+
+
+def _indices(indices: Any, count: int, where: str) -> Optional[set[int]]:
+    if indices is None:
+        return None
+    items = [indices] if isinstance(indices, int) else list(indices)
+    out: set[int] = set()
+    for i in items:
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"indices must be ints, got {i!r}")
+        if not -count <= i < count:
+            raise IndexError(f"index {i} is out of range: {where} has {count} "
+                             f"module{'s' if count != 1 else ''} (indices 0 to {count - 1})")
+        out.add(i % count)
+    return out
+
+
+def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, indices: Any = None,
+                   labels: Names = None, rec: Optional[Graph] = None,
+                   children: bool = False) -> list[tuple[str, nn.Module]]:
+    """The ``(dotted path, module)`` pairs of ``net`` chosen by any of the criteria (see the module
+    docstring), in iteration order: ``net.named_modules()``, or ``net.named_children()`` when
+    ``children``.  With no criterion, every module.
+
+    Raises:
+        TypeError: ``net`` is not a module, or a criterion has the wrong type.
+        UnknownLayerError: a name, pattern or label names no module.
+        IndexError: an index is out of range.
+    """
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"expected a torch.nn.Module, got {type(net).__name__}")
+    pairs = list(net.named_children() if children else net.named_modules())
+    paths = [p for p, _ in pairs]
+    where = f"{type(net).__name__}.{'children' if children else 'modules'}()"
+    type_tuple = _types(types)
+    index_set = _indices(indices, len(pairs), where)
+    wanted_names = as_names(names)
+    wanted_labels = as_names(labels, "labels")
+    chosen: set[str] = set()
+    if wanted_names:
+        what = "child" if children else "layer"
+        chosen.update(match_names(wanted_names, paths, what))
+    if wanted_labels:
+        by_label = module_labels(net, rec)
+        for label in wanted_labels:
+            path = by_label.get(label)
+            if path is None:
+                raise UnknownLayerError(f"no layer has the label {label!r}; "
+                                        + nearest(label, list(by_label)))
+            if path not in paths:
+                raise UnknownLayerError(f"the label {label!r} names {path!r}, which is not one of "
+                                        f"{where}")
+            chosen.add(path)
+    if not (wanted_names or wanted_labels or type_tuple is not None or index_set is not None):
+        return pairs
+    out = []
+    for i, (path, module) in enumerate(pairs):
+        if (path in chosen or (type_tuple is not None and isinstance(module, type_tuple))
+                or (index_set is not None and i in index_set)):
+            out.append((path, module))
+    return out

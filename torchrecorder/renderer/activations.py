@@ -1,0 +1,213 @@
+"""Colour a drawing by a statistic of each module's activations (or the time it took), with a legend.
+
+>>> import torch, torchrecorder
+>>> net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+>>> with torchrecorder.capture(net, stats=True, record=False) as cap:
+...     _ = net(torch.randn(16, 4))
+>>> rec = torchrecorder.record(net, "net", (16, 4))
+>>> dot = torchrecorder.make_dot(rec, activations=cap, stat="zeros")
+>>> "zeros" in dot.source
+True
+
+:class:`ActivationStyler` wraps the styler's ``style_node``, ``style_cluster``
+and ``style_repeated``: it changes the fill colour (boxes) or border colour
+(expanded modules) of every module call the statistics name, adds the value
+to its label and tooltip, and puts a colour scale under the graph.  The
+statistics come from :meth:`torchrecorder.capture.Capture.stats`, or from any
+mapping of call name (a dotted path; ``""`` is the network, ``"path#2"`` a
+second call) to a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+from .._text import dot_text, html_text
+from ..nodes import BaseNode, LayerNode
+from .styler import GraphvizStyler
+
+__all__ = ["SCALES", "ActivationStyler", "call_name"]
+
+#: colour scales, from low to high: ``"warm"`` (white to dark red: fractions where high is bad,
+#: such as dead ReLUs), ``"cool"`` (white to dark blue) and ``"diverging"`` (blue, white, red)
+SCALES: Mapping[str, Sequence[str]] = {
+    "warm": ("#fff7ec", "#fdd49e", "#fc8d59", "#d7301f", "#7f0000"),
+    "cool": ("#f7fbff", "#c6dbef", "#6baed6", "#2171b5", "#08306b"),
+    "diverging": ("#2166ac", "#92c5de", "#f7f7f7", "#f4a582", "#b2182b"),
+}
+
+_TITLES = {"mean": "mean activation", "std": "activation std", "zeros": "fraction of zeros",
+           "absmax": "max |activation|", "dead": "dead-unit fraction", "time": "time per call (ms)"}
+_FRACTIONS = ("zeros", "dead")
+
+
+def call_name(node: LayerNode) -> str:
+    """The name :func:`torchrecorder.capture` gives the call ``node``: its dotted path, with
+    ``#2`` for a second call."""
+    return node.path if node.call_index == 1 else f"{node.path}#{node.call_index}"
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+def _mix(scale: Sequence[str], t: float) -> str:
+    t = min(1.0, max(0.0, t))
+    pos = t * (len(scale) - 1)
+    i = min(int(pos), len(scale) - 2)
+    f = pos - i
+    a, b = _rgb(scale[i]), _rgb(scale[i + 1])
+    return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(a, b, strict=True))
+
+
+def _dark(colour: str) -> bool:
+    r, g, b = _rgb(colour)
+    return 0.299 * r + 0.587 * g + 0.114 * b < 128
+
+
+def _fmt(value: float, stat: str) -> str:
+    if stat in _FRACTIONS:
+        return f"{100 * value:.0f}%"
+    if stat == "time":
+        return f"{value:.3g} ms"
+    return f"{value:.3g}"
+
+
+class ActivationStyler(GraphvizStyler):
+    """A :class:`~torchrecorder.renderer.GraphvizStyler` that colours module calls by a statistic.
+
+    Use it through :func:`torchrecorder.make_dot`:
+    ``make_dot(rec, activations=cap, stat="dead")`` (or
+    ``styler_cls=ActivationStyler``).
+
+    Args:
+        activations: a :class:`~torchrecorder.capture.Capture` made with
+            ``stats=True`` (or ``timing=True`` for ``stat="time"``), or a
+            mapping of call name to number.
+        stat: the statistic to show: ``"mean"``, ``"std"``, ``"zeros"``
+            (fraction of zero elements), ``"absmax"``, ``"dead"`` (fraction
+            of units zero for every input), ``"time"`` (milliseconds per
+            call); with a mapping, only the legend's title.
+        scale: a name of :data:`SCALES`, or a sequence of ``#rrggbb`` colours
+            from low to high; default ``"warm"`` for fractions and time,
+            ``"cool"`` otherwise.
+        vmin, vmax: the values at the ends of the scale; default 0 to 1 for
+            fractions, else the smallest and largest value shown.
+        annotate: write the value in each coloured label (default).
+        legend: draw the colour scale under the graph (default).
+        title: the legend's title (default: a description of ``stat``).
+        **styler_args: as for :class:`~torchrecorder.renderer.GraphvizStyler`.
+
+    Module calls without a value keep the default style.
+    """
+
+    def __init__(self, activations: Any = None, stat: str = "zeros", *, scale: Any = None,
+                 vmin: Optional[float] = None, vmax: Optional[float] = None, annotate: bool = True,
+                 legend: bool = True, title: Optional[str] = None, **styler_args: Any) -> None:
+        super().__init__(**styler_args)
+        if activations is None:
+            raise TypeError("ActivationStyler needs activations= (a torchrecorder.capture(...) made "
+                            "with stats=True, or a mapping of layer name to number)")
+        if isinstance(activations, Mapping):
+            values = dict(activations)
+        elif callable(getattr(activations, "stats", None)):
+            values = activations.stats(stat)
+        else:
+            raise TypeError(f"activations must be a capture or a mapping, got {type(activations).__name__}")
+        self.values: dict[str, float] = {}
+        for k, v in values.items():
+            try:
+                self.values[str(k)] = float(v)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"the value for {k!r} is not a number: {v!r}") from exc
+        self.stat = stat
+        if scale is None:
+            scale = "warm" if stat in _FRACTIONS or stat == "time" else "cool"
+        if isinstance(scale, str):
+            if scale not in SCALES:
+                raise ValueError(f"unknown scale {scale!r}; choose from {sorted(SCALES)}")
+            scale = SCALES[scale]
+        self.scale = list(scale)
+        if len(self.scale) < 2 or not all(isinstance(c, str) and len(c) == 7 and c.startswith("#")
+                                          for c in self.scale):
+            raise ValueError("scale must be a name or at least two '#rrggbb' colours")
+        shown = list(self.values.values())
+        fraction = stat in _FRACTIONS
+        self.vmin = vmin if vmin is not None else (0.0 if fraction or not shown else min(shown))
+        self.vmax = vmax if vmax is not None else (1.0 if fraction or not shown else max(shown))
+        self.annotate = annotate
+        self.legend = legend
+        self.title = title if title is not None else _TITLES.get(stat, stat)
+
+    # ------------------------------------------------------------ values and colours
+    def value_of(self, node: BaseNode) -> Optional[float]:
+        """The statistic of the call ``node``, or ``None``."""
+        if not isinstance(node, LayerNode):
+            return None
+        return self.values.get(call_name(node))
+
+    def colour(self, value: float) -> str:
+        """The ``#rrggbb`` colour of ``value`` on the scale."""
+        span = self.vmax - self.vmin
+        return _mix(self.scale, (value - self.vmin) / span if span else 0.0)
+
+    def _note(self, value: float) -> str:
+        return f"{self.stat} {_fmt(value, self.stat)}"
+
+    def _paint(self, attrs: dict[str, str], value: Optional[float], fill: bool) -> dict[str, str]:
+        if value is None:
+            return attrs
+        colour = self.colour(value)
+        if fill:
+            attrs["fillcolor"] = colour
+            if "filled" not in attrs.get("style", ""):
+                attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")
+            if _dark(colour):
+                attrs["fontcolor"] = "white"
+        else:
+            attrs["color"] = colour
+            attrs["penwidth"] = "2.5"
+        if self.annotate:
+            label = attrs.get("label", "")
+            note = html_text(self._note(value))
+            if label.startswith("<") and label.endswith(">"):
+                sep = "<BR/>" if fill else " "
+                attrs["label"] = f"{label[:-1]}{sep}<I>{note}</I>>"
+        tip, note_text = attrs.get("tooltip", ""), dot_text(self._note(value))
+        attrs["tooltip"] = f"{tip}; {note_text}" if tip else note_text
+        return attrs
+
+    # ------------------------------------------------------------ the styler's hooks
+    def style_node(self, node: BaseNode) -> dict[str, str]:
+        """The default attributes, filled with the colour of the call's value."""
+        return self._paint(super().style_node(node), self.value_of(node), True)
+
+    def style_cluster(self, node: LayerNode) -> dict[str, str]:
+        """The default attributes, with the border in the colour of the call's value."""
+        return self._paint(super().style_cluster(node), self.value_of(node), False)
+
+    def style_repeated(self, node: LayerNode, run: Sequence[LayerNode], expanded: bool) -> dict[str, str]:
+        """A folded run coloured by the mean value of its blocks."""
+        attrs = super().style_repeated(node, run, expanded)
+        got = [v for v in (self.value_of(n) for n in run) if v is not None]
+        return self._paint(attrs, sum(got) / len(got) if got else None, not expanded)
+
+    def graph_attrs(self) -> dict[str, str]:
+        """The default graph attributes, with the colour scale as the graph's label (at the bottom)."""
+        attrs = super().graph_attrs()
+        if not self.legend or not self.values:
+            return attrs
+        steps = 5
+        cells = []
+        for i in range(steps):
+            v = self.vmin + (self.vmax - self.vmin) * i / (steps - 1)
+            colour = self.colour(v)
+            font = ' COLOR="white"' if _dark(colour) else ""
+            cells.append(f'<TD BGCOLOR="{colour}" WIDTH="48"><FONT POINT-SIZE="9"{font}>'
+                         f"{html_text(_fmt(v, self.stat))}</FONT></TD>")
+        attrs["label"] = ('<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
+                          f'<TR><TD COLSPAN="{steps}" BORDER="0"><B>{html_text(self.title)}</B></TD></TR>'
+                          f"<TR>{''.join(cells)}</TR></TABLE>>")
+        attrs.setdefault("labelloc", "b")
+        return attrs
