@@ -14,6 +14,7 @@ import sys
 import warnings
 
 import torchrecorder
+from torchrecorder.renderer import PRESETS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from figure_models import MODELS
@@ -49,6 +50,23 @@ def draw_torchview(net, args, name: str, depth: int) -> str | None:
     except Exception as exc:  # a peer's failure is a result to report, not ours to fix
         print(f"torchview failed on {name} at depth {depth}: {type(exc).__name__}: {exc}")
         return None
+
+
+def presets() -> str:
+    """The CNN in every preset, at depth 2: the page's last section."""
+    net, args = MODELS["cnn"]()
+    header = "| " + " | ".join(f"`preset=\"{p}\"`" for p in PRESETS) + " |\n"
+    cells = []
+    for preset in PRESETS:
+        path = torchrecorder.render_network(net, "cnn", None, IMAGES, filename=f"preset_{preset}",
+                                            input_data=args, render_depth=2, preset=preset)
+        w, h = svg_size(path)
+        cells.append(f'<img src="images/figures/preset_{preset}.svg" width="100%"><br>{w:.0f}×{h:.0f} pt')
+    return ("\n## The presets\n\n"
+            "The CNN above at `render_depth=2` in each preset: `default` for screens and slides,\n"
+            "`compact` for large models, `print` for greyscale printing, `paper` for a column of a\n"
+            "two-column paper (grey, serif, small type, thin lines).\n\n"
+            + header + "|" + "---|" * len(cells) + "\n| " + " | ".join(cells) + " |\n")
 
 
 def main() -> None:
@@ -87,6 +105,7 @@ def main() -> None:
         "sizes Graphviz writes, in points; the ratio is ours over torchview's.\n\n"
         "| network | depth | torchrecorder | torchview | ratio |\n|---|---|---|---|---|\n"
         + "\n".join(rows) + "\n\n" + "\n".join(sections))
+    text += presets()
     with open(os.path.join(ROOT, "docs", "figures.md"), "w", encoding="utf-8") as fh:
         fh.write(text)
     print("\n".join(rows))
