@@ -14,7 +14,16 @@ from .errors import GraphError, GraphvizNotFoundError
 from .graph import Graph
 from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
 from .recorder import Recorder, recording
-from .renderer import BaseRenderer, GraphvizRenderer, GraphvizStyler, MermaidRenderer, make_mermaid
+from .renderer import (
+    BaseRenderer,
+    GraphvizRenderer,
+    GraphvizStyler,
+    HtmlPage,
+    HtmlRenderer,
+    MermaidRenderer,
+    make_html,
+    make_mermaid,
+)
 
 __version__ = "0.2.0"
 
@@ -27,6 +36,8 @@ __all__ = [
     "GraphvizNotFoundError",
     "GraphvizRenderer",
     "GraphvizStyler",
+    "HtmlPage",
+    "HtmlRenderer",
     "LayerNode",
     "MermaidRenderer",
     "OpNode",
@@ -36,6 +47,7 @@ __all__ = [
     "load_json",
     "loads_json",
     "make_dot",
+    "make_html",
     "make_mermaid",
     "record",
     "recording",

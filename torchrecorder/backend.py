@@ -25,7 +25,7 @@ __all__ = [
 
 #: formats written without running Graphviz: DOT source, the recorded graph as
 #: JSON (:mod:`torchrecorder.export`), a Mermaid flowchart
-SOURCE_FORMATS = frozenset({"dot", "gv", "json", "mmd"})
+SOURCE_FORMATS = frozenset({"dot", "gv", "html", "json", "mmd"})
 
 _INSTALL_HINT = (
     "Rendering an image needs Graphviz: install the `dot` program (Debian/Ubuntu: "
