@@ -309,7 +309,10 @@
     const g = ev.target.closest("g.node, g.cluster");
     if (g && /^[nc]\d+$/.test(g.id)) showDetails(Number(g.id.slice(1)));
   });
-  canvas.addEventListener("mouseleave", function () { showDetails(selected); });
+  canvas.addEventListener("mouseout", function (ev) {
+    const to = ev.relatedTarget && ev.relatedTarget.closest ? ev.relatedTarget.closest("g.node, g.cluster") : null;
+    if (!to) showDetails(selected);
+  });
 
   function setDepth(d) {
     for (let i = 0; i < n; i++) open[i] = canOpen[i] && depth[i] < d ? 1 : 0;
