@@ -243,7 +243,8 @@ def test_every_depth_draws_what_make_dot_draws(tr_browser: Any, stack_rec: torch
         page.dispatch_event("#tr-depth", "change")
         wait_layouts(page, count)
         ours = parse_dot(page.evaluate("__tr.dot"))
-        want = parse_dot(torchrecorder.make_dot(stack_rec, depth, fold_repeats="auto" if fold else False).source)
+        dot = torchrecorder.make_dot(stack_rec, depth, fold_repeats="auto" if fold else False)
+        want = parse_dot(dot.source)
         assert set(ours.nodes) == set(want.nodes), depth
         assert sorted(ours.edges) == sorted(want.edges), depth
         assert len(ours.clusters) == len(want.clusters), depth

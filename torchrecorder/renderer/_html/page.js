@@ -278,7 +278,10 @@
         });
         parts.push(el("h3", "parameters"), table);
       }
-      if (d.total_n) parts.push(el("p", "parameters in all: " + d.total_n.toLocaleString("en-US") + " (" + d.total + ")"));
+      if (d.total_n) {
+        const all = d.total_n.toLocaleString("en-US");
+        parts.push(el("p", "parameters in all: " + all + (d.total !== all ? " (" + d.total + ")" : "")));
+      }
       if (d.error) parts.push(el("p", "raised " + d.error, "tr-error-text"));
     } else if (d.kind === "operation") {
       parts.push.apply(parts, list("output shape", d.out));
