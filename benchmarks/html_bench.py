@@ -88,6 +88,15 @@ def models() -> list[tuple[str, Any, dict[str, Any], str]]:
     return out
 
 
+def _wait_drawn(page: Any, timeout: float = 120.0) -> None:
+    """Wait for the first layout (polled: the page's CSP forbids wait_for_function's eval)."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate("() => !!(window.__tr && (window.__tr.layouts > 0 || window.__tr.error))"):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the page did not draw")
+        time.sleep(0.005)
+
+
 _INDEX = """p => { const D = JSON.parse(document.getElementById('tr-data').textContent);
   return D.nodes.findIndex(r => { const i = JSON.parse(D.strings[r[6]]);
                                   return i.kind === 'module' && i.path === p; }); }"""
@@ -109,7 +118,7 @@ def measure(browser: Any, path: str, toggle_path: str, repeats: int) -> dict[str
         page.on("request", lambda r, requests=requests: requests.append(r.url))
         t0 = time.perf_counter()
         page.goto("file://" + path)
-        page.wait_for_function("window.__tr && window.__tr.layouts > 0", timeout=120_000)
+        _wait_drawn(page)
         walls.append(time.perf_counter() - t0)
         paints.append(page.evaluate("window.__tr.firstPaint"))
         i = page.evaluate(_INDEX, toggle_path)
@@ -131,7 +140,7 @@ def screenshot(browser: Any, path: str, toggle_path: str, out: str) -> None:
     LayerNorm selected and its details shown."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.goto("file://" + path)
-    page.wait_for_function("window.__tr && window.__tr.layouts > 0", timeout=120_000)
+    _wait_drawn(page)
     j = page.evaluate(_INDEX, toggle_path + ".ln_1")
     page.click("#tr-fit")
     if j >= 0:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -80,11 +81,20 @@ def launch() -> Iterator[Any]:
             browser.close()
 
 
-def wait_layouts(page: Any, more_than: int, timeout: float = 60_000) -> int:
-    """Wait until the page has laid out more than ``more_than`` times; the count."""
-    page.wait_for_function(f"window.__tr && (window.__tr.layouts > {more_than} || window.__tr.error)",
-                           timeout=timeout)
-    error = page.evaluate("window.__tr.error")
-    if error:
-        raise AssertionError(f"the page could not lay out: {error}")
-    return int(page.evaluate("window.__tr.layouts"))
+def wait_layouts(page: Any, more_than: int, timeout: float = 60.0) -> int:
+    """Wait until the page (or frame) has laid out more than ``more_than`` times; the count.
+
+    Polled with ``evaluate``: ``wait_for_function`` compiles its predicate with
+    ``eval`` inside the page, which the page's Content-Security-Policy forbids.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        got = page.evaluate("() => window.__tr ? [window.__tr.layouts, window.__tr.error] : [0, null]")
+        if got[1]:
+            raise AssertionError(f"the page could not lay out: {got[1]}")
+        if got[0] > more_than:
+            return int(got[0])
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the page laid out {got[0]} times in {timeout} s, "
+                                 f"expected more than {more_than}")
+        time.sleep(0.02)

@@ -224,7 +224,7 @@ def test_notebook_iframe_draws(tr_browser: Any, stack_rec: torchrecorder.Recorde
     w = watch(page)
     page.goto(outer.as_uri())
     frame = page.frames[1]
-    frame.wait_for_function("window.__tr && window.__tr.layouts > 0", timeout=60_000)
+    wait_layouts(frame, 0)
     assert frame.evaluate("document.querySelectorAll('#tr-canvas g.node').length") == 6
     assert w.outside_requests(outer.as_uri()) == [] and w.page_errors == []
     page.close()
@@ -252,4 +252,36 @@ def test_every_depth_draws_what_make_dot_draws(tr_browser: Any, stack_rec: torch
             assert ours.node_attrs[key]["label"] == attrs["label"], (depth, key)
         labels = {e: a.get("label") for e, a in zip(want.edges, want.edge_attrs, strict=True)}
         assert {e: a.get("label") for e, a in zip(ours.edges, ours.edge_attrs, strict=True)} == labels, depth
+    page.close()
+
+
+@pytest.mark.parametrize(("case", "tensor_nodes"), [
+    ("DataclassOutput", False),       # the network collapsed: its output's tensor is inside the box
+    ("PositionalNonTensors", True),   # tensors drawn between folded blocks are hidden with them
+    ("TorchTransformer", True),
+    ("AttentionBlock", False),
+    ("TinyUNet", False),
+])
+def test_zoo_depths_draw_what_make_dot_draws(tr_browser: Any, tmp_path: Path, case: str,
+                                             tensor_nodes: bool) -> None:
+    from .zoo.handwritten import CASES
+
+    spec = next(c for c in CASES if c.name == case)
+    args, kwargs = spec.inputs()
+    rec = torchrecorder.record(spec.build(), case, input_data=args, input_kwargs=kwargs)
+    path = tmp_path / f"{case}.html"
+    torchrecorder.make_html(rec, 0, fold_repeats=True, tensor_nodes=tensor_nodes).save(path)
+    page, w = _open(tr_browser, path)
+    for depth in range(4):
+        count = page.evaluate("__tr.layouts")
+        page.fill("#tr-depth", str(depth))
+        page.dispatch_event("#tr-depth", "change")
+        wait_layouts(page, count)
+        ours = parse_dot(page.evaluate("__tr.dot"))
+        dot = torchrecorder.make_dot(rec, depth, fold_repeats=True, tensor_nodes=tensor_nodes)
+        want = parse_dot(dot.source)
+        assert set(ours.nodes) == set(want.nodes), depth
+        assert sorted((e, a.get("label")) for e, a in zip(ours.edges, ours.edge_attrs, strict=True)) == \
+            sorted((e, a.get("label")) for e, a in zip(want.edges, want.edge_attrs, strict=True)), depth
+    assert w.page_errors == [] and w.console_errors == []
     page.close()

@@ -217,15 +217,19 @@ class HtmlRenderer(GraphvizRenderer):
                 # the operations a box drawn at either end does not hide
                 kept = tuple(op for op in ops if not _within(op, source, order, rec_nodes, inside))
                 by_target: list[int] = []
-                made: dict[tuple[OpNode, ...], int] = {}
+                made: dict[tuple[tuple[OpNode, ...], bool], int] = {}
                 for target in targets:
                     shown = tuple(op for op in kept if not _within(op, target, order, rec_nodes, inside))
-                    got = made.get(shown)
+                    # a tensor inside a box drawn at either end is not on the edge between them
+                    carried = tensor
+                    if tensor is not None and (_within(tensor, source, order, rec_nodes, inside)
+                                               or _within(tensor, target, order, rec_nodes, inside)):
+                        carried = None
+                    got = made.get((shown, carried is None))
                     if got is None:
-                        got = made[shown] = attrs.add(self._edge_parts(node, tnode, tensor, shown, strings))
+                        got = attrs.add(self._edge_parts(node, tnode, carried, shown, strings))
+                        made[(shown, carried is None)] = got
                     by_target.append(got)
-                    if not shown:
-                        break  # nothing left to hide further out
                 while len(by_target) > 1 and by_target[-1] == by_target[-2]:
                     by_target.pop()
                 variants.append(by_target[0] if len(by_target) == 1 else by_target)
@@ -262,9 +266,14 @@ class HtmlRenderer(GraphvizRenderer):
                 continue
             aliases: list[int] = []
             member_set = {m for m in members if m is not None}
+            first_at, last_at = min(member_set), max(member_set)
             for key, target in plan.alias.items():
                 i = index.get(key)
-                if i is None or not _under(i, member_set, parents):
+                if i is None:
+                    continue
+                # inside a later block, or a tensor drawn between two blocks of this run
+                gap = (target is None and parents[i] == parents[first_at] and first_at < i < last_at)
+                if not gap and not _under(i, member_set, parents):
                     continue
                 j = index.get(target) if target is not None else None
                 aliases.extend((i, -1 if j is None else j))
@@ -350,9 +359,10 @@ def _runs_around(i: int, member_of: dict[int, tuple[int, int]],
         i = parents[i]
 
 
-def _within(op: OpNode, source: int, order: list[BaseNode], nodes: Mapping[Key, BaseNode],
+def _within(op: BaseNode, source: int, order: list[BaseNode], nodes: Mapping[Key, BaseNode],
             memo: dict[tuple[Key, int], bool]) -> bool:
-    """Whether ``op`` ran inside the layer at ``source`` (then a box drawn for it hides the op)."""
+    """Whether ``op`` (an operation or a tensor) is inside the layer at ``source`` (then a box
+    drawn for it hides it)."""
     if not isinstance(order[source], LayerNode):
         return False
     key = (op.key, source)
