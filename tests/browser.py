@@ -1,47 +1,100 @@
-"""A headless Chromium for tests that need what a browser draws (Debian's ``chromium``,
-driven by Playwright; no browser is ever downloaded).
+"""Headless Chromium for the HTML page's tests: Debian's system browser driven by Playwright.
 
-Tests that use :func:`launch` skip, saying why, where Playwright or a Chromium binary is
-missing; CI installs both (see ``.ci/run``).
+No browser is downloaded (``playwright install`` is never run): the tests use
+the ``chromium`` on PATH (``apt-get install chromium``, which ``.ci/run`` does),
+or the binary named by ``TORCHRECORDER_CHROMIUM``.  Without one they skip.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 import pytest
 
-#: the flags of a sandboxed CI machine: no GPU, no shared memory, no network chatter
+#: the flags the issue asks for: headless, no sandbox (containers), nothing that phones home
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def chromium_path() -> str | None:
-    """The Chromium binary: ``$TORCHRECORDER_CHROMIUM``, else the first of the usual names on PATH."""
-    env = os.environ.get("TORCHRECORDER_CHROMIUM")
-    if env:
-        return env
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+def chromium_path() -> Optional[str]:
+    """The system Chromium binary, or ``None``."""
+    given = os.environ.get("TORCHRECORDER_CHROMIUM")
+    if given:
+        return given if os.path.exists(given) else None
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         found = shutil.which(name)
         if found:
             return found
     return None
 
 
-@contextmanager
+CHROMIUM = chromium_path()
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium binary (apt-get install chromium, or set TORCHRECORDER_CHROMIUM)")
+
+
+@dataclass
+class Watch:
+    """What a page did besides drawing: requests, console errors, script errors, dialogs."""
+
+    page: Any
+    requests: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def outside_requests(self, own_url: str) -> list[str]:
+        """Requests other than loading the page itself and its in-page data/blob URLs."""
+        return [u for u in self.requests if u != own_url and not u.startswith(("data:", "blob:"))]
+
+
+def watch(page: Any) -> Watch:
+    """Start recording what ``page`` requests and reports; dialogs are dismissed and recorded."""
+    w = Watch(page)
+    page.on("request", lambda r: w.requests.append(r.url))
+    page.on("console", lambda m: w.console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: w.page_errors.append(str(e)))
+
+    def dialog(d: Any) -> None:
+        w.dialogs.append(d.message)
+        d.dismiss()
+
+    page.on("dialog", dialog)
+    return w
+
+
 def launch() -> Iterator[Any]:
-    """A Playwright browser on the system Chromium (the test skips where there is none)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
-    path = chromium_path()
-    if path is None:
-        pytest.skip("no Chromium binary on PATH (apt-get install chromium)")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+    """A headless Chromium browser for one test module (closed afterwards)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield browser
         finally:
             browser.close()
+
+
+def wait_layouts(page: Any, more_than: int, timeout: float = 60.0) -> int:
+    """Wait until the page (or frame) has laid out more than ``more_than`` times; the count.
+
+    Polled with ``evaluate``: ``wait_for_function`` compiles its predicate with
+    ``eval`` inside the page, which the page's Content-Security-Policy forbids.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        got = page.evaluate("() => window.__tr ? [window.__tr.layouts, window.__tr.error] : [0, null]")
+        if got[1]:
+            raise AssertionError(f"the page could not lay out: {got[1]}")
+        if got[0] > more_than:
+            return int(got[0])
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the page laid out {got[0]} times in {timeout} s, "
+                                 f"expected more than {more_than}")
+        time.sleep(0.02)

@@ -20,7 +20,7 @@ from torchrecorder.nodes import OpNode
 from torchrecorder.renderer import GraphvizRenderer
 
 from .backends import needs_backend, needs_dot
-from .browser import launch
+from .browser import launch, needs_chromium
 from .dot_parse import parse_dot
 from .zoo import all_cases
 from .zoo.session import Zoo
@@ -68,13 +68,14 @@ def _node_centres(svg: bytes) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def browser_page() -> Iterator[Any]:
-    with launch() as browser:
+    for browser in launch():
         tab = browser.new_page()
         yield tab
         tab.close()
 
 
 @needs_dot
+@needs_chromium
 @pytest.mark.parametrize("name", ZOO)
 def test_inputs_on_top_outputs_at_the_bottom_and_no_text_runs_touch(zoo: Zoo, name: str,
                                                                    browser_page: Any) -> None:

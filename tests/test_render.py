@@ -100,9 +100,9 @@ def test_cluster_is_labelled_with_dotted_path_and_type(rec: torchrecorder.Record
     source = full_dot(rec)
     assert "subgraph cluster_scale {" in source
     # the title and the type are one text run each, on lines of their own
-    assert ('label=<<B>scale&#160;</B><BR ALIGN="LEFT"/>'
-            '<FONT COLOR="#555555">Scale · 6 params</FONT><BR ALIGN="LEFT"/>>') in source
-    assert "<B>model&#160;</B>" in source
+    assert ('<TD ALIGN="LEFT"><B>scale</B></TD>' in source
+            and '<FONT COLOR="#555555">Scale · 6 params</FONT></TD></TR>' in source)
+    assert "<B>model</B>" in source
 
 
 def test_labels_show_names_types_shapes_counts_and_ops(rec: torchrecorder.Recorder) -> None:

@@ -17,7 +17,16 @@ from .graph import Graph
 from .hooks.recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
 from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
 from .recorder import Recorder, recording
-from .renderer import BaseRenderer, GraphvizRenderer, GraphvizStyler, MermaidRenderer, make_mermaid
+from .renderer import (
+    BaseRenderer,
+    GraphvizRenderer,
+    GraphvizStyler,
+    HtmlPage,
+    HtmlRenderer,
+    MermaidRenderer,
+    make_html,
+    make_mermaid,
+)
 from .renderer.activations import ActivationStyler
 
 __version__ = "0.2.0"
@@ -38,6 +47,8 @@ __all__ = [
     "GraphvizNotFoundError",
     "GraphvizRenderer",
     "GraphvizStyler",
+    "HtmlPage",
+    "HtmlRenderer",
     "LayerNode",
     "MermaidRenderer",
     "OpNode",
@@ -50,6 +61,7 @@ __all__ = [
     "load_json",
     "loads_json",
     "make_dot",
+    "make_html",
     "make_mermaid",
     "record",
     "recording",

@@ -18,6 +18,7 @@ from .recorder import Recorder, recording
 from .recording import InputShapes, gc_paused, make_inputs, model_state_kept
 from .renderer.activations import ActivationStyler
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
+from .renderer.html import HtmlRenderer
 from .renderer.mermaid import MermaidRenderer
 
 __all__ = ["load_json", "loads_json", "make_dot", "record", "render_network"]
@@ -237,7 +238,8 @@ def render_network(
         fmt: any format of the installed Graphviz (``svg``, ``png``, ``pdf``,
             ...), ``dot``/``gv`` for the DOT source, ``json`` for the recorded
             graph (schema in :mod:`torchrecorder.export`; Graphviz's own JSON
-            is ``json0``), or ``mmd`` for a Mermaid flowchart.
+            is ``json0``), ``mmd`` for a Mermaid flowchart, or ``html`` for one
+            self-contained interactive page (see :func:`torchrecorder.make_html`).
         input_data: as in :func:`record`.
         render_depth: depth until which modules are drawn expanded (default 1:
             the network's direct children as boxes).
@@ -278,6 +280,9 @@ def render_network(
                  dtype=dtype)
     if fmt == "json":
         data = rec.to_json().encode()
+    elif fmt == "html":
+        page = HtmlRenderer(rec, render_depth, fold_repeats=fold_repeats, **styler_args).render()
+        data = page.text.encode()
     elif fmt == "mmd":
         data = MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
                                tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()

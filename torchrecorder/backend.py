@@ -31,7 +31,7 @@ __all__ = [
 
 #: formats written without running Graphviz: DOT source, the recorded graph as
 #: JSON (:mod:`torchrecorder.export`), a Mermaid flowchart
-SOURCE_FORMATS = frozenset({"dot", "gv", "json", "mmd"})
+SOURCE_FORMATS = frozenset({"dot", "gv", "html", "json", "mmd"})
 
 #: Graphviz formats torchrecorder refuses, and why: they do not produce one file
 REFUSED_FORMATS: Mapping[str, str] = MappingProxyType({

@@ -15,6 +15,7 @@ from .export import dumps
 from .graph import Graph
 from .projection import FoldRepeats
 from .renderer.graphviz import GraphvizRenderer
+from .renderer.html import HtmlPage, HtmlRenderer
 from .renderer.notebook import mimebundle, svg_of
 from .summary import summary_table
 
@@ -53,6 +54,15 @@ class Display:
         if path is not None:
             write_atomically(path, text)  # all or nothing: a failure leaves the old file
         return text
+
+    def show(self, render_depth: int = 1, **options: Any) -> HtmlPage:
+        """The interactive view of the graph: an :class:`~torchrecorder.renderer.html.HtmlPage` that
+        shows itself inline in Jupyter (JupyterLab, Notebook, VS Code) and ``.save(path)`` writes.
+
+        ``render_depth`` is the depth it opens at; ``options`` as in
+        :class:`~torchrecorder.renderer.html.HtmlRenderer` (``fold_repeats``, ``preset``, ...).
+        """
+        return HtmlRenderer(self._graph(), render_depth, **options).render()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None,
                           **kwargs: Any) -> dict[str, str]:

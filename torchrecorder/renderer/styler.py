@@ -458,11 +458,17 @@ class GraphvizStyler:
         rest = node.type_name
         if node.num_params_total:
             rest += " · " + param_lines(None, node)[-1]
-        # Graphviz measures bold text a few percent narrower than browsers draw it: trailing
-        # no-break spaces keep a long title inside the cluster's border
-        pad = "&#160;" * (1 + len(bold) // 15)
-        return (f'<<B>{self._text(bold)}{pad}</B><BR ALIGN="LEFT"/>'
-                f'<FONT COLOR="#555555">{self._text(rest)}</FONT><BR ALIGN="LEFT"/>>')
+        # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
+        # cell after the title keeps a long one inside the cluster's border
+        try:
+            size = float(self.styles["cluster"].get("fontsize", 14))
+        except ValueError:
+            size = 14.0
+        pad = 2 + round(0.03 * size * len(bold))
+        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
+                f'<TR><TD ALIGN="LEFT"><B>{self._text(bold)}</B></TD><TD WIDTH="{pad}"></TD></TR>'
+                f'<TR><TD ALIGN="LEFT" COLSPAN="2"><FONT COLOR="#555555">{self._text(rest)}</FONT></TD></TR>'
+                f'</TABLE>>')
 
 
 _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'

@@ -1,0 +1,187 @@
+"""The HTML view without a browser: one self-contained file, data escaped, every way to get it.
+
+The page is driven in Chromium by ``test_html_browser.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.renderer.html import HtmlPage, HtmlRenderer, script_json
+
+ROOT = Path(__file__).resolve().parents[1]
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+class Evil(nn.Module):
+    """A module whose child is named like an HTML tag, and one named like the end of a script."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_module(EVIL, nn.Linear(3, 3))
+        self.add_module("</script><script>alert(2)</script>", nn.ReLU())
+        self.add_module("a\u2028b&c", nn.Linear(3, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for child in self.children():
+            x = child(x)
+        return x
+
+
+@pytest.fixture(scope="module")
+def evil_page() -> HtmlPage:
+    rec = torchrecorder.record(Evil(), "</script><!-- net", (1, 3))
+    return torchrecorder.make_html(rec, render_depth=2)
+
+
+class _Tags(HTMLParser):
+    """The tags of a page and the text of each ``<script>``, as a browser's parser splits them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._in_script = True
+            self.scripts.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts[-1] += data
+
+
+def _parse(text: str) -> _Tags:
+    parser = _Tags()
+    parser.feed(text)
+    parser.close()
+    return parser
+
+
+def test_names_cannot_close_the_data_script(evil_page: HtmlPage) -> None:
+    tags = _parse(evil_page.text)
+    # exactly the page's three scripts (data, viz.js, the view), whatever the names hold
+    assert [t for t, _ in tags.tags if t == "script"] == ["script"] * 3
+    assert not any(t == "img" for t, _ in tags.tags)
+    data = json.loads(tags.scripts[0])
+    names = {json.loads(data["strings"][row[6]]).get("name") for row in data["nodes"]}
+    assert EVIL in names and "</script><script>alert(2)</script>" in names and "a\u2028b&c" in names
+    assert data["name"] == "</script><!-- net"
+    raw = evil_page.text.split('id="tr-data">', 1)[1].split("</script>", 1)[0]
+    assert not set("<>&\u2028\u2029") & set(raw)
+
+
+def test_script_json_escapes() -> None:
+    text = script_json({"a": "</script>&\u2028\u2029"})
+    assert text == '{"a":"\\u003c/script\\u003e\\u0026\\u2028\\u2029"}'
+    assert json.loads(text) == {"a": "</script>&\u2028\u2029"}
+
+
+def test_page_is_self_contained(evil_page: HtmlPage) -> None:
+    tags = _parse(evil_page.text)
+    for tag, attrs in tags.tags:
+        assert tag not in ("link", "iframe", "img", "object", "embed"), tag
+        assert "src" not in attrs and "href" not in attrs, (tag, attrs)
+    csp = next(a["content"] for t, a in tags.tags if t == "meta" and a.get("http-equiv"))
+    assert "default-src 'none'" in (csp or "") and "connect-src 'none'" in (csp or "")
+    assert len(evil_page.text.encode()) < 3_000_000
+
+
+def test_vendored_file_is_the_pinned_one() -> None:
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import update_vendor
+    finally:
+        sys.path.pop(0)
+    vendored = ROOT / "torchrecorder" / "renderer" / "_vendor" / "viz-global.js"
+    assert hashlib.sha256(vendored.read_bytes()).hexdigest() == update_vendor.FILE_SHA256
+    readme = (vendored.parent / "README.md").read_text()
+    assert update_vendor.VERSION in readme and update_vendor.FILE_SHA256 in readme
+    assert update_vendor.TARBALL_SHA256 in readme
+    for licence in ("LICENSE-viz-js-MIT.txt", "LICENSE-graphviz-EPL-1.0.txt", "LICENSE-expat-MIT.txt"):
+        assert (vendored.parent / licence).stat().st_size > 500
+    # the page inlines it unchanged
+    page = torchrecorder.make_html(torchrecorder.record(nn.Linear(2, 2), "fc", (1, 2)))
+    assert vendored.read_text(encoding="utf-8") in page.text
+
+
+def test_package_data_lists_the_assets() -> None:
+    cfg = (ROOT / "setup.cfg").read_text()
+    assert "renderer/_html/*" in cfg and "renderer/_vendor/*" in cfg
+
+
+def test_data_follows_the_styler() -> None:
+    rec = torchrecorder.record(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), "mlp", (1, 4))
+    red = HtmlRenderer(rec, layer_attrs={"fillcolor": "red"}).page_data()
+    plain = HtmlRenderer(rec).page_data()
+    assert any('fillcolor=red' in s for s in red["strings"])
+    assert not any('fillcolor=red' in s for s in plain["strings"])
+    assert HtmlRenderer(rec, direction="LR").page_data()["header"].count("rankdir=LR") == 1
+
+
+def test_first_view_opens_at_render_depth() -> None:
+    rec = torchrecorder.record(nn.Sequential(nn.Sequential(nn.Linear(4, 4), nn.ReLU())), "net", (1, 4))
+    for depth, opened in ((0, 0), (1, 1), (2, 2)):
+        data = HtmlRenderer(rec, depth).page_data()
+        assert sum(row[5] for row in data["nodes"]) == opened
+
+
+def test_bad_height() -> None:
+    rec = torchrecorder.record(nn.Linear(2, 2), "fc", (1, 2))
+    with pytest.raises(ValueError, match="height"):
+        HtmlRenderer(rec, height=10)
+
+
+def test_notebook_iframe(evil_page: HtmlPage) -> None:
+    html = evil_page._repr_html_()
+    assert html.startswith("<iframe srcdoc=\"") and 'sandbox="allow-scripts allow-downloads"' in html
+    tags = _parse(html)
+    assert [t for t, _ in tags.tags] == ["iframe"]  # the page is inside the attribute, escaped
+    assert tags.tags[0][1]["srcdoc"] == evil_page.text
+    rec = torchrecorder.record(nn.Linear(2, 2), "fc", (1, 2))
+    shown = rec.show()
+    assert isinstance(shown, HtmlPage) and shown._repr_html_().startswith("<iframe")
+    assert "fc" in repr(shown) and "bytes" in repr(shown)
+
+
+def test_render_network_html(tmp_path: Path) -> None:
+    path = torchrecorder.render_network(nn.Sequential(nn.Linear(3, 2)), "net", (1, 3), tmp_path, fmt="html")
+    assert path.endswith("net.html")
+    text = Path(path).read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and 'id="tr-data"' in text
+    assert os.listdir(tmp_path) == ["net.html"]
+
+
+def test_cli_format_html(tmp_path: Path) -> None:
+    out = tmp_path / "m.html"
+    proc = subprocess.run([sys.executable, "-m", "torchrecorder", "tests.core_models:TinyMLP", "-s", "1,4",
+                           "-o", str(out), "--format", "html"], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r'<script type="application/json" id="tr-data">', out.read_text(encoding="utf-8"))
+
+
+def test_save(tmp_path: Path) -> None:
+    page = torchrecorder.make_html(torchrecorder.record(nn.Linear(2, 2), "fc", (1, 2)))
+    target = tmp_path / "fc.html"
+    assert page.save(target) == str(target)
+    assert target.read_text(encoding="utf-8") == page.text == str(page)

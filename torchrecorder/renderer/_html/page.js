@@ -1,0 +1,441 @@
+// torchrecorder's interactive view: rebuilds the DOT of the modules the reader opened and lays
+// it out with Graphviz (viz.js).  Every name reaches the page as text: the data is JSON, labels
+// come back from Graphviz as SVG text, and the detail panel is written with textContent.
+(function () {
+  "use strict";
+  const D = JSON.parse(document.getElementById("tr-data").textContent);
+  const S = D.strings, A = D.attrs, N = D.nodes, E = D.edges;
+  const LAYER = 0, PARAM = 4;
+  const n = N.length;
+  const parent = new Int32Array(n), kind = new Uint8Array(n), depth = new Int32Array(n);
+  const canOpen = new Uint8Array(n), firstOpen = new Uint8Array(n);
+  const children = [], top = [];
+  let maxDepth = 0;
+  for (let i = 0; i < n; i++) {
+    const row = N[i], p = row[0];
+    parent[i] = p; kind[i] = row[1]; canOpen[i] = row[4] >= 0 ? 1 : 0; firstOpen[i] = row[5];
+    depth[i] = p >= 0 ? depth[p] + 1 : 0;
+    children.push([]);
+    if (p >= 0) children[p].push(i); else top.push(i);
+    if (canOpen[i] && depth[i] + 1 > maxDepth) maxDepth = depth[i] + 1;
+  }
+  const runs = D.runs.map(function (r) {
+    return { lead: r[0], members: r[1], alias: r[2], cross: r[3], box: r[4], cluster: r[5], title: r[6] };
+  });
+  const runOfLead = new Map(), blockOf = new Map();
+  runs.forEach(function (r, k) {
+    runOfLead.set(r.lead, k);
+    r.members.forEach(function (m, pos) { blockOf.set(m, [k, pos]); });
+  });
+  const infos = new Array(n);
+  function info(i) { if (infos[i] === undefined) infos[i] = JSON.parse(S[N[i][6]]); return infos[i]; }
+
+  // ------------------------------------------------------------------ state
+  let open = firstOpen.slice();
+  let folded = runs.map(function () { return D.folded; });
+  let rep = new Int32Array(n), lvl = new Int32Array(n);
+  let selected = -1, hit = -1;
+
+  const $ = function (id) { return document.getElementById(id); };
+  const view = $("tr-view"), canvas = $("tr-canvas"), details = $("tr-details"), status = $("tr-status");
+  const T = window.__tr = { ready: false, firstPaint: null, layouts: 0, lastLayoutMs: null, error: null, dot: "" };
+
+  function isOpen(i) { return kind[i] === LAYER && canOpen[i] === 1 && open[i] === 1; }
+
+  // which drawn node stands for each node: itself, the closed module holding it, its
+  // counterpart in the first block of a folded run, or nothing (-1)
+  function resolve() {
+    const alias = new Map();
+    const hiddenEdges = new Set();
+    runs.forEach(function (r, k) {
+      if (!folded[k]) return;
+      for (let j = 0; j < r.alias.length; j += 2) alias.set(r.alias[j], r.alias[j + 1]);
+      r.cross.forEach(function (e) { hiddenEdges.add(e); });
+    });
+    const closedAt = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      const p = parent[i];
+      if (alias.has(i)) {
+        const t = alias.get(i);
+        rep[i] = t < 0 ? -1 : rep[t]; lvl[i] = t < 0 ? 0 : lvl[t]; closedAt[i] = -2;
+      } else if (p >= 0 && closedAt[p] === -2) {
+        rep[i] = -1; lvl[i] = 0; closedAt[i] = -2;
+      } else if (p >= 0 && closedAt[p] >= 0) {
+        const c = closedAt[p];
+        closedAt[i] = c; rep[i] = kind[i] === PARAM ? -1 : c; lvl[i] = depth[i] - depth[c];
+      } else {
+        rep[i] = i; lvl[i] = 0; closedAt[i] = kind[i] === LAYER && !isOpen(i) ? i : -1;
+      }
+    }
+    return hiddenEdges;
+  }
+
+  function attrText(a) {
+    const parts = A[a], out = [];
+    for (let j = 0; j < 3; j++) { const s = S[parts[j]]; if (s) out.push(s); }
+    return out.join(" ");
+  }
+  function foldedRun(i) {
+    const k = runOfLead.get(i);
+    return k !== undefined && folded[k] ? runs[k] : null;
+  }
+
+  // the DOT of the current state
+  function buildDot() {
+    const hiddenEdges = resolve();
+    const out = [D.header];
+    function visit(i, ind) {
+      if (rep[i] !== i) return;
+      const run = foldedRun(i);
+      if (isOpen(i)) {
+        const attrs = run && run.cluster >= 0 ? S[run.cluster] : S[N[i][4]];
+        out.push(ind + "subgraph cluster_" + i + " {");
+        out.push(ind + "\t" + attrs + ' id="c' + i + '"');
+        const kids = children[i];
+        for (let j = 0; j < kids.length; j++) visit(kids[j], ind + "\t");
+        out.push(ind + "}");
+      } else {
+        out.push(ind + S[N[i][2]] + " [" + attrText(run ? run.box : N[i][3]) + ' id="n' + i + '"]');
+      }
+    }
+    for (let j = 0; j < top.length; j++) visit(top[j], "\t");
+    const seen = new Set(), drawn = [], degree = new Map();
+    for (let e = 0; e < E.length; e++) {
+      const row = E[e], a = rep[row[0]], b = rep[row[1]];
+      if (a < 0 || b < 0 || a === b || hiddenEdges.has(e)) continue;
+      const key = a * n + b;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const v = row[2 + Math.min(lvl[row[0]], row.length - 3)];
+      drawn.push([a, b, typeof v === "number" ? v : v[Math.min(lvl[row[1]], v.length - 1)]]);
+      degree.set(a, (degree.get(a) || 0) + 1);
+    }
+    for (let j = 0; j < drawn.length; j++) {
+      const d = drawn[j];
+      let text = attrText(d[2]);
+      if (degree.get(d[0]) > D.fanout && !/(^|\s)constraint=/.test(text)) text += " constraint=false";
+      out.push("\t" + S[N[d[0]][2]] + " -> " + S[N[d[1]][2]] + " [" + text + "]");
+    }
+    for (const role of ["input", "output"]) {
+      const ids = top.filter(function (i) { return rep[i] === i && info(i).kind === role; })
+        .map(function (i) { return S[N[i][2]]; });
+      if (ids.length) out.push("\t{rank=" + (role === "input" ? "source" : "sink") + "; " + ids.join("; ") + "}");
+    }
+    out.push("}");
+    return out.join("\n") + "\n";
+  }
+
+  // -------------------------------------------------------------- pan/zoom
+  let tx = 0, ty = 0, scale = 1;
+  function applyTransform() { canvas.style.transform = "translate(" + tx + "px," + ty + "px) scale(" + scale + ")"; }
+  function svgSize() {
+    const svg = canvas.querySelector("svg");
+    if (!svg) return [1, 1];
+    const r = svg.getBoundingClientRect();
+    return [r.width / scale, r.height / scale];
+  }
+  function fit() {
+    const size = svgSize(), w = view.clientWidth, h = view.clientHeight;
+    scale = Math.min(1, (w - 20) / size[0], (h - 20) / size[1]);
+    if (!(scale > 0)) scale = 1;
+    tx = Math.max(10, (w - size[0] * scale) / 2); ty = 10;
+    applyTransform();
+  }
+  function zoomAt(factor, cx, cy) {
+    const s = Math.min(8, Math.max(0.02, scale * factor));
+    tx = cx - (cx - tx) * (s / scale); ty = cy - (cy - ty) * (s / scale); scale = s;
+    applyTransform();
+  }
+  view.addEventListener("wheel", function (ev) {
+    ev.preventDefault();
+    const r = view.getBoundingClientRect();
+    zoomAt(Math.exp(-ev.deltaY * 0.0015), ev.clientX - r.left, ev.clientY - r.top);
+  }, { passive: false });
+  let drag = null;
+  view.addEventListener("pointerdown", function (ev) {
+    if (ev.button !== 0) return;
+    drag = { x: ev.clientX, y: ev.clientY, tx: tx, ty: ty, moved: false };
+  });
+  window.addEventListener("pointermove", function (ev) {
+    if (!drag) return;
+    const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
+    if (!drag.moved && Math.abs(dx) + Math.abs(dy) > 4) { drag.moved = true; view.classList.add("tr-dragging"); }
+    if (drag.moved) { tx = drag.tx + dx; ty = drag.ty + dy; applyTransform(); }
+  });
+  window.addEventListener("pointerup", function () {
+    if (drag && drag.moved) setTimeout(function () { drag = null; }, 0); else drag = null;
+    view.classList.remove("tr-dragging");
+  });
+  function centre(el) {
+    const v = view.getBoundingClientRect(), r = el.getBoundingClientRect();
+    return [r.left + r.width / 2 - v.left, r.top + r.height / 2 - v.top];
+  }
+  function elementOf(i) { return document.getElementById("n" + i) || document.getElementById("c" + i); }
+  function bringIntoView(el) {
+    const c = centre(el), w = view.clientWidth, h = view.clientHeight;
+    if (c[0] < 0 || c[0] > w || c[1] < 0 || c[1] > h) { tx += w / 2 - c[0]; ty += h / 2 - c[1]; applyTransform(); }
+  }
+
+  // ---------------------------------------------------------------- layout
+  let viz = null, pending = null, busy = false;
+  function setStatus(text, error) { status.textContent = text; status.classList.toggle("tr-error", !!error); }
+  function layout(anchor) {
+    pending = { anchor: anchor === undefined ? -1 : anchor };
+    if (!busy && viz) run();
+  }
+  function run() {
+    busy = true;
+    const job = pending; pending = null;
+    const t0 = performance.now();
+    let before = null;
+    if (job.anchor >= 0) { const el = elementOf(job.anchor); if (el) before = centre(el); }
+    const dot = buildDot();
+    T.dot = dot;
+    let svg;
+    try {
+      svg = viz.renderSVGElement(dot);
+    } catch (err) {
+      T.error = String(err && err.message || err);
+      setStatus("Graphviz could not lay out this view: " + T.error, true);
+      busy = false;
+      return;
+    }
+    canvas.replaceChildren(svg);
+    decorate(svg);
+    if (T.firstPaint === null) { T.firstPaint = performance.now(); fit(); }
+    if (before) { const el = elementOf(job.anchor); if (el) { const after = centre(el); tx += before[0] - after[0]; ty += before[1] - after[1]; applyTransform(); } }
+    T.lastLayoutMs = performance.now() - t0;
+    T.layouts += 1;
+    const shown = canvas.querySelectorAll("g.node").length;
+    setStatus(shown + " nodes · laid out in " + Math.round(T.lastLayoutMs) + " ms");
+    syncControls();
+    busy = false;
+    if (pending) setTimeout(run, 0);
+  }
+  function decorate(svg) {
+    svg.querySelectorAll("g.node, g.cluster").forEach(function (g) {
+      const i = Number(g.id.slice(1));
+      if (g.classList.contains("node") && isLayerThatOpens(i)) g.classList.add("tr-can-open");
+    });
+    // tooltips: Graphviz's <title> holds the DOT id; the detail panel says more
+    svg.querySelectorAll("g.node > title, g.cluster > title").forEach(function (t) { t.remove(); });
+    mark();
+  }
+  function isLayerThatOpens(i) { return kind[i] === LAYER && canOpen[i] === 1; }
+  function mark() {
+    canvas.querySelectorAll(".tr-sel, .tr-hit").forEach(function (g) { g.classList.remove("tr-sel", "tr-hit"); });
+    if (selected >= 0) { const el = elementOf(selected); if (el) el.classList.add("tr-sel"); }
+    if (hit >= 0) { const el = elementOf(hit); if (el) el.classList.add("tr-hit"); }
+  }
+
+  // --------------------------------------------------------------- details
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function list(title, items) {
+    if (!items || !items.length) return [];
+    const ul = el("ul");
+    items.forEach(function (t) { ul.appendChild(el("li", t)); });
+    return [el("h3", title), ul];
+  }
+  function showDetails(i) {
+    const parts = [];
+    if (i < 0) { details.replaceChildren(el("p", "Click a module to open or close it; hover or click any node for its details.", "tr-hint")); return; }
+    const d = info(i), run = runOfLead.has(i) ? runs[runOfLead.get(i)] : null;
+    parts.push(el("h2", d.path || d.name));
+    let sub = d.kind;
+    if (d.type) sub = d.type + " · " + d.kind;
+    if (d.kind === "operation" && d.path) sub = "operation in " + d.path;
+    parts.push(el("div", sub, "tr-sub"));
+    const actions = el("div", null, "tr-actions");
+    if (isLayerThatOpens(i)) {
+      const b = el("button", isOpen(i) ? "Collapse" : "Expand");
+      b.type = "button"; b.dataset.action = "toggle";
+      b.addEventListener("click", function () { toggle(i); });
+      actions.appendChild(b);
+    }
+    if (run) {
+      const k = runOfLead.get(i);
+      const b = el("button", folded[k] ? "Show the " + run.members.length + " blocks" : "Fold the " + run.members.length + " blocks");
+      b.type = "button"; b.dataset.action = "fold";
+      b.addEventListener("click", function () { folded[k] = !folded[k]; select(i); layout(i); });
+      actions.appendChild(b);
+    }
+    if (actions.childNodes.length) parts.push(actions);
+    if (run && folded[runOfLead.get(i)]) parts.push(el("p", run.members.length + " identical blocks: " + run.title));
+    if (d.kind === "module") {
+      parts.push.apply(parts, list("inputs", d.in));
+      parts.push.apply(parts, list("outputs", d.out));
+      if (d.params && d.params.length) {
+        const table = el("table");
+        d.params.forEach(function (p) {
+          const tr = el("tr");
+          [p[0], p[1], p[2], p[3].toLocaleString("en-US")].forEach(function (c) { tr.appendChild(el("td", c)); });
+          table.appendChild(tr);
+        });
+        parts.push(el("h3", "parameters"), table);
+      }
+      if (d.total_n) {
+        const all = d.total_n.toLocaleString("en-US");
+        parts.push(el("p", "parameters in all: " + all + (d.total !== all ? " (" + d.total + ")" : "")));
+      }
+      if (d.error) parts.push(el("p", "raised " + d.error, "tr-error-text"));
+    } else if (d.kind === "operation") {
+      parts.push.apply(parts, list("output shape", d.out));
+    } else {
+      parts.push.apply(parts, list("shape", [d.shape + " " + d.dtype]));
+      if (d.device) parts.push(el("p", "on " + d.device));
+      if (d.count !== undefined) parts.push(el("p", d.count.toLocaleString("en-US") + " elements"));
+    }
+    details.replaceChildren.apply(details, parts);
+  }
+  function select(i) { selected = i; showDetails(i); mark(); }
+
+  // --------------------------------------------------------------- actions
+  function toggle(i) {
+    if (!isLayerThatOpens(i)) return;
+    open[i] = open[i] ? 0 : 1;
+    select(i);
+    layout(i);
+  }
+  canvas.addEventListener("click", function (ev) {
+    if (drag && drag.moved) return;
+    const g = ev.target.closest("g.node, g.cluster");
+    if (!g || !/^[nc]\d+$/.test(g.id)) return;
+    const i = Number(g.id.slice(1));
+    if (isLayerThatOpens(i)) toggle(i); else select(i);
+  });
+  canvas.addEventListener("mouseover", function (ev) {
+    const g = ev.target.closest("g.node, g.cluster");
+    if (g && /^[nc]\d+$/.test(g.id)) showDetails(Number(g.id.slice(1)));
+  });
+  canvas.addEventListener("mouseout", function (ev) {
+    const to = ev.relatedTarget && ev.relatedTarget.closest ? ev.relatedTarget.closest("g.node, g.cluster") : null;
+    if (!to) showDetails(selected);
+  });
+
+  function setDepth(d) {
+    for (let i = 0; i < n; i++) open[i] = canOpen[i] && depth[i] < d ? 1 : 0;
+  }
+  $("tr-expand-all").addEventListener("click", function () { open = canOpen.slice(); layout(); });
+  $("tr-collapse-all").addEventListener("click", function () { setDepth(1); hit = -1; layout(); });
+  const depthInput = $("tr-depth");
+  depthInput.max = String(maxDepth);
+  depthInput.addEventListener("change", function () {
+    const d = Math.max(0, Math.min(maxDepth, parseInt(depthInput.value, 10) || 0));
+    setDepth(d); layout();
+  });
+  const foldBox = $("tr-fold");
+  if (!runs.length) $("tr-fold-label").style.display = "none";
+  foldBox.addEventListener("change", function () { folded = runs.map(function () { return foldBox.checked; }); layout(); });
+  function syncControls() {
+    let d = 0;
+    for (let i = 0; i < n; i++) if (isOpen(i) && depth[i] + 1 > d) d = depth[i] + 1;
+    if (document.activeElement !== depthInput) depthInput.value = String(d);
+    foldBox.checked = folded.length > 0 && folded.every(function (f) { return f; });
+    foldBox.indeterminate = !foldBox.checked && folded.some(function (f) { return f; });
+  }
+  $("tr-fit").addEventListener("click", fit);
+  $("tr-reset").addEventListener("click", function () {
+    open = firstOpen.slice(); folded = runs.map(function () { return D.folded; }); hit = -1;
+    pending = { anchor: -1 }; T.firstPaint = T.firstPaint || null;
+    layout(); setTimeout(fit, 0);
+  });
+
+  // search: the modules whose name or path holds the text; Enter goes to the next
+  const search = $("tr-search"), found = $("tr-found");
+  let matches = [], at = -1, lastQuery = "";
+  function findAll(q) {
+    const out = [];
+    q = q.toLowerCase();
+    for (let i = 0; i < n; i++) {
+      if (kind[i] !== LAYER) continue;
+      const d = info(i);
+      if ((d.path || "").toLowerCase().indexOf(q) >= 0 || (d.name || "").toLowerCase().indexOf(q) >= 0) out.push(i);
+    }
+    return out;
+  }
+  function reveal(i) {
+    for (let a = parent[i], c = i; a >= 0; c = a, a = parent[a]) {
+      if (canOpen[a]) open[a] = 1;
+      const b = blockOf.get(c);
+      if (b && b[1] > 0) folded[b[0]] = false;
+    }
+    const b = blockOf.get(i);
+    if (b && b[1] > 0) folded[b[0]] = false;
+  }
+  function goTo(q) {
+    if (q !== lastQuery) { matches = q ? findAll(q) : []; at = -1; lastQuery = q; }
+    if (!matches.length) { found.textContent = q ? "no match" : ""; hit = -1; mark(); return; }
+    at = (at + 1) % matches.length;
+    hit = matches[at];
+    found.textContent = (at + 1) + " of " + matches.length;
+    reveal(hit);
+    select(hit);
+    pending = null;
+    layout();
+    afterLayout(function () { const e = elementOf(hit); if (e) bringIntoView(e); });
+  }
+  function afterLayout(fn) {
+    const count = T.layouts;
+    (function wait() { if (T.layouts > count && !busy) fn(); else setTimeout(wait, 10); })();
+  }
+  search.addEventListener("keydown", function (ev) {
+    if (ev.key === "Enter") { ev.preventDefault(); goTo(search.value.trim()); }
+    if (ev.key === "Escape") { search.value = ""; lastQuery = ""; matches = []; hit = -1; found.textContent = ""; mark(); }
+  });
+
+  // downloads: exactly the view on screen, as SVG text or a PNG drawn from it
+  function svgText() {
+    const svg = canvas.querySelector("svg");
+    if (!svg) return null;
+    const copy = svg.cloneNode(true);
+    copy.querySelectorAll(".tr-sel, .tr-hit, .tr-can-open").forEach(function (g) { g.classList.remove("tr-sel", "tr-hit", "tr-can-open"); });
+    copy.setAttribute("xmlns", "http://www.w3.org/2000/svg");
+    return '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + new XMLSerializer().serializeToString(copy);
+  }
+  function save(blob, ext) {
+    const a = document.createElement("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = (D.name || "network").replace(/[\\/:*?"<>|\s]+/g, "_") + "." + ext;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(function () { URL.revokeObjectURL(a.href); }, 10000);
+  }
+  $("tr-svg").addEventListener("click", function () {
+    const text = svgText();
+    if (text) save(new Blob([text], { type: "image/svg+xml" }), "svg");
+  });
+  $("tr-png").addEventListener("click", function () {
+    const text = svgText(), svg = canvas.querySelector("svg");
+    if (!text) return;
+    const w = svg.width.baseVal.value, h = svg.height.baseVal.value, k = 2;
+    const img = new Image();
+    img.onload = function () {
+      const c = document.createElement("canvas");
+      c.width = Math.ceil(w * k); c.height = Math.ceil(h * k);
+      const ctx = c.getContext("2d");
+      ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, c.width, c.height);
+      ctx.drawImage(img, 0, 0, c.width, c.height);
+      c.toBlob(function (b) { if (b) save(b, "png"); else setStatus("this view is too large for a PNG; use SVG", true); }, "image/png");
+    };
+    img.onerror = function () { setStatus("could not draw the PNG", true); };
+    img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(text);
+  });
+
+  // ----------------------------------------------------------------- start
+  $("tr-title").textContent = D.name;
+  setStatus("laying out…");
+  Viz.instance().then(function (v) {
+    viz = v;
+    layout();
+    T.ready = true;
+  }, function (err) {
+    T.error = String(err);
+    setStatus("Graphviz (viz.js) did not start: " + T.error, true);
+  });
+})();

@@ -1,0 +1,501 @@
+"""One self-contained, interactive HTML page of a recording: open and close modules in the browser.
+
+:class:`HtmlRenderer` is a :class:`~torchrecorder.renderer.graphviz.GraphvizRenderer`
+that, instead of one DOT text, writes the module hierarchy, the finest drawn
+nodes and edges and each element's Graphviz attribute text (made by the same
+styler hooks, so the page looks like the static figure) into a page.  The
+page's script applies the reader's open/closed state (edges re-attached to the
+nearest visible ancestor, folded runs drawn once), builds the DOT of that state
+and lays it out with Graphviz compiled to WebAssembly (``viz-global.js`` of
+``@viz-js/viz``, vendored in ``_vendor/``).  Everything is inlined: the page
+makes no network request.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any, Optional, Union
+
+from ..errors import GraphError
+from ..graph import Graph
+from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..projection import FoldPlan, FoldRepeats, Projection
+from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list
+from .labels import count_str, run_title
+
+__all__ = ["HtmlPage", "HtmlRenderer", "make_html"]
+
+#: the render depth at which every module that can open is open (the finest drawing)
+_ALL_DEPTHS = 1 << 30
+#: node kinds as numbers in the page's data
+_KINDS = {"layer": 0, "op": 1, "tensor": 2, "io": 3, "param": 4}
+#: what a browser must not see inside a ``<script>`` element, and its JSON escape
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_SCRIPT_ESCAPE_TABLE = str.maketrans(_SCRIPT_ESCAPES)
+
+# the page's Content-Security-Policy: scripts and styles only from the page itself, WebAssembly
+# compiled from the inlined bytes, images only from the page's own data/blob URLs, no
+# connection, frame, font, form or base URL anywhere
+_CSP = ("default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; "
+        "img-src data: blob:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+
+
+class HtmlPage:
+    """An HTML page (its text in :attr:`text`) that shows itself in Jupyter.
+
+    In a notebook (JupyterLab, classic Notebook, VS Code) the page is shown
+    inline in an ``<iframe srcdoc=...>``, sandboxed to run its own scripts and
+    downloads only.  :meth:`save` writes it to a file that opens from disk.
+
+    Attributes:
+        text: the whole page, one self-contained HTML document.
+        name: the recording's name (the default file name of downloads).
+        height: the height of the inline view in notebooks, in CSS pixels.
+    """
+
+    def __init__(self, text: str, name: str, height: int = 640) -> None:
+        self.text = text
+        self.name = name
+        self.height = height
+
+    def save(self, path: Union[str, os.PathLike[str]]) -> str:
+        """Write the page to ``path`` (UTF-8) and return the path as a string."""
+        path = os.fspath(path)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(self.text)
+        return path
+
+    def _repr_html_(self) -> str:
+        """The page inline in a notebook output: an iframe holding it as ``srcdoc``."""
+        return (f'<iframe srcdoc="{html.escape(self.text, quote=True)}" '
+                f'title="{html.escape(self.name, quote=True)}" '
+                f'style="width:100%;height:{int(self.height)}px;border:1px solid #ccc" '
+                'sandbox="allow-scripts allow-downloads"></iframe>')
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"<HtmlPage {self.name!r}: {len(self.text.encode('utf-8')):,} bytes>"
+
+
+class HtmlRenderer(GraphvizRenderer):
+    """Render a graph into one interactive HTML page (see the module docstring).
+
+    Arguments as :class:`~torchrecorder.renderer.graphviz.GraphvizRenderer`;
+    ``render_depth`` (default 1) is the depth the page opens at, and
+    ``fold_repeats`` says which runs of identical blocks start folded (each can
+    be unfolded in the page).  ``height`` is the height of the notebook view.
+
+    The styler's ``style_node``, ``style_cluster``, ``style_repeated``,
+    ``style_edge`` and ``style_tensor_edge`` make every attribute the page
+    uses; :meth:`is_expanded` says which layers open first, and the same rule
+    at an unlimited depth says which layers can open at all.
+    """
+
+    def __init__(self, rec: Graph, render_depth: int = 1,
+                 styler_cls: Optional[type[GraphvizStyler]] = None, *,
+                 fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
+                 expand_leaves: bool = False, all_ops: bool = False,
+                 direction: Optional[str] = None, height: int = 640, **styler_args: Any) -> None:
+        super().__init__(rec, render_depth, styler_cls, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
+                         expand_leaves=expand_leaves, all_ops=all_ops, direction=direction, **styler_args)
+        if isinstance(height, bool) or not isinstance(height, int) or height < 100:
+            raise ValueError(f"height must be an int >= 100 (CSS pixels), got {height!r}")
+        self.height = height
+        # the data-movement operations the styler is told an edge stands for, while the
+        # page's edge variants are made (None: ask the projection)
+        self._ops_now: Optional[tuple[OpNode, ...]] = None
+
+    def edge_ops(self, fnode: BaseNode, tnode: BaseNode) -> tuple[OpNode, ...]:
+        """The data-movement operations on the drawn edge (those of the edge being styled)."""
+        if self._ops_now is not None:
+            return self._ops_now
+        return super().edge_ops(fnode, tnode)
+
+    def render(self) -> HtmlPage:
+        """The page: the data of :meth:`page_data` in the page template."""
+        return HtmlPage(page_html(self.page_data(), self.rec.name), self.rec.name, self.height)
+
+    # ----------------------------------------------------------------- data
+    def expandable(self) -> dict[Key, bool]:
+        """Layer key -> whether :meth:`is_expanded` opens it at an unlimited depth."""
+        saved = self._render_depth, self._projection
+        self._render_depth, self._projection = _ALL_DEPTHS, None
+        try:
+            return {k: bool(self.is_expanded(n)) for k, n in self.rec.nodes.items()
+                    if isinstance(n, LayerNode) and not isinstance(n, ContextNode)}
+        finally:
+            self._render_depth, self._projection = saved
+
+    def page_data(self) -> dict[str, Any]:
+        """Everything the page draws from, as JSON-ready data.
+
+        ``nodes`` lists the module hierarchy and the nodes of the finest
+        drawing (every module that can open, open; nothing folded) in
+        preorder, each as ``[parent, kind, id, box, cluster, open, info]``
+        (indices into ``strings`` and ``attrs``); ``edges`` the finest drawn
+        edges as ``[from, to, attrs...]``, one attribute set per level the
+        source may be shown at (itself, its parent's box, ...); ``runs`` the
+        folded runs with the aliases of their later blocks.
+        """
+        rec = self.rec
+        can_open = self.expandable()
+
+        def opens(node: BaseNode) -> bool:
+            return can_open.get(node.key, False)
+
+        finest = Projection(rec, _ALL_DEPTHS, opens, min_run=0, tensor_nodes=self.tensor_nodes,
+                            all_ops=self.all_ops)
+        first = self.projection  # the first view: render_depth, this renderer's rule
+        strings = _Interner()
+        attrs = _Interner()
+        order, parents = _preorder(rec, finest)
+        index = {node.key: i for i, node in enumerate(order)}
+        dtypes = _boundary_tensors(rec)
+        rows: list[list[Any]] = []
+        for node, parent in zip(order, parents, strict=True):
+            kind = _KINDS.get(self.styler.kind_of(node), 1)
+            box = attrs.add(self._parts(self.styler.style_node(node), "style_node", strings))
+            cluster = -1
+            is_open = 0
+            if isinstance(node, LayerNode) and can_open.get(node.key, False):
+                cluster = strings.add(self._cluster_text(self.styler.style_cluster(node), "style_cluster"))
+                is_open = int(first.is_expanded(node))
+            info = strings.add(json.dumps(_info(rec, node, dtypes), ensure_ascii=False,
+                                          separators=(",", ":")))
+            rows.append([parent, kind, strings.add(self._quoted_id(node)), box, cluster, is_open, info])
+        edges = self._edge_rows(finest, order, parents, index, attrs, strings)
+        runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings)
+        header = self.new_graph().source.rstrip()
+        if not header.endswith("}"):
+            raise GraphError(f"unexpected DOT header from new_graph(): {header[-40:]!r}")
+        return {
+            "version": 1, "name": rec.name, "header": header[:-1], "fanout": self.max_constraining_fanout,
+            "folded": bool(self.fold_min), "strings": strings.items,
+            "attrs": attrs.items, "nodes": rows, "edges": edges, "runs": runs,
+        }
+
+    def _parts(self, attrs: Any, method: str, strings: _Interner) -> tuple[int, int, int]:
+        """A node's attributes as three strings (label, the rest, tooltip), each interned."""
+        text = self._attr_text(attrs, method)  # also checks what the styler returned
+        label, tooltip = attrs.get("label"), attrs.get("tooltip")
+        rest = {k: v for k, v in attrs.items() if k not in ("label", "tooltip")}
+        parts = (self._attr_text({"label": label}, method) if label is not None else "",
+                 self._attr_text(rest, method) if rest else "",
+                 self._attr_text({"tooltip": tooltip}, method) if tooltip is not None else "")
+        if " ".join(p for p in parts if p) != text:
+            raise GraphError(f"{type(self.styler).__name__}.{method}() attributes do not split "
+                             "into label, others and tooltip")
+        return strings.add(parts[0]), strings.add(parts[1]), strings.add(parts[2])
+
+    def _cluster_text(self, attrs: Any, method: str) -> str:
+        return _cluster_attr_list(self._checked(attrs, method))
+
+    def _edge_rows(self, finest: Projection, order: list[BaseNode], parents: list[int],
+                   index: dict[Key, int], attrs: _Interner, strings: _Interner) -> list[list[Any]]:
+        """``[from, to, attrs at level 0, 1, ..., edge]``: the attributes of the edge drawn from
+        its source, from the source's parent's box, ... (trailing repeats left out)."""
+        rows: list[list[Any]] = []
+        inside: dict[tuple[Key, int], bool] = {}
+        rec_nodes = self.rec.nodes
+        for fnode, tnode in finest.edges:
+            a, b = index.get(fnode.key), index.get(tnode.key)
+            if a is None or b is None:
+                continue
+            tensor = finest.edge_tensor(fnode, tnode)
+            ops = finest.edge_ops(fnode, tnode)
+            targets = _chain(b, parents)
+            variants: list[Any] = []
+            for source in _chain(a, parents):
+                node = order[source]
+                # the operations a box drawn at either end does not hide
+                kept = tuple(op for op in ops if not _within(op, source, order, rec_nodes, inside))
+                by_target: list[int] = []
+                made: dict[tuple[tuple[OpNode, ...], bool], int] = {}
+                for target in targets:
+                    shown = tuple(op for op in kept if not _within(op, target, order, rec_nodes, inside))
+                    # a tensor inside a box drawn at either end is not on the edge between them
+                    carried = tensor
+                    if tensor is not None and (_within(tensor, source, order, rec_nodes, inside)
+                                               or _within(tensor, target, order, rec_nodes, inside)):
+                        carried = None
+                    got = made.get((shown, carried is None))
+                    if got is None:
+                        got = attrs.add(self._edge_parts(node, tnode, carried, shown, strings))
+                        made[(shown, carried is None)] = got
+                    by_target.append(got)
+                while len(by_target) > 1 and by_target[-1] == by_target[-2]:
+                    by_target.pop()
+                variants.append(by_target[0] if len(by_target) == 1 else by_target)
+            while len(variants) > 1 and variants[-1] == variants[-2]:
+                variants.pop()
+            rows.append([a, b, *variants])
+        return rows
+
+    def _edge_parts(self, fnode: BaseNode, tnode: BaseNode, tensor: Optional[TensorNode],
+                    ops: tuple[OpNode, ...], strings: _Interner) -> tuple[int, int, int]:
+        """The styler's attributes of the edge from ``fnode`` to ``tnode`` standing for ``ops``."""
+        self._ops_now = ops
+        try:
+            if tensor is not None:
+                return self._parts(self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge",
+                                   strings)
+            return self._parts(self.styler.style_edge(fnode, tnode), "style_edge", strings)
+        finally:
+            self._ops_now = None
+
+    def _run_rows(self, rec: Graph, opens: Any, index: dict[Key, int], parents: list[int],
+                  edges: list[list[Any]], attrs: _Interner, strings: _Interner) -> list[list[Any]]:
+        """``[lead, members, aliases (from, to or -1, ...), crossing edges, box, cluster]`` per
+        run of identical blocks (``fold_repeats``); the page folds each until unfolded."""
+        if not self.fold_min:
+            return []
+        plan = FoldPlan.build(rec, self.fold_min, opens)
+        member_of: dict[int, tuple[int, int]] = {}
+        runs: list[list[Any]] = []
+        for number, (lead_key, run) in enumerate(plan.runs.items()):
+            lead = index.get(lead_key)
+            members = [index.get(m.key) for m in run]
+            if lead is None or any(m is None for m in members):
+                continue
+            aliases: list[int] = []
+            member_set = {m for m in members if m is not None}
+            first_at, last_at = min(member_set), max(member_set)
+            for key, target in plan.alias.items():
+                i = index.get(key)
+                if i is None:
+                    continue
+                # inside a later block, or a tensor drawn between two blocks of this run
+                gap = (target is None and parents[i] == parents[first_at] and first_at < i < last_at)
+                if not gap and not _under(i, member_set, parents):
+                    continue
+                j = index.get(target) if target is not None else None
+                aliases.extend((i, -1 if j is None else j))
+            for position, m in enumerate(members):
+                if m is not None:
+                    member_of[m] = (number, position)
+            lead_node = rec.nodes[lead_key]
+            if not isinstance(lead_node, LayerNode):
+                continue
+            box = attrs.add(self._parts(self.styler.style_repeated(lead_node, run, False), "style_repeated",
+                                        strings))
+            cluster = -1
+            if opens(lead_node):
+                cluster = strings.add(self._cluster_text(self.styler.style_repeated(lead_node, run, True),
+                                                         "style_repeated"))
+            runs.append([lead, members, aliases, [], box, cluster, run_title(run, dotted=True), number])
+        # the edges between two blocks of a run: not drawn while it is folded
+        by_number = {row[-1]: row for row in runs}
+        for e, row in enumerate(edges):
+            for where_a in _runs_around(row[0], member_of, parents):
+                for where_b in _runs_around(row[1], member_of, parents):
+                    if where_a[0] == where_b[0] and where_a[1] != where_b[1] and where_a[0] in by_number:
+                        by_number[where_a[0]][3].append(e)
+        return [row[:-1] for row in runs]
+
+
+class _Interner:
+    """A list of distinct values and each one's index."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._index: dict[Any, int] = {}
+
+    def add(self, value: Any) -> int:
+        got = self._index.get(value)
+        if got is None:
+            got = self._index[value] = len(self.items)
+            self.items.append(list(value) if isinstance(value, tuple) else value)
+        return got
+
+
+def _preorder(rec: Graph, finest: Projection) -> tuple[list[BaseNode], list[int]]:
+    """The nodes of the finest drawing in preorder (a layer before what it holds, children in
+    order), and each one's parent's position (-1 at the top)."""
+    order: list[BaseNode] = []
+    parents: list[int] = []
+    stack: list[tuple[BaseNode, int]] = [(n, -1) for n in reversed(finest.children(rec.context))]
+    while stack:
+        node, parent = stack.pop()
+        at = len(order)
+        order.append(node)
+        parents.append(parent)
+        if isinstance(node, LayerNode) and finest.is_expanded(node):
+            stack.extend((child, at) for child in reversed(finest.children(node)))
+    return order, parents
+
+
+def _chain(i: int, parents: list[int]) -> list[int]:
+    """The node at ``i`` and the layers holding it, innermost first."""
+    out = []
+    while i >= 0:
+        out.append(i)
+        i = parents[i]
+    return out
+
+
+def _under(i: int, tops: set[int], parents: list[int]) -> bool:
+    """Whether the node at ``i`` is one of ``tops`` or inside one."""
+    while i >= 0:
+        if i in tops:
+            return True
+        i = parents[i]
+    return False
+
+
+def _runs_around(i: int, member_of: dict[int, tuple[int, int]],
+                 parents: list[int]) -> Iterable[tuple[int, int]]:
+    """(run, block) of every run block that holds the node at ``i``."""
+    while i >= 0:
+        got = member_of.get(i)
+        if got is not None:
+            yield got
+        i = parents[i]
+
+
+def _within(op: BaseNode, source: int, order: list[BaseNode], nodes: Mapping[Key, BaseNode],
+            memo: dict[tuple[Key, int], bool]) -> bool:
+    """Whether ``op`` (an operation or a tensor) is inside the layer at ``source`` (then a box
+    drawn for it hides it)."""
+    if not isinstance(order[source], LayerNode):
+        return False
+    key = (op.key, source)
+    got = memo.get(key)
+    if got is None:
+        target = order[source].key
+        got = False
+        parent: Key = op.parent
+        while parent is not None and parent in nodes:
+            if parent == target:
+                got = True
+                break
+            parent = nodes[parent].parent
+        memo[key] = got
+    return got
+
+
+def _boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[TensorNode]]]:
+    """Layer key -> the tensors that entered it and those that left it (with their dtypes)."""
+    nodes = rec.nodes
+    out: dict[Key, tuple[list[TensorNode], list[TensorNode]]] = {}
+    ancestors: dict[Key, frozenset[Key]] = {}
+
+    def chain(key: Key) -> frozenset[Key]:
+        got = ancestors.get(key)
+        if got is None:
+            keys = []
+            parent = nodes[key].parent if key in nodes else None
+            while parent is not None and parent in nodes:
+                keys.append(parent)
+                parent = nodes[parent].parent
+            got = ancestors[key] = frozenset(keys)
+        return got
+
+    def add(tensor: TensorNode, inner: Key, outer: frozenset[Key], side: int) -> None:
+        parent = nodes[inner].parent if inner in nodes else None
+        while parent is not None and parent not in outer and parent in nodes:
+            listed = out.setdefault(parent, ([], []))[side]
+            if not listed or listed[-1] is not tensor:
+                if tensor not in listed:
+                    listed.append(tensor)
+            parent = nodes[parent].parent
+
+    for a, b in rec.edges:
+        na, nb = nodes.get(a), nodes.get(b)
+        if isinstance(na, TensorNode) and not isinstance(na, ParamNode):
+            add(na, b, chain(a), 0)
+        if isinstance(nb, TensorNode) and not isinstance(nb, ParamNode):
+            add(nb, a, chain(b), 1)
+    return out
+
+
+def _tensor_text(t: TensorNode) -> str:
+    return f"{shape_str(t.shape)} {t.dtype}".strip()
+
+
+def _info(rec: Graph, node: BaseNode,
+          tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]]) -> dict[str, Any]:
+    """What the page's detail panel shows of ``node`` (plain text; the page writes it as text)."""
+    if isinstance(node, LayerNode):
+        ins, outs = tensors.get(node.key, ([], []))
+        params = [[p.name, shape_str(p.shape), p.dtype, p.numel] for k in node.subnets
+                  if isinstance(p := rec.nodes.get(k), ParamNode)]
+        info: dict[str, Any] = {
+            "kind": "module", "name": node.call_title(), "path": node.call_title(dotted=True),
+            "type": node.type_name,
+            "in": [_tensor_text(t) for t in ins] or [shape_str(s) for s in node.input_shapes],
+            "out": [_tensor_text(t) for t in outs] or [shape_str(s) for s in node.output_shapes],
+            "params": params, "total": count_str(node.num_params_total), "total_n": node.num_params_total,
+        }
+        if node.error:
+            info["error"] = node.error
+        return info
+    if isinstance(node, ParamNode):
+        return {"kind": "parameter", "name": node.name, "path": node.path, "shape": shape_str(node.shape),
+                "dtype": node.dtype, "count": node.numel}
+    if isinstance(node, TensorNode):
+        return {"kind": "input" if node.role == "input" else "output" if node.role else "tensor",
+                "name": node.name, "shape": shape_str(node.shape), "dtype": node.dtype,
+                "device": node.device}
+    if isinstance(node, OpNode):
+        parent = rec.nodes.get(node.parent)
+        where = parent.call_title(dotted=True) if isinstance(parent, LayerNode) else ""
+        return {"kind": "operation", "name": node.op, "path": where,
+                "out": [shape_str(s) for s in node.output_shapes]}
+    return {"kind": type(node).__name__, "name": node.name}
+
+
+@cache
+def _asset(name: str) -> str:
+    """The text of a file shipped beside this module (``_html/...``, ``_vendor/...``)."""
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def script_json(data: Any) -> str:
+    """``data`` as JSON that is safe inside a ``<script>`` element: no ``<``, ``>``, ``&`` or
+    line separators (escaped as ``\\u003c``, ...), so no name can end the element.
+
+    >>> script_json({"name": "</script><b>"})
+    '{"name":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e"}'
+    """
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_ESCAPE_TABLE)
+
+
+def page_html(data: dict[str, Any], name: str) -> str:
+    """The page holding ``data`` (see :meth:`HtmlRenderer.page_data`): styles, the vendored
+    Graphviz, the page's script and the data, all inline."""
+    viz = _asset("_vendor/viz-global.js")
+    script = _asset("_html/page.js")
+    for label, text in (("viz-global.js", viz), ("page.js", script)):
+        if "</script" in text.lower() or "<!--" in text:
+            raise GraphError(f"{label} holds '</script' or '<!--' and cannot be inlined")
+    return "".join((
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n",
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        f"<title>{html.escape(name)} · torchrecorder</title>\n",
+        "<style>\n", _asset("_html/page.css"), "</style>\n</head>\n<body>\n",
+        _asset("_html/body.html"),
+        '<script type="application/json" id="tr-data">', script_json(data), "</script>\n",
+        "<script>\n", viz, "\n</script>\n",
+        "<script>\n", script, "\n</script>\n</body></html>\n",
+    ))
+
+
+def make_html(rec: Graph, render_depth: int = 1, styler_cls: Optional[type[GraphvizStyler]] = None,
+              **options: Any) -> HtmlPage:
+    """The interactive HTML page of a recording (``options`` as in :class:`HtmlRenderer`).
+
+    >>> import torch, torchrecorder
+    >>> rec = torchrecorder.record(torch.nn.Sequential(torch.nn.Linear(2, 2)), "mlp", (1, 2))
+    >>> page = torchrecorder.make_html(rec)
+    >>> page.text.startswith("<!DOCTYPE html>"), "viz-global" in page.text or "Viz" in page.text
+    (True, True)
+    """
+    return HtmlRenderer(rec, render_depth, styler_cls, **options).render()
