@@ -180,7 +180,7 @@ class Engine:
             raise pending
 
     def _stale_hook(self) -> None:  # a hook ran after its recording ended: take the rest off
-        if self._handles:
+        if self._handles and self.thread == get_ident():
             self.remove_hooks()
 
     def finish(self) -> None:

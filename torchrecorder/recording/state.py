@@ -111,8 +111,8 @@ class _Tracked:
 
 def _storage_key(t: Any) -> int:
     """The address of ``t``'s storage (0 for none: meta, empty, or a tensor without one)."""
-    try:
-        return int(t.untyped_storage().data_ptr())
+    try:  # the storage's own data_ptr, without making a Python storage object (slow)
+        return int(t.data_ptr() - t.storage_offset() * t.element_size())
     except Exception:  # sparse, nested or other tensors without a plain storage
         return 0
 
@@ -230,12 +230,12 @@ class ModelState:
             written.extend(kwargs.values())
         elif kwargs:
             written.extend(v for k, v in kwargs.items() if k == "out")
-        with torch.no_grad():
-            for value in written:
-                for t in (value if isinstance(value, (list, tuple)) else (value,)):
-                    if isinstance(t, Tensor):
-                        for entry in self.by_storage.get(_storage_key(t), ()):
-                            entry.snapshot()
+        by_storage = self.by_storage
+        for value in written:  # (snapshot() clones a detached alias: no autograd involved)
+            for t in (value if isinstance(value, (list, tuple)) else (value,)):
+                if isinstance(t, Tensor):
+                    for entry in by_storage.get(_storage_key(t), ()):
+                        entry.snapshot()
 
     def restore(self) -> list[str]:
         """Put everything back; returns what could not be put back (or was changed unseen)."""
