@@ -50,10 +50,13 @@ def record(
 ) -> Recorder:
     """Record the graph by running a single forward pass of ``net``.
 
-    The model is left as it was: hooks are removed whatever happens, buffers
-    (such as BatchNorm statistics) and training flags are put back, and the
-    global random state is untouched.  The forward pass runs in the caller's
-    grad mode (wrap the call in ``torch.no_grad()`` to save memory).
+    The model is left as it was: hooks are removed whatever happens;
+    parameters and buffers (BatchNorm statistics, caches, in-place updates),
+    ``requires_grad``, ``.grad``, training flags, grad mode and the random
+    state are put back (what exactly, and what a buffer copy costs: see
+    :func:`~torchrecorder.recording.state.model_state_kept`).  The forward
+    pass runs in the caller's grad mode (wrap the call in ``torch.no_grad()``
+    to save memory), with the garbage collector as the caller left it.
 
     Args:
         net: the module to record.
@@ -76,8 +79,13 @@ def record(
     Raises:
         TypeError: ``net`` is not a module, or ``input_shapes`` is malformed.
         ValueError: neither ``input_shapes`` nor ``input_data`` was given.
-        Exception: whatever ``net`` raised, with a note naming the module that
-            raised and its input shapes; ``exc.recording`` is the partial graph.
+        Exception: whatever ``net`` raised, the same object, with a note naming
+            the module that raised and its input shapes; ``exc.recording`` is the
+            partial graph (both where the exception takes attributes).
+
+    Warns:
+        RuntimeWarning: a tensor of the model was changed where torchrecorder
+            could not see it, and not copied beforehand: it keeps its new value.
 
     >>> import torch
     >>> rec = record(torch.nn.Linear(3, 2), "fc", (1, 3))
@@ -91,8 +99,12 @@ def record(
                          "input_data (a tensor or a tuple of them); both are None")
     args = make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
-    with gc_paused(), model_state_kept(net), recording(net, name, keep_tensors=keep_tensors) as rec:
-        net(*args, **kwargs)
+    with model_state_kept(net) as kept, recording(net, name, keep_tensors=keep_tensors) as rec:
+        rec.engine.write_guard = kept.before_write  # copies what the pass is about to write
+        try:
+            net(*args, **kwargs)
+        finally:
+            rec.engine.write_guard = None
     return rec
 
 

@@ -13,8 +13,7 @@ The original torchrecorder's hook-level functions stay importable from here:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any, Optional
 
 from torch import nn
@@ -120,8 +119,8 @@ class Recorder(Display, Graph):
             self._engine.remove_hooks()
 
 
-@contextmanager
-def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False) -> Iterator[Recorder]:
+def recording(net: nn.Module, name: str = "net", *,
+              keep_tensors: bool = False) -> AbstractContextManager[Recorder]:
     """Record every forward call of ``net`` made inside the ``with`` block.
 
     >>> import torch
@@ -132,8 +131,9 @@ def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False) 
     ['mlp', '0', '1']
 
     On leaving the block every hook is removed, whatever happened.  If the
-    block raises, the exception goes on unchanged but for a note naming the
-    module that raised, and ``exc.recording`` holds the partial graph.
+    block raises, the same exception object goes on, with a note naming the
+    module that raised and ``exc.recording``, the partial graph (where the
+    exception takes attributes).
 
     Args:
         net: the module to record.
@@ -145,5 +145,4 @@ def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False) 
     if not isinstance(name, str):
         raise TypeError(f"name must be a str (the name shown for the network), got {name!r}")
     rec = Recorder(name, keep_tensors=keep_tensors)
-    with rec.engine.active(net, name):
-        yield rec
+    return rec.engine.active(net, name, rec)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import inspect
 import sys
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 from threading import get_ident
 from typing import Any, Optional
 
@@ -36,9 +36,10 @@ from torch.nn.modules.module import register_module_forward_hook as _register_mo
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ._failure import NOTE_PREFIX, annotate, exception_text
 from ._walk import iter_tensors, named_tensors
 from .meta import bind_arguments, grad_fn_op_name, shape_name, tensor_meta
-from .ops import OpMode
+from .session import Session
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 
@@ -123,27 +124,24 @@ class Engine:
         self._modules: dict[int, ModuleInfo] = {}
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
+        # set when the hooks are removed: a hook still called after that records nothing
+        self.closed = False
+        # called before every operation while recording (record() copies what will be written)
+        self.write_guard: Optional[Callable[[Any, tuple[Any, ...], dict[str, Any]], None]] = None
 
     # ------------------------------------------------------------ the session
-    @contextmanager
-    def active(self, net: nn.Module, name: str) -> Iterator[Engine]:
-        """Record every call of ``net`` made inside the ``with`` block.
+    def active(self, net: nn.Module, name: str, value: Any = None) -> Session[Any]:
+        """Record every call of ``net`` made inside the ``with`` block (which gives ``value``,
+        or this engine).
 
         On leaving, every hook is removed and the live objects are forgotten,
-        whatever happened; unused operations are pruned unless the block
-        raised.  An exception goes on unchanged but for a note naming the
-        module that raised; ``exc.recording`` is the partial graph.
+        whatever happened (also a second interrupt while the hooks are being
+        removed); unused operations are pruned unless the block raised.  The
+        exception goes on as the same object, with a note naming the module
+        that raised and ``exc.recording``, the partial graph, where the
+        exception takes them.
         """
-        self.register_hooks(net, name)
-        try:
-            with OpMode(self):
-                yield self
-        except BaseException as exc:
-            self.fail(exc)
-            raise
-        finally:
-            self.remove_hooks()
-            self.finish()
+        return Session(self, net, name, self if value is None else value)
 
     def register_hooks(self, net: nn.Module, name: str) -> None:
         """Register the engine's hooks on ``net`` and every module inside it.
@@ -157,6 +155,7 @@ class Engine:
         on what ``forward`` returned; what a user's hook then does to the
         output is recorded in the caller's scope.
         """
+        self.closed = False
         try:
             self._index_modules(net, name, "", hook=True)
         except BaseException:
@@ -164,10 +163,25 @@ class Engine:
             raise
 
     def remove_hooks(self) -> None:
-        """Remove every hook this engine registered; safe to call twice."""
-        handles, self._handles = self._handles, []
-        for handle in handles:
-            handle.remove()
+        """Remove every hook this engine registered; safe to call twice.  Whatever is raised
+        meanwhile (a second Ctrl-C) goes on once every hook is gone; a hook left anyway
+        records nothing and removes the rest when it is next called."""
+        self.closed = True
+        handles = self._handles
+        pending: Optional[BaseException] = None
+        while handles:
+            try:
+                while handles:
+                    handles[-1].remove()  # removing a removed handle does nothing
+                    handles.pop()
+            except BaseException as exc:  # raised below, once all are removed
+                pending = pending or exc
+        if pending is not None:
+            raise pending
+
+    def _stale_hook(self) -> None:  # a hook ran after its recording ended: take the rest off
+        if self._handles and self.thread == get_ident():
+            self.remove_hooks()
 
     def finish(self) -> None:
         """Drop unused ops (unless the pass failed) and forget the live objects seen."""
@@ -184,27 +198,21 @@ class Engine:
     def fail(self, exc: BaseException) -> None:
         """Mark the innermost call that ``exc`` escaped from, and the calls around it."""
         graph = self.graph
-        graph.error = f"{type(exc).__name__}: {exc}"
+        graph.error = exception_text(exc)
         for call in self._stack:  # calls still open (a KeyboardInterrupt skips the hooks)
             call.error = call.error or graph.error
-        try:
-            exc.recording = graph  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
         if self._failure is not None and self._failure[0] is exc:
             failed = self._failure[1]
         elif self._stack:
             failed = self._stack[-1]
         else:
+            annotate(exc, graph)
             return  # raised outside the model's forward
         graph.failed_key = failed.key
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
         where = failed.path or failed.name
-        note = (f"torchrecorder: raised in module '{where}' ({failed.type_name}) called with "
-                f"input shapes [{shapes}]; the partial recording is in the exception's "
-                "'recording' attribute")
-        if hasattr(exc, "add_note"):
-            exc.add_note(note)
+        annotate(exc, graph, f"{NOTE_PREFIX} '{where}' ({failed.type_name}) called with input "
+                 f"shapes [{shapes}]; the partial recording is in the exception's 'recording' attribute")
 
     # ------------------------------------------------------- live objects
     def lookup(self, obj: Any) -> Key:
@@ -340,7 +348,9 @@ class Engine:
         return info
 
     def _pre_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if self.paused or self.thread != get_ident():
+        if self.paused or self.closed or self.thread != get_ident():
+            if self.closed:
+                self._stale_hook()
             return
         self.paused += 1
         try:
@@ -352,7 +362,9 @@ class Engine:
     def _global_post_hook(self, module: nn.Module, args: Any, outputs: Any) -> None:
         # called for every module call in the process while recording (torch passes no
         # outputs when forward raised): modules not being recorded are not on the stack
-        if self.paused or self.thread != get_ident() or not self._stack:
+        if self.paused or self.closed or self.thread != get_ident() or not self._stack:
+            if self.closed:
+                self._stale_hook()
             return
         self.paused += 1
         try:
@@ -515,7 +527,7 @@ class Engine:
         if exc is not None and exc is not self._popped_exc:
             # forward raised (the hook is registered with always_call=True): close the
             # call with no outputs, and remember the innermost call the exception left
-            call.error = f"{type(exc).__name__}: {exc}"
+            call.error = exception_text(exc)
             if self._failure is None or self._failure[0] is not exc:
                 self._failure = (exc, call)
             return

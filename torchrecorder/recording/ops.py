@@ -25,6 +25,8 @@ class OpSink(Protocol):
 
     paused: int
     thread: int
+    # called before every operation (see recording.state.ModelState.before_write), or None
+    write_guard: Optional[Callable[[Any, tuple[Any, ...], dict[str, Any]], None]]
 
     def record_op(self, func: Any, opname: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                   outs: list[Tensor], inplace: bool) -> None: ...
@@ -117,8 +119,10 @@ class OpMode(TorchFunctionMode):
         # below (func itself, .shape, ._base) do not come back here
         if kwargs is None:
             kwargs = {}
-        out = func(*args, **kwargs)
         engine = self.engine
+        if engine.write_guard is not None:  # record() copies what the op may write first
+            engine.write_guard(func, args, kwargs)
+        out = func(*args, **kwargs)
         if engine.paused or engine.thread != get_ident():
             return out
         info = _OP_INFO.get(func)

@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
+import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
 import torch
-from torch import nn
+from torch import Tensor, nn
+from torch.nn.parameter import is_lazy
 
-__all__ = ["InputShapes", "gc_paused", "make_inputs", "model_state_kept", "normalise_shapes"]
+from .meta import Memo
+from .ops import op_info
+
+__all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "make_inputs",
+           "model_state_kept", "normalise_shapes", "random_state_kept"]
 
 Shape = Sequence[int]
 InputShapes = Union[None, Shape, list[Shape]]
@@ -72,48 +80,303 @@ def make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any,
     return tuple(torch.randn(s, generator=gen, dtype=dt).to(dev) for s in shapes)
 
 
-@contextlib.contextmanager
-def model_state_kept(net: nn.Module) -> Iterator[None]:
-    """Put back buffers, training flags and the random state that a forward pass may change."""
-    modes = []
-    buffers = []
-    cuda: set[int] = set()
-    with torch.no_grad():
-        for module in net.modules():  # one walk: this runs on every record()
-            modes.append((module, module.training))
-            if module._buffers:
-                for bname, buf in module._buffers.items():
-                    if buf is not None:
-                        buffers.append((module, bname, buf, buf.clone()))
-                        if buf.device.type == "cuda":
-                            cuda.add(buf.device.index or 0)
-            for param in module._parameters.values():
-                if param is not None and param.device.type == "cuda":
-                    cuda.add(param.device.index or 0)
-    try:
-        with torch.random.fork_rng(devices=sorted(cuda)):
-            yield
-    finally:
+# Buffers and existing ``.grad`` tensors up to this many bytes in all are copied before the
+# forward pass, so that even a change torchrecorder cannot see (a write through ``.numpy()``,
+# under ``torch._C.DisableTorchFunction``, by a compiled graph, by autograd accumulating
+# into ``.grad``) is put back; the rest is copied only when the forward is about to write it.
+EAGER_COPY_BYTES = 32 << 20
+
+# torch callables that write tensors they are given without a trailing ``_`` or ``out=``:
+# the batch-norm kernels update the running statistics when their 6th argument is true
+_WRITES_RUNNING_STATS = frozenset({"batch_norm", "instance_norm"})
+_MISSING = object()
+
+
+class _Tracked:
+    """One parameter, buffer or ``.grad`` of the model, as it was before the forward pass."""
+
+    __slots__ = ("alias", "label", "saved", "tensor", "version")
+
+    def __init__(self, tensor: Tensor, label: str) -> None:
+        self.tensor = tensor
+        self.label = label
+        self.alias = tensor.detach()  # the original storage and view, whatever forward rebinds
+        self.version = tensor._version
+        self.saved: Optional[Tensor] = None
+
+    def snapshot(self) -> None:
+        if self.saved is None:
+            self.saved = self.alias.clone()
+
+
+def _storage_key(t: Any) -> int:
+    """The address of ``t``'s storage (0 for none: meta, empty, or a tensor without one)."""
+    try:  # the storage's own data_ptr, without making a Python storage object (slow)
+        return int(t.data_ptr() - t.storage_offset() * t.element_size())
+    except Exception:  # sparse, nested or other tensors without a plain storage
+        return 0
+
+
+def _same_view(t: Tensor, alias: Tensor) -> bool:
+    """Whether ``t`` still looks at the storage, offset, shape and dtype of ``alias``."""
+    if t.dtype != alias.dtype or t.device != alias.device or t.shape != alias.shape:
+        return False
+    if t.layout != torch.strided:
+        return True
+    if t.stride() != alias.stride() or t.storage_offset() != alias.storage_offset():
+        return False
+    return t.device.type == "meta" or _storage_key(t) == _storage_key(alias)
+
+
+def _expanded(t: Tensor) -> bool:
+    """Whether several elements of ``t`` share memory (``expand``): nothing can write it in place."""
+    if t.layout != torch.strided:
+        return False
+    return any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape, strict=True))
+
+
+# func -> (positions of arguments it may write, position of its ``inplace`` flag, writes the
+# running statistics); () / None / False for the many that write nothing
+_WRITE_INFO: Memo[Any, tuple[tuple[int, ...], Optional[int], bool]] = Memo(8192)
+
+
+def _write_info(func: Any) -> tuple[tuple[int, ...], Optional[int], bool]:
+    name, inplace, flag = op_info(func)
+    positions: tuple[int, ...] = (0,) if inplace else ()
+    schema = getattr(func, "_schema", None)  # torch.ops.*.overload: the schema says what it writes
+    if schema is not None:
+        try:
+            positions = tuple(i for i, a in enumerate(schema.arguments)
+                              if a.alias_info is not None and a.alias_info.is_write)
+        except Exception:
+            pass
+    return positions, flag, name in _WRITES_RUNNING_STATS
+
+
+class ModelState:
+    """The model's parameters, buffers, gradients, flags and modes before a forward pass, and
+    what :func:`model_state_kept` puts back afterwards (a ``with`` block).  :meth:`before_write`
+    is called before every torch operation of the recorded pass (by the engine's function mode).
+    """
+
+    def __init__(self, net: nn.Module) -> None:
+        self.grad_mode = torch.is_grad_enabled()
+        self.modes: list[tuple[nn.Module, bool]] = []
+        self.slots: list[tuple[dict[str, Any], str, Any]] = []
+        self.flags: list[tuple[Tensor, bool]] = []
+        self.grads: list[tuple[Tensor, Optional[Tensor]]] = []
+        self.tracked: list[_Tracked] = []
+        self.by_storage: dict[int, list[_Tracked]] = {}
+        self.cuda: set[int] = set()
+        seen: set[int] = set()
+        eager: list[_Tracked] = []
         with torch.no_grad():
-            # copied back whatever happened: kernels such as batch_norm update running
-            # statistics in place without bumping the tensor's version counter
-            for module, bname, buf, saved in buffers:
-                if module._buffers.get(bname) is not buf:
-                    module._buffers[bname] = buf
-                if buf.device.type != "meta":
-                    buf.copy_(saved)
-        for module, training in modes:
+            for path, module in net.named_modules(remove_duplicate=False):
+                if id(module) in seen:
+                    continue
+                seen.add(id(module))
+                self.modes.append((module, module.training))
+                for kind, tensors in (("parameter", module._parameters), ("buffer", module._buffers)):
+                    for tname, t in tensors.items():
+                        self.slots.append((tensors, tname, t))
+                        if t is None or id(t) in seen or is_lazy(t):
+                            continue
+                        seen.add(id(t))
+                        label = f"{path}.{tname}" if path else tname
+                        entry = self._track(t, f"{kind} '{label}'")
+                        if kind == "buffer":
+                            eager.append(entry)
+                        else:
+                            self.flags.append((t, t.requires_grad))
+                            self.grads.append((t, t.grad))
+                            if t.grad is not None:
+                                eager.append(self._track(t.grad, f"the gradient of '{label}'"))
+            budget = EAGER_COPY_BYTES
+            for entry in eager:
+                t = entry.tensor
+                if t.device.type == "meta" or _expanded(t) or not _storage_key(t):
+                    continue
+                size = t.numel() * t.element_size()
+                if size <= budget:
+                    budget -= size
+                    entry.snapshot()
+        self.rng = random_state_kept(sorted(self.cuda))
+
+    def _track(self, t: Tensor, label: str) -> _Tracked:
+        entry = _Tracked(t, label)
+        self.tracked.append(entry)
+        if t.device.type == "cuda":
+            self.cuda.add(t.device.index or 0)
+        key = _storage_key(t) if t.device.type != "meta" else 0
+        if key:
+            self.by_storage.setdefault(key, []).append(entry)
+        return entry
+
+    def before_write(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Copy each tracked tensor that ``func(*args, **kwargs)`` may write, before it runs."""
+        info = _WRITE_INFO.get(func)
+        if info is None:
+            info = _WRITE_INFO.put(func, _write_info(func))
+        positions, flag, stats = info
+        if flag is not None:  # F.relu(x, inplace=True) writes x
+            on = kwargs["inplace"] if "inplace" in kwargs else len(args) > flag and args[flag]
+            if on is True:
+                positions = (0,)
+        if not (positions or stats or (kwargs and "out" in kwargs)) or not self.by_storage:
+            return
+        written: list[Any] = [args[i] for i in positions if i < len(args)]
+        if stats and (len(args) <= 5 or args[5] is not False):  # training / use_input_stats
+            written.extend(args)
+            written.extend(kwargs.values())
+        elif kwargs:
+            written.extend(v for k, v in kwargs.items() if k == "out")
+        by_storage = self.by_storage
+        for value in written:  # (snapshot() clones a detached alias: no autograd involved)
+            for t in (value if isinstance(value, (list, tuple)) else (value,)):
+                if isinstance(t, Tensor):
+                    for entry in by_storage.get(_storage_key(t), ()):
+                        entry.snapshot()
+
+    def restore(self) -> list[str]:
+        """Put everything back; returns what could not be put back (or was changed unseen)."""
+        problems: list[str] = []
+        with torch.no_grad():
+            for tensors, tname, obj in self.slots:
+                if tensors.get(tname, _MISSING) is not obj:
+                    tensors[tname] = obj
+            for entry in self.tracked:
+                t, alias = entry.tensor, entry.alias
+                try:
+                    if not _same_view(t, alias):
+                        t.data = alias  # ``.data = other`` inside forward: back to the original
+                    if entry.saved is not None:
+                        if not torch.equal(alias, entry.saved):
+                            with torch.inference_mode(alias.is_inference()):
+                                alias.copy_(entry.saved)
+                    elif alias._version != entry.version and alias.device.type != "meta":
+                        problems.append(f"{entry.label} was changed in place where torchrecorder "
+                                        "could not see it (with torch functions disabled, by a "
+                                        "compiled graph or by autograd); it keeps its new value")
+                except Exception as exc:  # reported, the rest is still put back
+                    problems.append(f"{entry.label} could not be put back: {type(exc).__name__}: {exc}")
+            for param, grad in self.grads:
+                if param.grad is not grad:
+                    try:
+                        param.grad = grad
+                    except Exception as exc:
+                        problems.append(f"the gradient of a parameter could not be put back: {exc}")
+            for param, flag in self.flags:
+                if param.requires_grad is not flag:
+                    param.requires_grad_(flag)
+        for module, training in self.modes:
             if module.training is not training:
                 module.training = training
+        torch.set_grad_enabled(self.grad_mode)
+        return problems
+
+    def close(self) -> None:
+        """Forget every tensor and copy (the recording may live much longer than the pass)."""
+        self.tracked, self.by_storage, self.slots = [], {}, []
+        self.flags, self.grads, self.modes = [], [], []
+
+    # a class, not a contextlib generator: the user's exception passes through untouched
+    def __enter__(self) -> ModelState:
+        self.rng.__enter__()
+        return self
+
+    def __exit__(self, typ: Any, exc: Optional[BaseException], tb: Any) -> None:
+        try:
+            self.rng.__exit__(typ, exc, tb)
+        finally:
+            problems = self.restore()
+            self.close()
+            for problem in problems:
+                warnings.warn(f"torchrecorder: {problem}", RuntimeWarning, stacklevel=3)
+
+
+def model_state_kept(net: nn.Module) -> ModelState:
+    """A ``with`` block that puts back what a forward pass of ``net`` may change, whatever it
+    raised; ``as`` gives the :class:`ModelState`.
+
+    Put back: the objects registered as parameters and buffers, their values (buffers up to
+    :data:`EAGER_COPY_BYTES` in all are copied beforehand; any other tensor is copied when the
+    forward is about to write it, as seen through :meth:`ModelState.before_write`), what
+    ``.data = x`` rebinds, ``requires_grad`` flags, ``.grad`` (the same object, and its values
+    within the copy budget), training flags, grad mode and the random state
+    (:func:`random_state_kept`).  A write that torchrecorder cannot see, to a tensor it did not
+    copy beforehand, is reported with a :class:`RuntimeWarning` when the tensor's version
+    counter shows it (a write through ``.numpy()`` does not).
+    """
+    return ModelState(net)
+
+
+_RNG_LOCK = threading.Lock()
+_rng_users = 0
+_rng_saved: dict[int, Tensor] = {}  # -1 for the CPU generator, else the CUDA device index
+
+
+def _private_seed(state: Tensor) -> int:
+    """A seed drawn from ``state``: the recording's own stream, reproducible, not the caller's."""
+    digest = hashlib.blake2b(bytes(state.tolist()), digest_size=8, person=b"torchrecorder")
+    return int.from_bytes(digest.digest(), "little") >> 1
+
+
+class random_state_kept:  # used like a function: ``with random_state_kept():``
+    """Give the recorded pass its own random stream and put the caller's back afterwards.
+
+    While any recording of the process runs, torch's default generators (CPU and the given
+    CUDA devices) draw from a stream seeded from their state when the first recording
+    began; when the last one ends, that state comes back.  So the caller's stream is where
+    it was, two overlapping recordings (in two threads) leave it as it was, and another
+    thread that draws meanwhile gets numbers of the other stream, never ones it will be
+    given again.
+    """
+
+    def __init__(self, cuda_devices: Sequence[int] = ()) -> None:
+        self.cuda_devices = tuple(cuda_devices)
+        self.entered = False
+
+    def __enter__(self) -> None:
+        global _rng_users
+        with _RNG_LOCK:
+            fresh = [d for d in (-1, *self.cuda_devices) if d not in _rng_saved]
+            for d in fresh:
+                _rng_saved[d] = torch.get_rng_state() if d < 0 else torch.cuda.get_rng_state(d)
+            for d in fresh:
+                seed = _private_seed(_rng_saved[-1]) + max(d, 0)
+                if d < 0:
+                    torch.default_generator.manual_seed(seed)
+                else:
+                    with torch.cuda.device(d):
+                        torch.cuda.manual_seed(seed)
+            _rng_users += 1
+            self.entered = True
+
+    def __exit__(self, *exc_info: Any) -> None:
+        global _rng_users
+        if not self.entered:
+            return
+        self.entered = False
+        with _RNG_LOCK:
+            _rng_users -= 1
+            if _rng_users == 0:
+                saved = dict(_rng_saved)
+                _rng_saved.clear()
+                for d, st in saved.items():
+                    if d < 0:
+                        torch.set_rng_state(st)
+                    else:
+                        torch.cuda.set_rng_state(st, d)
 
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the duration of one recording or drawing.
+    """Pause Python's cyclic garbage collector for the duration of one drawing.
 
-    A recording allocates a few objects per operation, all kept until the end;
-    every 700 allocations the collector would scan them (and, now and then, every
-    object of the process, which is slow in a process that has imported a large
+    Never used around a forward pass: user code runs there, and reference cycles it leaves
+    would pile up until the pass ends.  A drawing allocates a few objects per node, all kept
+    until the end; every 700 allocations the collector would scan them (and, now and then,
+    every object of the process, which is slow in a process that has imported a large
     library).  Reference counting still frees everything as usual; only cycles
     wait until the collector is switched back on.
     """

@@ -171,7 +171,10 @@ class ActivationStyler(GraphvizStyler):
         if self.annotate:
             label = attrs.get("label", "")
             note = html_text(self._note(value))
-            if label.startswith("<") and label.endswith(">"):
+            if label.endswith("</TABLE>>"):  # a table (a cluster's title): one more row
+                row = f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{note}</I></TD></TR>'
+                attrs["label"] = f"{label[:-len('</TABLE>>')]}{row}</TABLE>>"
+            elif label.startswith("<") and label.endswith(">"):
                 sep = "<BR/>" if fill else " "
                 attrs["label"] = f"{label[:-1]}{sep}<I>{note}</I>>"
         tip, note_text = attrs.get("tooltip", ""), dot_text(self._note(value))

@@ -1,0 +1,75 @@
+"""The ``with`` block of one recording (:meth:`~torchrecorder.recording.engine.Engine.active`).
+
+A class, not a ``contextlib.contextmanager`` generator: contextlib sets ``__traceback__`` on
+an exception that passes through a generator, and an exception that refuses attributes (a
+frozen dataclass) would then be replaced.  The user gets their own exception object back.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from types import TracebackType
+from typing import Generic, Optional, Protocol, TypeVar
+
+from torch import nn
+
+from .ops import OpMode, OpSink
+
+__all__ = ["Session", "SessionEngine"]
+
+T = TypeVar("T")
+
+
+class SessionEngine(OpSink, Protocol):
+    """What a :class:`Session` drives (the recording engine)."""
+
+    closed: bool
+
+    def register_hooks(self, net: nn.Module, name: str) -> None: ...
+    def remove_hooks(self) -> None: ...
+    def finish(self) -> None: ...
+    def fail(self, exc: BaseException) -> None: ...
+
+
+class Session(Generic[T]):
+    """Hooks and the op mode on entering; on leaving, whatever happened, the op mode off, the
+    failure marked (never raising over the user's exception), every hook removed (also when a
+    second interrupt comes meanwhile) and the live objects forgotten.  ``with`` gives ``value``."""
+
+    def __init__(self, engine: SessionEngine, net: nn.Module, name: str, value: T) -> None:
+        self.engine, self.net, self.name, self.value = engine, net, name, value
+        self.mode: Optional[OpMode] = None
+
+    def __enter__(self) -> T:
+        engine = self.engine
+        engine.register_hooks(self.net, self.name)
+        try:
+            mode = OpMode(engine)
+            mode.__enter__()
+            self.mode = mode
+        except BaseException:
+            self._close()
+            raise
+        return self.value
+
+    def __exit__(self, typ: Optional[type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        try:
+            try:
+                if self.mode is not None:
+                    mode, self.mode = self.mode, None
+                    mode.__exit__(typ, exc, tb)
+            finally:
+                if exc is not None:
+                    with suppress(Exception):
+                        self.engine.fail(exc)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        engine = self.engine
+        engine.closed = True  # first: from here on no hook of this engine records
+        try:
+            engine.remove_hooks()
+        finally:
+            engine.finish()
