@@ -11,6 +11,7 @@ not drawn as nodes.  It reads node metadata only, never a live module.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Optional, Union
@@ -294,8 +295,8 @@ class Projection:
             through.update(b for _, b in pairs if is_passed_tensor(nodes[b]))
         dropped: set[Key] = set()
         if not self.all_ops:
-            through.update(k for k, n in nodes.items()
-                           if isinstance(n, OpNode) and n.op in DATA_MOVEMENT_OPS and k in succ)
+            through.update(k for k in succ
+                           if isinstance(n := nodes[k], OpNode) and n.op in DATA_MOVEMENT_OPS)
             dropped = self._sourceless(pairs, succ)
             through -= dropped
         self._left_out = frozenset(through | dropped)
@@ -307,9 +308,9 @@ class Projection:
             seen = {start: (first if isinstance(first, TensorNode) else None,
                             (first,) if isinstance(first, OpNode) else ())}
             out: list[tuple[Key, Optional[TensorNode], tuple[OpNode, ...]]] = []
-            todo = [start]
+            todo = deque([start])
             while todo:
-                k = todo.pop(0)
+                k = todo.popleft()
                 tensor, ops = seen[k]
                 for b in succ.get(k, ()):
                     if b in dropped:
