@@ -119,11 +119,11 @@ class GraphvizRenderer(BaseRenderer):
         if inputs:
             fed = {b.key for _, b in self.drawn_edges()}
             first = self._quoted_id(inputs[0])
-            todo = list(self.children(self.rec.context))
-            while todo:
-                node = todo.pop(0)
+            todo = list(reversed(self.children(self.rec.context)))
+            while todo:  # depth first, in drawing order
+                node = todo.pop()
                 if self.projection.is_expanded(node):
-                    todo.extend(self.children(node))
+                    todo.extend(reversed(self.children(node)))
                 elif node.key not in fed and not (isinstance(node, TensorNode) and node.role):
                     g.body.append(f"\t{first} -> {self._quoted_id(node)} [style=invis]\n")
         return g
