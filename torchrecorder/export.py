@@ -21,8 +21,10 @@ add:
 * ``layer``: ``type`` (class name), ``path`` (dotted path in the root module),
   ``call_index`` (1 for a module's first call), ``num_params`` (elements owned
   directly), ``num_params_total`` (with children), ``num_buffers``,
-  ``input_shapes``, ``output_shapes`` (lists of lists of ints), ``error``,
-  ``subnets`` (keys of its children, in order);
+  ``input_shapes``, ``output_shapes`` (lists of lists of ints; ``-1`` for the
+  ragged dimension of a nested tensor), ``error``, ``subnets`` (keys of its
+  children, in order), and, only where set, ``opaque`` and ``unfused`` (see
+  :class:`~torchrecorder.nodes.LayerNode`);
 * ``tensor``: ``shape`` (list of ints, ``null`` if unknown), ``dtype``
   (``"float32"``), ``device``, ``role`` (``"input"``, ``"output"`` or ``""``);
 * ``param``: ``shape``, ``dtype``, ``device``, ``path``, ``numel``,
@@ -77,6 +79,10 @@ def _node_dict(node: BaseNode) -> dict[str, Any]:
                    num_buffers=node.num_buffers, input_shapes=[_shape(s) for s in node.input_shapes],
                    output_shapes=[_shape(s) for s in node.output_shapes], error=node.error,
                    subnets=list(node.subnets))
+        if node.opaque:
+            out["opaque"] = node.opaque
+        if node.unfused:
+            out["unfused"] = node.unfused
     elif isinstance(node, TensorNode):
         out.update(shape=_shape(node.shape), dtype=node.dtype, device=node.device)
         if isinstance(node, ParamNode):
@@ -171,6 +177,8 @@ def _make_node(d: Any) -> BaseNode:
         layer.output_shapes = [_tuple_shape(s, where) for s in d.get("output_shapes", [])]
         layer.error = d.get("error")
         layer.subnets = OrderedSet(d.get("subnets", []))
+        layer.opaque = _require(d, "opaque", str, where) if "opaque" in d else ""
+        layer.unfused = _require(d, "unfused", str, where) if "unfused" in d else ""
         node = layer
     elif cls is ParamNode:
         node = ParamNode(**common, shape=_tuple_shape(d.get("shape"), where), dtype=d.get("dtype", ""),

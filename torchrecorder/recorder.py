@@ -52,20 +52,25 @@ class Recorder(Display, Graph):
         edges: ordered set of ``(from_key, to_key)`` pairs.
         fn_types: how many nodes of each node class the graph holds.
         keep_tensors: whether tensor nodes keep the tensors in ``fn``.
+        unfuse_fast_paths: whether modules with a fused fast path are recorded through
+            their unfused Python path (see :func:`torchrecorder.record`).
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
     """
 
-    def __init__(self, name: str = "net", *, keep_tensors: bool = False) -> None:
+    def __init__(self, name: str = "net", *, keep_tensors: bool = False,
+                 unfuse_fast_paths: bool = False) -> None:
         super().__init__(name)
         self.keep_tensors = keep_tensors
+        self.unfuse_fast_paths = unfuse_fast_paths
         self._engine: Optional[Engine] = None
 
     @property
     def engine(self) -> Engine:
         """The recording engine that fills this graph (made on first use)."""
         if self._engine is None:
-            self._engine = Engine(self, keep_tensors=self.keep_tensors)
+            self._engine = Engine(self, keep_tensors=self.keep_tensors,
+                                  unfuse_fast_paths=self.unfuse_fast_paths)
         return self._engine
 
     def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:
@@ -121,7 +126,8 @@ class Recorder(Display, Graph):
 
 
 @contextmanager
-def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False) -> Iterator[Recorder]:
+def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False,
+              unfuse_fast_paths: bool = False) -> Iterator[Recorder]:
     """Record every forward call of ``net`` made inside the ``with`` block.
 
     >>> import torch
@@ -139,9 +145,11 @@ def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False) 
         net: the module to record.
         name: the name shown for the root module.
         keep_tensors: keep the tensors (activations) on the tensor nodes.
+        unfuse_fast_paths: record modules with a fused fast path through their unfused
+            Python path (see :func:`torchrecorder.record`).
     """
     if not isinstance(net, nn.Module):
         raise TypeError(f"expected a torch.nn.Module to record, got {type(net).__name__}")
-    rec = Recorder(name, keep_tensors=keep_tensors)
+    rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths)
     with rec.engine.active(net, name):
         yield rec

@@ -26,7 +26,9 @@ def summary_table(rec: Graph) -> str:
     for layer in rec.layers():
         name = layer.call_title()
         params = layer.num_params if layer.call_index == 1 else 0
-        rows.append(("  " * layer.depth + name, layer.type_name, _shapes(layer.input_shapes),
+        note = layer.run_note()
+        kind = f"{layer.type_name} ({note.split(' (')[0]})" if note else layer.type_name
+        rows.append(("  " * layer.depth + name, kind, _shapes(layer.input_shapes),
                      _shapes(layer.output_shapes), f"{params:,}" if params else "--"))
     for node in rec.nodes.values():
         numel = getattr(node, "numel", None)

@@ -32,13 +32,16 @@ from typing import Any, Optional
 import torch
 from torch import Tensor, nn
 from torch.nn.modules.module import register_module_forward_hook as _register_module_forward_hook
+from torch.nn.modules.module import register_module_forward_pre_hook
 
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ._walk import iter_tensors, named_tensors
-from .meta import bind_arguments, grad_fn_op_name, shape_name, tensor_meta
-from .ops import OpMode
+from .fastpath import FAST_PATHS, FastPaths
+from .meta import ModuleInfo, bind_arguments, grad_fn_op_name, own_tensors, shape_name, shape_of, tensor_meta
+from .meta import type_name as _type_name
+from .ops import OpMode, eager
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 
@@ -66,31 +69,6 @@ def _global_post_hook_support() -> bool:
 GLOBAL_POST_HOOK = _global_post_hook_support()
 
 
-class ModuleInfo:
-    """What the engine knows of one module: path, display name, parameters, calls so far."""
-
-    __slots__ = ("buffers", "calls", "name", "num_params", "params", "path", "total", "type_name")
-
-    def __init__(self, path: str, name: str, type_name: str) -> None:
-        self.path = path
-        self.name = name
-        self.type_name = type_name
-        self.params: list[tuple[str, nn.Parameter]] = []  # own (dotted path, parameter)
-        self.num_params = 0
-        self.total = 0
-        self.buffers = 0
-        self.calls = 0
-
-
-def _own_tensors(tensors: Any) -> tuple[list[tuple[str, Any]], int]:
-    """The (name, tensor) pairs of a module's ``_parameters``/``_buffers`` dict, and their
-    element count (a tensor registered under two names counts once)."""
-    pairs = [(n, t) for n, t in tensors.items() if t is not None]
-    if len(pairs) == 1:
-        return pairs, pairs[0][1].numel()
-    return pairs, sum({id(t): t.numel() for _, t in pairs}.values())
-
-
 class Engine:
     """Records the forward calls of a module into ``graph``.
 
@@ -98,6 +76,9 @@ class Engine:
         graph: the graph to fill (a :class:`~torchrecorder.recorder.Recorder`
             or a plain :class:`~torchrecorder.graph.Graph`).
         keep_tensors: keep the tensors (activations) on the tensor nodes.
+        unfuse_fast_paths: run modules with a fused fast path through their Python path
+            (recorded op by op) rather than as a plain call does (see
+            :mod:`~torchrecorder.recording.fastpath`).
 
     Attributes:
         paused: above 0 while the engine's own code runs torch calls that must
@@ -105,9 +86,13 @@ class Engine:
         thread: the thread being recorded; calls from other threads are ignored.
     """
 
-    def __init__(self, graph: Graph, *, keep_tensors: bool = False) -> None:
+    def __init__(self, graph: Graph, *, keep_tensors: bool = False,
+                 unfuse_fast_paths: bool = False) -> None:
         self.graph = graph
         self.keep_tensors = keep_tensors
+        self.fast = FastPaths(self, unfuse_fast_paths)
+        self._hook_fns: tuple[Any, ...] = ()
+        self._scripts: set[int] = set()  # ids of the ScriptModules recorded as closed boxes
         self.paused = 0
         self.thread = get_ident()
         # id(object) -> (weak reference, or the object itself if it takes none; node key)
@@ -137,7 +122,10 @@ class Engine:
         self.register_hooks(net, name)
         try:
             with OpMode(self):
-                yield self
+                try:
+                    yield self
+                finally:  # the mode back on the stack before it leaves it
+                    self.fast.restore()
         except BaseException as exc:
             self.fail(exc)
             raise
@@ -284,8 +272,10 @@ class Engine:
         and ``module.buffers(recurse=False)`` summed (a shared tensor counts once per
         module), without three generator walks per module call.
         """
-        modules, params, handles = self._modules, self._params, self._handles
-        pre, post = self._pre_hook, self._post_hook
+        modules, params = self._modules, self._params
+        if not self._hook_fns:  # what dynamo must not compile: it mis-traces the recorder's hooks
+            self._hook_fns = (eager(self._pre_hook), eager(self._post_hook))
+        inside_script: set[int] = set()
         # dotted module path -> {id(parameter): numel} of the subtree below it
         subtree: dict[str, dict[int, int]] = {}
         first_path: list[tuple[str, ModuleInfo]] = []
@@ -293,19 +283,20 @@ class Engine:
             info = modules.get(id(module))
             if info is None:
                 info = ModuleInfo(path, path.rpartition(".")[2] if path else root_name,
-                                  type(module).__name__)
+                                  _type_name(module))
                 modules[id(module)] = info
                 if module._parameters:
-                    own, info.num_params = _own_tensors(module._parameters)
+                    own, info.num_params = own_tensors(module._parameters, module, path)
                     info.params = [(f"{path}.{pname}" if path else pname, p) for pname, p in own]
                 if module._buffers:
-                    info.buffers = _own_tensors(module._buffers)[1]
+                    info.buffers = own_tensors(module._buffers, module, path)[1]
                 first_path.append((path, info))
-                if hook:
-                    handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
-                    if not GLOBAL_POST_HOOK:
-                        handles.append(module.register_forward_hook(post, with_kwargs=True,
-                                                                    always_call=True))
+                if isinstance(module, torch.jit.ScriptModule):  # takes no hooks; runs as one box
+                    if id(module) not in inside_script:
+                        self._scripts.add(id(module))
+                    inside_script.update(id(m) for m in module.modules())
+                elif hook:
+                    self.hook(module)
             for pname, param in module._parameters.items():
                 if param is None:
                     continue
@@ -328,7 +319,17 @@ class Engine:
         if hook and GLOBAL_POST_HOOK:
             # without with_kwargs: torch's handle would leave the with_kwargs entry behind, and
             # closing a call reads only the outputs
-            handles.append(_register_module_forward_hook(self._global_post_hook, always_call=True))
+            self._handles.append(_register_module_forward_hook(eager(self._global_post_hook),
+                                                               always_call=True))
+        if hook and self._scripts:  # a global pre-hook sees ScriptModule calls (without kwargs)
+            self._handles.append(register_module_forward_pre_hook(eager(self._script_pre_hook)))
+
+    def hook(self, module: nn.Module) -> None:
+        """Register the engine's hooks on ``module``."""
+        pre, post = self._hook_fns
+        self._handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+        if not GLOBAL_POST_HOOK:
+            self._handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
 
     def module_info(self, module: nn.Module, path: str = "", name: str = "") -> ModuleInfo:
         """What the engine knows of ``module``; a module met outside the recorded root (hooked
@@ -339,15 +340,29 @@ class Engine:
             info = self._modules[id(module)]
         return info
 
-    def _pre_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _pre_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
+                  script: bool = False) -> None:
         if self.paused or self.thread != get_ident():
             return
+        args, kwargs = args if isinstance(args, tuple) else (args,), kwargs or {}
+        fast = not script and type(module).forward in FAST_PATHS
+        if fast:  # outside _no_torch_function: torch's test reads the mode stack
+            self.fast.decide(module, args, kwargs)
         self.paused += 1
         try:
             with _no_torch_function():  # hooks read shapes and dtypes: keep that out of OpMode
-                self._enter(module, args if isinstance(args, tuple) else (args,), kwargs or {})
+                self._enter(module, args, kwargs)
+                if fast or script:
+                    self.fast.opened(self._stack[-1], script, args, kwargs)
+        except BaseException:
+            self.fast.restore(len(self.fast.closed))
+            raise
         finally:
             self.paused -= 1
+
+    def _script_pre_hook(self, module: nn.Module, args: Any) -> None:
+        if id(module) in self._scripts:
+            self._pre_hook(module, args, {}, script=True)
 
     def _global_post_hook(self, module: nn.Module, args: Any, outputs: Any) -> None:
         # called for every module call in the process while recording (torch passes no
@@ -357,6 +372,8 @@ class Engine:
         self.paused += 1
         try:
             with _no_torch_function():
+                if self.fast.closed:
+                    self.fast.closing(module, outputs)
                 self._exit(module, outputs)
         finally:
             self.paused -= 1
@@ -416,8 +433,7 @@ class Engine:
         skey = scope.key
         key = graph.keys(f"{skey}/{opname}" if skey else opname)
         node = OpNode(opname, func, scope.depth + 1, skey, key, op=opname,
-                      output_shapes=[tuple(outs[0].shape)] if len(outs) == 1
-                      else [tuple(o.shape) for o in outs])
+                      output_shapes=[shape_of(o) for o in outs])
         graph.nodes[key] = node
         scope.subnets.add(key)
         live = self.live
@@ -480,7 +496,7 @@ class Engine:
             tensors = [(None, t) for t in iter_tensors((args, kwargs))]
         shapes = call.input_shapes
         for argname, t in tensors:
-            shapes.append(tuple(t.shape))
+            shapes.append(tuple(t.shape) if not t.is_nested else shape_of(t))
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
             if src is not None and isinstance(nodes[src], TensorNode):
@@ -534,7 +550,7 @@ class Engine:
             tensors = ((None, t) for t in iter_tensors(outputs))
         ckey = call.key
         for outname, t in tensors:
-            shape = tuple(t.shape)
+            shape = tuple(t.shape) if not t.is_nested else shape_of(t)
             call.output_shapes.append(shape)
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None

@@ -10,14 +10,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from threading import get_ident
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, TypeVar
 
+import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 from .meta import Memo
 
-__all__ = ["OpMode", "OpSink", "op_info"]
+__all__ = ["OpMode", "OpSink", "eager", "op_info"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def eager(fn: F) -> F:
+    """``fn``, never compiled by ``torch.compile``: the recorder's hooks and mode run eagerly.
+
+    Left to dynamo, they are traced into the compiled model's frames, where dynamo caches
+    them for one call and replays them for another (a ``torch.compile(model,
+    backend="eager")`` model with batch norm and dropout then fails under recording).
+    """
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return fn if disable is None else disable(fn)
 
 
 class OpSink(Protocol):
@@ -151,3 +165,5 @@ class OpMode(TorchFunctionMode):
         if outs:
             engine.record_op(func, info[0], args, kwargs, outs, inplace)
         return out
+
+    __torch_function__ = eager(__torch_function__)

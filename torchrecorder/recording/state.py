@@ -11,6 +11,8 @@ from typing import Any, Optional, Union
 import torch
 from torch import nn
 
+from .meta import buffer_snapshot, restore_buffer
+
 __all__ = ["InputShapes", "gc_paused", "make_inputs", "model_state_kept", "normalise_shapes"]
 
 Shape = Sequence[int]
@@ -84,7 +86,7 @@ def model_state_kept(net: nn.Module) -> Iterator[None]:
             if module._buffers:
                 for bname, buf in module._buffers.items():
                     if buf is not None:
-                        buffers.append((module, bname, buf, buf.clone()))
+                        buffers.append((module, bname, buf, buffer_snapshot(buf)))
                         if buf.device.type == "cuda":
                             cuda.add(buf.device.index or 0)
             for param in module._parameters.values():
@@ -100,8 +102,8 @@ def model_state_kept(net: nn.Module) -> Iterator[None]:
             for module, bname, buf, saved in buffers:
                 if module._buffers.get(bname) is not buf:
                     module._buffers[bname] = buf
-                if buf.device.type != "meta":
-                    buf.copy_(saved)
+                if saved is not None and buf.device.type != "meta":
+                    restore_buffer(buf, saved)
         for module, training in modes:
             if module.training is not training:
                 module.training = training

@@ -197,6 +197,8 @@ class GraphvizStyler:
             shapes = self._memo(("shapes", *map(tuple, ins), None, *map(tuple, outs)),
                                 lambda: _shapes_text(ins, outs))
             text = f"{node.path or node.name} ({node.type_name}){shapes}"
+            note = node.run_note()
+            text += f"; {note}" if note else ""
             return text + (f" raised {node.error}" if node.error else "")
         if isinstance(node, ParamNode):
             return f"{node.path or node.name}: {shape_str(node.shape)} {node.dtype}"
@@ -258,6 +260,9 @@ class GraphvizStyler:
             lines.extend(_SMALL.format(html_text(p)) for p in self.param_lines(node))
         if repeat > 1:
             lines.append(f"<B>×{repeat}</B>")
+        note = node.run_note()
+        if note:
+            lines.append(f"<I>{_SMALL.format(html_text(note))}</I>")
         if node.error:
             lines.append(_SMALL.format(html_text("raised " + node.error.split(":")[0])))
         return "<" + "<BR/>".join(lines) + ">"
@@ -291,6 +296,9 @@ class GraphvizStyler:
             text += f" <B>×{repeat}</B>"
         if node.num_params_total:
             text += " " + _SMALL.format(html_text(param_lines(None, node)[-1]))
+        note = node.run_note()
+        if note:
+            text += f" <I>{_SMALL.format(html_text(note))}</I>"
         return f"<{text}>"
 
 
