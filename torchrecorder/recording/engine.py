@@ -41,7 +41,7 @@ from ._walk import iter_tensors, named_tensors
 from .fastpath import FAST_PATHS, FastPaths
 from .meta import ModuleInfo, bind_arguments, grad_fn_op_name, own_tensors, shape_name, shape_of, tensor_meta
 from .meta import type_name as _type_name
-from .ops import OpMode, eager
+from .ops import eager, op_mode
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 
@@ -121,7 +121,7 @@ class Engine:
         """
         self.register_hooks(net, name)
         try:
-            with OpMode(self):
+            with op_mode(self):
                 try:
                     yield self
                 finally:  # the mode back on the stack before it leaves it

@@ -261,17 +261,16 @@ class FastPaths:
         if not _CAN_STEP_ASIDE:
             return
         top = _current_mode()  # type: ignore[misc]
-        ours = isinstance(top, OpMode) and top.engine is self.engine
-        mode = _pop_mode() if ours else None  # type: ignore[misc]
+        if not (isinstance(top, OpMode) and top.engine is self.engine):
+            return  # another mode above the recorder's blocks the fast path (or none records)
+        mode = _pop_mode()  # type: ignore[misc]
         try:
             kernel = fused_kernel(module, args, kwargs, self._hooked)
         except BaseException:
-            if mode is not None:
-                _push_mode(mode)  # type: ignore[misc]
+            _push_mode(mode)  # type: ignore[misc]
             raise
-        if kernel is None or self.unfuse or mode is None:
-            if mode is not None:
-                _push_mode(mode)  # type: ignore[misc]
+        if kernel is None or self.unfuse:
+            _push_mode(mode)  # type: ignore[misc]
             if kernel is not None:
                 self._pending = (kernel, None, [])
             return
