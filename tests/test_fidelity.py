@@ -237,7 +237,7 @@ def test_exception_inside_a_fused_call_leaves_no_hooks_and_no_mode(exc: BaseExce
 
 
 def test_fused_calls_round_trip_through_json() -> None:
-    x, padding = _inputs()
+    x, _ = _inputs()
     with torch.no_grad():
         _, fused = _record_call(_encoder(), (x,), {})
         _, unfused = _record_call(_encoder(), (x,), {}, unfuse_fast_paths=True)
@@ -430,7 +430,7 @@ def test_nested_tensors_record_with_a_ragged_dimension(layout: torch.layout) -> 
 
 @needs_backend
 def test_fused_box_renders() -> None:
-    x, padding = _inputs()
+    x, _ = _inputs()
     with torch.no_grad():
         rec = torchrecorder.record(_encoder(), "enc", input_data=x)
     svg = torchrecorder.backend.render_source(torchrecorder.make_dot(rec, 2).source, "svg").decode()
