@@ -401,6 +401,14 @@ def test_scripted_or_traced_root_is_drawn_as_a_closed_box(how: str) -> None:
     assert torchrecorder.loads_json(rec.to_json()).nodes["s"].opaque == "TorchScript"
 
 
+def test_scripted_batchnorm_statistics_are_put_back() -> None:
+    net = torch.jit.script(nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))).train()
+    mean = net[1].running_mean.clone()
+    rec = torchrecorder.record(net, "s", (4, 3))
+    assert torch.equal(net[1].running_mean, mean) and int(net[1].num_batches_tracked) == 0
+    _check_closed_script(rec, "s", "Sequential", 18)
+
+
 # ------------------------------------------------------------------ nested tensors
 class _Ragged(nn.Module):
     def __init__(self) -> None:

@@ -100,8 +100,9 @@ def model_state_kept(net: nn.Module) -> Iterator[None]:
             # copied back whatever happened: kernels such as batch_norm update running
             # statistics in place without bumping the tensor's version counter
             for module, bname, buf, saved in buffers:
-                if module._buffers.get(bname) is not buf:
-                    module._buffers[bname] = buf
+                held = module._buffers  # a ScriptModule's has no .get()
+                if (held[bname] if bname in held else None) is not buf:
+                    held[bname] = buf
                 if saved is not None and buf.device.type != "meta":
                     restore_buffer(buf, saved)
         for module, training in modes:
