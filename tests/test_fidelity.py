@@ -7,6 +7,7 @@ under ``inference_mode`` or with ``.expand()``, ``torch.jit`` modules and nested
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -234,6 +235,26 @@ def test_exception_inside_a_fused_call_leaves_no_hooks_and_no_mode(exc: BaseExce
     with torch.no_grad():
         _, rec = _record_call(_mha(), (x, x, x), {})
     assert _layer(rec, "net").opaque == "fused: _native_multi_head_attention"
+
+
+def test_per_module_forward_hooks_keep_attention_fused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a torch without global always-called forward hooks every module gets its own forward
+    hook: an encoder layer, which refuses its fast path when it has hooks, runs its Python path
+    (marked unfused); attention, which does not check hooks, still runs fused."""
+    engine = importlib.import_module("torchrecorder.recording.engine")
+    monkeypatch.setattr(engine, "GLOBAL_POST_HOOK", False)
+    x, padding = _inputs()
+    with torch.no_grad():
+        net = _mha()
+        plain = net(x, x, x, key_padding_mask=padding)[0]
+        got, rec = _record_call(net, (x, x, x), {"key_padding_mask": padding})
+        assert torch.equal(got[0], plain)
+        assert _layer(rec, "net").opaque == "fused: _native_multi_head_attention"
+        net = _encoder()
+        _, rec = _record_call(net, (x,), {})
+    assert _layer(rec, "layers.0").unfused == "_transformer_encoder_layer_fwd"
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())
+    assert _mode_stack_empty()
 
 
 def test_fused_calls_round_trip_through_json() -> None:

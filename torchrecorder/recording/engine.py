@@ -38,7 +38,7 @@ from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ._walk import iter_tensors, named_tensors
-from .fastpath import FAST_PATHS, FastPaths
+from .fastpath import FastPaths, has_fast_path
 from .meta import ModuleInfo, bind_arguments, grad_fn_op_name, own_tensors, shape_name, shape_of, tensor_meta
 from .meta import type_name as _type_name
 from .ops import eager, op_mode
@@ -90,7 +90,7 @@ class Engine:
                  unfuse_fast_paths: bool = False) -> None:
         self.graph = graph
         self.keep_tensors = keep_tensors
-        self.fast = FastPaths(self, unfuse_fast_paths)
+        self.fast = FastPaths(self, unfuse_fast_paths, GLOBAL_POST_HOOK)
         self._hook_fns: tuple[Any, ...] = ()
         self._scripts: set[int] = set()  # ids of the ScriptModules recorded as closed boxes
         self.paused = 0
@@ -345,7 +345,7 @@ class Engine:
         if self.paused or self.thread != get_ident():
             return
         args, kwargs = args if isinstance(args, tuple) else (args,), kwargs or {}
-        fast = not script and type(module).forward in FAST_PATHS
+        fast = not script and has_fast_path(module)
         if fast:  # outside _no_torch_function: torch's test reads the mode stack
             self.fast.decide(module, args, kwargs)
         self.paused += 1

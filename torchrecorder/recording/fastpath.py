@@ -43,7 +43,7 @@ from ._walk import iter_tensors
 from .meta import shape_of
 from .ops import OpMode
 
-__all__ = ["FAST_PATHS", "FastPaths", "fused_kernel"]
+__all__ = ["FAST_PATHS", "FastPaths", "fused_kernel", "has_fast_path"]
 
 # The mode stack has no public accessors: without these the recorder cannot step aside,
 # and fused modules are recorded through their Python path (marked ``unfused``).
@@ -164,6 +164,21 @@ FAST_PATHS: dict[Any, tuple[Callable[..., Optional[str]], bool]] = {
 }
 
 
+_HAS_FAST_PATH: dict[type, bool] = {}
+
+
+def has_fast_path(module: nn.Module) -> bool:
+    """Whether ``module`` runs the ``forward`` of a torch module with a fused fast path."""
+    cls = type(module)
+    got = _HAS_FAST_PATH.get(cls)
+    if got is None:
+        try:
+            got = _HAS_FAST_PATH[cls] = getattr(cls, "forward", None) in FAST_PATHS
+        except TypeError:  # an unhashable forward
+            got = _HAS_FAST_PATH[cls] = False
+    return got
+
+
 def fused_kernel(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
                  hooked: Callable[[nn.Module], bool] = lambda m: False) -> Optional[str]:
     """The fused kernel that ``module(*args, **kwargs)`` runs in a plain call as things stand
@@ -180,9 +195,9 @@ def fused_kernel(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
     >>> fused_kernel(mha, (x, x, x), {}) is None  # gradients enabled: the Python path
     True
     """
-    entry = FAST_PATHS.get(type(module).forward)
-    if entry is None:
+    if not has_fast_path(module):
         return None
+    entry = FAST_PATHS[type(module).forward]
     try:
         return entry[0](module, args, kwargs, hooked)
     except Exception:  # malformed arguments: forward itself reports them
@@ -220,11 +235,15 @@ class FastPaths:
     Args:
         engine: the recording engine.
         unfuse: run fast-path modules through their Python path (``unfuse_fast_paths=True``).
+        global_close: the engine closes calls with one global forward hook; without it, the
+            calls of a module whose hooks must leave (an encoder layer) could not be closed,
+            and such modules run their Python path.
     """
 
-    def __init__(self, engine: HookOwner, unfuse: bool = False) -> None:
+    def __init__(self, engine: HookOwner, unfuse: bool = False, global_close: bool = True) -> None:
         self.engine = engine
         self.unfuse = unfuse
+        self.global_close = global_close
         self.closed: list[_Closed] = []  # innermost last
         # (kernel, stepped aside) decided in the pre-hook, for the call it opens
         self._pending: Optional[tuple[str, Any, list[nn.Module]]] = None
@@ -258,6 +277,7 @@ class FastPaths:
         """Before a call of a fast-path module opens: evaluate torch's test with the recorder's
         mode off the stack; if the call runs fused, keep the mode off and take the recorder's
         hooks off the subtree (where torch checks hooks or calls submodules)."""
+        unhook = FAST_PATHS[type(module).forward][1]
         if not _CAN_STEP_ASIDE:
             return
         top = _current_mode()  # type: ignore[misc]
@@ -269,12 +289,12 @@ class FastPaths:
         except BaseException:
             _push_mode(mode)  # type: ignore[misc]
             raise
-        if kernel is None or self.unfuse:
+        if kernel is None or self.unfuse or (unhook and not self.global_close):
             _push_mode(mode)  # type: ignore[misc]
             if kernel is not None:
                 self._pending = (kernel, None, [])
             return
-        unhooked = self._unhook(module) if FAST_PATHS[type(module).forward][1] else []
+        unhooked = self._unhook(module) if unhook else []
         self._pending = (kernel, mode, unhooked)
 
     def opened(self, call: LayerNode, script: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
