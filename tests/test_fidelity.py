@@ -409,6 +409,18 @@ def test_scripted_child_module_is_drawn_as_a_closed_box() -> None:
     assert "TorchScript" in torchrecorder.make_mermaid(rec)
 
 
+def test_scripted_module_refused_where_its_calls_cannot_be_closed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.import_module("torchrecorder.recording.engine"),
+                        "GLOBAL_POST_HOOK", False)
+    net = _WithScriptedChild()
+    hooks = global_hook_counts()
+    with pytest.raises(TypeError, match="TorchScript module 'body'"):
+        torchrecorder.record(net, "n", (2, 3))
+    assert global_hook_counts() == hooks
+    assert all(not m._forward_pre_hooks and not m._forward_hooks for m in net.modules())
+
+
 @pytest.mark.parametrize("how", ["script", "trace"])
 def test_scripted_or_traced_root_is_drawn_as_a_closed_box(how: str) -> None:
     eager = nn.Sequential(nn.Linear(3, 4), nn.ReLU())

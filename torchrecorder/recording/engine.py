@@ -292,6 +292,10 @@ class Engine:
                     info.buffers = own_tensors(module._buffers, module, path)[1]
                 first_path.append((path, info))
                 if isinstance(module, torch.jit.ScriptModule):  # takes no hooks; runs as one box
+                    if hook and not GLOBAL_POST_HOOK:
+                        raise TypeError(f"cannot record the TorchScript module '{path or root_name}': "
+                                        "it takes no hooks, and this torch has no always-called "
+                                        "global forward hook to close its calls")
                     if id(module) not in inside_script:
                         self._scripts.add(id(module))
                     inside_script.update(id(m) for m in module.modules())
