@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.nn.modules.module import register_module_forward_pre_hook
 
 from torchrecorder import ContextNode, LayerNode, ParamNode, Recorder, TensorNode
 from torchrecorder.nodes import Key
@@ -69,18 +70,23 @@ def _reachable(rec: Recorder, start: Iterable[Key]) -> set[Key]:
 
 
 def count_calls(net: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[int, int]]:
-    """Run ``net`` with plain counting hooks; return its output and calls per module id."""
+    """Run ``net`` with a plain counting hook; return its output and calls per module id.
+
+    The hook is a global one: a hook on a module would turn off the fused fast path of
+    ``nn.TransformerEncoderLayer``, and the count would be of calls a plain call does not make.
+    """
     counts: dict[int, int] = {}
+    ours = {id(m) for m in net.modules()}
 
     def pre(module: nn.Module, _args: Any) -> None:
-        counts[id(module)] = counts.get(id(module), 0) + 1
+        if id(module) in ours:
+            counts[id(module)] = counts.get(id(module), 0) + 1
 
-    handles = [m.register_forward_pre_hook(pre) for m in net.modules()]
+    handle = register_module_forward_pre_hook(pre)
     try:
         out = net(*args, **kwargs)
     finally:
-        for h in handles:
-            h.remove()
+        handle.remove()
     return out, counts
 
 

@@ -234,7 +234,7 @@ def _node(doc: dict[str, Any], kind: str) -> dict[str, Any]:
     (lambda d: d["nodes"][1].update(depth=1.0), "depth"),
     (lambda d: _node(d, "param").update(numel="x"), "numel"),
     (lambda d: _node(d, "param").update(requires_grad="yes"), "requires_grad"),
-    (lambda d: _node(d, "param").update(shape=[3, -1]), "shape"),
+    (lambda d: _node(d, "param").update(shape=[3, -2]), "shape"),
     (lambda d: _node(d, "tensor").update(role=3), "role"),
     (lambda d: _node(d, "tensor").update(dtype=None), "dtype"),
     (lambda d: _node(d, "op").update(op={"name": "relu"}), "op"),

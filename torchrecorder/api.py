@@ -16,6 +16,7 @@ from .graph import Graph
 from .projection import FoldRepeats
 from .recorder import Recorder, recording
 from .recording import InputShapes, gc_paused, make_inputs, model_state_kept
+from .recording.meta import check_model
 from .renderer.activations import ActivationStyler
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.html import HtmlRenderer
@@ -47,6 +48,7 @@ def record(
     device: Union[str, torch.device, None] = None,
     dtype: Optional[torch.dtype] = None,
     keep_tensors: bool = False,
+    unfuse_fast_paths: bool = False,
 ) -> Recorder:
     """Record the graph by running a single forward pass of ``net``.
 
@@ -57,6 +59,13 @@ def record(
     :func:`~torchrecorder.recording.state.model_state_kept`).  The forward
     pass runs in the caller's grad mode (wrap the call in ``torch.no_grad()``
     to save memory), with the garbage collector as the caller left it.
+
+    The output is the one a plain call gives.  Modules that PyTorch runs as one
+    fused kernel in inference (``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``,
+    ``nn.TransformerEncoder`` with a padding mask, in ``eval()`` without gradients)
+    run fused and are drawn as a closed box marked ``fused: <kernel>`` around one op;
+    ``torch.jit`` scripted or traced modules are drawn the same way, marked
+    ``TorchScript``.
 
     Args:
         net: the module to record.
@@ -72,12 +81,17 @@ def record(
         dtype: dtype for inputs made from ``input_shapes``
             (default: the model's floating dtype).
         keep_tensors: keep the tensors on the graph's tensor nodes.
+        unfuse_fast_paths: run those fused modules through their unfused Python path
+            instead, so that their insides are recorded; they are marked
+            ``unfused``, and the output can differ from a plain call's by rounding
+            (and in padded positions, which the fused kernels leave at zero).
 
     Returns:
         a :class:`~torchrecorder.recorder.Recorder` holding the execution graph.
 
     Raises:
-        TypeError: ``net`` is not a module, or ``input_shapes`` is malformed.
+        TypeError: ``net`` is not a module, ``input_shapes`` is malformed, or ``net``
+            has uninitialized (lazy) parameters, which recording would initialize.
         ValueError: neither ``input_shapes`` nor ``input_data`` was given.
         Exception: whatever ``net`` raised, the same object, with a note naming
             the module that raised and its input shapes; ``exc.recording`` is the
@@ -97,9 +111,11 @@ def record(
     if input_shapes is None and input_data is None and not input_kwargs:
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
+    check_model(net)
     args = make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
-    with model_state_kept(net) as kept, recording(net, name, keep_tensors=keep_tensors) as rec:
+    with model_state_kept(net) as kept, recording(net, name, keep_tensors=keep_tensors,
+                                                   unfuse_fast_paths=unfuse_fast_paths) as rec:
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write
         try:
             net(*args, **kwargs)
@@ -235,6 +251,7 @@ def render_network(
     device: Union[str, torch.device, None] = None,
     dtype: Optional[torch.dtype] = None,
     fold_repeats: FoldRepeats = "auto",
+    unfuse_fast_paths: bool = False,
     **styler_args: Any,
 ) -> str:
     """Record ``net`` and write its picture to ``directory/filename.fmt``.
@@ -256,6 +273,9 @@ def render_network(
         render_depth: depth until which modules are drawn expanded (default 1:
             the network's direct children as boxes).
         input_kwargs, device, dtype: as in :func:`record`.
+        unfuse_fast_paths: as in :func:`record`: draw the unfused Python path of
+            modules that PyTorch runs as one fused kernel (marked ``unfused``)
+            instead of a closed box marked ``fused``.
         fold_repeats, **styler_args: as in :func:`make_dot`.  Raster formats
             (``png``, ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is
             given.
@@ -289,7 +309,7 @@ def render_network(
                      fold_repeats=fold_repeats, **styler_args)
     _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
-                 dtype=dtype)
+                 dtype=dtype, unfuse_fast_paths=unfuse_fast_paths)
     if fmt == "json":
         data = rec.to_json().encode()
     elif fmt == "html":

@@ -21,8 +21,10 @@ add:
 * ``layer``: ``type`` (class name), ``path`` (dotted path in the root module),
   ``call_index`` (1 for a module's first call), ``num_params`` (elements owned
   directly), ``num_params_total`` (with children), ``num_buffers``,
-  ``input_shapes``, ``output_shapes`` (lists of lists of ints), ``error``,
-  ``subnets`` (keys of its children, in order);
+  ``input_shapes``, ``output_shapes`` (lists of lists of ints; ``-1`` for the
+  ragged dimension of a nested tensor), ``error``, ``subnets`` (keys of its
+  children, in order), and, only where set, ``opaque`` and ``unfused`` (see
+  :class:`~torchrecorder.nodes.LayerNode`);
 * ``tensor``: ``shape`` (list of ints, ``null`` if unknown), ``dtype``
   (``"float32"``), ``device``, ``role`` (``"input"``, ``"output"`` or ``""``);
 * ``param``: ``shape``, ``dtype``, ``device``, ``path``, ``numel``,
@@ -79,6 +81,10 @@ def _node_dict(node: BaseNode) -> dict[str, Any]:
                    num_buffers=node.num_buffers, input_shapes=[_shape(s) for s in node.input_shapes],
                    output_shapes=[_shape(s) for s in node.output_shapes], error=node.error,
                    subnets=list(node.subnets))
+        if node.opaque:
+            out["opaque"] = node.opaque
+        if node.unfused:
+            out["unfused"] = node.unfused
     elif isinstance(node, TensorNode):
         out.update(shape=_shape(node.shape), dtype=node.dtype, device=node.device)
         if isinstance(node, ParamNode):
@@ -160,7 +166,8 @@ def _is_int(value: Any, least: Optional[int] = None) -> bool:
 
 
 def _is_shape(value: Any) -> bool:
-    return value is None or (isinstance(value, list) and all(_is_int(d, 0) for d in value))
+    # -1: the ragged dimension of a nested tensor
+    return value is None or (isinstance(value, list) and all(_is_int(d, -1) for d in value))
 
 
 def _is_key(value: Any) -> bool:
@@ -176,9 +183,10 @@ _CHECKS: dict[str, tuple[Any, str, Any]] = {
     "count": (lambda v: _is_int(v, 0), "an integer >= 0", None),
     "index": (lambda v: _is_int(v, 1), "an integer >= 1", None),
     "bool": (lambda v: isinstance(v, bool), "true or false", None),
-    "shape": (_is_shape, "a shape (a list of ints >= 0) or null", lambda d: _is_int(d, 0)),
+    "shape": (_is_shape, "a shape (a list of ints >= -1; -1 is ragged) or null",
+              lambda d: _is_int(d, -1)),
     "shapes": (lambda v: isinstance(v, list) and all(s is not None and _is_shape(s) for s in v),
-               "a list of shapes (lists of ints >= 0)", lambda s: s is not None and _is_shape(s)),
+               "a list of shapes (lists of ints >= -1)", lambda s: s is not None and _is_shape(s)),
     "keys": (lambda v: isinstance(v, list) and all(_is_key(k) for k in v),
              "a list of node keys (strings)", _is_key),
     "role": (lambda v: v in ("", "input", "output"), "one of \"\", \"input\", \"output\"", None),
@@ -189,7 +197,8 @@ _FIELDS: dict[str, dict[str, tuple[str, Any]]] = {
     "layer": {"type": ("str", _MISSING), "path": ("str", ""), "call_index": ("index", 1),
               "num_params": ("count", 0), "num_params_total": ("count", 0),
               "num_buffers": ("count", 0), "input_shapes": ("shapes", []),
-              "output_shapes": ("shapes", []), "error": ("str?", None), "subnets": ("keys", [])},
+              "output_shapes": ("shapes", []), "error": ("str?", None), "subnets": ("keys", []),
+              "opaque": ("str", ""), "unfused": ("str", "")},
     "tensor": {"shape": ("shape", None), "dtype": ("str", ""), "device": ("str", ""),
                "role": ("role", "")},
     "param": {"shape": ("shape", None), "dtype": ("str", ""), "device": ("str", ""),
@@ -243,6 +252,8 @@ def _make_node(d: Any, index: int) -> BaseNode:
         layer.output_shapes = _shapes(f["output_shapes"])
         layer.error = f["error"]
         layer.subnets = OrderedSet(f["subnets"])
+        layer.opaque = f["opaque"]
+        layer.unfused = f["unfused"]
         node = layer
     elif cls is ParamNode:
         node = ParamNode(**common, shape=_shapes([f["shape"]])[0], dtype=f["dtype"], device=f["device"],

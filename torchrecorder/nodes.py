@@ -61,12 +61,17 @@ class OrderedSet(MutableSet[T], Generic[T]):
 
 
 def shape_str(shape: Optional[tuple[int, ...]]) -> str:
-    """Format a shape as ``1×3×224×224`` (``scalar`` for 0-d, ``?`` if unknown)."""
+    """Format a shape as ``1×3×224×224`` (``scalar`` for 0-d, ``?`` if unknown, ``*`` for the
+    ragged dimension of a nested tensor, stored as ``-1``).
+
+    >>> shape_str((2, -1, 3))
+    '2×*×3'
+    """
     if shape is None:
         return "?"
     if len(shape) == 0:
         return "scalar"
-    return "×".join(map(str, shape))
+    return "×".join(str(d) if d >= 0 else "*" for d in shape)
 
 
 class BaseNode:
@@ -122,6 +127,11 @@ class LayerNode(BaseNode):
         input_shapes: shapes of the tensors the call received.
         output_shapes: shapes of the tensors the call returned.
         error: ``"ExcType: message"`` if the call raised, else ``None``.
+        opaque: what ran instead of Python code the recording can see inside, when the call
+            is drawn as a closed box around one op: ``"fused: <kernel>"`` (PyTorch's fused
+            fast path, e.g. ``_native_multi_head_attention``) or ``"TorchScript"``; else ``""``.
+        unfused: the fused kernel a plain call would have run, when the recording ran the
+            module's unfused Python path instead (``unfuse_fast_paths=True``); else ``""``.
     """
 
     kind = "layer"
@@ -132,10 +142,12 @@ class LayerNode(BaseNode):
         "num_buffers",
         "num_params",
         "num_params_total",
+        "opaque",
         "output_shapes",
         "path",
         "subnets",
         "type_name",
+        "unfused",
     )
 
     def __init__(
@@ -149,6 +161,8 @@ class LayerNode(BaseNode):
         type_name: str = "",
         path: str = "",
         call_index: int = 1,
+        opaque: str = "",
+        unfused: str = "",
     ) -> None:
         # fields assigned here rather than through BaseNode.__init__: a recording makes
         # one node per module call and per operation, and the extra call shows
@@ -167,6 +181,8 @@ class LayerNode(BaseNode):
         self.input_shapes: list[tuple[int, ...]] = []
         self.output_shapes: list[tuple[int, ...]] = []
         self.error: Optional[str] = None
+        self.opaque = opaque
+        self.unfused = unfused
 
 
     def call_title(self, dotted: bool = False) -> str:
@@ -178,6 +194,18 @@ class LayerNode(BaseNode):
         """
         title = (self.path or self.name) if dotted else self.name
         return title if self.call_index == 1 else f"{title} #{self.call_index}"
+
+    def run_note(self) -> str:
+        """What a picture says about how the call ran, when it is not plain Python code the
+        recording saw: ``"fused: <kernel>"``, ``"TorchScript"``, ``"unfused path (plain call:
+        <kernel>)"``; else ``""``.
+
+        >>> LayerNode("attn", unfused="_native_multi_head_attention").run_note()
+        'unfused path (plain call: _native_multi_head_attention)'
+        """
+        if self.opaque:
+            return self.opaque
+        return f"unfused path (plain call: {self.unfused})" if self.unfused else ""
 
 
 class ContextNode(LayerNode):

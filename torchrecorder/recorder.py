@@ -51,20 +51,25 @@ class Recorder(Display, Graph):
         edges: ordered set of ``(from_key, to_key)`` pairs.
         fn_types: how many nodes of each node class the graph holds.
         keep_tensors: whether tensor nodes keep the tensors in ``fn``.
+        unfuse_fast_paths: whether modules with a fused fast path are recorded through
+            their unfused Python path (see :func:`torchrecorder.record`).
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
     """
 
-    def __init__(self, name: str = "net", *, keep_tensors: bool = False) -> None:
+    def __init__(self, name: str = "net", *, keep_tensors: bool = False,
+                 unfuse_fast_paths: bool = False) -> None:
         super().__init__(name)
         self.keep_tensors = keep_tensors
+        self.unfuse_fast_paths = unfuse_fast_paths
         self._engine: Optional[Engine] = None
 
     @property
     def engine(self) -> Engine:
         """The recording engine that fills this graph (made on first use)."""
         if self._engine is None:
-            self._engine = Engine(self, keep_tensors=self.keep_tensors)
+            self._engine = Engine(self, keep_tensors=self.keep_tensors,
+                                  unfuse_fast_paths=self.unfuse_fast_paths)
         return self._engine
 
     def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:
@@ -119,8 +124,8 @@ class Recorder(Display, Graph):
             self._engine.remove_hooks()
 
 
-def recording(net: nn.Module, name: str = "net", *,
-              keep_tensors: bool = False) -> AbstractContextManager[Recorder]:
+def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False,
+              unfuse_fast_paths: bool = False) -> AbstractContextManager[Recorder]:
     """Record every forward call of ``net`` made inside the ``with`` block.
 
     >>> import torch
@@ -139,10 +144,12 @@ def recording(net: nn.Module, name: str = "net", *,
         net: the module to record.
         name: the name shown for the root module.
         keep_tensors: keep the tensors (activations) on the tensor nodes.
+        unfuse_fast_paths: record modules with a fused fast path through their unfused
+            Python path (see :func:`torchrecorder.record`).
     """
     if not isinstance(net, nn.Module):
         raise TypeError(f"expected a torch.nn.Module to record, got {type(net).__name__}")
     if not isinstance(name, str):
         raise TypeError(f"name must be a str (the name shown for the network), got {name!r}")
-    rec = Recorder(name, keep_tensors=keep_tensors)
+    rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths)
     return rec.engine.active(net, name, rec)

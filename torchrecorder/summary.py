@@ -196,6 +196,9 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             "params": f"{params:,}" if params else "--",
             "share": f"{100 * params / counts.total:.2f}%" if params and counts.total else "--",
         }
+        note = layer.run_note()
+        if note:
+            type_text += f" ({note.split(' (')[0]})"
         if layer.error:
             type_text += " raised"
         rows.append([f"{margin}{branch}{title} {type_text}", *[values[c] for c in cols]])

@@ -8,6 +8,8 @@
   functions (``prehook``, ``posthook``, ``op_acc``, ...);
 * :mod:`~torchrecorder.recording.state`: inputs made from shapes, and the model's
   state put back after the pass.
+* :mod:`~torchrecorder.recording.fastpath`: calls that run without the recorder
+  inside (PyTorch's fused fast paths, TorchScript), drawn as closed boxes.
 """
 
 from .engine import Engine

@@ -3,11 +3,9 @@
 Two mechanisms work together while an :class:`Engine` is active:
 
 * a forward pre-hook on every module opens a *call scope*, and a forward hook
-  closes it (one process-wide forward hook where torch supports it, see
-  :meth:`Engine.register_hooks`): each call becomes a
+  closes it (one process-wide hook where torch supports it): each call becomes a
   :class:`~torchrecorder.nodes.LayerNode`, the tensors it receives and returns
-  become :class:`~torchrecorder.nodes.TensorNode` s, and its parameters
-  :class:`~torchrecorder.nodes.ParamNode` s;
+  :class:`~torchrecorder.nodes.TensorNode` s, its parameters ``ParamNode`` s;
 * a :class:`~torchrecorder.recording.ops.OpMode` sees every torch operation
   that runs in between (inside a module, or between modules) and records it as
   an :class:`~torchrecorder.nodes.OpNode` in the scope of the module that ran
@@ -32,21 +30,23 @@ from typing import Any, Optional
 import torch
 from torch import Tensor, nn
 from torch.nn.modules.module import register_module_forward_hook as _register_module_forward_hook
+from torch.nn.modules.module import register_module_forward_pre_hook
 
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ._failure import NOTE_PREFIX, annotate, exception_text
 from ._walk import iter_tensors, named_tensors
-from .meta import bind_arguments, grad_fn_op_name, shape_name, tensor_meta
+from .fastpath import FastPaths, has_fast_path
+from .meta import ModuleInfo, bind_arguments, grad_fn_op_name, own_tensors, shape_name, shape_of, tensor_meta
+from .meta import type_name as _type_name
+from .ops import eager
 from .session import Session
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 
-# Inside the hooks every ``t.shape``, ``t.dtype`` or ``p.numel()`` would otherwise go
-# through OpMode.__torch_function__ (about 10 calls per module call) just to be
-# ignored.  torch._C.DisableTorchFunction has existed since torch 1.x; without it
-# recording still works, only slower.
+# Inside the hooks every ``t.shape`` or ``p.numel()`` would otherwise go through OpMode (about
+# 10 calls per module call) just to be ignored; without DisableTorchFunction only slower.
 _no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
 
 def _global_post_hook_support() -> bool:
@@ -58,38 +58,10 @@ def _global_post_hook_support() -> bool:
     return "always_call" in params
 
 
-# Calls are closed by ONE global forward hook (run for every module call while recording,
-# returning at once for modules that are not being recorded) instead of a forward hook per
-# module: adding and removing two hooks per module is a large part of recording a model with
-# many small modules.  The pre-hooks stay per module: global pre-hooks do not get keyword
-# arguments.  A global forward hook runs before the module's own forward hooks, so a call
-# closes on the output the module's forward returned.
+# Calls are closed by ONE global forward hook (it returns at once for modules not recorded):
+# two hooks per module cost much on models of many small modules.  Pre-hooks stay per module
+# (global ones get no keyword arguments).  The global hook runs before a module's own hooks.
 GLOBAL_POST_HOOK = _global_post_hook_support()
-
-
-class ModuleInfo:
-    """What the engine knows of one module: path, display name, parameters, calls so far."""
-
-    __slots__ = ("buffers", "calls", "name", "num_params", "params", "path", "total", "type_name")
-
-    def __init__(self, path: str, name: str, type_name: str) -> None:
-        self.path = path
-        self.name = name
-        self.type_name = type_name
-        self.params: list[tuple[str, nn.Parameter]] = []  # own (dotted path, parameter)
-        self.num_params = 0
-        self.total = 0
-        self.buffers = 0
-        self.calls = 0
-
-
-def _own_tensors(tensors: Any) -> tuple[list[tuple[str, Any]], int]:
-    """The (name, tensor) pairs of a module's ``_parameters``/``_buffers`` dict, and their
-    element count (a tensor registered under two names counts once)."""
-    pairs = [(n, t) for n, t in tensors.items() if t is not None]
-    if len(pairs) == 1:
-        return pairs, pairs[0][1].numel()
-    return pairs, sum({id(t): t.numel() for _, t in pairs}.values())
 
 
 class Engine:
@@ -99,6 +71,9 @@ class Engine:
         graph: the graph to fill (a :class:`~torchrecorder.recorder.Recorder`
             or a plain :class:`~torchrecorder.graph.Graph`).
         keep_tensors: keep the tensors (activations) on the tensor nodes.
+        unfuse_fast_paths: run modules with a fused fast path through their Python path
+            (recorded op by op) rather than as a plain call does (see
+            :mod:`~torchrecorder.recording.fastpath`).
 
     Attributes:
         paused: above 0 while the engine's own code runs torch calls that must
@@ -106,9 +81,13 @@ class Engine:
         thread: the thread being recorded; calls from other threads are ignored.
     """
 
-    def __init__(self, graph: Graph, *, keep_tensors: bool = False) -> None:
+    def __init__(self, graph: Graph, *, keep_tensors: bool = False,
+                 unfuse_fast_paths: bool = False) -> None:
         self.graph = graph
         self.keep_tensors = keep_tensors
+        self.fast = FastPaths(self, unfuse_fast_paths, GLOBAL_POST_HOOK)
+        self._hook_fns: tuple[Any, ...] = ()
+        self._scripts: set[int] = set()  # ids of the ScriptModules recorded as closed boxes
         self.paused = 0
         self.thread = get_ident()
         # id(object) -> (weak reference, or the object itself if it takes none; node key)
@@ -142,6 +121,10 @@ class Engine:
         exception takes them.
         """
         return Session(self, net, name, self if value is None else value)
+
+    def restore_mode(self) -> None:
+        """Put the op mode back on the stack if a fused call left it off (see ``FastPaths``)."""
+        self.fast.restore()
 
     def register_hooks(self, net: nn.Module, name: str) -> None:
         """Register the engine's hooks on ``net`` and every module inside it.
@@ -292,8 +275,10 @@ class Engine:
         and ``module.buffers(recurse=False)`` summed (a shared tensor counts once per
         module), without three generator walks per module call.
         """
-        modules, params, handles = self._modules, self._params, self._handles
-        pre, post = self._pre_hook, self._post_hook
+        modules, params = self._modules, self._params
+        if not self._hook_fns:  # what dynamo must not compile: it mis-traces the recorder's hooks
+            self._hook_fns = (eager(self._pre_hook), eager(self._post_hook))
+        inside_script: set[int] = set()
         # dotted module path -> {id(parameter): numel} of the subtree below it
         subtree: dict[str, dict[int, int]] = {}
         first_path: list[tuple[str, ModuleInfo]] = []
@@ -301,19 +286,24 @@ class Engine:
             info = modules.get(id(module))
             if info is None:
                 info = ModuleInfo(path, path.rpartition(".")[2] if path else root_name,
-                                  type(module).__name__)
+                                  _type_name(module))
                 modules[id(module)] = info
                 if module._parameters:
-                    own, info.num_params = _own_tensors(module._parameters)
+                    own, info.num_params = own_tensors(module._parameters, module, path)
                     info.params = [(f"{path}.{pname}" if path else pname, p) for pname, p in own]
                 if module._buffers:
-                    info.buffers = _own_tensors(module._buffers)[1]
+                    info.buffers = own_tensors(module._buffers, module, path)[1]
                 first_path.append((path, info))
-                if hook:
-                    handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
-                    if not GLOBAL_POST_HOOK:
-                        handles.append(module.register_forward_hook(post, with_kwargs=True,
-                                                                    always_call=True))
+                if isinstance(module, torch.jit.ScriptModule):  # takes no hooks; runs as one box
+                    if hook and not GLOBAL_POST_HOOK:
+                        raise TypeError(f"cannot record the TorchScript module '{path or root_name}': "
+                                        "it takes no hooks, and this torch has no always-called "
+                                        "global forward hook to close its calls")
+                    if id(module) not in inside_script:
+                        self._scripts.add(id(module))
+                    inside_script.update(id(m) for m in module.modules())
+                elif hook:
+                    self.hook(module)
             for pname, param in module._parameters.items():
                 if param is None:
                     continue
@@ -336,7 +326,17 @@ class Engine:
         if hook and GLOBAL_POST_HOOK:
             # without with_kwargs: torch's handle would leave the with_kwargs entry behind, and
             # closing a call reads only the outputs
-            handles.append(_register_module_forward_hook(self._global_post_hook, always_call=True))
+            self._handles.append(_register_module_forward_hook(eager(self._global_post_hook),
+                                                               always_call=True))
+        if hook and self._scripts:  # a global pre-hook sees ScriptModule calls (without kwargs)
+            self._handles.append(register_module_forward_pre_hook(eager(self._script_pre_hook)))
+
+    def hook(self, module: nn.Module) -> None:
+        """Register the engine's hooks on ``module``."""
+        pre, post = self._hook_fns
+        self._handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+        if not GLOBAL_POST_HOOK:
+            self._handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
 
     def module_info(self, module: nn.Module, path: str = "", name: str = "") -> ModuleInfo:
         """What the engine knows of ``module``; a module met outside the recorded root (hooked
@@ -347,17 +347,31 @@ class Engine:
             info = self._modules[id(module)]
         return info
 
-    def _pre_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _pre_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
+                  script: bool = False) -> None:
         if self.paused or self.closed or self.thread != get_ident():
             if self.closed:
                 self._stale_hook()
             return
+        args, kwargs = args if isinstance(args, tuple) else (args,), kwargs or {}
+        fast = not script and has_fast_path(module)
+        if fast:  # outside _no_torch_function: torch's test reads the mode stack
+            self.fast.decide(module, args, kwargs)
         self.paused += 1
         try:
             with _no_torch_function():  # hooks read shapes and dtypes: keep that out of OpMode
-                self._enter(module, args if isinstance(args, tuple) else (args,), kwargs or {})
+                self._enter(module, args, kwargs)
+                if fast or script:
+                    self.fast.opened(self._stack[-1], script, args, kwargs)
+        except BaseException:
+            self.fast.restore(len(self.fast.closed))
+            raise
         finally:
             self.paused -= 1
+
+    def _script_pre_hook(self, module: nn.Module, args: Any) -> None:
+        if id(module) in self._scripts:
+            self._pre_hook(module, args, {}, script=True)
 
     def _global_post_hook(self, module: nn.Module, args: Any, outputs: Any) -> None:
         # called for every module call in the process while recording (torch passes no
@@ -369,6 +383,8 @@ class Engine:
         self.paused += 1
         try:
             with _no_torch_function():
+                if self.fast.closed:
+                    self.fast.closing(module, outputs)
                 self._exit(module, outputs)
         finally:
             self.paused -= 1
@@ -428,8 +444,7 @@ class Engine:
         skey = scope.key
         key = graph.keys(f"{skey}/{opname}" if skey else opname)
         node = OpNode(opname, func, scope.depth + 1, skey, key, op=opname,
-                      output_shapes=[tuple(outs[0].shape)] if len(outs) == 1
-                      else [tuple(o.shape) for o in outs])
+                      output_shapes=[shape_of(o) for o in outs])
         graph.nodes[key] = node
         scope.subnets.add(key)
         live = self.live
@@ -492,7 +507,7 @@ class Engine:
             tensors = [(None, t) for t in iter_tensors((args, kwargs))]
         shapes = call.input_shapes
         for argname, t in tensors:
-            shapes.append(tuple(t.shape))
+            shapes.append(tuple(t.shape) if not t.is_nested else shape_of(t))
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
             if src is not None and isinstance(nodes[src], TensorNode):
@@ -546,7 +561,7 @@ class Engine:
             tensors = ((None, t) for t in iter_tensors(outputs))
         ckey = call.key
         for outname, t in tensors:
-            shape = tuple(t.shape)
+            shape = tuple(t.shape) if not t.is_nested else shape_of(t)
             call.output_shapes.append(shape)
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None

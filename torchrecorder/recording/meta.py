@@ -1,15 +1,19 @@
-"""What the recording engine reads off live objects: tensor metadata, argument names, op names."""
+"""What the recording engine reads off live objects: tensor metadata, argument names, op names,
+what it knows of each module, and which modules and buffers need care."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any, Generic, TypeVar
 
+import torch
 from torch import Tensor, nn
+from torch.nn.parameter import is_lazy
 
 from ..nodes import shape_str
 
-__all__ = ["Memo", "bind_arguments", "grad_fn_op_name", "shape_name", "tensor_meta"]
+__all__ = ["Memo", "ModuleInfo", "bind_arguments", "check_model", "grad_fn_op_name",
+           "own_tensors", "shape_name", "shape_of", "tensor_meta", "type_name"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -42,6 +46,28 @@ _DEVICE_NAMES: Memo[Any, str] = Memo(256)
 _SHAPE_NAMES: Memo[tuple[int, ...], str] = Memo(4096)
 
 
+def shape_of(t: Tensor) -> tuple[int, ...]:
+    """``tuple(t.shape)``; a ragged dimension of a nested tensor is ``-1``.
+
+    A nested tensor of the strided layout has no ``shape`` at all, one of the jagged layout
+    has a symbolic size (``j1``) in its ragged dimension.
+
+    >>> nt = torch.nested.nested_tensor([torch.zeros(2, 3), torch.zeros(4, 3)])
+    >>> shape_of(nt), shape_of(torch.zeros(2, 3))
+    ((2, -1, 3), (2, 3))
+    """
+    if not t.is_nested:
+        return tuple(t.shape)
+    dims = []
+    for i in range(t.dim()):
+        try:
+            d = t.size(i)
+        except RuntimeError:  # "Given dimension 1 is irregular and does not have a size"
+            d = -1
+        dims.append(d if type(d) is int else -1)
+    return tuple(dims)
+
+
 def tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
     """Shape, dtype name and device name of ``t`` (the names are cached: str() is slow)."""
     dtype, device = t.dtype, t.device
@@ -51,7 +77,67 @@ def tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
     devname = _DEVICE_NAMES.get(device)
     if devname is None:
         devname = _DEVICE_NAMES.put(device, str(device))
-    return tuple(t.shape), dname, devname
+    return (tuple(t.shape) if not t.is_nested else shape_of(t)), dname, devname
+
+
+def type_name(module: nn.Module) -> str:
+    """The class name shown for ``module``: a scripted module's original class (``Linear``),
+    not ``RecursiveScriptModule``."""
+    if isinstance(module, torch.jit.ScriptModule):
+        return str(getattr(module, "original_name", "") or type(module).__name__)
+    return type(module).__name__
+
+
+class ModuleInfo:
+    """What the engine knows of one module: path, display name, parameters, calls so far."""
+
+    __slots__ = ("buffers", "calls", "name", "num_params", "params", "path", "total", "type_name")
+
+    def __init__(self, path: str, name: str, type_name: str) -> None:
+        self.path = path
+        self.name = name
+        self.type_name = type_name
+        self.params: list[tuple[str, nn.Parameter]] = []  # own (dotted path, parameter)
+        self.num_params = 0
+        self.total = 0
+        self.buffers = 0
+        self.calls = 0
+
+
+def own_tensors(tensors: Any, module: nn.Module, path: str) -> tuple[list[tuple[str, Any]], int]:
+    """The (name, tensor) pairs of a module's ``_parameters``/``_buffers`` dict, and their
+    element count (a tensor registered under two names counts once).
+
+    Raises:
+        TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
+    """
+    pairs = [(n, t) for n, t in tensors.items() if t is not None]
+    for n, t in pairs:
+        if is_lazy(t):
+            raise _lazy_error(module, path, n)
+    if len(pairs) == 1:
+        return pairs, pairs[0][1].numel()
+    return pairs, sum({id(t): t.numel() for _, t in pairs}.values())
+
+
+def _lazy_error(module: nn.Module, path: str, tensor_name: str) -> TypeError:
+    return TypeError(
+        f"cannot record module '{path or type(module).__name__}' ({type(module).__name__}): its "
+        f"{tensor_name!r} is uninitialized (a lazy module that has not run yet). Recording would "
+        "initialize it, which changes the model: run one forward pass first, then record")
+
+
+def check_model(net: nn.Module) -> None:
+    """Fail before anything runs on a model that cannot be recorded as it is.
+
+    Raises:
+        TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
+    """
+    for path, module in net.named_modules():
+        for tensors in (module._parameters, module._buffers):
+            for tname, t in tensors.items():
+                if t is not None and is_lazy(t):
+                    raise _lazy_error(module, path, tname)
 
 
 def shape_name(shape: tuple[int, ...]) -> str:

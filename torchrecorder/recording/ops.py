@@ -8,16 +8,34 @@ that other holders of the same tensor keep their producer.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from threading import get_ident
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, TypeVar
 
+import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 from .meta import Memo
 
-__all__ = ["OpMode", "OpSink", "op_info"]
+__all__ = ["OpMode", "OpSink", "eager", "op_info", "op_mode"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def eager(fn: F) -> F:
+    """``fn``, never compiled by ``torch.compile``: the recorder's hooks and mode run eagerly.
+
+    Left to dynamo, they are traced into a compiled model's frames, where dynamo caches
+    them for one call and replays them for another (a ``torch.compile(model,
+    backend="eager")`` model with batch norm and dropout then fails under recording).
+    Without dynamo loaded (it is once anything was compiled) nothing is compiled, and
+    ``fn`` is returned as it is: loading dynamo takes seconds.
+    """
+    if "torch._dynamo" not in sys.modules:
+        return fn
+    return torch.compiler.disable(fn)
 
 
 class OpSink(Protocol):
@@ -155,3 +173,17 @@ class OpMode(TorchFunctionMode):
         if outs:
             engine.record_op(func, info[0], args, kwargs, outs, inplace)
         return out
+
+
+_EAGER_MODES: list[type[OpMode]] = []
+
+
+def op_mode(engine: OpSink) -> OpMode:
+    """A new :class:`OpMode` for ``engine``; once dynamo is loaded, of a subclass whose
+    ``__torch_function__`` dynamo never compiles (see :func:`eager`)."""
+    if "torch._dynamo" not in sys.modules:
+        return OpMode(engine)
+    if not _EAGER_MODES:
+        _EAGER_MODES.append(type("EagerOpMode", (OpMode,),
+                                 {"__torch_function__": eager(OpMode.__torch_function__)}))
+    return _EAGER_MODES[0](engine)

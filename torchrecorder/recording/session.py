@@ -13,7 +13,7 @@ from typing import Generic, Optional, Protocol, TypeVar
 
 from torch import nn
 
-from .ops import OpMode, OpSink
+from .ops import OpMode, OpSink, op_mode
 
 __all__ = ["Session", "SessionEngine"]
 
@@ -29,6 +29,7 @@ class SessionEngine(OpSink, Protocol):
     def remove_hooks(self) -> None: ...
     def finish(self) -> None: ...
     def fail(self, exc: BaseException) -> None: ...
+    def restore_mode(self) -> None: ...
 
 
 class Session(Generic[T]):
@@ -44,7 +45,7 @@ class Session(Generic[T]):
         engine = self.engine
         engine.register_hooks(self.net, self.name)
         try:
-            mode = OpMode(engine)
+            mode = op_mode(engine)
             mode.__enter__()
             self.mode = mode
         except BaseException:
@@ -58,7 +59,10 @@ class Session(Generic[T]):
             try:
                 if self.mode is not None:
                     mode, self.mode = self.mode, None
-                    mode.__exit__(typ, exc, tb)
+                    try:
+                        self.engine.restore_mode()  # back on the stack before it leaves it
+                    finally:
+                        mode.__exit__(typ, exc, tb)
             finally:
                 if exc is not None:
                     with suppress(Exception):

@@ -101,12 +101,20 @@ class _Tracked:
         self.tensor = tensor
         self.label = label
         self.alias = tensor.detach()  # the original storage and view, whatever forward rebinds
-        self.version = tensor._version
+        self.version = _version(tensor)
         self.saved: Optional[Tensor] = None
 
     def snapshot(self) -> None:
         if self.saved is None:
             self.saved = self.alias.clone()
+
+
+def _version(t: Tensor) -> Optional[int]:
+    """``t``'s version counter, or ``None`` for an inference tensor (which keeps none)."""
+    try:
+        return int(t._version)
+    except RuntimeError:
+        return None
 
 
 def _storage_key(t: Any) -> int:
@@ -241,8 +249,8 @@ class ModelState:
         """Put everything back; returns what could not be put back (or was changed unseen)."""
         problems: list[str] = []
         with torch.no_grad():
-            for tensors, tname, obj in self.slots:
-                if tensors.get(tname, _MISSING) is not obj:
+            for tensors, tname, obj in self.slots:  # (a ScriptModule's dicts have no .get)
+                if (tensors[tname] if tname in tensors else _MISSING) is not obj:
                     tensors[tname] = obj
             for entry in self.tracked:
                 t, alias = entry.tensor, entry.alias
@@ -253,7 +261,8 @@ class ModelState:
                         if not torch.equal(alias, entry.saved):
                             with torch.inference_mode(alias.is_inference()):
                                 alias.copy_(entry.saved)
-                    elif alias._version != entry.version and alias.device.type != "meta":
+                    elif (entry.version is not None and _version(alias) != entry.version
+                          and alias.device.type != "meta"):
                         problems.append(f"{entry.label} was changed in place where torchrecorder "
                                         "could not see it (with torch functions disabled, by a "
                                         "compiled graph or by autograd); it keeps its new value")

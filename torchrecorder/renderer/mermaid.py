@@ -179,6 +179,8 @@ class MermaidRenderer(BaseRenderer):
             title = f"{run_title(run, dotted=True)} : {node.type_name} ×{len(run)}"
         else:
             title = f"{node.call_title(dotted=True)} : {node.type_name}"
+        if node.run_note():
+            title += f" ({node.run_note()})"
         g.add(f'subgraph {self.node_id(node)}["{mermaid_text(title)}"]')
         g.indent += 1
         g.add(f"direction {self.direction}")
@@ -237,6 +239,8 @@ class MermaidRenderer(BaseRenderer):
             lines = [title, node.type_name, *param_lines(self.rec, node)]
             if len(run) > 1:
                 lines.append(f"×{len(run)}")
+            if node.run_note():
+                lines.append(node.run_note())
             if node.error:
                 lines.append("raised " + node.error.split(":")[0])
             return lines

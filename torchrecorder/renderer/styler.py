@@ -340,6 +340,8 @@ class GraphvizStyler:
             listed = listed_params(self.rec, node) if node.num_params_total else []
             if listed:
                 text += " params: " + ", ".join(f"{p.name} {shape_str(p.shape)}" for p in listed)
+            note = node.run_note()
+            text += f"; {note}" if note else ""
             return text + (f" raised {node.error}" if node.error else "")
         if isinstance(node, ParamNode):
             return f"{node.path or node.name}: {shape_str(node.shape)} {node.dtype}"
@@ -419,6 +421,9 @@ class GraphvizStyler:
             lines.extend(_SMALL.format(self._text(p)) for p in self.param_lines(node))
         if repeat > 1:
             lines.append(f"<B>×{repeat}</B>")
+        note = node.run_note()
+        if note:
+            lines.append(f"<I>{_SMALL.format(html_text(note))}</I>")
         if node.error:
             lines.append(_SMALL.format(self._text("raised " + node.error.split(":")[0])))
         return "<" + "<BR/>".join(lines) + ">"
@@ -458,6 +463,9 @@ class GraphvizStyler:
         rest = node.type_name
         if node.num_params_total:
             rest += " · " + param_lines(None, node)[-1]
+        note = node.run_note()
+        note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{_SMALL.format(self._text(note))}</I></TD></TR>'
+                    if note else "")
         # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
         # cell after the title keeps a long one inside the cluster's border
         try:
@@ -468,7 +476,7 @@ class GraphvizStyler:
         return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
                 f'<TR><TD ALIGN="LEFT"><B>{self._text(bold)}</B></TD><TD WIDTH="{pad}"></TD></TR>'
                 f'<TR><TD ALIGN="LEFT" COLSPAN="2"><FONT COLOR="#555555">{self._text(rest)}</FONT></TD></TR>'
-                f'</TABLE>>')
+                f'{note_row}</TABLE>>')
 
 
 _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
