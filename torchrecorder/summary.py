@@ -46,5 +46,6 @@ def summary_table(rec: Graph) -> str:
               f"Non-trainable params: {total - trainable:,}"]
     if rec.error:
         lines.append(f"Recording stopped: {rec.error}")
+    lines.extend(f"Note: {note}" for note in getattr(rec, "notes", ()))
     lines.append(rule)
     return "\n".join(lines)
