@@ -538,7 +538,8 @@ class Engine:
                 src = untraced.function_output(t, src, call)
             node = nodes[src] if src is not None else None
             # an object that existed before the call: an argument, a parameter, a buffer
-            existed = node is None or not (node.parent == ckey or self._inside(node, call))
+            existed = node is None or isinstance(node, ParamNode) or not (
+                node.parent == ckey or self._inside(node, call))
             if existed:
                 # returned unchanged (or from nowhere): show the pass-through inside the call
                 ident = OpNode("identity", None, call.depth + 1, ckey, graph.keys(f"{ckey}/identity"),
@@ -556,7 +557,7 @@ class Engine:
                 out_node = node
             else:
                 alias = None
-                if existed or isinstance(node, ParamNode):
+                if existed:
                     alias, why = make_alias(t)
                     if alias is None:
                         untraced.note(f"{untraced.where(call)} returned a tensor that existed before "

@@ -60,6 +60,12 @@ class Untraced:
         self.root_grad = True
         # id(grad_fn) -> (grad_fn, key of the node that stands for its tensor); built on first use
         self.grad_fns: Optional[dict[int, tuple[Any, Key]]] = None
+        # id(grad_fn) -> (grad_fn, key of the op drawn for it) for each custom Function call joined
+        self._joined: dict[int, tuple[Any, Key]] = {}
+        # id(ctx) -> (ctx, keys of its inputs), for custom Function calls not joined yet
+        self._inputs: dict[int, tuple[Any, list[Key]]] = {}
+        self._done: dict[int, Any] = {}  # id -> weak reference of each output joined
+        self._constants: Optional[set[int]] = None
         self._noted: set[str] = set()
 
     def clear(self) -> None:
@@ -67,6 +73,10 @@ class Untraced:
         self.pending.clear()
         self.buffers.clear()
         self.grad_fns = None
+        self._joined.clear()
+        self._inputs.clear()
+        self._done.clear()
+        self._constants = None
         self._noted.clear()
 
     # --------------------------------------------------------------- notes
@@ -147,6 +157,19 @@ class Untraced:
         engine.bind(t, key)
         return key
 
+    def _attributes(self) -> set[int]:
+        """``id`` of the tensors that the called modules hold as plain attributes (directly,
+        or in a list, tuple or dict attribute), found once per recording on first need."""
+        found = self._constants
+        if found is None:
+            found = self._constants = set()
+            for node in self.engine.graph.layers():
+                for value in vars(node.fn).values() if node.fn is not None else ():
+                    items = value.values() if isinstance(value, dict) else (
+                        value if isinstance(value, (list, tuple)) else (value,))
+                    found.update(id(v) for v in items if isinstance(v, Tensor))
+        return found
+
     # ------------------------------------------------------------ recovery
     def recover(self, t: Tensor, scope: LayerNode) -> Key:
         """The node for ``t``, a tensor that no recorded operation made, or ``None``.
@@ -165,8 +188,10 @@ class Untraced:
                 return hit[1]
             sources = self._walk_back([gf], scope)
             if sources:
-                name = self.pending.get(type(gf)) or grad_fn_op_name(type(gf).__name__)
+                name = self.pending.get(type(gf)) or grad_fn_op_name(gf.name().rpartition("::")[2])
                 return self._op(name, t, scope, sources)
+        if id(t) in self._attributes():
+            return None  # a constant the model holds outside its buffers: made before the pass
         shape = "×".join(map(str, t.shape)) or "scalar"
         why = ("autograd links it to no recorded tensor" if gf is not None else
                "with gradients off (or on a tensor that needs none) autograd cannot tell where it came from")
@@ -178,33 +203,45 @@ class Untraced:
     def function_output(self, t: Tensor, src: Key, scope: LayerNode) -> Key:
         """The node for ``t`` when its ``grad_fn`` is a pending custom Function's backward:
         one op named after the Function, fed by its inputs and by ``src`` (the op of its
-        forward that made ``t``)."""
+        forward that made ``t``).  Each output is joined once."""
+        done = self._done.get(id(t))
+        if done is not None and done() is t:
+            return src
+        self._done[id(t)] = weakref.ref(t)
         gf: Any = t.grad_fn
-        hit = self._map().get(id(gf))
-        if hit is not None and hit[0] is gf:
+        engine = self.engine
+        hit = self._joined.get(id(gf))
+        if hit is not None and hit[0] is gf:  # another output of a call joined before
             key = hit[1]
-            if src != key:
-                if src is not None:
-                    self.engine.graph.edges.add((src, key))
-                    self.engine._sources.add(src)
-                self.engine.bind(t, key)
+            if src is not None and src != key:
+                engine.graph.edges.add((src, key))
+                engine._sources.add(src)
+            engine.bind(t, key)
             return key
         name = self.pending[type(gf)]
-        nodes = self.engine.graph.nodes
+        nodes = engine.graph.nodes
         if src is not None and isinstance(nodes[src], OpNode):  # the Function ran where its op did
             parent = nodes[nodes[src].parent]
             if isinstance(parent, LayerNode):
                 scope = parent
-        sources = self._walk_back([n for n, _ in gf.next_functions], scope)
+        inputs = self._inputs.pop(id(gf), None)
+        if inputs is not None and inputs[0] is gf:  # the nodes of its inputs, read in forward
+            sources = inputs[1]
+        else:  # a Function without ctx in forward: ask autograd
+            sources = self._walk_back([n for n, _ in gf.next_functions], scope)
         if not sources:
             self.note(f"custom autograd Function '{name}' in {self.where(scope)}: autograd links its "
                       "output to no recorded tensor, so the edge from its inputs is missing")
-        return self._op(name, t, scope, [*sources, *([src] if src is not None else [])])
+        key = self._op(name, t, scope, [*sources, *([src] if src is not None else [])])
+        self._joined[id(gf)] = (gf, key)
+        return key
 
     def to_python(self, opname: str, scope: LayerNode) -> None:
         """A tensor's values became Python objects (``.item()``): inside a custom
-        ``autograd.Function``, remember the Function (with gradients on) or note the loss."""
+        ``autograd.Function``, remember the Function and where its inputs came from (with
+        gradients on: its outputs are joined to them when read), or note the loss."""
         frame: Any = sys._getframe(2)
+        inner: Any = None  # the frame called by Function.apply: the Function's forward
         cls = args = None
         for _ in range(32):
             if frame is None:
@@ -213,13 +250,21 @@ class Untraced:
             if code.co_name == "apply" and code.co_filename.endswith(_FUNCTION_FILE):
                 cls, args = frame.f_locals.get("cls"), frame.f_locals.get("args", ())
                 break
-            frame = frame.f_back
+            inner, frame = frame, frame.f_back
         if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
             return
         backward = getattr(cls, "_backward_cls", None)
-        needs_grad = any(isinstance(a, Tensor) and a.requires_grad for a in args or ())
-        if self.root_grad and needs_grad and backward is not None:
+        tensors = [a for a in args or () if isinstance(a, Tensor)]
+        if self.root_grad and backward is not None and any(a.requires_grad for a in tensors):
             self.pending[backward] = cls.__name__
+            # the inputs are alive now, not necessarily when the output is read: remember their
+            # nodes under the call's ctx (its grad_fn), the forward's first argument
+            code = inner.f_code if inner is not None else None
+            ctx = inner.f_locals.get(code.co_varnames[0]) if code and code.co_argcount else None
+            if isinstance(ctx, backward):
+                engine = self.engine
+                keys = [k for a in tensors if (k := engine.known_source(a, scope)) is not None]
+                self._inputs[id(ctx)] = (ctx, keys)
             return
         self.note(f"custom autograd Function '{cls.__name__}' in {self.where(scope)} passes tensor "
                   f"values through Python objects (.{opname}()); with gradients off autograd keeps "
