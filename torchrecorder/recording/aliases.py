@@ -23,6 +23,8 @@ from typing import Any, Optional
 
 from torch import Tensor, nn
 
+from ._walk import replace_tensors
+
 __all__ = ["STORAGE_ALIAS_OPS", "Aliases", "make_alias"]
 
 #: operations whose result shares its argument's storage but has no ``_base``
@@ -74,6 +76,19 @@ class Aliases:
             if entry is None or entry[0]() is not x:
                 entry = self._peers[id(x)] = (weakref.ref(x), [])
             entry[1].append(weakref.ref(y))
+
+    def hand_on(self, outputs: Any, pairs: list[tuple[Tensor, Tensor]]) -> Any:
+        """``outputs`` with each original of ``pairs`` replaced by its alias (the containers
+        on the way rebuilt, see :func:`~torchrecorder.recording._walk.replace_tensors`), the
+        pairs linked.
+
+        Raises:
+            TypeError: a container cannot be rebuilt; nothing is linked then.
+        """
+        replaced = replace_tensors(outputs, {id(t): alias for t, alias in pairs})
+        for t, alias in pairs:
+            self.link(t, alias)
+        return replaced
 
     def peers(self, obj: Any) -> Iterator[Tensor]:
         """The live objects linked to ``obj``."""

@@ -36,7 +36,7 @@ from torch.nn.modules.module import register_module_forward_hook as _register_mo
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ._walk import iter_tensors, named_tensors, replace_tensors
+from ._walk import iter_tensors, named_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
 from .meta import bind_arguments, grad_fn_op_name, shape_name, tensor_meta
 from .modules import ModuleInfo, index_modules
@@ -572,24 +572,17 @@ class Engine:
                 out_node.role = "output"
                 if outname is not None and out_node.name == shape_str(out_node.shape):
                     out_node.name = outname
-        return self._hand_on(call, outputs, aliased) if aliased else None
-
-    def _hand_on(self, call: LayerNode, outputs: Any,
-                 aliased: list[tuple[Tensor, Tensor, TensorNode]]) -> Any:
-        """``outputs`` with each original replaced by its alias; where the containers cannot be
-        rebuilt, the originals stand for the call's outputs (as they did before aliases)."""
-        try:
-            replaced = replace_tensors(outputs, {id(t): alias for t, alias, _ in aliased})
-        except TypeError as exc:
-            self.untraced.note(f"{self.untraced.where(call)} returned tensors that existed before "
-                               f"the call inside a container that cannot be copied ({exc}): later "
-                               "reads of them are drawn as coming from this call")
+        if not aliased:
+            return None
+        try:  # hand the aliases on in place of the originals
+            return self.aliases.hand_on(outputs, [(t, alias) for t, alias, _ in aliased])
+        except TypeError as exc:  # the originals stand for the call's outputs, as before aliases
+            untraced.note(f"{untraced.where(call)} returned tensors that existed before the call "
+                          f"inside a container that cannot be copied ({exc}): later reads of them "
+                          "are drawn as coming from this call")
             for t, _, node in aliased:
                 self.bind(t, node.key)
             return None
-        for t, alias, _ in aliased:
-            self.aliases.link(t, alias)
-        return replaced
 
     def _inside(self, node: BaseNode, call: LayerNode) -> bool:
         """Whether ``node`` was recorded inside the scope of ``call``."""
