@@ -267,6 +267,6 @@ class Untraced:
                 self._inputs[id(ctx)] = (ctx, keys)
             return
         self.note(f"custom autograd Function '{cls.__name__}' in {self.where(scope)} passes tensor "
-                  f"values through Python objects (.{opname}()); with gradients off autograd keeps "
-                  "no record of its inputs, so its output has no edge from them (record with "
-                  "gradients on to recover it)")
+                  f"values through Python objects (.{opname}()); with gradients off (or inputs "
+                  "that need none) autograd keeps no record of its inputs, so its output has no "
+                  "edge from them (record with gradients on to recover it)")
