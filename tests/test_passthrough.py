@@ -343,3 +343,30 @@ def test_posthook_hands_on_the_alias() -> None:
     assert torch.equal(out, net.fc(x) + x)
     rel = recorded_relation(rec)
     assert ("extra#1", "fc#1") in rel and ("INPUT", "OUTPUT") in rel
+
+
+class BufferFedTwice(nn.Module):
+    """Two calls read the same buffer, as an argument and inside an op; neither feeds the other."""
+
+    table: Tensor
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("table", torch.arange(4.0))
+        self.left = nn.Bilinear(4, 4, 4)
+        self.right = nn.Bilinear(4, 4, 4)
+        self.scale = nn.Linear(4, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        table = self.table.expand_as(x)
+        return self.left(x, table) + self.right(x, table) + self.scale(x * self.table)
+
+
+def test_a_buffer_read_by_two_calls_joins_them_not() -> None:
+    net = BufferFedTwice()
+    rec, _ = _record(net, torch.randn(2, 4))
+    rel = recorded_relation(rec)
+    assert {("INPUT", "left#1"), ("INPUT", "right#1"), ("INPUT", "scale#1")} <= rel
+    calls = {"left#1", "right#1", "scale#1"}
+    assert not [(a, b) for a, b in rel if a in calls and b in calls]
+    assert rec.notes == []
