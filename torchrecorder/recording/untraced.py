@@ -113,7 +113,7 @@ class Untraced:
         return grad_fns
 
     def _walk_back(self, starts: list[Any], scope: LayerNode) -> list[Key]:
-        """The recorded nodes that the autograd nodes ``starts`` came from, nearest first."""
+        """The recorded nodes that the autograd nodes ``starts`` came from (the walk stops at each)."""
         grad_fns = self._map()
         engine = self.engine
         found: list[Key] = []
