@@ -25,7 +25,7 @@ from typing import Any
 import torch.fx as fx
 from torch import Tensor, nn
 
-from torchrecorder import LayerNode, ParamNode, Recorder, TensorNode
+from torchrecorder import LayerNode, OpNode, ParamNode, Recorder, TensorNode
 from torchrecorder.nodes import Key
 
 __all__ = ["INPUT", "OUTPUT", "compare", "export_relation", "fx_relation", "recorded_relation"]
@@ -200,8 +200,23 @@ def recorded_relation(rec: Recorder, visible: set[str] | None = None) -> Relatio
         rec: the recording.
         visible: if given, leaf calls not named here are looked through as if
             they were not leaves (for comparing with :func:`export_relation`).
+            So is a tensor that a call which ran other operations returned
+            unchanged (its ``identity`` op): in an exported program a value
+            belongs to the call whose ATen op made it, and ``return x, x * 2``
+            makes only the second.  A call whose only work is handing its
+            input on keeps it: export runs one op for it (eval ``Dropout``
+            runs ``dropout``) or none, and then the call is not in ``visible``.
     """
     nodes = rec.nodes
+    passed: set[Key] = set()
+    if visible is not None:
+        for k, n in nodes.items():
+            if isinstance(n, OpNode) and n.op == "identity" and n.fn is None:
+                parent = nodes[n.parent]
+                if isinstance(parent, LayerNode) and any(
+                        isinstance(c, OpNode) and c.op != "identity"
+                        for c in (nodes[s] for s in parent.subnets)):
+                    passed.add(k)
     leaf_call: dict[Key, str] = {}
     for key, node in nodes.items():
         if isinstance(node, LayerNode) and node.fn is not None and node.depth >= 0 \
@@ -216,6 +231,8 @@ def recorded_relation(rec: Recorder, visible: set[str] | None = None) -> Relatio
         """The leaf call whose scope holds ``key`` (the call itself for a leaf call)."""
         if key in owner:
             return owner[key]
+        if key in passed:
+            return None
         chain = []
         k = key
         while k is not None and k not in owner and k not in leaf_call:

@@ -183,3 +183,15 @@ def test_export_is_deterministic() -> None:
     b = torchrecorder.record(nn.Sequential(nn.Linear(2, 3), nn.Tanh()), "n", (1, 2)).to_json()
     assert a == b
     assert a.count("\n") > 5  # one node per line: diffs stay readable
+
+
+def test_notes_written_only_when_there_are_some() -> None:
+    rec = torchrecorder.record(nn.Linear(3, 2), "fc", (1, 3))
+    assert rec.notes == [] and "notes" not in export.to_dict(rec)
+    rec.notes.append("'fc' read a 3 tensor that no recorded operation made")
+    again = export.loads(export.dumps(rec))
+    assert again.notes == rec.notes
+    doc = export.to_dict(rec)
+    doc["notes"] = "not a list"
+    with pytest.raises(ValueError, match="notes"):
+        export.from_dict(doc)

@@ -8,6 +8,7 @@ The JSON document (schema version :data:`SCHEMA_VERSION`)::
       "name": "net",                      # the recording's name
       "error": null,                      # "ExcType: message" if the forward pass raised
       "failed_key": null,                 # key of the module call that raised
+      "notes": ["..."],                   # only when the recording lost something (Graph.notes)
       "context": ["net", "input:x", ...], # keys directly in the context, in order
       "nodes": [ {node}, ... ],           # every node but the context, in recording order
       "edges": [["from_key", "to_key"], ...]
@@ -104,12 +105,18 @@ def to_dict(rec: Graph) -> dict[str, Any]:
         if key is not None and node.kind not in _KINDS:
             raise TypeError(f"cannot export node {key!r} of kind {node.kind!r} "
                             f"({type(node).__name__}); known kinds: {sorted(_KINDS)}")
-    return {
+    doc: dict[str, Any] = {
         "format": FORMAT_NAME,
         "version": SCHEMA_VERSION,
         "name": rec.name,
         "error": rec.error,
         "failed_key": rec.failed_key,
+    }
+    notes = getattr(rec, "notes", None)
+    if notes:
+        doc["notes"] = list(notes)
+    return {
+        **doc,
         "context": list(rec.context.subnets),
         "nodes": [_node_dict(n) for k, n in rec.nodes.items() if k is not None],
         "edges": [[a, b] for a, b in rec.edges],
@@ -300,6 +307,10 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
     nodes = _list(data, "nodes")
     context = _field(data, "context", "keys", "graph")
     edges = _list(data, "edges")
+    notes = data.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise ValueError("graph: field 'notes' must be a list of strings")
+    rec.notes = list(notes)
     for i, d in enumerate(nodes):
         node = _make_node(d, i)
         if node.key in rec.nodes:

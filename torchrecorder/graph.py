@@ -63,6 +63,9 @@ class Graph:
         edges: ordered set of ``(from_key, to_key)`` pairs.
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
+        notes: what the recording could not follow, in words (an edge through
+            code torch's function mode does not see, a module output that could
+            not be given its own identity); empty when nothing was lost.
     """
 
     def __init__(self, name: str = "net") -> None:
@@ -71,6 +74,7 @@ class Graph:
         self.edges: OrderedSet[tuple[Key, Key]] = OrderedSet()
         self.error: Optional[str] = None
         self.failed_key: Key = None
+        self.notes: list[str] = []
         self.keys = Namespace()
 
     # ------------------------------------------------------------ reading

@@ -223,6 +223,7 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
               f"Activations size (MB): {counts.act_bytes / mb:,.2f}"]
     if rec.error:
         lines.append(f"Recording stopped: {rec.error}")
+    lines.extend(f"Note: {note}" for note in getattr(rec, "notes", ()))
     lines.append(rule)
     return "\n".join(lines)
 

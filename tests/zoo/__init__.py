@@ -2,8 +2,9 @@
 
 Every entry is a :class:`Case`: a factory for the model, a factory for its
 inputs, and what the checks may expect of it.  ``handwritten.CASES`` holds the
-hand-written models, ``hf.CASES`` the ``transformers`` architectures (empty when
-``transformers`` is not installed).
+hand-written models, ``passthrough.CASES`` those of pass-through outputs and
+of edges through code torch's function mode does not see, ``hf.CASES`` the
+``transformers`` architectures (empty when ``transformers`` is not installed).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class Case:
 
 
 def all_cases() -> list[Case]:
-    """Every zoo case: the hand-written models, then the ``transformers`` ones."""
-    from . import handwritten, hf
+    """Every zoo case: the hand-written models, the pass-through and missing-edge models,
+    then the ``transformers`` ones."""
+    from . import handwritten, hf, passthrough
 
-    return [*handwritten.CASES, *hf.CASES]
+    return [*handwritten.CASES, *passthrough.CASES, *hf.CASES]

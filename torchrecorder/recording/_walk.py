@@ -1,20 +1,24 @@
-"""Find the tensors inside the arguments and results of a forward call.
+"""Find the tensors inside the arguments and results of a forward call, and swap some.
 
-The recorder never rebuilds or replaces what a module receives or returns, so
-it only needs to *read* tensors out of arbitrary containers: tuples (named or
-not), lists, dicts (``ModelOutput`` is one), dataclasses, and anything else,
-which is left alone.
+The recorder reads tensors out of arbitrary containers: tuples (named or not),
+lists, dicts (``ModelOutput`` is one), dataclasses, and anything else, which is
+left alone.  The one thing it ever replaces is a tensor that a module returned
+although it existed before the call (its input, a parameter, a buffer): the
+module's output then gets its own alias (see
+:meth:`~torchrecorder.recording.engine.Engine.register_hooks`), and
+:func:`replace_tensors` rebuilds the containers on the way to it.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from torch import Tensor
 
-__all__ = ["iter_tensors", "named_tensors"]
+__all__ = ["iter_tensors", "named_tensors", "replace_tensors"]
 
 _MAX_ITEMS = 100_000  # containers larger than this are not searched further
 
@@ -92,3 +96,79 @@ def named_tensors(obj: Any, prefix: str) -> Iterator[tuple[str, Tensor]]:
             seen.add(id(item))
             fields = [(f"{name}.{f.name}", getattr(item, f.name, None)) for f in dataclasses.fields(item)]
             stack.extend(reversed(fields))
+
+
+_MAX_DEPTH = 64  # containers nested deeper than this are not rebuilt (replace_tensors raises)
+
+
+def replace_tensors(obj: Any, subst: dict[int, Tensor]) -> Any:
+    """``obj`` with every tensor whose ``id`` is in ``subst`` replaced by ``subst[id]``.
+
+    Only the containers on the way to a replaced tensor are rebuilt, as objects of
+    the same type: tuples, namedtuples (``_replace``), lists, dicts, other
+    mappings and dataclasses (a shallow copy with the entries or fields set
+    again).  Everything else is returned as it is, so the caller's own objects
+    (a module's list attribute, say) are never changed.
+
+    Raises:
+        TypeError: a container on the way cannot be copied (the caller then
+            keeps the original outputs).
+
+    >>> import torch
+    >>> a, b = torch.zeros(1), torch.ones(1)
+    >>> out = replace_tensors({"x": (a, 3), "y": [b]}, {id(a): b})
+    >>> out["x"][0] is b, out["x"][1], out["y"][0] is b
+    (True, 3, True)
+    """
+    return _replace(obj, subst, 0)
+
+
+def _replace(obj: Any, subst: dict[int, Tensor], depth: int) -> Any:
+    if isinstance(obj, Tensor):
+        return subst.get(id(obj), obj)
+    if obj is None or isinstance(obj, (int, float, bool, str, bytes)):
+        return obj
+    if depth > _MAX_DEPTH:
+        raise TypeError(f"outputs nested more than {_MAX_DEPTH} containers deep")
+    if isinstance(obj, (list, tuple)):
+        items = [_replace(v, subst, depth + 1) for v in obj]
+        if all(a is b for a, b in zip(items, obj, strict=True)):
+            return obj
+        if type(obj) is tuple:
+            return tuple(items)
+        if type(obj) is list:
+            return items
+        if isinstance(obj, tuple) and hasattr(obj, "_replace") and hasattr(obj, "_fields"):
+            return obj._replace(**dict(zip(obj._fields, items, strict=True)))
+        try:
+            return type(obj)(items)
+        except Exception as exc:
+            raise TypeError(f"cannot rebuild a {type(obj).__name__}: {exc}") from exc
+    children = _children(obj)
+    if children is None:
+        return obj
+    if isinstance(obj, Mapping):
+        changed = {k: new for k, v in obj.items() if (new := _replace(v, subst, depth + 1)) is not v}
+        if not changed:
+            return obj
+        if type(obj) is dict:
+            return {k: changed.get(k, v) for k, v in obj.items()}
+        try:
+            out: Any = copy.copy(obj)
+            for k, v in changed.items():
+                out[k] = v
+        except Exception as exc:
+            raise TypeError(f"cannot rebuild a {type(obj).__name__}: {exc}") from exc
+        return out
+    # a dataclass instance
+    fields = {f.name: getattr(obj, f.name, None) for f in dataclasses.fields(obj)}
+    changed = {k: new for k, v in fields.items() if (new := _replace(v, subst, depth + 1)) is not v}
+    if not changed:
+        return obj
+    try:
+        copied = copy.copy(obj)
+        for k, v in changed.items():
+            object.__setattr__(copied, k, v)
+    except Exception as exc:
+        raise TypeError(f"cannot rebuild a {type(obj).__name__}: {exc}") from exc
+    return copied

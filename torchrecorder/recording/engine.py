@@ -37,11 +37,14 @@ from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ._failure import NOTE_PREFIX, annotate, exception_text
 from ._walk import iter_tensors, named_tensors
+from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
 from .fastpath import FastPaths, has_fast_path
-from .meta import ModuleInfo, bind_arguments, grad_fn_op_name, own_tensors, shape_name, shape_of, tensor_meta
-from .meta import type_name as _type_name
+from .live import LiveObjects
+from .meta import bind_arguments, shape_name, shape_of, tensor_meta
+from .modules import ModuleInfo, index_modules
 from .ops import eager
 from .session import Session
+from .untraced import Untraced
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 
@@ -64,7 +67,7 @@ def _global_post_hook_support() -> bool:
 GLOBAL_POST_HOOK = _global_post_hook_support()
 
 
-class Engine:
+class Engine(LiveObjects):
     """Records the forward calls of a module into ``graph``.
 
     Args:
@@ -107,6 +110,8 @@ class Engine:
         self.closed = False
         # called before every operation while recording (record() copies what will be written)
         self.write_guard: Optional[Callable[[Any, tuple[Any, ...], dict[str, Any]], None]] = None
+        self.aliases = Aliases()
+        self.untraced = Untraced(self)
 
     # ------------------------------------------------------------ the session
     def active(self, net: nn.Module, name: str, value: Any = None) -> Session[Any]:
@@ -137,6 +142,15 @@ class Engine:
         forward hook runs before a module's own forward hooks, so a call closes
         on what ``forward`` returned; what a user's hook then does to the
         output is recorded in the caller's scope.
+
+        A module output that existed before the call (the module's input, as
+        ``nn.Identity`` and ``nn.Dropout`` in eval return it; a parameter; a
+        buffer; any tensor already live) is handed on as a new alias of it (a
+        view of the whole tensor: values, strides and version counter shared):
+        the alias stands for the call's output, and the original object keeps
+        its real producer.  Where no alias can be made (a tensor subclass, a
+        nested tensor) the object itself stands for the output, as before, and
+        the graph gets a note.
         """
         self.closed = False
         try:
@@ -177,6 +191,8 @@ class Engine:
         self._failure = None
         self._modules.clear()
         self._params.clear()
+        self.aliases.clear()
+        self.untraced.clear()
 
     def fail(self, exc: BaseException) -> None:
         """Mark the innermost call that ``exc`` escaped from, and the calls around it."""
@@ -197,133 +213,29 @@ class Engine:
         annotate(exc, graph, f"{NOTE_PREFIX} '{where}' ({failed.type_name}) called with input "
                  f"shapes [{shapes}]; the partial recording is in the exception's 'recording' attribute")
 
-    # ------------------------------------------------------- live objects
-    def lookup(self, obj: Any) -> Key:
-        """The key of the node that currently stands for the live object ``obj``, or ``None``."""
-        entry = self.live.get(id(obj))
-        if entry is not None:
-            ref = entry[0]
-            target = ref() if isinstance(ref, weakref.ref) else ref
-            if target is obj:
-                return entry[1]
-        return None
-
-    def key_of(self, obj: Any) -> Key:
-        """The key named by ``obj``: a key itself, a node, or a live object recorded before."""
-        if obj is None or isinstance(obj, str):
-            return obj
-        if isinstance(obj, BaseNode):
-            return obj.key
-        key = self.lookup(obj)
-        if key is None:
-            raise KeyError(f"{type(obj).__name__} object is not part of this recording")
-        return key
-
-    def bind(self, obj: Any, key: Key) -> None:
-        """Let the live object ``obj`` stand for the node ``key`` from now on."""
-        try:
-            ref: Any = weakref.ref(obj)
-        except TypeError:
-            ref = obj
-        self.live[id(obj)] = (ref, key)
-
-    def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:
-        """A new node for the live object ``net`` in the scope ``parent`` (see
-        :meth:`torchrecorder.recorder.Recorder.add_node`)."""
-        classname = type(net).__name__
-        label = name if name is not None else classname
-        pkey = self.key_of(parent)
-        node: BaseNode
-        if isinstance(net, nn.Module):
-            node = LayerNode(name=label, fn=net, depth=depth, parent=pkey, type_name=classname)
-        elif isinstance(net, nn.Parameter):
-            shape, dtype, device = tensor_meta(net)
-            node = ParamNode(name=label, fn=net, depth=depth, parent=pkey, shape=shape,
-                             dtype=dtype, device=device, numel=net.numel(),
-                             requires_grad=net.requires_grad)
-        elif isinstance(net, Tensor):
-            shape, dtype, device = tensor_meta(net)
-            node = TensorNode(name=label, fn=net if self.keep_tensors else None, depth=depth,
-                              parent=pkey, shape=shape, dtype=dtype, device=device)
-        elif hasattr(net, "next_functions"):
-            opname = grad_fn_op_name(classname)
-            node = OpNode(name=name or opname, fn=net, depth=depth, parent=pkey, op=opname)
-        else:
-            raise TypeError(f"cannot create a node for {classname} object {net!r}")
-        parent_key = pkey if pkey is not None else ""
-        self.graph.insert(node, f"{parent_key}/{label}" if parent_key else label)
-        self.bind(net, node.key)
-        return node
-
-    def add_edge(self, _from: Any, _to: Any) -> None:
-        """An edge between two recorded nodes given as keys, nodes or live objects."""
-        a, b = self.key_of(_from), self.key_of(_to)
-        try:
-            self.graph.connect(a, b)
-        except GraphError as exc:
-            raise KeyError(str(exc)) from None
-        self._sources.add(a)
-
     # ------------------------------------------------------------ hooks
     def _index_modules(self, net: nn.Module, root_name: str, prefix: str, hook: bool) -> None:
-        """One walk of ``net``: each module's path, name, own parameters and the parameter
-        and buffer counts of :class:`~torchrecorder.nodes.LayerNode`, hooks on each module
-        (if ``hook``), and every parameter's first path (for parameters used outside their
-        module).
-
-        The counts equal ``module.parameters(recurse=False)``, ``module.parameters()``
-        and ``module.buffers(recurse=False)`` summed (a shared tensor counts once per
-        module), without three generator walks per module call.
-        """
-        modules, params = self._modules, self._params
+        """Index ``net`` (see :func:`~torchrecorder.recording.modules.index_modules`) and, if
+        ``hook``, put the engine's hooks on each module met for the first time; a TorchScript
+        module takes none and runs as one closed box."""
+        new = index_modules(net, root_name, prefix, self._modules, self._params, self.untraced.buffers)
+        if not hook:
+            return
         if not self._hook_fns:  # what dynamo must not compile: it mis-traces the recorder's hooks
             self._hook_fns = (eager(self._pre_hook), eager(self._post_hook))
         inside_script: set[int] = set()
-        # dotted module path -> {id(parameter): numel} of the subtree below it
-        subtree: dict[str, dict[int, int]] = {}
-        first_path: list[tuple[str, ModuleInfo]] = []
-        for path, module in net.named_modules(prefix=prefix, remove_duplicate=False):
-            info = modules.get(id(module))
-            if info is None:
-                info = ModuleInfo(path, path.rpartition(".")[2] if path else root_name,
-                                  _type_name(module))
-                modules[id(module)] = info
-                if module._parameters:
-                    own, info.num_params = own_tensors(module._parameters, module, path)
-                    info.params = [(f"{path}.{pname}" if path else pname, p) for pname, p in own]
-                if module._buffers:
-                    info.buffers = own_tensors(module._buffers, module, path)[1]
-                first_path.append((path, info))
-                if isinstance(module, torch.jit.ScriptModule):  # takes no hooks; runs as one box
-                    if hook and not GLOBAL_POST_HOOK:
-                        raise TypeError(f"cannot record the TorchScript module '{path or root_name}': "
-                                        "it takes no hooks, and this torch has no always-called "
-                                        "global forward hook to close its calls")
-                    if id(module) not in inside_script:
-                        self._scripts.add(id(module))
-                    inside_script.update(id(m) for m in module.modules())
-                elif hook:
-                    self.hook(module)
-            for pname, param in module._parameters.items():
-                if param is None:
-                    continue
-                ppath = f"{path}.{pname}" if path else pname
-                if id(param) not in params:
-                    params[id(param)] = (param, ppath)
-                numel = param.numel()
-                owner = path
-                while True:
-                    ids = subtree.get(owner)
-                    if ids is None:
-                        ids = subtree[owner] = {}
-                    ids[id(param)] = numel
-                    if not owner:
-                        break
-                    owner = owner.rpartition(".")[0]
-        for path, info in first_path:
-            ids = subtree.get(path)
-            info.total = sum(ids.values()) if ids else 0
-        if hook and GLOBAL_POST_HOOK:
+        for module in new:
+            if isinstance(module, torch.jit.ScriptModule):
+                if not GLOBAL_POST_HOOK:
+                    raise TypeError(f"cannot record the TorchScript module '{self._modules[id(module)].path}'"
+                                    ": it takes no hooks, and this torch has no always-called "
+                                    "global forward hook to close its calls")
+                if id(module) not in inside_script:
+                    self._scripts.add(id(module))
+                inside_script.update(id(m) for m in module.modules())
+            else:
+                self.hook(module)
+        if GLOBAL_POST_HOOK:
             # without with_kwargs: torch's handle would leave the with_kwargs entry behind, and
             # closing a call reads only the outputs
             self._handles.append(_register_module_forward_hook(eager(self._global_post_hook),
@@ -373,24 +285,25 @@ class Engine:
         if id(module) in self._scripts:
             self._pre_hook(module, args, {}, script=True)
 
-    def _global_post_hook(self, module: nn.Module, args: Any, outputs: Any) -> None:
+    def _global_post_hook(self, module: nn.Module, args: Any, outputs: Any) -> Any:
         # called for every module call in the process while recording (torch passes no
-        # outputs when forward raised): modules not being recorded are not on the stack
+        # outputs when forward raised): modules not being recorded are not on the stack.
+        # Returns the outputs with pass-through tensors aliased, or None to keep them.
         if self.paused or self.closed or self.thread != get_ident() or not self._stack:
             if self.closed:
                 self._stale_hook()
-            return
+            return None
         self.paused += 1
         try:
             with _no_torch_function():
                 if self.fast.closed:
                     self.fast.closing(module, outputs)
-                self._exit(module, outputs)
+                return self._exit(module, outputs)
         finally:
             self.paused -= 1
 
-    def _post_hook(self, module: nn.Module, args: Any, kwargs: Any, outputs: Any) -> None:
-        self._global_post_hook(module, args, outputs)
+    def _post_hook(self, module: nn.Module, args: Any, kwargs: Any, outputs: Any) -> Any:
+        return self._global_post_hook(module, args, outputs)
 
     # --------------------------------------------------------------- recording
     def tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
@@ -405,6 +318,8 @@ class Engine:
         graph.nodes[key] = node
         scope.subnets.add(key)
         self.live[id(t)] = (weakref.ref(t), key)
+        if self.untraced.grad_fns is not None:
+            self.untraced.track(t, key)
         return node
 
     def param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> ParamNode:
@@ -424,8 +339,8 @@ class Engine:
         """The dotted path under which ``param`` was first found, or ``""``."""
         return self._params.get(id(param), (None, ""))[1]
 
-    def _source_of(self, t: Tensor, scope: LayerNode) -> Key:
-        """Key of the node that produced ``t``; creates a parameter node on first use."""
+    def known_source(self, t: Tensor, scope: LayerNode) -> Key:
+        """Key of the node that stands for ``t``; creates a parameter node on first use."""
         entry = self.live.get(id(t))
         if entry is not None and entry[0]() is t:
             return entry[1]
@@ -433,6 +348,22 @@ class Engine:
         if found is not None and found[0] is t:
             return self.param_node(t, scope, found[1]).key
         return None
+
+    def _source_of(self, t: Tensor, scope: LayerNode) -> Key:
+        """Key of the node that produced ``t``, read in ``scope``: a live object, a parameter
+        (its node made on first use), or what autograd says made a tensor that the function
+        mode did not see (see :class:`~torchrecorder.recording.untraced.Untraced`)."""
+        key = self.known_source(t, scope)
+        if key is None:
+            return self.untraced.recover(t, scope)
+        if self.untraced.pending and type(t.grad_fn) in self.untraced.pending:
+            return self.untraced.function_output(t, key, scope)
+        return key
+
+    def to_python(self, opname: str) -> None:
+        """Tensor values became Python objects (``.item()``); see
+        :meth:`~torchrecorder.recording.untraced.Untraced.to_python`."""
+        self.untraced.to_python(opname, self._stack[-1] if self._stack else self.graph.context)
 
     def record_op(self, func: Any, opname: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                   outs: list[Tensor], inplace: bool) -> None:
@@ -450,11 +381,14 @@ class Engine:
         live = self.live
         edges = graph.edges
         sources = self._sources
+        pending = self.untraced.pending
         for value in (args if not kwargs else (*args, *kwargs.values())):
             if isinstance(value, Tensor):
                 entry = live.get(id(value))
                 if entry is not None and entry[0]() is value:
                     src = entry[1]
+                    if pending and type(value.grad_fn) in pending:
+                        src = self.untraced.function_output(value, src, scope)
                 else:
                     src = self._source_of(value, scope)
                     if src is None:
@@ -470,10 +404,20 @@ class Engine:
                             sources.add(src)
         for o in outs:
             live[id(o)] = (weakref.ref(o), key)
+        if self.untraced.grad_fns is not None:
+            for o in outs:
+                self.untraced.track(o, key)
         if inplace:
-            base = outs[-1]._base
+            target = outs[-1]
+            base = target._base
             if base is not None:
                 self.bind(base, key)
+            if self.aliases:  # the same storage under another name (t.data, a module output's alias)
+                for obj in (target, base):
+                    for peer in self.aliases.peers(obj):
+                        self.bind(peer, key)
+        elif opname in STORAGE_ALIAS_OPS and args and isinstance(args[0], Tensor):
+            self.aliases.link(args[0], outs[0])
 
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         stack = self._stack
@@ -499,6 +443,7 @@ class Engine:
                 self.param_node(param, call, ppath)
         if scope is ctx:
             tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "")
+            self.untraced.root_grad = torch.is_grad_enabled()
         elif not kwargs and len(args) == 1 and type(args[0]) is Tensor:  # the common case
             tensors = ((None, args[0]),)
         elif not kwargs and all(type(a) is Tensor for a in args):
@@ -506,10 +451,16 @@ class Engine:
         else:
             tensors = [(None, t) for t in iter_tensors((args, kwargs))]
         shapes = call.input_shapes
+        untraced = self.untraced
         for argname, t in tensors:
             shapes.append(tuple(t.shape) if not t.is_nested else shape_of(t))
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
+            if src is None:
+                if scope is not ctx and id(t) not in self._params:
+                    src = untraced.recover(t, scope)  # made by code the function mode cannot see
+            elif untraced.pending and type(t.grad_fn) in untraced.pending:
+                src = untraced.function_output(t, src, scope)
             if src is not None and isinstance(nodes[src], TensorNode):
                 continue
             if argname is not None:
@@ -528,13 +479,15 @@ class Engine:
         self._popped_exc = self._stack_exc.pop()
         return self._stack.pop()
 
-    def _exit(self, module: nn.Module, outputs: Any) -> None:
+    def _exit(self, module: nn.Module, outputs: Any) -> Any:
+        """Close the call of ``module``; return its outputs with the tensors that existed
+        before the call replaced by aliases, or ``None`` when nothing is replaced."""
         stack = self._stack
         if not stack:
-            return
+            return None
         if stack[-1].fn is not module:
             if all(c.fn is not module for c in stack):
-                return
+                return None
             while stack[-1].fn is not module:
                 self._pop()  # left open by an exception that was handled inside the model
         exc = sys.exc_info()[1]
@@ -545,7 +498,7 @@ class Engine:
             call.error = exception_text(exc)
             if self._failure is None or self._failure[0] is not exc:
                 self._failure = (exc, call)
-            return
+            return None
         self._failure = None  # a normal return: any exception seen so far was handled
         graph = self.graph
         nodes, live, edges, sources = graph.nodes, self.live, graph.edges, self._sources
@@ -560,13 +513,22 @@ class Engine:
         else:
             tensors = ((None, t) for t in iter_tensors(outputs))
         ckey = call.key
+        untraced = self.untraced
+        aliased: list[tuple[Tensor, Tensor, TensorNode]] = []  # (original, alias, its node)
         for outname, t in tensors:
             shape = tuple(t.shape) if not t.is_nested else shape_of(t)
             call.output_shapes.append(shape)
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
+            if src is None:
+                src = untraced.recover(t, call)  # made by code the function mode cannot see
+            elif untraced.pending and type(t.grad_fn) in untraced.pending:
+                src = untraced.function_output(t, src, call)
             node = nodes[src] if src is not None else None
-            if node is None or not (node.parent == ckey or self._inside(node, call)):
+            # an object that existed before the call: an argument, a parameter, a buffer
+            existed = node is None or isinstance(node, ParamNode) or not (
+                node.parent == ckey or self._inside(node, call))
+            if existed:
                 # returned unchanged (or from nowhere): show the pass-through inside the call
                 ident = OpNode("identity", None, call.depth + 1, ckey, graph.keys(f"{ckey}/identity"),
                                op="identity", output_shapes=[shape])
@@ -582,13 +544,33 @@ class Engine:
                 graph.reparent(src, scope.key)
                 out_node = node
             else:
-                out_node = self.tensor_node(t, scope, f"{ckey}:out")
+                alias = None
+                if existed:
+                    alias, why = make_alias(t)
+                    if alias is None:
+                        untraced.note(f"{untraced.where(call)} returned a tensor that existed before "
+                                      f"the call, and {why}: later reads of that object are drawn "
+                                      "as coming from this call")
+                out_node = self.tensor_node(t if alias is None else alias, scope, f"{ckey}:out")
                 edges.add((src, out_node.key))
                 sources.add(src)
+                if alias is not None:
+                    aliased.append((t, alias, out_node))
             if at_root:
                 out_node.role = "output"
                 if outname is not None and out_node.name == shape_str(out_node.shape):
                     out_node.name = outname
+        if not aliased:
+            return None
+        try:  # hand the aliases on in place of the originals
+            return self.aliases.hand_on(outputs, [(t, alias) for t, alias, _ in aliased])
+        except TypeError as exc:  # the originals stand for the call's outputs, as before aliases
+            untraced.note(f"{untraced.where(call)} returned tensors that existed before the call "
+                          f"inside a container that cannot be copied ({exc}): later reads of them "
+                          "are drawn as coming from this call")
+            for t, _, node in aliased:
+                self.bind(t, node.key)
+            return None
 
     def _inside(self, node: BaseNode, call: LayerNode) -> bool:
         """Whether ``node`` was recorded inside the scope of ``call``."""

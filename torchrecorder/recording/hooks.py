@@ -60,19 +60,26 @@ def prehook(module: nn.Module, inputs: Any, rec: Any, node: Optional[LayerNode] 
 
 
 def posthook(module: nn.Module, inputs: Any, outputs: Any, rec: Any,
-             node: Optional[LayerNode] = None, kwargs: Optional[dict[str, Any]] = None) -> None:
+             node: Optional[LayerNode] = None, kwargs: Optional[dict[str, Any]] = None) -> Any:
     """Hook run AFTER ``module`` returned: close its call scope.
 
     Each output tensor gets a :class:`~torchrecorder.nodes.TensorNode` in the
     caller's scope with an edge from the node inside the call that produced it;
     an output that is just a child's output is moved up instead of copied, and
-    an output the module returned unchanged gets an ``identity`` op.  The
-    outputs are passed on untouched.  The hook the recorder registers itself is
-    called even when ``forward`` raises (``always_call=True``): the call is then
-    closed without outputs and marked with the error.
+    an output the module returned unchanged gets an ``identity`` op.  The hook
+    the recorder registers itself is called even when ``forward`` raises
+    (``always_call=True``): the call is then closed without outputs and marked
+    with the error.
+
+    Returns:
+        ``None`` when the outputs go on untouched; else the outputs with each
+        tensor that existed before the call (an input returned as it is, a
+        parameter, a buffer) replaced by an alias of it that stands for the
+        call's output.  A forward hook that calls this function should return
+        what it returns, as torch then hands the alias on.
     """
     del node
-    _engine(rec)._post_hook(module, inputs, kwargs, outputs)
+    return _engine(rec)._post_hook(module, inputs, kwargs, outputs)
 
 
 def op_acc(gf: Any, rec: Any, node: Any) -> None:

@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
 from .meta import Memo
+from .untraced import TO_PYTHON_OPS
 
 __all__ = ["OpMode", "OpSink", "eager", "op_info", "op_mode"]
 
@@ -48,6 +49,8 @@ class OpSink(Protocol):
 
     def record_op(self, func: Any, opname: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                   outs: list[Tensor], inplace: bool) -> None: ...
+
+    def to_python(self, opname: str) -> None: ...
 
 _INPLACE_DUNDERS = frozenset(
     {
@@ -172,6 +175,8 @@ class OpMode(TorchFunctionMode):
                 outs.append(target)
         if outs:
             engine.record_op(func, info[0], args, kwargs, outs, inplace)
+        elif info[0] in TO_PYTHON_OPS:  # .item(), .tolist(): values leave the tensors
+            engine.to_python(info[0])
         return out
 
 

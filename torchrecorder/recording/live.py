@@ -1,0 +1,98 @@
+"""The live objects a recording has seen, and the seed's node and edge API on them.
+
+:class:`LiveObjects` is the part of :class:`~torchrecorder.recording.engine.Engine` that maps a
+live module, tensor or ``grad_fn`` (by ``id``, through a weak reference where the object takes
+one) to the key of the node that stands for it, and that the seed's hook-level functions
+(``add_node``, ``add_edge``) use.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Optional
+
+from torch import Tensor, nn
+
+from ..errors import GraphError
+from ..graph import Graph
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from .meta import grad_fn_op_name, tensor_meta
+
+__all__ = ["LiveObjects"]
+
+
+class LiveObjects:
+    """The live-object table of a recording engine (a base class of the engine)."""
+
+    graph: Graph
+    keep_tensors: bool
+    # id(object) -> (weak reference, or the object where it takes none; node key)
+    live: dict[int, tuple[Any, Key]]
+    _sources: set[Key]
+
+    def lookup(self, obj: Any) -> Key:
+        """The key of the node that currently stands for the live object ``obj``, or ``None``."""
+        entry = self.live.get(id(obj))
+        if entry is not None:
+            ref = entry[0]
+            target = ref() if isinstance(ref, weakref.ref) else ref
+            if target is obj:
+                return entry[1]
+        return None
+
+    def key_of(self, obj: Any) -> Key:
+        """The key named by ``obj``: a key itself, a node, or a live object recorded before."""
+        if obj is None or isinstance(obj, str):
+            return obj
+        if isinstance(obj, BaseNode):
+            return obj.key
+        key = self.lookup(obj)
+        if key is None:
+            raise KeyError(f"{type(obj).__name__} object is not part of this recording")
+        return key
+
+    def bind(self, obj: Any, key: Key) -> None:
+        """Let the live object ``obj`` stand for the node ``key`` from now on."""
+        try:
+            ref: Any = weakref.ref(obj)
+        except TypeError:
+            ref = obj
+        self.live[id(obj)] = (ref, key)
+
+    def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:
+        """A new node for the live object ``net`` in the scope ``parent`` (see
+        :meth:`torchrecorder.recorder.Recorder.add_node`)."""
+        classname = type(net).__name__
+        label = name if name is not None else classname
+        pkey = self.key_of(parent)
+        node: BaseNode
+        if isinstance(net, nn.Module):
+            node = LayerNode(name=label, fn=net, depth=depth, parent=pkey, type_name=classname)
+        elif isinstance(net, nn.Parameter):
+            shape, dtype, device = tensor_meta(net)
+            node = ParamNode(name=label, fn=net, depth=depth, parent=pkey, shape=shape,
+                             dtype=dtype, device=device, numel=net.numel(),
+                             requires_grad=net.requires_grad)
+        elif isinstance(net, Tensor):
+            shape, dtype, device = tensor_meta(net)
+            node = TensorNode(name=label, fn=net if self.keep_tensors else None, depth=depth,
+                              parent=pkey, shape=shape, dtype=dtype, device=device)
+        elif hasattr(net, "next_functions"):
+            opname = grad_fn_op_name(classname)
+            node = OpNode(name=name or opname, fn=net, depth=depth, parent=pkey, op=opname)
+        else:
+            raise TypeError(f"cannot create a node for {classname} object {net!r}")
+        parent_key = pkey if pkey is not None else ""
+        self.graph.insert(node, f"{parent_key}/{label}" if parent_key else label)
+        self.bind(net, node.key)
+        return node
+
+    def add_edge(self, _from: Any, _to: Any) -> None:
+        """An edge between two recorded nodes given as keys, nodes or live objects."""
+        a, b = self.key_of(_from), self.key_of(_to)
+        try:
+            self.graph.connect(a, b)
+        except GraphError as exc:
+            raise KeyError(str(exc)) from None
+        self._sources.add(a)
+

@@ -1,0 +1,62 @@
+"""What the recording engine knows of each module of the recorded model, read in one walk."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from .meta import ModuleInfo, own_tensors, type_name
+
+__all__ = ["ModuleInfo", "index_modules"]
+
+
+def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int, ModuleInfo],
+                  params: dict[int, tuple[nn.Parameter, str]], buffers: set[int]) -> list[nn.Module]:
+    """One walk of ``net``: each module's path, name, own parameters and the parameter and
+    buffer counts of :class:`~torchrecorder.nodes.LayerNode` (into ``modules``, by ``id``),
+    every parameter's first path (into ``params``, for parameters used outside their
+    module) and the ``id`` of every buffer (into ``buffers``).
+
+    The counts equal ``module.parameters(recurse=False)``, ``module.parameters()``
+    and ``module.buffers(recurse=False)`` summed (a shared tensor counts once per
+    module), without three generator walks per module call.
+
+    Returns:
+        the modules met for the first time, in walk order.
+    """
+    # dotted module path -> {id(parameter): numel} of the subtree below it
+    subtree: dict[str, dict[int, int]] = {}
+    first_path: list[tuple[str, ModuleInfo]] = []
+    new: list[nn.Module] = []
+    for path, module in net.named_modules(prefix=prefix, remove_duplicate=False):
+        info = modules.get(id(module))
+        if info is None:
+            info = ModuleInfo(path, path.rpartition(".")[2] if path else root_name, type_name(module))
+            modules[id(module)] = info
+            if module._parameters:
+                own, info.num_params = own_tensors(module._parameters, module, path)
+                info.params = [(f"{path}.{pname}" if path else pname, p) for pname, p in own]
+            if module._buffers:
+                info.buffers = own_tensors(module._buffers, module, path)[1]
+                buffers.update(id(b) for b in module._buffers.values() if b is not None)
+            first_path.append((path, info))
+            new.append(module)
+        for pname, param in module._parameters.items():
+            if param is None:
+                continue
+            ppath = f"{path}.{pname}" if path else pname
+            if id(param) not in params:
+                params[id(param)] = (param, ppath)
+            numel = param.numel()
+            owner = path
+            while True:
+                ids = subtree.get(owner)
+                if ids is None:
+                    ids = subtree[owner] = {}
+                ids[id(param)] = numel
+                if not owner:
+                    break
+                owner = owner.rpartition(".")[0]
+    for path, info in first_path:
+        ids = subtree.get(path)
+        info.total = sum(ids.values()) if ids else 0
+    return new
