@@ -12,7 +12,7 @@ layer may import only the layers below it (see docs/architecture.md):
                                             capture
     display
     recorder
-    api, the command line, the package itself, the docs tools (sphinx_gallery, sphinxext)
+    api, the command line, the package itself, the docs tools (scraper, sphinxext)
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "display": ("torchrecorder.display",),
     "recorder": ("torchrecorder.recorder",),
     "api": ("torchrecorder.api", "torchrecorder.__main__", "torchrecorder.factory",
-            "torchrecorder.sphinx_gallery", "torchrecorder.sphinxext", "torchrecorder"),
+            "torchrecorder.scraper", "torchrecorder.sphinxext", "torchrecorder"),
 }
 #: layer -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {
