@@ -249,9 +249,9 @@ def render_network(
         render_depth: depth until which modules are drawn expanded (default 1:
             the network's direct children as boxes).
         input_kwargs, device, dtype: as in :func:`record`.
-        fold_repeats, **styler_args: as in :func:`make_dot`.  Raster formats
-            (``png``, ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is
-            given.
+        fold_repeats: as in :func:`make_dot`.
+        **styler_args: as in :func:`make_dot`.  Raster formats (``png``,
+            ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is given.
 
     Returns:
         the path of the written file.

@@ -150,13 +150,16 @@ class Scraper:
     ``"image_scrapers": (torchrecorder.scraper.Scraper(render_depth=2),)``.
     """
 
-    def __init__(self, render_depth: int = 1, thumbnail_dpi: float = 72) -> None:
+    def __init__(self, render_depth: int = 1, thumbnail_dpi: float = 72, *,
+                 files_since_start: bool = False) -> None:
         if isinstance(render_depth, bool) or not isinstance(render_depth, int) or render_depth < 0:
             raise ValueError(f"render_depth must be an int >= 0, got {render_depth!r}")
         self.render_depth = render_depth
         self.thumbnail_dpi = float(thumbnail_dpi)
         self._example: Optional[_Example] = None
-        self._serial = files_written_after(0)[0]
+        # files written before the scraper existed count only for the shared one, which
+        # sphinx-gallery first asks for after the first block ran
+        self._serial = 0 if files_since_start else files_written_after(0)[0]
 
     def __repr__(self) -> str:
         return f"torchrecorder.scraper.Scraper(render_depth={self.render_depth})"
@@ -164,6 +167,14 @@ class Scraper:
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (Sphinx caches its configuration) as its options, without the per-example state."""
         return (type(self), (self.render_depth, self.thumbnail_dpi))
+
+    def __eq__(self, other: object) -> bool:
+        """Scrapers with the same options are equal (Sphinx compares cached configurations)."""
+        return type(other) is type(self) and (self.render_depth, self.thumbnail_dpi) == (
+            other.render_depth, other.thumbnail_dpi)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.render_depth, self.thumbnail_dpi))
 
     # ---- collecting
     def _state(self, block_vars: dict[str, Any]) -> _Example:
@@ -272,6 +283,14 @@ def _raw_html(text: str) -> str:
             + textwrap.indent(text, "    ", lambda line: True) + "\n    </div>\n\n")
 
 
+_SHARED: Optional[Scraper] = None
+
+
 def get_scraper() -> Scraper:
-    """A new :class:`Scraper` with the default options (what ``_get_sg_image_scraper`` returns)."""
-    return Scraper()
+    """The shared :class:`Scraper` with the default options (what ``_get_sg_image_scraper``
+    returns).  sphinx-gallery resolves ``'torchrecorder'`` anew for every code block, so the
+    same instance is returned each time: it remembers what the example's earlier blocks drew."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = Scraper(files_since_start=True)
+    return _SHARED
