@@ -190,7 +190,8 @@ class TorchrecorderDirective(SphinxDirective):
             spec, opts = self._options()
             data, name = self._draw(spec, opts)
         except Exception as exc:  # a broken model must not stop the documentation build
-            notes = "".join(f" ({note})" for note in getattr(exc, "__notes__", []))
+            notes = "".join(f" ({str(note).removeprefix('torchrecorder: ')})"
+                            for note in getattr(exc, "__notes__", []))
             kind = "" if isinstance(exc, ModelSpecError) else f"{type(exc).__name__}: "
             logger.warning("torchrecorder: cannot draw %r: %s%s%s", self.arguments[0].splitlines()[0],
                            kind, exc, notes, location=self.get_location(), type="torchrecorder",
