@@ -171,7 +171,7 @@ class Scraper:
     def __eq__(self, other: object) -> bool:
         """Scrapers with the same options are equal (Sphinx compares cached configurations)."""
         return type(other) is type(self) and (self.render_depth, self.thumbnail_dpi) == (
-            other.render_depth, other.thumbnail_dpi)  # type: ignore[attr-defined]
+            other.render_depth, other.thumbnail_dpi)
 
     def __hash__(self) -> int:
         return hash((type(self), self.render_depth, self.thumbnail_dpi))
