@@ -70,5 +70,5 @@ sphinx_gallery_conf = {
     "within_subsection_order": "FileNameSortKey",
     "show_memory": False,
     "abort_on_example_error": True,
-    "reset_modules": (),
+    "reset_modules": ("torchrecorder.scraper.reset_scraper",),
 }

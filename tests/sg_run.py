@@ -13,6 +13,7 @@ import pytest
 sg_scrapers = pytest.importorskip("sphinx_gallery.scrapers")
 sg_gen_gallery = pytest.importorskip("sphinx_gallery.gen_gallery")
 sg_parser = pytest.importorskip("sphinx_gallery.py_source_parser")
+sg_gen_rst = pytest.importorskip("sphinx_gallery.gen_rst")
 
 
 class Example:
@@ -32,6 +33,11 @@ class Example:
             "src_file": str(src_file or src_dir / f"{name}.py"), "file_conf": file_conf or {},
         }
         self.rst: list[str] = []
+        # sphinx-gallery runs reset_modules before each example: here, the shared scraper's reset,
+        # so that files other tests wrote are not taken for this example's
+        conf = dict(self.conf, reset_modules=("torchrecorder.scraper.reset_scraper",))
+        for reset in sg_gen_rst._get_callables(conf, "reset_modules"):
+            reset(conf, str(self.block_vars["src_file"]))
 
     def run(self, code: str, lineno: int = 1) -> str:
         """Execute ``code`` as sphinx-gallery does (its last expression bound to ``___``), then

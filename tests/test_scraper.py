@@ -147,3 +147,14 @@ def test_scraper_options_are_checked() -> None:
     with pytest.raises(ValueError, match="render_depth"):
         Scraper(render_depth=-1)
     assert get_scraper().render_depth == 1
+
+
+def test_files_written_between_examples_are_not_the_next_examples(tmp_path: Path) -> None:
+    """A file written outside any block (here: before the example starts, after another one ran)
+    is not taken for the next example's first block once reset_scraper ran before it."""
+    from torchrecorder._files import write_atomically
+
+    Example(tmp_path / "a", "first").run("x = 1\n")
+    write_atomically(tmp_path / "stray.svg", "<svg xmlns='http://www.w3.org/2000/svg'/>")
+    ex = Example(tmp_path / "b", "second")  # runs sphinx-gallery's reset_modules first
+    assert _image_targets(ex.run("y = 2\n")) == []

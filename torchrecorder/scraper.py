@@ -60,7 +60,7 @@ from .backend import render_source
 from .graph import Graph
 from .renderer.graphviz import GraphvizRenderer
 
-__all__ = ["Scraper", "get_scraper"]
+__all__ = ["Scraper", "get_scraper", "reset_scraper"]
 
 #: picture files a block wrote that are embedded as they are
 IMAGE_EXTENSIONS = ("svg", "png", "jpg", "jpeg", "gif", "webp")
@@ -176,6 +176,12 @@ class Scraper:
     def __hash__(self) -> int:
         return hash((type(self), self.render_depth, self.thumbnail_dpi))
 
+    def reset(self) -> None:
+        """Forget earlier examples: files written before now belong to none of the next one's
+        blocks (see :func:`reset_scraper`)."""
+        self._example = None
+        self._serial = files_written_after(0)[0]
+
     # ---- collecting
     def _state(self, block_vars: dict[str, Any]) -> _Example:
         src = str(block_vars.get("src_file", ""))
@@ -284,6 +290,16 @@ def _raw_html(text: str) -> str:
 
 
 _SHARED: Optional[Scraper] = None
+
+
+def reset_scraper(gallery_conf: Any = None, fname: Any = None) -> None:
+    """Reset the shared scraper before an example runs: a ``reset_modules`` entry of
+    ``sphinx_gallery_conf`` (``"reset_modules": ("torchrecorder.scraper.reset_scraper",)``).
+
+    Files a program writes between two examples, outside any code block, would otherwise be
+    taken for the next example's first block; a documentation build writes none, so this is
+    needed only where gallery examples run beside other code (tests, notebooks)."""
+    get_scraper().reset()
 
 
 def get_scraper() -> Scraper:
