@@ -158,3 +158,11 @@ def test_files_written_between_examples_are_not_the_next_examples(tmp_path: Path
     write_atomically(tmp_path / "stray.svg", "<svg xmlns='http://www.w3.org/2000/svg'/>")
     ex = Example(tmp_path / "b", "second")  # runs sphinx-gallery's reset_modules first
     assert _image_targets(ex.run("y = 2\n")) == []
+
+
+def test_a_graphviz_source_of_dot_text_is_drawn(tmp_path: Path) -> None:
+    ex = Example(tmp_path, "source")
+    rst = ex.run(SETUP + "import graphviz\n"
+                          "text = torchrecorder.make_dot(torchrecorder.record(net, 'mlp', (1, 4))).source\n"
+                          "src = graphviz.Source(text)\n")
+    assert len(_image_targets(rst)) == 1  # the Source (the recording was made inside the call)

@@ -15,7 +15,8 @@ block of an example the scraper collects what the block drew:
 
 * **objects the block made**: every :class:`~torchrecorder.recorder.Recorder`
   (any :class:`~torchrecorder.graph.Graph`), :class:`graphviz.Digraph` (from
-  :func:`~torchrecorder.make_dot`) and interactive view (below) bound to a
+  :func:`~torchrecorder.make_dot`; also ``graphviz.Graph`` and ``graphviz.Source``) and
+  interactive view (below) bound to a
   global name, or held in a list, tuple or dict bound to one, that is new or
   changed since the previous block.  A recording is drawn at
   ``render_depth=1`` (:attr:`Scraper.render_depth`), but only where the block
@@ -80,7 +81,7 @@ def _is_view(obj: Any) -> bool:
 def _figure_kind(obj: Any) -> Optional[str]:
     if isinstance(obj, Graph):
         return "graph"
-    if isinstance(obj, graphviz.Digraph | graphviz.Graph):
+    if isinstance(obj, graphviz.Digraph | graphviz.Graph | graphviz.Source):
         return "dot"
     if _is_view(obj):
         return "view"
@@ -266,7 +267,7 @@ class Scraper:
                 source = GraphvizRenderer(obj, self.render_depth).render().source
                 name = obj.name
             else:
-                source, name = obj.source, obj.name or "graph"
+                source, name = obj.source, getattr(obj, "name", None) or "graph"
             target = os.path.splitext(next(paths))[0] + ".svg"
             with open(target, "wb") as fh:
                 fh.write(render_source(source, "svg"))
