@@ -93,7 +93,7 @@ def main() -> None:
         theirs_img = (f'<img src="images/figures/{name}_d2_torchview.svg" width="100%">' if d2[4]
                       else "torchview failed (see the table)")
         sections.append(
-            f"### {TITLES[name]}\n\n"
+            f"## {TITLES[name]}\n\n"
             f"| torchrecorder, defaults, `render_depth=2` | torchview, `depth=2` |\n|---|---|\n"
             f'| <img src="images/figures/{name}_d2.svg" width="100%"> | {theirs_img} |\n')
     text = (

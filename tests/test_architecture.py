@@ -12,7 +12,7 @@ layer may import only the layers below it (see docs/architecture.md):
                                             capture
     display
     recorder
-    api, the command line, the package itself
+    api, the command line, the package itself, the docs tools (scraper, sphinxext)
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "capture": ("torchrecorder.capture",),
     "display": ("torchrecorder.display",),
     "recorder": ("torchrecorder.recorder",),
-    "api": ("torchrecorder.api", "torchrecorder.__main__", "torchrecorder"),
+    "api": ("torchrecorder.api", "torchrecorder.__main__", "torchrecorder.factory",
+            "torchrecorder.scraper", "torchrecorder.sphinxext", "torchrecorder"),
 }
 #: layer -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import torchrecorder
 from torchrecorder.__main__ import main
 
 from .backends import needs_backend
@@ -58,3 +59,158 @@ def test_bad_shape_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["tests.core_models:TinyMLP", "-s", "one,four"])
     assert "not a shape" in capsys.readouterr().err
+
+
+# ---- issue 14: the complete command line, end to end
+
+FACTORY = '''
+import torch
+
+
+class LM(torch.nn.Module):
+    """A token-id model: embedding, then a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(30, 8)
+        self.head = torch.nn.Linear(8, 30)
+
+    def forward(self, ids):
+        return self.head(self.embed(ids))
+
+
+def blocks():
+    return torch.nn.Sequential(*(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+                                 for _ in range(3)))
+
+
+def not_a_module():
+    return "a string"
+'''
+
+
+def _factory_dir(tmp_path: Path, name: str = "facmodels") -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(FACTORY)
+    return folder
+
+
+def _run(args: list[str], cwd: Path, script: bool = False) -> subprocess.CompletedProcess[str]:
+    """The command line in a fresh process: ``python -m torchrecorder`` or the installed script,
+    with this checkout's torchrecorder first on the path (not the current directory)."""
+    import os
+    import shutil
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if script:
+        exe = shutil.which("torchrecorder")
+        if exe is None:
+            pytest.skip("the torchrecorder console script is not installed")
+        cmd = [exe, *args]
+    else:
+        cmd = [sys.executable, "-m", "torchrecorder", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, check=False, timeout=300)
+
+
+def _clean_error(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    """The error lines: each once prefixed with the program name, no traceback."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "torchrecorder: torchrecorder:" not in proc.stderr, proc.stderr
+    return [line for line in proc.stderr.splitlines() if line.startswith("torchrecorder: error:")]
+
+
+@needs_backend
+def test_installed_script_imports_the_factory_from_the_current_directory(tmp_path: Path) -> None:
+    """The console script's sys.path[0] is its own folder, not the current one: it used to fail
+    with ModuleNotFoundError where ``python -m`` worked."""
+    folder = _factory_dir(tmp_path)
+    proc = _run(["facmodels:blocks", "-s", "2,4", "-o", "blocks.svg"], folder, script=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("blocks.svg")
+    assert (folder / "blocks.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_token_id_model_with_input_dtype_int64(tmp_path: Path) -> None:
+    """``--input-dtype int64`` makes valid ids (it used to fail: normal_kernel_cpu for 'Long')."""
+    folder = _factory_dir(tmp_path)
+    proc = _run(["facmodels:LM", "-s", "2,12", "--input-dtype", "int64", "-f", "json", "-o", "lm.json",
+                 "--summary"], folder)
+    assert proc.returncode == 0, proc.stderr
+    rec = torchrecorder.load_json(str(folder / "lm.json"))
+    assert [layer.type_name for layer in rec.layers()] == ["LM", "Embedding", "Linear"]
+    assert "Total params: 510" in proc.stdout and proc.stdout.strip().endswith("lm.json")
+    # the old spelling stays, in-process too
+    assert main(["facmodels.py:LM".replace("facmodels.py", str(folder / "facmodels.py")), "-s", "1,5",
+                 "--dtype", "long", "-o", str(tmp_path / "lm.dot")]) == 0
+
+
+def test_py_path_factory_and_the_text_formats(tmp_path: Path) -> None:
+    folder = _factory_dir(tmp_path)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    spec = f"{folder / 'facmodels.py'}:blocks"
+    for fmt, check in (("dot", lambda t: t.startswith("digraph")),
+                       ("mmd", lambda t: t.startswith("flowchart")),
+                       ("json", lambda t: '"nodes"' in t)):
+        proc = _run([spec, "-s", "2,4", "-f", fmt, "-o", f"out.{fmt}"], other)
+        assert proc.returncode == 0, proc.stderr
+        assert check((other / f"out.{fmt}").read_text()), fmt
+    # the format follows the extension of -o; NAME.FMT by default
+    assert _run([spec, "-s", "2,4", "-o", "x.mmd"], other).returncode == 0
+    assert (other / "x.mmd").read_text().startswith("flowchart")
+    assert _run([spec, "-s", "2,4", "-f", "dot"], other).returncode == 0
+    assert (other / "blocks.dot").exists()
+
+
+def test_fold_option(tmp_path: Path) -> None:
+    folder = _factory_dir(tmp_path)
+    assert main([f"{folder / 'facmodels.py'}:blocks", "-s", "2,4", "-d", "1", "--fold", "yes",
+                 "-o", str(tmp_path / "yes.dot")]) == 0
+    assert main([f"{folder / 'facmodels.py'}:blocks", "-s", "2,4", "-d", "1", "--fold", "no",
+                 "-o", str(tmp_path / "no.dot")]) == 0
+    assert "×3" in (tmp_path / "yes.dot").read_text()
+    assert "×3" not in (tmp_path / "no.dot").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (["nosuchmodule:Net", "-s", "1,4"], 1, "cannot import 'nosuchmodule'"),
+        (["facmodels:Nope", "-s", "1,4"], 1, "facmodels has no attribute 'Nope'"),
+        (["facmodels:not_a_module", "-s", "1,4"], 1, "gave str 'a string', not a torch.nn.Module"),
+        (["facmodels:blocks", "-s", "1,5"], 1, "RuntimeError: mat1 and mat2 shapes cannot be multiplied"),
+        (["facmodels:blocks", "-s", "1,4", "-f", "bogus"], 1, "unknown format 'bogus'"),
+        (["facmodels:blocks", "-s", "1,4", "--input-dtype", "floaty"], 1, "'floaty' is not a torch dtype"),
+        (["facmodels:blocks", "-s", "one,four"], 2, "'one,four' is not a shape"),
+        (["facmodels:blocks", "-s", "1,4", "--fold", "maybe"], 2, "'maybe' is not auto, yes, no"),
+        (["facmodels", "-s", "1,4"], 1, "must look like 'package.module:factory'"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(tmp_path: Path, args: list[str], status: int,
+                                               message: str) -> None:
+    folder = _factory_dir(tmp_path)
+    proc = _run([*args, "-o", "x.dot"], folder)
+    assert proc.returncode == status
+    errors = _clean_error(proc)
+    assert len(errors) == 1 and message in errors[0], proc.stderr
+    assert not (folder / "x.dot").exists() and proc.stdout == ""
+
+
+def test_unknown_format_is_refused_before_the_factory_is_imported(tmp_path: Path) -> None:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "noisy.py").write_text("open('imported', 'w').close()\nimport torch\nNet = torch.nn.ReLU\n")
+    proc = _run(["noisy:Net", "-s", "1,4", "-f", "bogus"], folder)
+    assert proc.returncode == 1 and "unknown format" in proc.stderr
+    assert not (folder / "imported").exists()
+    assert _run(["noisy:Net", "-s", "1,4", "-f", "dot"], folder).returncode == 0
+    assert (folder / "imported").exists()
+
+
+def test_a_failing_forward_names_the_module_once_prefixed(tmp_path: Path) -> None:
+    folder = _factory_dir(tmp_path)
+    proc = _run(["facmodels:blocks", "-s", "1,5", "-f", "dot"], folder)
+    assert proc.returncode == 1
+    assert _clean_error(proc)
+    assert "torchrecorder: raised in module '0.0' (Linear)" in proc.stderr

@@ -9,6 +9,8 @@
 True
 """
 
+from typing import Any
+
 from . import hooks
 from .api import load_json, loads_json, make_dot, record, render_network
 from .capture import Capture, StopForward, capture
@@ -30,6 +32,15 @@ from .renderer import (
 from .renderer.activations import ActivationStyler
 
 __version__ = "0.2.0"
+
+
+def _get_sg_image_scraper() -> Any:
+    """The sphinx-gallery image scraper (``'image_scrapers': ('torchrecorder',)``): a
+    :class:`torchrecorder.scraper.Scraper`."""
+    from .scraper import get_scraper
+
+    return get_scraper()
+
 
 __all__ = [
     "ActivationStyler",

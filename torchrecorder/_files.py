@@ -14,16 +14,36 @@ was.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import secrets
 import stat
+from collections import deque
 from typing import Optional, Union
 
-__all__ = ["write_atomically"]
+__all__ = ["files_written_after", "write_atomically"]
 
 _FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 _ATTEMPTS = 64
+
+# (serial number, absolute path) of the latest files written, oldest first: the
+# sphinx-gallery scraper embeds the pictures a gallery example wrote (bounded, so a
+# long-running program keeps no growing list)
+_WRITTEN: deque[tuple[int, str]] = deque(maxlen=1024)
+_SERIALS = itertools.count(1)
+
+
+def files_written_after(serial: int) -> tuple[int, list[str]]:
+    """The latest serial number and the paths written since ``serial`` (0: all remembered),
+    oldest first, each once (a path written twice is listed where it was written last)."""
+    recent = [(n, p) for n, p in list(_WRITTEN) if n > serial]
+    last = recent[-1][0] if recent else max(serial, _WRITTEN[-1][0] if _WRITTEN else 0)
+    order: dict[str, int] = {}
+    for n, p in recent:
+        order.pop(p, None)
+        order[p] = n
+    return last, list(order)
 
 
 def _existing_mode(path: str) -> Optional[int]:
@@ -82,3 +102,4 @@ def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    _WRITTEN.append((next(_SERIALS), os.path.abspath(os.fspath(path))))

@@ -15,7 +15,7 @@ from .export import load, loads
 from .graph import Graph
 from .projection import FoldRepeats
 from .recorder import Recorder, recording
-from .recording import InputShapes, gc_paused, make_inputs, model_state_kept
+from .recording import InputShapes, gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
 from .recording.meta import check_model
 from .renderer.activations import ActivationStyler
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
@@ -79,7 +79,9 @@ def record(
         device: device for inputs made from ``input_shapes``
             (default: where the model's parameters are).
         dtype: dtype for inputs made from ``input_shapes``
-            (default: the model's floating dtype).
+            (default: the model's floating dtype).  An integer dtype makes
+            valid token ids (below the smallest ``num_embeddings`` of the
+            model's embedding modules), ``torch.bool`` masks of ``True``.
         keep_tensors: keep the tensors on the graph's tensor nodes.
         unfuse_fast_paths: run those fused modules through their unfused Python path
             instead, so that their insides are recorded; they are marked
@@ -112,6 +114,8 @@ def record(
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     check_model(net)
+    if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
+        input_data = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
     with model_state_kept(net) as kept, recording(net, name, keep_tensors=keep_tensors,
@@ -240,8 +244,8 @@ def _target_path(directory: str, name: str, filename: Any, fmt: str) -> str:
 def render_network(
     net: nn.Module,
     name: str,
-    input_shapes: InputShapes,
-    directory: Union[str, os.PathLike[str]],
+    input_shapes: InputShapes = None,
+    directory: Union[str, os.PathLike[str]] = ".",
     filename: Optional[str] = None,
     fmt: str = "svg",
     input_data: Any = None,
@@ -260,8 +264,11 @@ def render_network(
         net: the module to draw.
         name: name of the network (a str); also the file name unless ``filename``
             is given, with path separators replaced by ``_``.
-        input_shapes: as in :func:`record`.
-        directory: where to write; created if needed.
+        input_shapes: as in :func:`record`; leave it out (or pass ``None``)
+            when ``input_data`` is given: ``render_network(net, "net",
+            input_data=x)``.
+        directory: where to write (default: the current directory); created
+            if needed.
         filename: file name without extension (default: ``name``); it may name
             a subdirectory (``"plots/net"``) but must stay inside ``directory``.
         fmt: any format of the installed Graphviz (``svg``, ``png``, ``pdf``,
@@ -276,9 +283,9 @@ def render_network(
         unfuse_fast_paths: as in :func:`record`: draw the unfused Python path of
             modules that PyTorch runs as one fused kernel (marked ``unfused``)
             instead of a closed box marked ``fused``.
-        fold_repeats, **styler_args: as in :func:`make_dot`.  Raster formats
-            (``png``, ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is
-            given.
+        fold_repeats: as in :func:`make_dot`.
+        **styler_args: as in :func:`make_dot`.  Raster formats (``png``,
+            ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is given.
 
     Returns:
         the path of the written file.
@@ -329,10 +336,12 @@ def render_network(
     return path
 
 
-
-
 def load_json(path: Union[str, os.PathLike[str]]) -> Recorder:
     """Read back a recording saved with ``rec.to_json(path)`` or ``fmt="json"``.
+
+    ``path`` is a file name, or the JSON text itself (what ``rec.to_json()``
+    returns: a string starting with ``{``), so ``load_json(rec.to_json())``
+    works as well as :func:`loads_json`.
 
     The result draws, prints and exports like the recording it was saved
     from; it holds metadata only (``fn`` is ``None`` on every node) and builds
@@ -343,6 +352,8 @@ def load_json(path: Union[str, os.PathLike[str]]) -> Recorder:
             wrong type; :class:`~torchrecorder.errors.GraphError` (a
             ``ValueError``) for a graph that breaks an invariant.
     """
+    if isinstance(path, str) and path.lstrip().startswith("{") and not os.path.exists(path):
+        return loads(path, Recorder)  # the JSON text itself
     return load(path, Recorder)
 
 

@@ -7,19 +7,24 @@
 * :mod:`~torchrecorder.recording.hooks`: the original torchrecorder's hook-level
   functions (``prehook``, ``posthook``, ``op_acc``, ...);
 * :mod:`~torchrecorder.recording.state`: inputs made from shapes, and the model's
-  state put back after the pass.
+  state put back after the pass;
 * :mod:`~torchrecorder.recording.fastpath`: calls that run without the recorder
-  inside (PyTorch's fused fast paths, TorchScript), drawn as closed boxes.
+  inside (PyTorch's fused fast paths, TorchScript), drawn as closed boxes;
+* :mod:`~torchrecorder.recording.tokens`: integer inputs made from shapes (valid
+  token ids) and boolean masks.
 """
 
 from .engine import Engine
 from .hooks import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
 from .state import InputShapes, gc_paused, make_inputs, model_state_kept, normalise_shapes
+from .tokens import integer_inputs, is_integer_dtype
 
 __all__ = [
     "Engine",
     "InputShapes",
     "gc_paused",
+    "integer_inputs",
+    "is_integer_dtype",
     "leaf_dummy",
     "make_inputs",
     "model_state_kept",

@@ -21,6 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Optional, Union
 
+from .._files import write_atomically
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
@@ -64,10 +65,10 @@ class HtmlPage:
         self.height = height
 
     def save(self, path: Union[str, os.PathLike[str]]) -> str:
-        """Write the page to ``path`` (UTF-8) and return the path as a string."""
+        """Write the page to ``path`` (UTF-8, atomically, as every file torchrecorder writes)
+        and return the path as a string."""
         path = os.fspath(path)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(self.text)
+        write_atomically(path, self.text.encode("utf-8"))
         return path
 
     def _repr_html_(self) -> str:

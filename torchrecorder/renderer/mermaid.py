@@ -129,8 +129,8 @@ class MermaidRenderer(BaseRenderer):
         styles: ``{kind: "fill:...,stroke:..."}`` overriding :data:`MERMAID_STYLES`.
         edge_shapes: write the tensor shape on edges leaving ops and layers.
 
-    ``render()`` returns the chart as a string; put it in a Markdown
-    ```` ```mermaid ```` block to have GitHub draw it.  Mermaid refuses charts
+    ``render()`` returns the chart as a string; put it in a Markdown code
+    block fenced as ``mermaid`` to have GitHub draw it.  Mermaid refuses charts
     of more than :data:`MERMAID_MAX_EDGES` edges unless configured otherwise
     (a warning says so): draw big models at a smaller ``render_depth``, with
     ``fold_repeats`` or with ``tensor_nodes=False``.

@@ -1,0 +1,131 @@
+"""Models named by text: ``package.module:factory`` or ``path/to/file.py:factory``.
+
+The command line and the Sphinx directive (:mod:`torchrecorder.sphinxext`) both
+take a model as such a string, with input shapes such as ``1,3,224,224`` and a
+dtype name such as ``int64``; this module turns that text into a module, shapes
+and a dtype, and raises :class:`ModelSpecError` (a ``ValueError``) with a
+message a person can act on when it cannot.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import re
+import sys
+from typing import Any, Optional
+
+import torch
+from torch import nn
+
+__all__ = ["ModelSpecError", "load_model", "parse_dtype", "parse_shape"]
+
+
+class ModelSpecError(ValueError):
+    """A model, shape or dtype given as text that names nothing usable."""
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"1,3,224,224"`` (or ``"1x3x224x224"``, ``"(1, 3)"``) -> ``(1, 3, 224, 224)``.
+
+    >>> parse_shape("1,3,224,224"), parse_shape("2x16"), parse_shape("(1, 8)")
+    ((1, 3, 224, 224), (2, 16), (1, 8))
+    """
+    body = text.strip().strip("()[]")
+    try:
+        dims = tuple(int(d) for d in re.split(r"[,x×\s]+", body) if d)
+    except ValueError:
+        raise ModelSpecError(f"{text!r} is not a shape such as 1,3,224,224") from None
+    if not dims or any(d < 0 for d in dims):
+        raise ModelSpecError(f"{text!r} is not a shape such as 1,3,224,224")
+    return dims
+
+
+def parse_dtype(text: Optional[str]) -> Optional[torch.dtype]:
+    """``"int64"`` or ``"torch.int64"`` -> ``torch.int64``; ``None`` -> ``None``.
+
+    >>> parse_dtype("float16"), parse_dtype("torch.long")
+    (torch.float16, torch.int64)
+    """
+    if text is None:
+        return None
+    name = text.strip()
+    name = name[len("torch."):] if name.startswith("torch.") else name
+    dtype = getattr(torch, name, None) if name.isidentifier() else None
+    if not isinstance(dtype, torch.dtype):
+        raise ModelSpecError(f"{text!r} is not a torch dtype (such as float32, bfloat16, int64, bool)")
+    return dtype
+
+
+def _import_file(path: str) -> Any:
+    """Import the Python file at ``path`` as a module (its folder importable while it runs)."""
+    if not os.path.isfile(path):
+        raise ModelSpecError(f"no such file: {path}")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = f"_torchrecorder_model_{re.sub(r'[^0-9A-Za-z_]', '_', stem)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ModelSpecError(f"cannot import {path} as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look their module up here
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    finally:
+        if folder in sys.path:
+            sys.path.remove(folder)
+    return module
+
+
+def load_model(spec: str) -> nn.Module:
+    """Build the model named by ``module.path:attr`` or ``path/to/file.py:attr``.
+
+    ``attr`` (dotted for a nested attribute) may be a module instance, or a
+    callable (class or factory function) that takes no arguments and returns
+    one.  Modules are imported as by ``python -c "import module.path"``: the
+    caller decides what is on ``sys.path`` (the command line puts the current
+    directory first).
+
+    Raises:
+        ModelSpecError: ``spec`` is malformed, the module cannot be imported,
+            has no such attribute, or the factory returned no ``nn.Module``.
+        Exception: whatever the imported module or the factory raised while
+            running (with a note naming ``spec``).
+    """
+    if not isinstance(spec, str):
+        raise ModelSpecError(f"model must be a str such as 'package.module:factory', got {spec!r}")
+    target, sep, attr = spec.strip().rpartition(":")
+    if not sep or not target or not attr:
+        raise ModelSpecError(f"model {spec!r} must look like 'package.module:factory' or 'file.py:factory'")
+    if target.endswith(".py") or os.sep in target or (os.altsep and os.altsep in target):
+        module = _import_file(target)
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not (target == exc.name or target.startswith(exc.name + ".")):
+                raise  # the module exists but imports something missing: its own error is clearer
+            raise ModelSpecError(
+                f"cannot import {target!r} (from {spec!r}): {exc}; run from the folder that holds "
+                "it, add that folder to PYTHONPATH, or give a file path such as models.py:factory"
+            ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ModelSpecError(f"{target} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if callable(obj) and not isinstance(obj, nn.Module):
+        try:
+            obj = obj()
+        except Exception as exc:
+            if hasattr(exc, "add_note"):  # Python 3.11+
+                exc.add_note(f"while calling {spec} to build the model")
+            raise
+    if not isinstance(obj, nn.Module):
+        raise ModelSpecError(f"{spec} gave {type(obj).__name__} {obj!r:.60}, not a torch.nn.Module")
+    return obj
