@@ -232,9 +232,9 @@ def test_direction_and_graph_keywords_set_the_graph() -> None:
     rec = torchrecorder.record(nn.Sequential(nn.Linear(4, 2)), "mlp", (1, 4))
     for kw in ({"direction": "LR"}, {"direction": "lr"}, {"rankdir": "LR"},
                {"graph_attrs": {"rankdir": "LR"}}):
-        dot = parse_dot(torchrecorder.make_dot(rec, 1, **kw).source)
-        assert re.search(r"graph \[[^]]*rankdir=LR", torchrecorder.make_dot(rec, 1, **kw).source), kw
-        assert not any("rankdir" in attrs for attrs in dot.node_attrs.values()), kw
+        source = torchrecorder.make_dot(rec, 1, **kw).source
+        assert re.search(r"graph \[[^]]*rankdir=LR", source), kw
+        assert not any("rankdir" in attrs for attrs in parse_dot(source).node_attrs.values()), kw
     source = torchrecorder.make_dot(rec, 1, dpi=300, size="3.5,8").source
     assert re.search(r"graph \[[^]]*dpi=300", source) and 'size="3.5,8"' in source
     with pytest.raises(ValueError, match="direction"):

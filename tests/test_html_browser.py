@@ -230,6 +230,15 @@ def test_notebook_iframe_draws(tr_browser: Any, stack_rec: torchrecorder.Recorde
     page.close()
 
 
+def _dot_at_depth(page: Any, depth: int) -> Any:
+    """The DOT the page lays out once its depth control is set to ``depth``."""
+    count = page.evaluate("__tr.layouts")
+    page.fill("#tr-depth", str(depth))
+    page.dispatch_event("#tr-depth", "change")
+    wait_layouts(page, count)
+    return parse_dot(page.evaluate("__tr.dot"))
+
+
 @pytest.mark.parametrize("fold", [True, False])
 def test_every_depth_draws_what_make_dot_draws(tr_browser: Any, stack_rec: torchrecorder.Recorder,
                                                tmp_path: Path, fold: bool) -> None:
@@ -238,11 +247,7 @@ def test_every_depth_draws_what_make_dot_draws(tr_browser: Any, stack_rec: torch
     torchrecorder.make_html(stack_rec, fold_repeats="auto" if fold else False).save(path)
     page, _ = _open(tr_browser, path)
     for depth in range(4):
-        count = page.evaluate("__tr.layouts")
-        page.fill("#tr-depth", str(depth))
-        page.dispatch_event("#tr-depth", "change")
-        wait_layouts(page, count)
-        ours = parse_dot(page.evaluate("__tr.dot"))
+        ours = _dot_at_depth(page, depth)
         dot = torchrecorder.make_dot(stack_rec, depth, fold_repeats="auto" if fold else False)
         want = parse_dot(dot.source)
         assert set(ours.nodes) == set(want.nodes), depth
@@ -273,11 +278,7 @@ def test_zoo_depths_draw_what_make_dot_draws(tr_browser: Any, tmp_path: Path, ca
     torchrecorder.make_html(rec, 0, fold_repeats=True, tensor_nodes=tensor_nodes).save(path)
     page, w = _open(tr_browser, path)
     for depth in range(4):
-        count = page.evaluate("__tr.layouts")
-        page.fill("#tr-depth", str(depth))
-        page.dispatch_event("#tr-depth", "change")
-        wait_layouts(page, count)
-        ours = parse_dot(page.evaluate("__tr.dot"))
+        ours = _dot_at_depth(page, depth)
         dot = torchrecorder.make_dot(rec, depth, fold_repeats=True, tensor_nodes=tensor_nodes)
         want = parse_dot(dot.source)
         assert set(ours.nodes) == set(want.nodes), depth

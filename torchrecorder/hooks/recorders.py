@@ -89,8 +89,6 @@ class _Recorder:
         names: their dotted paths in the module they were registered on.
     """
 
-    _register: str = ""
-
     def __init__(self, condition: Optional[Callable[[], Any]] = None,
                  reduction: Optional[Callable[[Any, Any], Any]] = None, *, detach: bool = True,
                  to: Device = None, clone: bool = True) -> None:
@@ -282,7 +280,6 @@ def _doc(what: str) -> str:
 
 class ForwardPre(_Recorder):
     __doc__ = _doc("the input of each call (before ``forward`` runs)")
-    _register = "register_forward_pre_hook"
 
     def _hook(self, module: nn.Module, sub: _Subrecorder) -> RemovableHandle:
         def hook(mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -293,7 +290,6 @@ class ForwardPre(_Recorder):
 
 class ForwardInput(_Recorder):
     __doc__ = _doc("the input of each call, after ``forward`` ran (what the module left of it)")
-    _register = "register_forward_hook"
 
     def _hook(self, module: nn.Module, sub: _Subrecorder) -> RemovableHandle:
         def hook(mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
@@ -304,7 +300,6 @@ class ForwardInput(_Recorder):
 
 class ForwardOutput(_Recorder):
     __doc__ = _doc("the output of each call")
-    _register = "register_forward_hook"
 
     def _hook(self, module: nn.Module, sub: _Subrecorder) -> RemovableHandle:
         def hook(mod: nn.Module, args: tuple[Any, ...], output: Any) -> None:
@@ -320,7 +315,6 @@ def _grads(grads: tuple[Optional[torch.Tensor], ...]) -> Any:
 class BackwardInput(_Recorder):
     __doc__ = _doc("the gradient with respect to the input of each call (``None`` where an input "
                    "needs none)")
-    _register = "register_full_backward_hook"
 
     def _hook(self, module: nn.Module, sub: _Subrecorder) -> RemovableHandle:
         def hook(mod: nn.Module, grad_input: Any, grad_output: Any) -> None:
@@ -331,7 +325,6 @@ class BackwardInput(_Recorder):
 
 class BackwardOutput(_Recorder):
     __doc__ = _doc("the gradient with respect to the output of each call")
-    _register = "register_full_backward_hook"
 
     def _hook(self, module: nn.Module, sub: _Subrecorder) -> RemovableHandle:
         def hook(mod: nn.Module, grad_input: Any, grad_output: Any) -> None:
