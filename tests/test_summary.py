@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -80,32 +82,34 @@ def test_totals_count_shared_weights_once_and_split_trainable() -> None:
     assert f"Total params: {total:,}" in text
     assert f"Trainable params: {total - frozen:,}" in text
     assert f"Non-trainable params: {frozen:,}" in text
-    # the tied head shows no parameters of its own: they were counted on the embedding
+    # the tied head shows no parameters of its own (they were counted on the embedding) and says so
     head_row = next(line for line in text.splitlines() if "─head (Linear)" in line)
-    assert head_row.split()[-2:] == ["--", "--"]
+    assert head_row.split()[-2:] == ["--", "--"] and "tied: embed.weight" in head_row
+    assert sum("tied:" in line for line in text.splitlines()) == 1
     embed_row = next(line for line in text.splitlines() if "─embed (Embedding)" in line)
     assert embed_row.split()[-2] == "160" and embed_row.split()[-1] == f"{100 * 160 / total:.2f}%"
     # the shares of the rows add up to the whole
     shares = [float(line.split()[-1][:-1]) for line in text.splitlines()[3:] if line.endswith("%")]
     assert sum(shares) == pytest.approx(100, abs=0.05)
     # parameter memory: float32 elements; activations: every tensor a module returned
-    assert f"Params size (MB): {4 * total / 2**20:,.2f}" in text
+    assert f"Params size (MB): {4 * total / 10**6:,.2f}" in text
 
 
 def test_repeated_blocks_fold_into_one_group_marked_times_n() -> None:
     rec = torchrecorder.record(_Tower(n=10), "tower", input_data=torch.zeros(2, 3, dtype=torch.long))
     folded = rec.summary()
     unfolded = rec.summary(fold=False)
-    assert "blocks.0 … blocks.9 (_Block) ×10  1-2…1-11" in folded
+    assert "│ └─blocks.0 … blocks.9 (_Block) ×10  2-1…2-10" in folded
     rows = [line for line in folded.splitlines() if "(" in line and "(MB)" not in line][1:]
-    # network, embed, the group with the first block's two children, norm, head
+    # network, embed, the ModuleList, the group with the first block's two children, norm, head
     assert [r.split("(")[1].split(")")[0] for r in rows] == [
-        "_Tower", "Embedding", "_Block", "Linear", "GELU", "LayerNorm", "Linear"]
+        "_Tower", "Embedding", "ModuleList", "_Block", "Linear", "GELU", "LayerNorm", "Linear"]
     assert "blocks.0.fc (Linear)" in folded and "blocks.1.fc" not in folded
     assert "blocks.9.fc (Linear)" in unfolded and ") ×" not in unfolded
     assert len(unfolded.splitlines()) - len(folded.splitlines()) == 9 * 3
     # labels keep counting after the group
-    assert "─norm (LayerNorm)" in folded and " 1-12 " in folded
+    assert re.search(r"─norm \(LayerNorm\) +1-3 ", folded) and re.search(r"blocks\.0\.fc \(Linear\) +3-1 ", folded)
+    assert re.search(r"blocks\.9\.act \(GELU\) +3-20 ", unfolded)
     # runs shorter than "auto"'s 8 are not folded unless asked
     short = torchrecorder.record(_Tower(n=3), "tower", input_data=torch.zeros(2, 3, dtype=torch.long))
     assert ") ×3" not in short.summary() and ") ×3" in short.summary(fold=True)
@@ -114,13 +118,17 @@ def test_repeated_blocks_fold_into_one_group_marked_times_n() -> None:
 
 def test_columns_and_depth_options() -> None:
     rec = torchrecorder.record(_Tower(n=2), "tower", input_data=torch.zeros(2, 3, dtype=torch.long))
-    text = rec.summary(columns=["params", "label"], depth=1)
+    text = rec.summary(columns=["params", "label"], depth=2)
     header = text.splitlines()[1]
     assert header.split() == ["Layer", "(type)", "Label", "Param", "#"]
     assert "Input shape" not in text and "blocks.0.fc" not in text
     # a row whose children are hidden counts their parameters as its own
     block_row = next(line for line in text.splitlines() if "─blocks.0 (_Block)" in line)
     assert block_row.split()[-1] == "72"
+    # depth counts the module tree, as torchinfo: the never-called ModuleList is depth 1
+    shallow = rec.summary(columns=["params"], depth=1)
+    assert "blocks.0" not in shallow
+    assert next(line for line in shallow.splitlines() if "─blocks (ModuleList)" in line).split()[-1] == "144"
     assert rec.summary(depth=0).count("\n├─") == 0
     with pytest.raises(ValueError, match="unknown summary column"):
         rec.summary(columns=["flops"])
@@ -130,7 +138,7 @@ def test_columns_and_depth_options() -> None:
         summary_table(rec, fold="sometimes")
 
 
-def test_later_calls_of_a_module_share_its_label_and_show_no_parameters_again() -> None:
+def test_each_call_of_a_module_has_its_own_label_and_later_ones_show_no_parameters_again() -> None:
     class Twice(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -140,7 +148,7 @@ def test_later_calls_of_a_module_share_its_label_and_show_no_parameters_again() 
             return self.fc(self.fc(x))
 
     rec = torchrecorder.record(Twice(), "twice", (1, 3))
-    assert layer_labels(rec) == {"twice": "0-1", "fc": "1-1", "fc#2": "1-1"}
+    assert layer_labels(rec) == {"twice": "0-1", "fc": "1-1", "fc#2": "1-2"}  # as torchinfo
     text = rec.summary(fold=False)
     assert "├─fc (Linear)" in text and "└─fc #2 (Linear)" in text
     assert "Total params: 12" in text
@@ -163,5 +171,8 @@ def test_memory_totals_count_parameters_and_the_tensors_modules_return() -> None
     text = torchrecorder.record(net, "net", input_data=x).summary()
     params = 2 * (1024 * 1024 + 1024 + 1024 * 512 + 512)  # two bytes an element
     acts = 2 * (256 * 1024 + 256 * 1024 + 256 * 512)  # the outputs of the three modules, not the input
-    assert f"Params size (MB): {params / 2**20:,.2f}" in text
-    assert f"Activations size (MB): {acts / 2**20:,.2f}" in text and acts / 2**20 == 1.25
+    # MB of 10^6 bytes, as torchinfo (not MiB)
+    assert f"Params size (MB): {params / 10**6:,.2f}" in text and f"{params / 10**6:,.2f}" == "3.15"
+    assert f"Activations size (MB): {acts / 10**6:,.2f}" in text and f"{acts / 10**6:,.2f}" == "1.31"
+    one = torchrecorder.record(nn.Linear(1024, 1024), "fc", (1, 1024)).summary()
+    assert "Params size (MB): 4.20" in one  # 4,198,400 bytes
