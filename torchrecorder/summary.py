@@ -184,6 +184,7 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
     # rows whose descendants are not printed (depth cut): they count those as their own
     cut = {i for i, row in enumerate(rows) if depth is not None and row.depth == depth}
     position = {id(row): i for i, row in enumerate(all_rows)}
+    label_of = {row.key: row.label for row in all_rows}
     show_macs = "mult_adds" in cols
 
     def inner_macs(row: Row) -> int:
@@ -204,7 +205,7 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             title, label, type_text = row.path, row.label, f"({_container_type(rec, row)})"
         elif len(run) > 1:
             title = f"{_title(run[0])} … {_title(run[-1])}"
-            label = f"{row.label}…{_label_of(all_rows, run[-1].key)}"
+            label = f"{row.label}…{label_of[run[-1].key]}"
             type_text = f"({layer.type_name}) ×{len(run)}"
         else:
             title, label, type_text = _title(layer), row.label, f"({layer.type_name})"
@@ -259,21 +260,17 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
     return "\n".join(lines)
 
 
-def _label_of(rows: list[Row], key: Key) -> str:
-    return next((row.label for row in rows if row.key == key), "")
-
-
 def _container_type(rec: Graph, row: Row) -> str:
     """The class name of an inserted ancestor: read from the live network while the recording
     holds it, else (a graph loaded from JSON) ``"container"``."""
-    for layer in rec.layers():
-        if layer.depth == 0 and layer.path == "" and layer.fn is not None:
-            get = getattr(layer.fn, "get_submodule", None)
-            try:
-                return type(get(row.path)).__name__ if get is not None else "container"
-            except AttributeError:
-                return "container"
-    return "container"
+    root = next(iter(rec.layers()), None)
+    get = getattr(root.fn, "get_submodule", None) if root is not None and not root.path else None
+    if get is None:
+        return "container"
+    try:
+        return type(get(row.path)).__name__
+    except AttributeError:
+        return "container"
 
 
 def _title(layer: LayerNode) -> str:

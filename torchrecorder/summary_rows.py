@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from typing import Optional
 
 from .graph import Graph
@@ -175,6 +174,8 @@ class Stats:
                     self._params.setdefault(layer.key, []).append(param)
                     missing -= param.numel
         # a leaf ran no other module and holds no module with parameters (torchinfo: no children)
+        self._inside: Optional[dict[str, int]] = None
+        self._grads: dict[str, tuple[int, int]] = {}
         self._leaf: dict[Key, bool] = {}
         for layer in rec.layers():
             first = self.first_call(layer)
@@ -189,34 +190,37 @@ class Stats:
         """The first call of ``layer``'s module."""
         return self.first.get(self._ident(layer), layer)
 
-    def _firsts_inside(self, row: Row) -> Iterator[LayerNode]:
-        """The first calls of ``row``'s module and of the modules inside it."""
-        prefix = row.path + "."
-        for first in self.first.values():
-            if not row.path or first.path == row.path or first.path.startswith(prefix):
-                yield first
-
-    def module_params(self, row: Row) -> Iterator[ParamNode]:
-        """The parameters of ``row``'s module and of every module inside it (each once, tied
-        ones included)."""
-        seen: set[Key] = set()
-        for first in self._firsts_inside(row):
-            for param in self._params.get(first.key, ()):
-                if param.key not in seen:
-                    seen.add(param.key)
-                    yield param
+    def _totals(self) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+        """Per dotted path: parameter elements recorded inside, and (elements, trainable ones)
+        of the parameters of the modules inside, tied ones included (computed once)."""
+        if self._inside is None:
+            inside: dict[str, int] = {}
+            grads: dict[str, tuple[int, int]] = {}
+            for first in self.first.values():
+                own = self.own.get(first.key, 0)
+                params = self._params.get(first.key, ())
+                n = sum(p.numel for p in params)
+                t = sum(p.numel for p in params if p.requires_grad)
+                path = first.path
+                while True:
+                    inside[path] = inside.get(path, 0) + own
+                    n0, t0 = grads.get(path, (0, 0))
+                    grads[path] = (n0 + n, t0 + t)
+                    if not path:
+                        break
+                    path = path.rpartition(".")[0]
+            self._inside, self._grads = inside, grads
+        return self._inside, self._grads
 
     def subtree(self, row: Row) -> int:
         """Parameter elements recorded on ``row``'s module and the modules inside it."""
-        return sum(self.own.get(first.key, 0) for first in self._firsts_inside(row))
+        return self._totals()[0].get(row.path, 0)
 
     def trainable_text(self, row: Row) -> str:
         """torchinfo's ``trainable`` column: ``True``, ``False``, ``Partial`` or ``--`` (no parameters)."""
-        params = list(self.module_params(row))
-        n = sum(p.numel for p in params)
+        n, t = self._totals()[1].get(row.path, (0, 0))
         if n == 0:
             return "--"
-        t = sum(p.numel for p in params if p.requires_grad)
         return "True" if t == n else ("False" if t == 0 else "Partial")
 
     def is_leaf(self, row: Row) -> bool:
