@@ -1,10 +1,12 @@
 """The layer table of a recording (what ``print(rec)`` shows), in the manner of torchinfo and scio.
 
 Each module call is one row, in execution order: the call's dotted name (tree
-drawn in the margin) and type, its ``depth-idx`` label (``1-3``: the third
-module first called at depth 1, as torchinfo and scio number them; the whole
-network is ``0-1``), input and output shapes, its parameters and their share
-of the total.  Runs of structurally identical consecutive blocks (the layers
+drawn in the margin) and type, its ``depth-idx`` label (``1-3``: the third row
+at depth 1 of the module tree, as torchinfo and scio number them; the whole
+network is ``0-1``; a container never called, such as a ``ModuleList``, has
+rows of its own: :mod:`torchrecorder.summary_rows`), input and output shapes,
+its parameters and their share of the total, and on request torchinfo's
+mult-adds and whether the parameters are trainable.  Runs of structurally identical consecutive blocks (the layers
 of a transformer) fold into one group of rows marked ``×N``.  Everything here
 reads node metadata, so a graph loaded from JSON prints the same table.
 

@@ -10,8 +10,8 @@ One rule serves :func:`torchrecorder.capture` and the recorders of
   components, at least one at the end: ``"encoder.**"`` is everything inside ``encoder``);
 * ``labels``: the ``depth-idx`` labels of the summary (``"1-3"``), read from a
   recording when one is given, else numbered over the module tree in
-  definition order (the same whenever each module is called once, from its
-  parent, in that order);
+  definition order (torchinfo's numbers: the same whenever each module is
+  called once, from its parent, in that order);
 * ``types``: a class or tuple of classes (``isinstance``);
 * ``indices``: positions in the iteration (``net.modules()``, where 0 is the
   model itself, or ``net.children()``), as in torchfunc.
