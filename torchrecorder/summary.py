@@ -6,9 +6,10 @@ at depth 1 of the module tree, as torchinfo and scio number them; the whole
 network is ``0-1``; a container never called, such as a ``ModuleList``, has
 rows of its own: :mod:`torchrecorder.summary_rows`), input and output shapes,
 its parameters and their share of the total, and on request torchinfo's
-mult-adds and whether the parameters are trainable.  Runs of structurally identical consecutive blocks (the layers
-of a transformer) fold into one group of rows marked ``×N``.  Everything here
-reads node metadata, so a graph loaded from JSON prints the same table.
+mult-adds and whether the parameters are trainable.  Runs of structurally
+identical consecutive blocks (the layers of a transformer) fold into one group
+of rows marked ``×N``.  Everything here reads node metadata, so a graph loaded
+from JSON prints the same table.
 
 >>> import torch, torchrecorder
 >>> net = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.ReLU(), torch.nn.Linear(4, 3))
