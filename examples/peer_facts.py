@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.metadata
+import importlib.util
 import io
 import shutil
 import subprocess
@@ -118,7 +119,24 @@ def torchlens_exports() -> str:
     return ", ".join(registry.export_targets())
 
 
+def command_line(name: str) -> Callable[[], str]:
+    """Whether the installed package ``name`` has a console script or a ``python -m`` entry."""
+
+    def check() -> str:
+        if _peer(name) is None:
+            return "not installed"
+        scripts = [e.name for e in importlib.metadata.entry_points(group="console_scripts")
+                   if e.dist is not None and e.dist.name == name]
+        main = importlib.util.find_spec(f"{name}.__main__") is not None
+        return f"console scripts {scripts or 'none'}; python -m {name}: {'yes' if main else 'no'}"
+
+    return check
+
+
 CHECKS: list[tuple[str, str, Callable[[], str]]] = [
+    ("torchview", "a command line", command_line("torchview")),
+    ("torchviz", "a command line", command_line("torchviz")),
+    ("torchinfo", "a command line", command_line("torchinfo")),
     ("torchviz", "a model run under torch.no_grad", torchviz_no_grad),
     ("torchview", "a model on the meta device", torchview_meta),
     ("torchview", "integer token ids", torchview_token_ids),
