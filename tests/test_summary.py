@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import torchrecorder
-from torchrecorder.summary import label_paths, layer_labels, summary_table
+from torchrecorder.summary import COLUMNS, label_paths, layer_labels, summary_table
 from torchrecorder.summary_rows import Stats, layer_rows
 
 from .zoo.hf import LLAMA_70B_SKIP
@@ -270,6 +270,9 @@ def test_gpt2s_lm_head_says_its_weight_is_tied_and_is_counted_once(zoo) -> None:
     assert sum("tied:" in line for line in text.splitlines()) == 1
     unique = sum(p.numel() for p in r.net.parameters())  # parameters() yields a shared one once
     assert f"Total params: {unique:,}" in text
+    # all of it (the new columns too) reads metadata: a graph loaded from JSON prints the same table
+    every = list(COLUMNS)
+    assert torchrecorder.load_json(r.rec.to_json()).summary(columns=every) == r.rec.summary(columns=every)
 
 
 def test_optional_columns_mult_adds_and_trainable() -> None:
