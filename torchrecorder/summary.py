@@ -9,7 +9,8 @@ its parameters and their share of the total, and on request torchinfo's
 mult-adds and whether the parameters are trainable.  Runs of structurally
 identical consecutive blocks (the layers of a transformer) fold into one group
 of rows marked ``×N``.  Everything here reads node metadata, so a graph loaded
-from JSON prints the same table.
+from JSON prints the same table (a never-called container's class, which only the
+live model knows, then reads ``container``).
 
 >>> import torch, torchrecorder
 >>> net = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.ReLU(), torch.nn.Linear(4, 3))
