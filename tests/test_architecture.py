@@ -35,7 +35,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "recording": ("torchrecorder.recording",),
     "projection": ("torchrecorder.projection",),
     "renderer": ("torchrecorder.renderer",),
-    "outputs": ("torchrecorder.export", "torchrecorder.summary"),
+    "outputs": ("torchrecorder.export", "torchrecorder.summary", "torchrecorder.summary_rows"),
     "hooks": ("torchrecorder.hooks",),
     "capture": ("torchrecorder.capture",),
     "display": ("torchrecorder.display",),

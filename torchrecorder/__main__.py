@@ -17,7 +17,7 @@ from typing import Any, Optional, Union
 
 from .api import record, render_network
 from .backend import check_format
-from .factory import ModelSpecError, load_model, parse_dtype, parse_shape
+from .factory import ModelSpecError, initialize_lazy, load_model, parse_dtype, parse_shape
 
 __all__ = ["build_parser", "load_model", "main"]
 
@@ -111,6 +111,7 @@ def _run(args: argparse.Namespace) -> str:
     directory, filename = os.path.split(output)
     stem = filename[: -len(fmt) - 1] if filename.lower().endswith("." + fmt) else filename
     shapes: Any = args.input_shape[0] if len(args.input_shape) == 1 else args.input_shape
+    initialize_lazy(net, shapes, dtype=dtype, device=args.device)  # the command line owns the model
     drawing: dict[str, Any] = {"preset": args.preset, "direction": args.direction,
                                "expand_leaves": args.expand_leaves, "all_ops": args.all_ops,
                                "tensor_nodes": args.tensor_nodes, "fold_repeats": args.fold}
