@@ -67,18 +67,17 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
     bw = autograd_graph_of(graph)
     view = Graph(graph.name)
     nodes = view.nodes
-    for key, node in graph.nodes.items():
-        if isinstance(node, LayerNode) and not isinstance(node, ContextNode):
-            layer = copy.copy(node)
-            layer.subnets = OrderedSet()
-            nodes[key] = layer
-            view.keys.reserve(key)
-    for layer in list(nodes.values()):
-        if layer.key is not None:
-            parent = nodes[layer.parent]
-            if not isinstance(parent, LayerNode):
-                raise ValueError(f"layer {layer.key!r} sits in {layer.parent!r}, which is not a layer")
-            parent.subnets.add(layer.key)
+    calls = [copy.copy(n) for k, n in graph.nodes.items()
+             if isinstance(n, LayerNode) and not isinstance(n, ContextNode) and k is not None]
+    for layer in calls:
+        layer.subnets = OrderedSet()
+        nodes[layer.key] = layer
+        view.keys.reserve(str(layer.key))
+    for layer in calls:
+        parent = nodes.get(layer.parent)
+        if not isinstance(parent, LayerNode):
+            raise ValueError(f"layer {layer.key!r} sits in {layer.parent!r}, which is not a layer")
+        parent.subnets.add(layer.key)
 
     def scope_of(key: Key) -> LayerNode:
         scope = nodes.get(key)
@@ -109,11 +108,10 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
         view.edges.add((keys[a], keys[b]))
     for i, out_key in bw.outputs:
         source = graph.nodes.get(out_key)
-        name = source.name if isinstance(source, TensorNode) else "output"
-        shape = source.shape if isinstance(source, TensorNode) else None
-        out = view.insert(TensorNode(name, None, 0, None, shape=shape, role="output",
-                                     dtype=getattr(source, "dtype", ""),
-                                     device=getattr(source, "device", "")), f"output:{name}")
+        if not isinstance(source, TensorNode):
+            raise ValueError(f"the output {out_key!r} of the backward graph is not a tensor of the recording")
+        out = view.insert(TensorNode(source.name, None, 0, None, shape=source.shape, role="output",
+                                     dtype=source.dtype, device=source.device), f"output:{source.name}")
         view.edges.add((keys[i], out.key))
     _drop_empty_layers(view)
     view.lint()
