@@ -18,6 +18,7 @@ begins at each call of the model given to :func:`capture`.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
@@ -28,7 +29,9 @@ from torch.utils.hooks import RemovableHandle
 
 from .graph import Graph
 from .hooks._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
+from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, parse_op_patterns
 from .hooks.select import Names, UnknownLayerError, as_names, nearest, select_modules, split_call
+from .nodes import LayerNode, OpNode
 
 __all__ = ["STATS", "Capture", "StopForward", "capture"]
 
@@ -108,10 +111,12 @@ class Capture:
                  record: bool, edit: Optional[Callable[[str, Any], Any]], stop: Optional[str],
                  condition: Optional[Callable[[], Any]], reduction: Optional[Callable[[Any, Any], Any]],
                  to: Optional[torch.device], detach: bool, clone: bool, keep: str, stats: bool,
-                 timing: bool) -> None:
+                 timing: bool, ops: Optional[list[OpRule]] = None, root: str = "net") -> None:
         self.model = model
         self._chosen = chosen
         self.names = [p for p, _ in chosen]
+        self.ops = [r.pattern for r in ops or ()]
+        self._watch = OpWatch(model, ops, root, self._on_op) if ops else None
         self._record, self._want_inputs, self._want_grads = record, inputs, grads
         self._edit, self._stop = edit, stop
         self._condition, self._reduction = condition, reduction
@@ -143,6 +148,8 @@ class Capture:
             for path, module in hooked.items():
                 self._handles.append(module.register_forward_pre_hook(self._pre(path), with_kwargs=True))
                 self._handles.append(module.register_forward_hook(self._post(path)))
+            if self._watch is not None:
+                self._watch.start()
         except BaseException:
             self.remove()
             raise
@@ -156,6 +163,8 @@ class Capture:
         """Take every hook off (the ``with`` block does this on exit, whatever happened)."""
         for h in self._handles + self._tensor_hooks:
             h.remove()
+        if self._watch is not None:
+            self._watch.stop()
         self._handles.clear()
         self._tensor_hooks.clear()
         self._open.clear()
@@ -175,10 +184,17 @@ class Capture:
             self._calls.clear()
             self._open.clear()
             self._tensor_hooks = [h for h in self._tensor_hooks if h.hooks_dict_ref() is not None]
+            if self._watch is not None:
+                self._watch.begin_pass()
         self._depth += 1
 
     def _pass_ends(self, module: nn.Module, args: Any, output: Any) -> None:
         self._depth = max(0, self._depth - 1)
+        watch = self._watch
+        if self._depth == 0 and watch is not None and sys.exc_info()[1] is None and watch.unmatched():
+            rule = watch.unmatched()[0]
+            raise UnknownLayerError(f"ops pattern {rule.pattern!r} chose no operation in a whole "
+                                    "forward pass; " + nearest(rule.op, list(watch.seen)))
 
     def _pre(self, path: str) -> Callable[..., None]:
         chosen = path in dict(self._chosen)
@@ -208,18 +224,29 @@ class Capture:
                 total = self._times.setdefault(name, [0.0, 0])
                 total[0] += time.perf_counter() - start
                 total[1] += 1
-            replaced = None
-            if on and self._edit is not None:
-                replaced = self._edit(name, output)
-                if replaced is not None:
-                    output = replaced
-            if on:
-                self._keep_output(name, output)
-            if name == self._stop:
-                raise StopForward(f"capture stopped the forward pass after {name!r}")
-            return replaced
+            return self._finish(name, on, output)
 
         return hook
+
+    def _on_op(self, key: str, output: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A chosen operation ran (see :class:`~torchrecorder.hooks.opcapture.OpWatch`)."""
+        on = self._condition is None or bool(self._condition())
+        if on and self._record and self._want_inputs:
+            self._store(self.inputs, key, inputs_value(args, kwargs))
+        return self._finish(key, on, output)
+
+    def _finish(self, name: str, on: bool, output: Any) -> Any:
+        """Edit, keep and maybe stop after the call or operation ``name``; the replacement."""
+        replaced = None
+        if on and self._edit is not None:
+            replaced = self._edit(name, output)
+            if replaced is not None:
+                output = replaced
+        if on:
+            self._keep_output(name, output)
+        if name == self._stop:
+            raise StopForward(f"capture stopped the forward pass after {name!r}")
+        return replaced
 
     def _keep_output(self, name: str, output: Any) -> None:
         if self._record:
@@ -316,8 +343,8 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
             condition: Optional[Callable[[], Any]] = None,
             reduction: Optional[Callable[[Any, Any], Any]] = None, to: Device = None,
             detach: bool = True, clone: bool = True, keep: str = "last", stats: bool = False,
-            timing: bool = False) -> Capture:
-    """Capture what chosen layers of ``model`` compute while a ``with`` block runs it.
+            timing: bool = False, ops: Names = None) -> Capture:
+    """Capture what chosen layers or operations of ``model`` compute while a ``with`` block runs it.
 
     >>> import torch
     >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
@@ -330,7 +357,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         model: the module whose forward passes are captured.
         names: dotted paths (``"encoder.0"``, ``""`` for ``model`` itself) or
             glob patterns (``"encoder.layer.*.attention"``, ``"**"``).  With
-            no ``names``, ``types`` or ``labels``: every module.
+            no ``names``, ``types``, ``labels`` or ``ops``: every module.
         types: a class or tuple of classes to capture.
         labels: ``depth-idx`` labels of the summary (``"1-3"``), read from
             ``rec`` (a recording of ``model``) when given.
@@ -357,6 +384,15 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         stats: gather running statistics of each output for :meth:`Capture.stats`
             (mean, std, zeros, absmax, dead) without keeping tensors.
         timing: time each call for ``cap.stats("time")``.
+        ops: operations inside modules, by the keys the recording gives them
+            (``"transformer.h.*.attn/softmax"``, ``"*/softmax"``, an op name alone
+            such as ``"softmax"``, or a list): see :mod:`torchrecorder.hooks.opcapture`.
+            They are kept, edited, reduced and summarised under their keys as layers
+            are under their names (``cap["transformer.h.0.attn/softmax"]``), so
+            ``make_dot(rec, activations=cap)`` colours their nodes.  The network's own
+            operations are named after ``rec.name`` (``"net"`` without ``rec``).  Only the
+            chosen calls run under a function mode; elsewhere the model runs as it is.
+            ``edit`` must return a tensor of the operation's shape and dtype.
 
     Returns:
         a :class:`Capture`; its hooks are on inside the ``with`` block only
@@ -365,7 +401,10 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     Raises:
         UnknownLayerError: a name, pattern or label names no layer (the
             message lists the nearest existing names); raised here, before
-            the model runs.
+            the model runs.  An ``ops`` pattern whose layer part names no layer
+            raises here too; one that chose no operation in a whole pass raises
+            at the end of that pass, with the nearest operation keys (or here,
+            checked against ``rec``, when it is given).
         TypeError, ValueError: an argument of the wrong kind.
     """
     if not isinstance(model, nn.Module):
@@ -377,13 +416,37 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         raise ValueError(f"keep must be 'last' or 'all', got {keep!r}")
     device = check_device(to)
     wanted = as_names(names)
-    chosen = select_modules(model, names=wanted or None, types=types, labels=labels, rec=rec)
+    root = rec.name if rec is not None else "net"
+    rules = parse_op_patterns(ops) if ops is not None else None
+    if rules:
+        check_call_patterns(model, rules, root)
+        if rec is not None:
+            _check_op_patterns(rec, rules)
+    if rules and not wanted and types is None and labels is None:
+        chosen: list[tuple[str, nn.Module]] = []  # operations only
+    else:
+        chosen = select_modules(model, names=wanted or None, types=types, labels=labels, rec=rec)
     if stop is not None:
         if not isinstance(stop, str):
             raise TypeError(f"stop must be a layer name, got {stop!r}")
         paths = [p for p, _ in model.named_modules()]
-        if split_call(stop)[0] not in paths:
+        if split_call(stop.rpartition("/")[0] if "/" in stop and rules else stop)[0] not in [*paths, root]:
             raise UnknownLayerError(f"stop={stop!r} names no layer; " + nearest(stop, paths))
     return Capture(model, chosen, inputs=inputs, grads=grads, record=record, edit=edit, stop=stop,
                    condition=condition, reduction=reduction, to=device, detach=detach, clone=clone,
-                   keep=keep, stats=stats, timing=timing)
+                   keep=keep, stats=stats, timing=timing, ops=rules, root=root)
+
+
+def _check_op_patterns(rec: Graph, rules: list[OpRule]) -> None:
+    """Raise :class:`UnknownLayerError` for a rule that chooses none of ``rec``'s operations."""
+    ops = [n for n in rec.nodes.values() if isinstance(n, OpNode) and isinstance(n.key, str)]
+    for rule in rules:
+        for op in ops:
+            call = rec.nodes.get(op.parent)
+            path = call.path if isinstance(call, LayerNode) else ""
+            if rule.matches_call(path, str(op.parent), rec.name) and \
+                    rule.matches_op(op.op, str(op.key).rpartition("/")[2]):
+                break
+        else:
+            raise UnknownLayerError(f"ops pattern {rule.pattern!r} chooses no operation of the "
+                                    "recording; " + nearest(rule.pattern, [str(o.key) for o in ops]))
