@@ -33,12 +33,15 @@ from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, parse_op_patt
 from .hooks.select import Names, UnknownLayerError, as_names, nearest, select_modules, split_call
 from .nodes import LayerNode, OpNode
 
-__all__ = ["STATS", "Capture", "StopForward", "capture"]
+__all__ = ["GRAD_STATS", "STATS", "Capture", "StopForward", "capture"]
 
 #: the statistics :meth:`Capture.stats` computes: the mean, the standard deviation, the fraction
 #: of zero elements, the largest magnitude, the fraction of units (positions after the batch
-#: dimension) that were zero in every sample, and the time a call took (milliseconds)
-STATS = ("mean", "std", "zeros", "absmax", "dead", "time")
+#: dimension) that were zero in every sample, the time a call took (milliseconds); and of the
+#: gradient with respect to the output (``grads=True``): its L2 norm (the mean over calls),
+#: the mean of its elements and the fraction of them that are zero
+STATS = ("mean", "std", "zeros", "absmax", "dead", "time", "grad_norm", "grad_mean", "grad_zeros")
+GRAD_STATS = ("grad_norm", "grad_mean", "grad_zeros")
 
 
 class StopForward(Exception):
@@ -91,6 +94,37 @@ class _Stats:
         return float(self.absmax)
 
 
+class _GradStats:
+    """Running statistics of the gradients reaching one output (scalars on their device)."""
+
+    __slots__ = ("calls", "count", "norms", "sum", "zeros")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.count = 0
+        self.norms: Any = 0.0
+        self.sum: Any = 0.0
+        self.zeros: Any = 0
+
+    def add(self, g: torch.Tensor) -> None:
+        with torch.no_grad():
+            d = g.detach().to(torch.float64)
+            self.calls += 1
+            self.count += d.numel()
+            self.norms = self.norms + torch.linalg.vector_norm(d)
+            self.sum = self.sum + d.sum()
+            self.zeros = self.zeros + (d == 0).sum()
+
+    def value(self, stat: str) -> Optional[float]:
+        if not self.count:
+            return None
+        if stat == "grad_norm":
+            return float(self.norms) / self.calls
+        if stat == "grad_mean":
+            return float(self.sum) / self.count
+        return float(self.zeros) / self.count
+
+
 class Capture:
     """Activations of chosen layers, captured while the ``with`` block runs the model.
 
@@ -127,6 +161,7 @@ class Capture:
         self.grads: dict[str, Any] = {}
         self.passes = 0
         self._stats: dict[str, _Stats] = {}
+        self._grad_stats: dict[str, _GradStats] = {}
         self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
         self._handles: list[RemovableHandle] = []
         self._tensor_hooks: list[RemovableHandle] = []
@@ -257,7 +292,7 @@ class Capture:
                     if t.device.type != "meta":
                         self._stats.setdefault(name, _Stats()).add(t)
                     break
-        if self._record and self._want_grads:
+        if self._want_grads and (self._record or self._want_stats):
             for i, t in enumerate(leaves(output)):
                 if t.requires_grad:
                     key = name if i == 0 else f"{name}[{i}]"
@@ -265,7 +300,11 @@ class Capture:
 
     def _grad_hook(self, key: str) -> Callable[[torch.Tensor], None]:
         def hook(grad: torch.Tensor) -> None:
-            self._store(self.grads, key, grad)
+            if self._record:
+                self._store(self.grads, key, grad)
+            if self._want_stats and grad.layout == torch.strided and (
+                    grad.is_floating_point() or grad.is_complex()) and grad.device.type != "meta":
+                self._grad_stats.setdefault(key, _GradStats()).add(grad)
 
         return hook
 
@@ -318,8 +357,14 @@ class Capture:
             return {k: 1000 * v[0] / v[1] for k, v in self._times.items() if v[1]}
         if not self._want_stats:
             raise ValueError(f"no statistics: make the capture with stats=True to get {stat!r}")
+        table: dict[str, Any] = self._stats
+        if stat in GRAD_STATS:
+            if not self._want_grads:
+                raise ValueError(f"no gradient statistics: make the capture with grads=True and "
+                                 f"stats=True (and call backward inside the block) to get {stat!r}")
+            table = self._grad_stats
         out = {}
-        for k, s in self._stats.items():
+        for k, s in table.items():
             v = s.value(stat)
             if v is not None:
                 out[k] = v
