@@ -29,7 +29,7 @@ from torch.utils.hooks import RemovableHandle
 
 from .graph import Graph
 from .hooks._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
-from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, parse_op_patterns
+from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
 from .hooks.select import Names, UnknownLayerError, as_names, nearest, select_modules, split_call
 from .nodes import LayerNode, OpNode
 
@@ -177,7 +177,9 @@ class Capture:
             self._handles.append(self.model.register_forward_pre_hook(self._pass_begins, prepend=True))
             self._handles.append(self.model.register_forward_hook(self._pass_ends, always_call=True))
             hooked = dict(self._chosen)
-            stop_path = split_call(self._stop)[0] if self._stop is not None else None
+            # (an operation's key has a "/": its watch stops the pass)
+            stop_path = split_call(self._stop)[0] if self._stop is not None and "/" not in self._stop \
+                else None
             if stop_path is not None and stop_path not in hooked:
                 hooked[stop_path] = self.model.get_submodule(stop_path)
             for path, module in hooked.items():
@@ -229,7 +231,7 @@ class Capture:
         if self._depth == 0 and watch is not None and sys.exc_info()[1] is None and watch.unmatched():
             rule = watch.unmatched()[0]
             raise UnknownLayerError(f"ops pattern {rule.pattern!r} chose no operation in a whole "
-                                    "forward pass; " + nearest(rule.op, list(watch.seen)))
+                                    "forward pass; " + nearest_ops(rule, list(watch.seen)))
 
     def _pre(self, path: str) -> Callable[..., None]:
         chosen = path in dict(self._chosen)
@@ -494,4 +496,4 @@ def _check_op_patterns(rec: Graph, rules: list[OpRule]) -> None:
                 break
         else:
             raise UnknownLayerError(f"ops pattern {rule.pattern!r} chooses no operation of the "
-                                    "recording; " + nearest(rule.pattern, [str(o.key) for o in ops]))
+                                    "recording; " + nearest_ops(rule, [str(o.key) for o in ops]))

@@ -23,6 +23,7 @@ the chosen calls that same key while a model runs, without recording anything el
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from fnmatch import fnmatchcase
 from threading import get_ident
@@ -35,7 +36,7 @@ from torch.utils.hooks import RemovableHandle
 from ..opnames import op_info, op_outputs
 from .select import UnknownLayerError, glob_match, nearest, split_call
 
-__all__ = ["OpRule", "OpWatch", "parse_op_patterns"]
+__all__ = ["OpRule", "OpWatch", "check_call_patterns", "nearest_ops", "parse_op_patterns"]
 
 #: called for every chosen operation: (key, output, args, kwargs) -> replacement or None
 OpCallback = Callable[[str, Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -54,12 +55,13 @@ class OpRule:
         self.call: Optional[str] = call if sep else None  # None: any call
         self.op = op
 
-    def matches_call(self, path: str, key: str, root: str) -> bool:
-        """Whether the call ``key`` (of the module at dotted ``path``) is chosen."""
-        if self.call is None or self.call in ("**", "*/**"):
+    def matches_call(self, path: str, key: Optional[str], root: str) -> bool:
+        """Whether the call ``key`` of the module at dotted ``path`` is chosen (any of its calls
+        when ``key`` is ``None``)."""
+        if self.call is None or self.call in ("*", "**"):  # "*/softmax": in any call
             return True
         want, n = split_call(self.call)
-        if n > 1 and key != (f"{path}#{n}" if path else f"{root}#{n}"):
+        if key is not None and n > 1 and key != f"{path or root}#{n}":
             return False
         if not path:  # the network: named by the recording's name, or "" as capture names it
             return want in ("", root, "**") or fnmatchcase(root, want)
@@ -87,9 +89,22 @@ def check_call_patterns(model: nn.Module, rules: Sequence[OpRule], root: str) ->
     """Raise :class:`UnknownLayerError` for a rule whose call part names no module."""
     paths = [p for p, _ in model.named_modules()]
     for rule in rules:
-        if not any(rule.matches_call(p, p or root, root) for p in paths):
+        if not any(rule.matches_call(p, None, root) for p in paths):
             raise UnknownLayerError(f"ops pattern {rule.pattern!r}: {rule.call!r} names no layer; "
                                     + nearest(rule.call or "", paths))
+
+
+def nearest_ops(rule: OpRule, keys: Sequence[str]) -> str:
+    """``"nearest: 'a/softmax', ..."`` for a rule's op part among operation ``keys``."""
+    by_name: dict[str, list[str]] = {}
+    for key in keys:
+        tail = key.rpartition("/")[2]
+        head, sep, n = tail.rpartition("_")
+        by_name.setdefault(head if sep and head and n.isdigit() else tail, []).append(key)
+    close = difflib.get_close_matches(rule.op, list(by_name), n=3, cutoff=0.5)
+    if close:
+        return "nearest: " + ", ".join(repr(k) for name in close for k in by_name[name][:2])
+    return nearest(rule.op, sorted(by_name))
 
 
 class _Mode(TorchFunctionMode):
@@ -142,7 +157,7 @@ class OpWatch:
         self.thread = get_ident()
         watched: dict[int, tuple[str, nn.Module]] = {}
         for path, module in self.model.named_modules():
-            if any(r.matches_call(path, path or self.root, self.root) for r in self.rules):
+            if any(r.matches_call(path, None, self.root) for r in self.rules):
                 for sub_path, sub in module.named_modules(prefix=path):
                     watched.setdefault(id(sub), (sub_path, sub))
         try:
