@@ -18,10 +18,11 @@ begins at each call of the model given to :func:`capture`.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
 from torch import nn
@@ -30,6 +31,8 @@ from torch.utils.hooks import RemovableHandle
 from .graph import Graph
 from .hooks._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
 from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
+from .hooks.plot import plot_stat
+from .hooks.saved import save_capture
 from .hooks.select import Names, UnknownLayerError, as_names, nearest, select_modules, split_call
 from .nodes import LayerNode, OpNode
 
@@ -371,6 +374,25 @@ class Capture:
             if v is not None:
                 out[k] = v
         return out
+
+    def available_stats(self) -> list[str]:
+        """The statistics :meth:`stats` can give for this capture."""
+        out = list(STATS[:5]) if self._want_stats else []
+        if self._want_stats and self._want_grads:
+            out.extend(GRAD_STATS)
+        if self._timing:
+            out.append("time")
+        return out
+
+    def save(self, path: Union[str, os.PathLike[str]]) -> str:
+        """Write what was kept (outputs, inputs, gradients, statistics) to ``path`` in the
+        safetensors format, atomically; :func:`torchrecorder.load_capture` reads it back.
+        No pickle: loading a file cannot run code.  Returns the path."""
+        return save_capture(self, path)
+
+    def plot(self, stat: str = "grad_norm", **kwargs: Any) -> Any:
+        """The bar chart of ``stat`` per captured call (see :func:`~torchrecorder.hooks.plot.plot_stat`)."""
+        return plot_stat(self, stat, **kwargs)
 
     def __repr__(self) -> str:
         return f"<Capture of {len(self.names)} layers, {self.passes} passes, {len(self.outputs)} outputs>"
