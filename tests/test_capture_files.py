@@ -101,7 +101,7 @@ def test_saving_is_atomic(tmp_path) -> None:
 def test_a_file_that_is_not_a_capture_is_refused(tmp_path, content) -> None:
     path = tmp_path / "x.safetensors"
     path.write_bytes(content)
-    with pytest.raises(ValueError, match="not a capture|truncated|not a torchrecorder"):
+    with pytest.raises(ValueError, match=r"not a capture|truncated|not a torchrecorder"):
         torchrecorder.load_capture(path)
 
 
