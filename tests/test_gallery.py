@@ -22,6 +22,7 @@ FIGURES = {
     "plot_05_lstm_tagger": 2, "plot_06_transformer_encoder": 1, "plot_07_transformers_config": 1,
     "plot_08_dict_io": 1, "plot_09_llama70b_meta": 2, "plot_10_custom_styler": 1,
     "plot_11_custom_renderer": 1, "plot_12_activations": 1, "plot_13_interactive_html": 1,
+    "plot_14_attention_maps": 2, "plot_15_gradient_norms": 4, "plot_16_backward_graph": 3,
 }
 
 
@@ -41,8 +42,9 @@ def test_gallery_script_runs_and_its_figures_are_scraped(script: Path, tmp_path:
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     if script.stem == "plot_13_interactive_html" and not hasattr(torchrecorder, "make_html"):
         pytest.skip("torchrecorder.make_html (the interactive view) is not in this version")
-    if "transformers" in script.read_text():
-        pytest.importorskip("transformers")
+    for module in ("transformers", "matplotlib", "torchviz"):
+        if f"import {module}" in script.read_text() or f"from {module}" in script.read_text():
+            pytest.importorskip(module)
     monkeypatch.chdir(script.parent)  # sphinx-gallery runs an example in its folder
     example = run_script(script, tmp_path)
     rst = "".join(example.rst)
