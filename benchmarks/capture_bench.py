@@ -28,10 +28,10 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench import timed  # noqa: E402
-from models import build  # noqa: E402
+from bench import timed
+from models import build
 
-import torchrecorder  # noqa: E402
+import torchrecorder
 
 TARGETS = {"one softmax per layer": 1.10, "every operation": 3.0}
 
@@ -59,7 +59,8 @@ def _fns(model: torch.nn.Module, args: tuple[Any, ...], peers: bool) -> dict[str
             print("torchlens is not installed: no peer figures (pip install torchlens)")
         else:
             fns["torchlens: softmax"] = lambda: tl.trace(model, list(args), save=tl.func("softmax"))
-            fns["torchlens: every operation"] = lambda: tl.trace(model, list(args))  # saves every layer by default
+            # trace() saves every layer's output by default
+            fns["torchlens: every operation"] = lambda: tl.trace(model, list(args))
     return fns
 
 

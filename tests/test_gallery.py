@@ -54,7 +54,8 @@ def test_gallery_script_runs_and_its_figures_are_scraped(script: Path, tmp_path:
         svg = (tmp_path / target.lstrip("/")).read_text()
         assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
     number = re.search(r"sphinx_gallery_thumbnail_number = (\d+)", script.read_text())
-    thumb = tmp_path / "auto_examples" / "images" / f"sphx_glr_{script.stem}_{int(number[1]) if number else 1:03d}.png"
+    first = int(number[1]) if number else 1
+    thumb = tmp_path / "auto_examples" / "images" / f"sphx_glr_{script.stem}_{first:03d}.png"
     assert thumb.read_bytes().startswith(b"\x89PNG")
     if script.stem == "plot_13_interactive_html":
         assert ".. raw:: html" in rst
