@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
@@ -102,6 +103,8 @@ class Capture:
             value, the reduced value, or a list of every pass's with
             ``keep="all"``).
         passes: how many forward passes of the model ran while capturing.
+        unsummarised: call name -> why ``stats=True`` could not summarise its
+            output (``"a sparse_coo tensor"``, ``"a nested tensor"``).
     """
 
     def __init__(self, model: nn.Module, chosen: list[tuple[str, nn.Module]], *, inputs: bool, grads: bool,
@@ -122,6 +125,7 @@ class Capture:
         self.grads: dict[str, Any] = {}
         self.passes = 0
         self._stats: dict[str, _Stats] = {}
+        self.unsummarised: dict[str, str] = {}
         self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
         self._handles: list[RemovableHandle] = []
         self._tensor_hooks: list[RemovableHandle] = []
@@ -152,12 +156,19 @@ class Capture:
         self.remove()
         return exc_type is not None and issubclass(exc_type, StopForward)
 
-    def remove(self) -> None:
-        """Take every hook off (the ``with`` block does this on exit, whatever happened)."""
-        for h in self._handles + self._tensor_hooks:
+    def remove(self, grads: bool = False) -> None:
+        """Take every module hook off (the ``with`` block does this on exit, whatever happened).
+
+        The gradient hooks that ``grads=True`` put on the output tensors of the
+        passes already run stay on those tensors (and go with them), so that a
+        ``backward`` after the block still fills :attr:`grads`; ``grads=True``
+        takes them off too.
+        """
+        for h in self._handles + (self._tensor_hooks if grads else []):
             h.remove()
         self._handles.clear()
-        self._tensor_hooks.clear()
+        self._tensor_hooks = [] if grads else [h for h in self._tensor_hooks
+                                               if h.hooks_dict_ref() is not None]
         self._open.clear()
         self._depth = 0
 
@@ -225,16 +236,27 @@ class Capture:
         if self._record:
             self._store(self.outputs, name, output)
         if self._want_stats:
-            for t in leaves(output):
-                if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
-                    if t.device.type != "meta":
-                        self._stats.setdefault(name, _Stats()).add(t)
-                    break
+            self._summarise(name, output)
         if self._record and self._want_grads:
             for i, t in enumerate(leaves(output)):
                 if t.requires_grad:
                     key = name if i == 0 else f"{name}[{i}]"
                     self._tensor_hooks.append(t.register_hook(self._grad_hook(key)))
+
+    def _summarise(self, name: str, output: Any) -> None:
+        """Add the first floating (or boolean) tensor of ``output`` to ``name``'s statistics;
+        tensors of other layouts (sparse, nested) cannot be summarised and are noted instead."""
+        for t in leaves(output):
+            if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool):
+                continue
+            if t.device.type == "meta":
+                return
+            if t.is_nested or t.layout != torch.strided:
+                kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
+                self.unsummarised.setdefault(name, f"a {kind} tensor")
+                continue
+            self._stats.setdefault(name, _Stats()).add(t)
+            return
 
     def _grad_hook(self, key: str) -> Callable[[torch.Tensor], None]:
         def hook(grad: torch.Tensor) -> None:
@@ -245,7 +267,8 @@ class Capture:
     def _store(self, table: dict[str, Any], name: str, value: Any) -> None:
         value = keep_value(value, detach=self._detach, to=self._to, clone=self._clone)
         if self._reduction is not None:
-            table[name] = value if name not in table else reduce_values(table[name], value, self._reduction)
+            table[name] = (value if name not in table
+                           else reduce_values(table[name], value, self._reduction, name))
         elif self._keep == "all":
             table.setdefault(name, []).append(value)
         else:
@@ -291,6 +314,10 @@ class Capture:
             return {k: 1000 * v[0] / v[1] for k, v in self._times.items() if v[1]}
         if not self._want_stats:
             raise ValueError(f"no statistics: make the capture with stats=True to get {stat!r}")
+        missing = [f"{k!r} ({why})" for k, why in self.unsummarised.items() if k not in self._stats]
+        if missing:
+            warnings.warn("stats(): not summarised (no tensor of the strided layout): "
+                          + ", ".join(missing), RuntimeWarning, stacklevel=2)
         out = {}
         for k, s in self._stats.items():
             v = s.value(stat)
@@ -336,7 +363,10 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
             ``rec`` (a recording of ``model``) when given.
         inputs: keep each call's inputs too (``cap.inputs[name]``).
         grads: keep the gradient with respect to each output
-            (``cap.grads[name]``); call ``backward`` inside the block.
+            (``cap.grads[name]``), from a ``backward`` inside the block or after
+            it (the gradient hooks stay on the captured passes' output tensors
+            until they are freed; :meth:`Capture.remove` with ``grads=True``
+            takes them off).
         record: keep outputs (and inputs, gradients); ``False`` only edits,
             stops or gathers statistics.
         edit: ``edit(name, output)`` returns a replacement for the output of
