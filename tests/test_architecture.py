@@ -8,8 +8,10 @@ layer may import only the layers below it (see docs/architecture.md):
     graph
     recording          projection
     renderer (reads graph + projection)     export, summary
-                                            hooks (recorders, layer selection)
+                                            hooks (recorders, layer selection, values)
                                             capture
+                                            (hooks.capture; hooks/__init__, hooks.layers and the
+                                            torchrecorder.capture name: in the api layer)
     display
     recorder
     api, the command line, the package itself, the docs tools (scraper, sphinxext)
@@ -36,12 +38,16 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "projection": ("torchrecorder.projection",),
     "renderer": ("torchrecorder.renderer",),
     "outputs": ("torchrecorder.export", "torchrecorder.summary"),
-    "hooks": ("torchrecorder.hooks",),
-    "capture": ("torchrecorder.capture",),
+    # the hook machinery; hooks.capture is the capture layer; the package's own __init__, the
+    # scio-style wrapper (hooks.layers, which records with api.record and runs capture) and the
+    # torchrecorder.capture name sit in the api layer
+    "hooks": ("torchrecorder.hooks.select", "torchrecorder.hooks.recorders", "torchrecorder.hooks._values"),
+    "capture": ("torchrecorder.hooks.capture",),
     "display": ("torchrecorder.display",),
     "recorder": ("torchrecorder.recorder",),
     "api": ("torchrecorder.api", "torchrecorder.__main__", "torchrecorder.factory",
-            "torchrecorder.scraper", "torchrecorder.sphinxext", "torchrecorder"),
+            "torchrecorder.scraper", "torchrecorder.sphinxext", "torchrecorder", "torchrecorder.hooks",
+            "torchrecorder.capture"),
 }
 #: layer -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {

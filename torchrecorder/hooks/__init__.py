@@ -1,9 +1,11 @@
-"""Hooks on live modules: torchfunc-compatible recorders (:mod:`.recorders`), and the selection
-of layers by dotted name, glob, ``depth-idx`` label, type or index (:mod:`.select`) that they share
-with :func:`torchrecorder.capture`."""
+"""Hooks on live modules: torchfunc-compatible recorders (:mod:`.recorders`), a scio-style
+network wrapper that records layers by label (:mod:`.layers`), and the selection of layers by
+dotted name, glob, ``depth-idx`` label, type or index (:mod:`.select`) that they share with
+:func:`torchrecorder.capture`."""
 
+from .select import UnknownLayerError, select_modules  # noqa: I001 (first: capture needs it)
 from .recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
-from .select import UnknownLayerError, select_modules
+from .layers import LayerRecorder
 
 __all__ = [
     "BackwardInput",
@@ -11,6 +13,7 @@ __all__ = [
     "ForwardInput",
     "ForwardOutput",
     "ForwardPre",
+    "LayerRecorder",
     "UnknownLayerError",
     "select_modules",
 ]

@@ -18,7 +18,7 @@ from typing import Any, Optional, Union
 
 import torch
 
-__all__ = ["Device", "ReductionError", "check_device", "inputs_value", "keep_value", "leaves",
+__all__ = ["Device", "ReductionError", "add_note", "check_device", "inputs_value", "keep_value", "leaves",
            "reduce_values"]
 
 Device = Union[str, torch.device, None]
@@ -49,13 +49,13 @@ def _is_dataclass(value: Any) -> bool:
 
 def _rebuild_tuple(value: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...]:
     if _is_structseq(value):
-        return type(value)(items)  # type: ignore[call-arg]
+        return type(value)(items)
     if hasattr(value, "_fields"):  # a named tuple
         return type(value)(*items)
     if type(value) is tuple:
         return tuple(items)
     try:
-        return type(value)(items)  # type: ignore[call-arg]
+        return type(value)(items)
     except TypeError:
         return tuple(items)
 
@@ -190,7 +190,8 @@ def _reduce(acc: Any, new: Any, fn: Callable[[Any, Any], Any], name: str, where:
     if isinstance(acc, (tuple, list)) or isinstance(new, (tuple, list)):
         if type(acc) is not type(new) or len(acc) != len(new):
             raise mismatch()
-        items = [_reduce(a, b, fn, name, f"{where}[{i}]") for i, (a, b) in enumerate(zip(acc, new))]
+        pairs = enumerate(zip(acc, new, strict=True))
+        items = [_reduce(a, b, fn, name, f"{where}[{i}]") for i, (a, b) in pairs]
         return _rebuild_tuple(acc, items) if isinstance(acc, tuple) else _rebuild_list(acc, items)
     if isinstance(acc, Mapping) or isinstance(new, Mapping):
         if not (isinstance(acc, Mapping) and isinstance(new, Mapping)) or list(acc) != list(new):
@@ -208,9 +209,16 @@ def _apply(fn: Callable[[Any, Any], Any], a: Any, b: Any, name: str, where: str)
     except Exception as exc:
         shapes = (f" (shapes {tuple(a.shape)} and {tuple(b.shape)})"
                   if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else "")
-        exc.add_note(f"torchrecorder: reduction= failed on layer {name!r}"
-                     + (f" at {where}" if where else "") + shapes)
+        add_note(exc, f"torchrecorder: reduction= failed on layer {name!r}"
+                 + (f" at {where}" if where else "") + shapes)
         raise
+
+
+def add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)`` where Python has it (3.11+)."""
+    adder = getattr(exc, "add_note", None)
+    if adder is not None:
+        adder(note)
 
 
 def inputs_value(args: tuple[Any, ...], kwargs: Optional[Mapping[str, Any]]) -> Any:

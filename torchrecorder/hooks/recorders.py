@@ -47,7 +47,7 @@ from torch.utils.hooks import RemovableHandle
 
 from .._files import write_atomically
 from ..graph import Graph
-from ._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
+from ._values import Device, add_note, check_device, inputs_value, keep_value, leaves, reduce_values
 from .select import Names, select_modules
 
 __all__ = ["BackwardInput", "BackwardOutput", "ForwardInput", "ForwardOutput", "ForwardPre"]
@@ -293,8 +293,8 @@ class _Recorder:
             try:
                 torch.save(data, buffer)
             except Exception as exc:
-                exc.add_note(f"torchrecorder: while saving subrecorder {i} ({self._subs[i].name!r}) "
-                             f"to {str(folder / f'{i}.pt')!r}; nothing was written for it")
+                add_note(exc, f"torchrecorder: while saving subrecorder {i} ({self._subs[i].name!r}) "
+                              f"to {str(folder / f'{i}.pt')!r}; nothing was written for it")
                 raise
             write_atomically(folder / f"{i}.pt", buffer.getvalue())
 
