@@ -217,7 +217,7 @@ class LayerRecorder(nn.Module):
         if len(items) < len(self._recording):
             raise ValueError(f"activation_postproc lists {len(items)} postprocessors for "
                              f"{len(self._recording)} recorded layers; give one per recorded layer")
-        bad = [p for p in items if p is not None and not callable(p)]
+        bad = [p for p in items[: len(self._recording)] if p is not None and not callable(p)]
         if bad:
             raise TypeError(f"activation_postproc: {bad[0]!r} is not callable")
         return lambda i: items[i]
