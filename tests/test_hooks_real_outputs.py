@@ -229,7 +229,7 @@ def test_capture_copies_every_container_kind_as_it_copies_tensors() -> None:
     assert torch.equal(kept["max"].indices, out["max"].indices)
     mo = kept["mo"]
     assert type(mo) is type(out["mo"]) and mo is not out["mo"] and list(mo.keys()) == ["last_hidden_state"]
-    for t in _flatten([kept["dc"], kept["nt"], kept["list"], kept["max"]]) + [mo.last_hidden_state]:
+    for t in [*_flatten([kept["dc"], kept["nt"], kept["list"], kept["max"]]), mo.last_hidden_state]:
         if isinstance(t, torch.Tensor):
             assert not t.requires_grad
     with torch.no_grad():  # a later in-place write to the model's output does not reach the capture

@@ -4,6 +4,7 @@ dotted name, glob, ``depth-idx`` label, type or index (:mod:`.select`) that they
 :func:`torchrecorder.capture`."""
 
 from .select import UnknownLayerError, select_modules  # noqa: I001 (first: capture needs it)
+from ._values import ReductionError
 from .recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
 from .layers import LayerRecorder
 
@@ -14,6 +15,7 @@ __all__ = [
     "ForwardOutput",
     "ForwardPre",
     "LayerRecorder",
+    "ReductionError",
     "UnknownLayerError",
     "select_modules",
 ]
