@@ -13,7 +13,7 @@ from torch.nn import Linear, ReLU, Sequential
 
 import torchrecorder
 from torchrecorder.hooks import LayerRecorder
-from torchrecorder.summary import layer_labels
+from torchrecorder.hooks.select import module_labels
 
 from .hook_checks import hooks_left
 
@@ -141,12 +141,12 @@ def test_labels_are_the_summarys() -> None:
     net = Blocks()
     rnet = LayerRecorder(net, input_data=torch.randn(1, 4))
     rec = torchrecorder.record(net, "Blocks", (1, 4))
-    want = {}
-    for key, label in layer_labels(rec).items():
-        node = rec.nodes[key]
-        depth, idx = map(int, label.split("-"))
-        want.setdefault((depth, idx), getattr(node, "path", ""))
+    # the labels capture= and the recorders read (hooks.select over summary.layer_labels)
+    want = {tuple(map(int, label.split("-"))): path for label, path in module_labels(net, rec).items()}
     assert rnet.labels == want
+    table = rec.summary()
+    for depth, idx in want:
+        assert f"{depth}-{idx}" in table
     label = next(k for k, path in want.items() if path == "blocks.1.1")
     rnet.record(label)
     x = torch.randn(3, 4)

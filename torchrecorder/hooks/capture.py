@@ -378,7 +378,9 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         condition: a callable of no arguments; calls are captured only when it
             returns true.
         reduction: merge each new value into the kept one (``lambda a, b: a +
-            b``), tensor by tensor; memory stays flat over any number of passes.
+            b``), part by part (``None`` stays ``None``; a structure that changes
+            between calls raises :class:`~torchrecorder.hooks.ReductionError`);
+            memory stays flat over any number of passes.
         to: move kept tensors to this device (``"cpu"``).
         detach, clone: detach kept tensors from autograd and copy them (both
             on by default), so that nothing the model does later alters them.

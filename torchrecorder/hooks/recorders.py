@@ -82,8 +82,11 @@ class _Recorder:
             batch).  ``None``: every call.
         reduction: a function of two values returning one, applied as in
             :func:`functools.reduce` to merge each new value into the kept one
-            (tensor by tensor for tuples); memory then stays flat.  ``None``:
-            every value is appended to a list.
+            (part by part for tuples, lists, dicts and dataclasses, ``None``
+            staying ``None``; a value whose structure changes between calls
+            raises :class:`~torchrecorder.hooks.ReductionError` naming the
+            layer); memory then stays flat.  ``None``: every value is appended
+            to a list.
         detach: detach kept tensors from autograd (default).
         to: move kept tensors to this device (``"cpu"`` frees accelerator
             memory).
