@@ -82,14 +82,14 @@ def _loss(out: Any) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("model", list(MODELS))
-def test_torchfunc_recorders_with_a_sum_reduction_on_transformer_blocks(model: str) -> None:
+def test_torchfunc_recorders_with_a_sum_reduction_on_transformer_blocks(model: str, tmp_path: Any) -> None:
     build, where = MODELS[model]
     net = build().train()
     plain = build().train()
     plain.load_state_dict(net.state_dict())
     switch = {"on": True}
     recorders = [cls(reduction=ADD, condition=lambda: switch["on"]).modules(net, **where)
-                 for cls in (ForwardPre, ForwardInput, ForwardOutput, BackwardOutput)]
+                 for cls in (ForwardPre, ForwardInput, ForwardOutput, BackwardOutput, BackwardInput)]
     lists = ForwardOutput().modules(net, **where)
     counts = []
     for seed in range(3):
@@ -125,8 +125,15 @@ def test_torchfunc_recorders_with_a_sum_reduction_on_transformer_blocks(model: s
             assert [i for i, v in enumerate(reduced) if v is None] == nones
     grads = recorders[3]
     assert all(g is not None for g in grads)
-    # apply/save round-trip on the reduced tensors
-    recorders[2].apply(lambda data: keep_value(data))
+    assert list(recorders[4].iter_samples()) == [2] * len(out)
+    # save, then apply: the files hold the reduced values, structure and all
+    out.save(tmp_path)
+    for i in range(len(out)):
+        loaded = torch.load(tmp_path / f"{i}.pt", weights_only=False)
+        assert type(loaded) is type(out[i])
+        assert all(torch.equal(a, b) for a, b in zip(_flatten(loaded), _flatten(out[i]), strict=True)
+                   if isinstance(b, torch.Tensor))
+    out.apply(lambda data: keep_value(data, to=torch.device("cpu")))
     for r in [*recorders, lists]:
         r.remove()
     assert hooks_left(net) == []
