@@ -393,3 +393,23 @@ def test_stats_skip_sparse_and_nested_outputs_and_say_so() -> None:
 def test_package_exports() -> None:
     assert torchrecorder.capture is capture
     assert torchrecorder.hooks.LayerRecorder.__module__ == "torchrecorder.hooks.layers"
+
+
+@dataclasses.dataclass(frozen=True)
+class Frozen:
+    h: torch.Tensor
+    n: int = dataclasses.field(init=False, default=3)
+
+
+def test_non_tensor_parts_are_kept_and_unusual_containers_keep_their_type() -> None:
+    a, b = torch.ones(2), torch.full((2,), 2.0)
+    merged = reduce_values((a, None, 3, "first"), (b, None, 5, "second"), ADD, "x")
+    assert torch.equal(merged[0], a + b) and merged[1:] == (None, 5, "second")
+    kept = keep_value(Frozen(a.requires_grad_()))
+    assert type(kept) is Frozen and kept.n == 3 and not kept.h.requires_grad
+    dd = collections.defaultdict(list, x=a)
+    kept_dd = keep_value(dd)
+    assert type(kept_dd) is collections.defaultdict and kept_dd.default_factory is list
+    assert kept_dd is not dd and kept_dd["x"] is not a
+    od = collections.OrderedDict(y=a, x=b)
+    assert list(keep_value(od)) == ["y", "x"] and type(keep_value(od)) is collections.OrderedDict

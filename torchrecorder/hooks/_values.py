@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, Optional, Union
 
 import torch
@@ -82,6 +82,14 @@ def _rebuild_dataclass(value: Any, fields: dict[str, Any]) -> Any:
 def _rebuild_mapping(value: Mapping[Any, Any], items: dict[Any, Any]) -> Mapping[Any, Any]:
     if type(value) is dict:
         return items
+    if isinstance(value, MutableMapping):  # a copy keeps what the type holds (a default factory)
+        try:
+            new = copy.copy(value)
+            new.clear()
+            new.update(items)
+            return new
+        except (TypeError, AttributeError, RuntimeError):
+            pass
     try:
         return type(value)(items)  # type: ignore[call-arg]
     except TypeError:
@@ -146,14 +154,10 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _reducible(value: Any) -> bool:
-    """What ``reduction`` is applied to: tensors and numbers (not bools)."""
-    return isinstance(value, (torch.Tensor, int, float, complex)) and not isinstance(value, bool)
-
-
 def reduce_values(acc: Any, new: Any, fn: Callable[[Any, Any], Any], name: str = "") -> Any:
-    """Merge ``new`` into ``acc`` part by part: ``fn(a, b)`` for each pair of tensors (or numbers)
-    at the same place, ``None`` stays ``None``, other objects take the newer value.
+    """Merge ``new`` into ``acc`` part by part: ``fn(a, b)`` for each pair of tensors at the same
+    place; ``None`` stays ``None``; other parts (numbers, strings, a cache object) are kept as the
+    latest call gave them.
 
     Both must have one structure (the same container types, lengths and keys,
     a tensor where the other has one).
@@ -198,9 +202,7 @@ def _reduce(acc: Any, new: Any, fn: Callable[[Any, Any], Any], name: str, where:
             raise mismatch()
         return _rebuild_mapping(acc, {k: _reduce(acc[k], new[k], fn, name, f"{where}[{k!r}]")
                                       for k in acc})
-    if _reducible(acc) and _reducible(new):
-        return _apply(fn, acc, new, name, where)
-    return new
+    return new  # not a tensor: kept, the latest value
 
 
 def _apply(fn: Callable[[Any, Any], Any], a: Any, b: Any, name: str, where: str) -> Any:
