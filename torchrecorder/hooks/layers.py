@@ -57,18 +57,24 @@ class LayerRecorder(nn.Module):
             several inputs), as ``torchinfo.summary`` takes it.
         input_data: a tensor, or a tuple of positional arguments, instead of
             ``input_size``.
+        force_static_flow: scio's switch; only ``True`` (the default) is supported.
         **record_kwargs: passed to :func:`torchrecorder.record` (``input_kwargs``,
             ``device``, ``dtype``).
 
     Raises:
         TypeError: ``net`` is not a module.
-        ValueError: neither ``input_size`` nor ``input_data`` is given.
+        ValueError: neither ``input_size`` nor ``input_data`` is given, or
+            ``force_static_flow`` is not ``True``.
     """
 
     def __init__(self, net: nn.Module, /, *, input_size: Any = None, input_data: Any = None,
-                 **record_kwargs: Any) -> None:
+                 force_static_flow: bool = True, **record_kwargs: Any) -> None:
         if not isinstance(net, nn.Module):
             raise TypeError(f"LayerRecorder wraps a torch.nn.Module, got {type(net).__name__}")
+        if force_static_flow is not True:
+            raise ValueError("LayerRecorder supports static control flow only (force_static_flow=True): "
+                             "the labels come from one pass, and a recorded layer that does not run "
+                             "in a later pass is an error")
         if input_size is None and input_data is None and not record_kwargs.get("input_kwargs"):
             raise ValueError("LayerRecorder needs input_size (a tuple, or a list of tuples) or "
                              "input_data (a tensor or a tuple of them) to number the layers")
