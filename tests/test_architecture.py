@@ -8,10 +8,8 @@ layer may import only the layers below it (see docs/architecture.md):
     graph
     recording          projection
     renderer (reads graph + projection)     export, summary
-                                            hooks (recorders, layer selection, values)
+                                            hooks (recorders, layer selection)
                                             capture
-                                            (hooks.capture; hooks/__init__, hooks.layers and the
-                                            torchrecorder.capture name: in the api layer)
     display
     recorder
     api, the command line, the package itself, the docs tools (scraper, sphinxext)
@@ -38,16 +36,12 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "projection": ("torchrecorder.projection",),
     "renderer": ("torchrecorder.renderer",),
     "outputs": ("torchrecorder.export", "torchrecorder.summary"),
-    # the hook machinery; hooks.capture is the capture layer; the package's own __init__, the
-    # scio-style wrapper (hooks.layers, which records with api.record and runs capture) and the
-    # torchrecorder.capture name sit in the api layer
-    "hooks": ("torchrecorder.hooks.select", "torchrecorder.hooks.recorders", "torchrecorder.hooks._values"),
-    "capture": ("torchrecorder.hooks.capture",),
+    "hooks": ("torchrecorder.hooks",),
+    "capture": ("torchrecorder.capture",),
     "display": ("torchrecorder.display",),
     "recorder": ("torchrecorder.recorder",),
     "api": ("torchrecorder.api", "torchrecorder.__main__", "torchrecorder.factory",
-            "torchrecorder.scraper", "torchrecorder.sphinxext", "torchrecorder", "torchrecorder.hooks",
-            "torchrecorder.capture"),
+            "torchrecorder.scraper", "torchrecorder.sphinxext", "torchrecorder"),
 }
 #: layer -> the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {

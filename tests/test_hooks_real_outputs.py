@@ -392,7 +392,10 @@ def test_stats_skip_sparse_and_nested_outputs_and_say_so() -> None:
 
 def test_package_exports() -> None:
     assert torchrecorder.capture is capture
-    assert torchrecorder.hooks.LayerRecorder.__module__ == "torchrecorder.hooks.layers"
+    from torchrecorder.hooks import LayerRecorder
+
+    assert LayerRecorder is torchrecorder.LayerRecorder is torchrecorder.hooks.LayerRecorder
+    assert LayerRecorder.__module__ == "torchrecorder.layer_recorder"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,6 +17,7 @@ from .capture import Capture, StopForward, capture
 from .errors import GraphError, GraphvizNotFoundError
 from .graph import Graph
 from .hooks.recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
+from .layer_recorder import LayerRecorder
 from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
 from .recorder import Recorder, recording
 from .renderer import (
@@ -42,6 +43,10 @@ def _get_sg_image_scraper() -> Any:
     return get_scraper()
 
 
+# scio's wrapped network sits above capture and record, so hooks/__init__ cannot import it;
+# it is published there from here (the package runs before any of its submodules)
+setattr(hooks, "LayerRecorder", LayerRecorder)  # noqa: B010 (mypy: a module attribute set at import)
+
 __all__ = [
     "ActivationStyler",
     "BackwardInput",
@@ -61,6 +66,7 @@ __all__ = [
     "HtmlPage",
     "HtmlRenderer",
     "LayerNode",
+    "LayerRecorder",
     "MermaidRenderer",
     "OpNode",
     "ParamNode",

@@ -1,10 +1,421 @@
-"""Capture the activations of chosen layers by name: :func:`capture` and its :class:`Capture`.
+"""Capture the activations of chosen layers by name, edit them in flight, stop early.
 
-The implementation lives in :mod:`torchrecorder.hooks.capture`, beside the
-recorders and the layer selection it shares with them; this module keeps the
-name ``torchrecorder.capture`` importable.
+>>> import torch, torchrecorder
+>>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+>>> x = torch.randn(3, 4)
+>>> with torchrecorder.capture(model, ["0", "2"]) as cap:
+...     y = model(x)
+>>> torch.equal(cap["2"], y), cap["0"].shape
+(True, torch.Size([3, 8]))
+
+Layers are chosen by the names the graph and the summary show (see
+:mod:`torchrecorder.hooks.select`): dotted paths, glob patterns, ``depth-idx``
+labels, types.  A module called several times in one pass is captured per
+call under ``"name"``, ``"name#2"``, ... as the graph names its calls.  A pass
+begins at each call of the model given to :func:`capture`.
 """
 
-from .hooks.capture import STATS, Capture, StopForward, capture
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, Optional
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from .graph import Graph
+from .hooks._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
+from .hooks.select import Names, UnknownLayerError, as_names, nearest, select_modules, split_call
 
 __all__ = ["STATS", "Capture", "StopForward", "capture"]
+
+#: the statistics :meth:`Capture.stats` computes: the mean, the standard deviation, the fraction
+#: of zero elements, the largest magnitude, the fraction of units (positions after the batch
+#: dimension) that were zero in every sample, and the time a call took (milliseconds)
+STATS = ("mean", "std", "zeros", "absmax", "dead", "time")
+
+
+class StopForward(Exception):
+    """Raised after the ``stop=`` layer ran, to end the forward pass; :class:`Capture` catches it
+    when its ``with`` block ends and in :meth:`Capture.run`."""
+
+
+class _Stats:
+    """Running statistics of a layer's output over every recorded call (scalars on its device)."""
+
+    __slots__ = ("absmax", "alive", "count", "sq", "sum", "zeros")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.sum: Any = 0.0
+        self.sq: Any = 0.0
+        self.zeros: Any = 0
+        self.absmax: Any = 0.0
+        self.alive: Optional[torch.Tensor] = None
+
+    def add(self, t: torch.Tensor) -> None:
+        with torch.no_grad():
+            x = t.detach()
+            d = x.to(torch.float64)
+            self.count += x.numel()
+            self.sum = self.sum + d.sum()
+            self.sq = self.sq + (d * d).sum()
+            self.zeros = self.zeros + (x == 0).sum()
+            self.absmax = torch.maximum(torch.as_tensor(self.absmax, device=x.device, dtype=torch.float64),
+                                        d.abs().max()) if x.numel() else self.absmax
+            if x.dim() >= 1 and x.shape[0] > 0:
+                alive = (x != 0).reshape(x.shape[0], -1).any(0)
+                if self.alive is None:
+                    self.alive = alive
+                elif self.alive.shape == alive.shape:
+                    self.alive = self.alive | alive
+
+    def value(self, stat: str) -> Optional[float]:
+        if not self.count:
+            return None
+        if stat == "dead":
+            return None if self.alive is None else 1.0 - float(self.alive.float().mean())
+        mean = float(self.sum) / self.count
+        if stat == "mean":
+            return mean
+        if stat == "std":
+            return math.sqrt(max(0.0, float(self.sq) / self.count - mean * mean))
+        if stat == "zeros":
+            return float(self.zeros) / self.count
+        return float(self.absmax)
+
+
+class Capture:
+    """Activations of chosen layers, captured while the ``with`` block runs the model.
+
+    Made by :func:`capture` (see there for the arguments).  Read by the names
+    the graph shows: ``cap[name]`` (output), ``cap.inputs[name]``,
+    ``cap.grads[name]`` (gradient of the loss with respect to the output),
+    ``cap.stats("zeros")`` and ``cap.stats("time")``.
+
+    Attributes:
+        names: dotted paths of the chosen layers.
+        outputs, inputs, grads: call name -> what was kept (the last pass's
+            value, the reduced value, or a list of every pass's with
+            ``keep="all"``).
+        passes: how many forward passes of the model ran while capturing.
+        unsummarised: call name -> why ``stats=True`` could not summarise its
+            output (``"a sparse_coo tensor"``, ``"a nested tensor"``).
+    """
+
+    def __init__(self, model: nn.Module, chosen: list[tuple[str, nn.Module]], *, inputs: bool, grads: bool,
+                 record: bool, edit: Optional[Callable[[str, Any], Any]], stop: Optional[str],
+                 condition: Optional[Callable[[], Any]], reduction: Optional[Callable[[Any, Any], Any]],
+                 to: Optional[torch.device], detach: bool, clone: bool, keep: str, stats: bool,
+                 timing: bool) -> None:
+        self.model = model
+        self._chosen = chosen
+        self.names = [p for p, _ in chosen]
+        self._record, self._want_inputs, self._want_grads = record, inputs, grads
+        self._edit, self._stop = edit, stop
+        self._condition, self._reduction = condition, reduction
+        self._to, self._detach, self._clone, self._keep = to, detach, clone, keep
+        self._want_stats, self._timing = stats, timing
+        self.outputs: dict[str, Any] = {}
+        self.inputs: dict[str, Any] = {}
+        self.grads: dict[str, Any] = {}
+        self.passes = 0
+        self._stats: dict[str, _Stats] = {}
+        self.unsummarised: dict[str, str] = {}
+        self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
+        self._handles: list[RemovableHandle] = []
+        self._tensor_hooks: list[RemovableHandle] = []
+        self._calls: dict[str, int] = {}
+        self._open: dict[str, list[tuple[str, bool, float]]] = {}
+        self._depth = 0
+
+    # ------------------------------------------------------------ hooks on and off
+    def __enter__(self) -> Capture:
+        if self._handles:
+            raise RuntimeError("this capture is already active")
+        try:
+            self._handles.append(self.model.register_forward_pre_hook(self._pass_begins, prepend=True))
+            self._handles.append(self.model.register_forward_hook(self._pass_ends, always_call=True))
+            hooked = dict(self._chosen)
+            stop_path = split_call(self._stop)[0] if self._stop is not None else None
+            if stop_path is not None and stop_path not in hooked:
+                hooked[stop_path] = self.model.get_submodule(stop_path)
+            for path, module in hooked.items():
+                self._handles.append(module.register_forward_pre_hook(self._pre(path), with_kwargs=True))
+                self._handles.append(module.register_forward_hook(self._post(path)))
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        self.remove()
+        return exc_type is not None and issubclass(exc_type, StopForward)
+
+    def remove(self, grads: bool = False) -> None:
+        """Take every module hook off (the ``with`` block does this on exit, whatever happened).
+
+        The gradient hooks that ``grads=True`` put on the output tensors of the
+        passes already run stay on those tensors (and go with them), so that a
+        ``backward`` after the block still fills :attr:`grads`; ``grads=True``
+        takes them off too.
+        """
+        for h in self._handles + (self._tensor_hooks if grads else []):
+            h.remove()
+        self._handles.clear()
+        self._tensor_hooks = [] if grads else [h for h in self._tensor_hooks
+                                               if h.hooks_dict_ref() is not None]
+        self._open.clear()
+        self._depth = 0
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the model; ``None`` if the ``stop=`` layer ended the pass early."""
+        try:
+            return self.model(*args, **kwargs)
+        except StopForward:
+            return None
+
+    # ------------------------------------------------------------ the hooks
+    def _pass_begins(self, module: nn.Module, args: Any) -> None:
+        if self._depth == 0:
+            self.passes += 1
+            self._calls.clear()
+            self._open.clear()
+            self._tensor_hooks = [h for h in self._tensor_hooks if h.hooks_dict_ref() is not None]
+        self._depth += 1
+
+    def _pass_ends(self, module: nn.Module, args: Any, output: Any) -> None:
+        self._depth = max(0, self._depth - 1)
+
+    def _pre(self, path: str) -> Callable[..., None]:
+        chosen = path in dict(self._chosen)
+
+        def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            n = self._calls[path] = self._calls.get(path, 0) + 1
+            name = path if n == 1 else f"{path}#{n}"
+            on = chosen and (self._condition is None or bool(self._condition()))
+            if on and self._record and self._want_inputs:
+                self._store(self.inputs, name, inputs_value(args, kwargs))
+            start = 0.0
+            if on and self._timing:
+                _sync(args, kwargs)
+                start = time.perf_counter()
+            self._open.setdefault(path, []).append((name, on, start))
+
+        return hook
+
+    def _post(self, path: str) -> Callable[..., Any]:
+        def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
+            stack = self._open.get(path)
+            if not stack:
+                return None
+            name, on, start = stack.pop()
+            if on and self._timing:
+                _sync(output)
+                total = self._times.setdefault(name, [0.0, 0])
+                total[0] += time.perf_counter() - start
+                total[1] += 1
+            replaced = None
+            if on and self._edit is not None:
+                replaced = self._edit(name, output)
+                if replaced is not None:
+                    output = replaced
+            if on:
+                self._keep_output(name, output)
+            if name == self._stop:
+                raise StopForward(f"capture stopped the forward pass after {name!r}")
+            return replaced
+
+        return hook
+
+    def _keep_output(self, name: str, output: Any) -> None:
+        if self._record:
+            self._store(self.outputs, name, output)
+        if self._want_stats:
+            self._summarise(name, output)
+        if self._record and self._want_grads:
+            for i, t in enumerate(leaves(output)):
+                if t.requires_grad:
+                    key = name if i == 0 else f"{name}[{i}]"
+                    self._tensor_hooks.append(t.register_hook(self._grad_hook(key)))
+
+    def _summarise(self, name: str, output: Any) -> None:
+        """Add the first floating (or boolean) tensor of ``output`` to ``name``'s statistics;
+        tensors of other layouts (sparse, nested) cannot be summarised and are noted instead."""
+        for t in leaves(output):
+            if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool):
+                continue
+            if t.device.type == "meta":
+                return
+            if t.is_nested or t.layout != torch.strided:
+                kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
+                self.unsummarised.setdefault(name, f"a {kind} tensor")
+                continue
+            self._stats.setdefault(name, _Stats()).add(t)
+            return
+
+    def _grad_hook(self, key: str) -> Callable[[torch.Tensor], None]:
+        def hook(grad: torch.Tensor) -> None:
+            self._store(self.grads, key, grad)
+
+        return hook
+
+    def _store(self, table: dict[str, Any], name: str, value: Any) -> None:
+        value = keep_value(value, detach=self._detach, to=self._to, clone=self._clone)
+        if self._reduction is not None:
+            table[name] = (value if name not in table
+                           else reduce_values(table[name], value, self._reduction, name))
+        elif self._keep == "all":
+            table.setdefault(name, []).append(value)
+        else:
+            table[name] = value
+
+    # ------------------------------------------------------------ reading
+    def __getitem__(self, name: str) -> Any:
+        """The output of the call ``name`` (a dotted path, ``path#2`` for a second call)."""
+        if name in self.outputs:
+            return self.outputs[name]
+        path = split_call(name)[0]
+        if not self._record:
+            raise UnknownLayerError(f"nothing is kept for {name!r}: the capture was made with "
+                                    "record=False")
+        if path in self.names:
+            raise UnknownLayerError(f"{name!r} was chosen but no output was recorded for it (it was "
+                                    "not called, or condition= said no); recorded: "
+                                    + ", ".join(map(repr, self.outputs)))
+        raise UnknownLayerError(f"{name!r} is not a captured layer; " + nearest(name, self.names))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.outputs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.outputs)
+
+    def __len__(self) -> int:
+        return len(self.outputs)
+
+    def keys(self) -> list[str]:
+        """The names of the recorded calls, in the order they ran."""
+        return list(self.outputs)
+
+    def stats(self, stat: str = "mean") -> dict[str, float]:
+        """One statistic per captured call (made with ``stats=True``, or ``timing=True`` for
+        ``"time"``): call name -> value over every recorded pass.  ``stat`` is one of
+        :data:`STATS`; ``"time"`` is the mean milliseconds per call."""
+        if stat not in STATS:
+            raise ValueError(f"unknown statistic {stat!r}; choose from {', '.join(STATS)}")
+        if stat == "time":
+            if not self._timing:
+                raise ValueError("no timings: make the capture with timing=True")
+            return {k: 1000 * v[0] / v[1] for k, v in self._times.items() if v[1]}
+        if not self._want_stats:
+            raise ValueError(f"no statistics: make the capture with stats=True to get {stat!r}")
+        missing = [f"{k!r} ({why})" for k, why in self.unsummarised.items() if k not in self._stats]
+        if missing:
+            warnings.warn("stats(): not summarised (no tensor of the strided layout): "
+                          + ", ".join(missing), RuntimeWarning, stacklevel=2)
+        out = {}
+        for k, s in self._stats.items():
+            v = s.value(stat)
+            if v is not None:
+                out[k] = v
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Capture of {len(self.names)} layers, {self.passes} passes, {len(self.outputs)} outputs>"
+
+
+def _sync(*values: Any) -> None:
+    """Wait for an accelerator that holds any of ``values`` (so a timing measures the work)."""
+    for t in leaves(values):
+        if t.device.type == "cuda":
+            torch.cuda.synchronize(t.device)
+            return
+
+
+def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels: Names = None,
+            rec: Optional[Graph] = None, inputs: bool = False, grads: bool = False, record: bool = True,
+            edit: Optional[Callable[[str, Any], Any]] = None, stop: Optional[str] = None,
+            condition: Optional[Callable[[], Any]] = None,
+            reduction: Optional[Callable[[Any, Any], Any]] = None, to: Device = None,
+            detach: bool = True, clone: bool = True, keep: str = "last", stats: bool = False,
+            timing: bool = False) -> Capture:
+    """Capture what chosen layers of ``model`` compute while a ``with`` block runs it.
+
+    >>> import torch
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    >>> with capture(model, "2", edit=lambda name, out: out * 0) as cap:   # edit in flight
+    ...     y = model(torch.randn(3, 4))
+    >>> bool((y == 0).all()), bool((cap["2"] == 0).all())
+    (True, True)
+
+    Args:
+        model: the module whose forward passes are captured.
+        names: dotted paths (``"encoder.0"``, ``""`` for ``model`` itself) or
+            glob patterns (``"encoder.layer.*.attention"``, ``"**"``).  With
+            no ``names``, ``types`` or ``labels``: every module.
+        types: a class or tuple of classes to capture.
+        labels: ``depth-idx`` labels of the summary (``"1-3"``), read from
+            ``rec`` (a recording of ``model``) when given.
+        inputs: keep each call's inputs too (``cap.inputs[name]``).
+        grads: keep the gradient with respect to each output
+            (``cap.grads[name]``), from a ``backward`` inside the block or after
+            it (the gradient hooks stay on the captured passes' output tensors
+            until they are freed; :meth:`Capture.remove` with ``grads=True``
+            takes them off).
+        record: keep outputs (and inputs, gradients); ``False`` only edits,
+            stops or gathers statistics.
+        edit: ``edit(name, output)`` returns a replacement for the output of
+            the call ``name`` (or ``None`` to keep it); what is kept is what the
+            rest of the model receives.
+        stop: a layer name; the forward pass ends right after that layer ran
+            (the call raises :class:`StopForward`, which the ``with`` block
+            and :meth:`Capture.run` swallow).
+        condition: a callable of no arguments; calls are captured only when it
+            returns true.
+        reduction: merge each new value into the kept one (``lambda a, b: a +
+            b``), part by part (``None`` stays ``None``; a structure that changes
+            between calls raises :class:`~torchrecorder.hooks.ReductionError`);
+            memory stays flat over any number of passes.
+        to: move kept tensors to this device (``"cpu"``).
+        detach, clone: detach kept tensors from autograd and copy them (both
+            on by default), so that nothing the model does later alters them.
+        keep: ``"last"`` keeps the latest pass's value, ``"all"`` a list of
+            every pass's (memory grows with the passes).
+        stats: gather running statistics of each output for :meth:`Capture.stats`
+            (mean, std, zeros, absmax, dead) without keeping tensors.
+        timing: time each call for ``cap.stats("time")``.
+
+    Returns:
+        a :class:`Capture`; its hooks are on inside the ``with`` block only
+        and come off on exit, also when the forward pass raised.
+
+    Raises:
+        UnknownLayerError: a name, pattern or label names no layer (the
+            message lists the nearest existing names); raised here, before
+            the model runs.
+        TypeError, ValueError: an argument of the wrong kind.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"capture() needs a torch.nn.Module, got {type(model).__name__}")
+    for arg, fn in (("edit", edit), ("condition", condition), ("reduction", reduction)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{arg} must be callable, got {fn!r}")
+    if keep not in ("last", "all"):
+        raise ValueError(f"keep must be 'last' or 'all', got {keep!r}")
+    device = check_device(to)
+    wanted = as_names(names)
+    chosen = select_modules(model, names=wanted or None, types=types, labels=labels, rec=rec)
+    if stop is not None:
+        if not isinstance(stop, str):
+            raise TypeError(f"stop must be a layer name, got {stop!r}")
+        paths = [p for p, _ in model.named_modules()]
+        if split_call(stop)[0] not in paths:
+            raise UnknownLayerError(f"stop={stop!r} names no layer; " + nearest(stop, paths))
+    return Capture(model, chosen, inputs=inputs, grads=grads, record=record, edit=edit, stop=stop,
+                   condition=condition, reduction=reduction, to=device, detach=detach, clone=clone,
+                   keep=keep, stats=stats, timing=timing)

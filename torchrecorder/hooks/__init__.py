@@ -1,12 +1,15 @@
-"""Hooks on live modules: torchfunc-compatible recorders (:mod:`.recorders`), a scio-style
-network wrapper that records layers by label (:mod:`.layers`), and the selection of layers by
-dotted name, glob, ``depth-idx`` label, type or index (:mod:`.select`) that they share with
-:func:`torchrecorder.capture`."""
+"""Hooks on live modules: torchfunc-compatible recorders (:mod:`.recorders`), and the selection
+of layers by dotted name, glob, ``depth-idx`` label, type or index (:mod:`.select`) that they share
+with :func:`torchrecorder.capture`.
 
-from .select import UnknownLayerError, select_modules  # noqa: I001 (first: capture needs it)
+``torchrecorder.hooks.LayerRecorder``, scio's wrapped network, is defined in
+:mod:`torchrecorder.layer_recorder` (it records with :func:`torchrecorder.record`, above this
+package) and set here by ``torchrecorder/__init__.py``.
+"""
+
 from ._values import ReductionError
 from .recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
-from .layers import LayerRecorder
+from .select import UnknownLayerError, select_modules
 
 __all__ = [
     "BackwardInput",
@@ -14,7 +17,6 @@ __all__ = [
     "ForwardInput",
     "ForwardOutput",
     "ForwardPre",
-    "LayerRecorder",
     "ReductionError",
     "UnknownLayerError",
     "select_modules",

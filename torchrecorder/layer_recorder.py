@@ -1,5 +1,10 @@
 """A network wrapped to record chosen layers by their ``(depth, idx)`` labels, as scio's ``Recorder``.
 
+Published as ``torchrecorder.hooks.LayerRecorder`` (and ``torchrecorder.LayerRecorder``).  It
+lives here, in the top layer, because it records with :func:`torchrecorder.record` and runs
+:func:`torchrecorder.capture`, which both sit above :mod:`torchrecorder.hooks`; the package's
+``__init__`` sets the name on :mod:`torchrecorder.hooks`.
+
 >>> import torch
 >>> from torch.nn import Linear, ReLU, Sequential
 >>> toynet = Sequential(Linear(5, 4), ReLU(), Linear(4, 3), ReLU())
@@ -25,9 +30,9 @@ from typing import Any, Optional, Union
 
 from torch import nn
 
-from ..api import record as record_graph
+from .api import record as record_graph
 from .capture import capture
-from .select import module_labels, nearest, split_call
+from .hooks.select import module_labels, nearest, split_call
 
 __all__ = ["DepthIdx", "LayerRecorder", "Postprocessor"]
 
