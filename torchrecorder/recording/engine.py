@@ -32,10 +32,11 @@ from torch import Tensor, nn
 from torch.nn.modules.module import register_module_forward_hook as _register_module_forward_hook
 from torch.nn.modules.module import register_module_forward_pre_hook
 
+from .._stack import StackRoom
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ._failure import NOTE_PREFIX, annotate, exception_text
+from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
 from ._walk import iter_tensors, named_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
 from .fastpath import FastPaths, has_fast_path
@@ -65,6 +66,9 @@ def _global_post_hook_support() -> bool:
 # two hooks per module cost much on models of many small modules.  Pre-hooks stay per module
 # (global ones get no keyword arguments).  The global hook runs before a module's own hooks.
 GLOBAL_POST_HOOK = _global_post_hook_support()
+
+# nesting depth from which the recursion limit grows with the call stack (see ``_stack``)
+_GROW_AT = 16
 
 
 class Engine(LiveObjects):
@@ -112,6 +116,8 @@ class Engine(LiveObjects):
         self.write_guard: Optional[Callable[[Any, tuple[Any, ...], dict[str, Any]], None]] = None
         self.aliases = Aliases()
         self.untraced = Untraced(self)
+        self._room = StackRoom()  # recursion limit raised by the frames the hooks add per level
+        self._grow_at = _GROW_AT
 
     # ------------------------------------------------------------ the session
     def active(self, net: nn.Module, name: str, value: Any = None) -> Session[Any]:
@@ -193,6 +199,8 @@ class Engine(LiveObjects):
         self._params.clear()
         self.aliases.clear()
         self.untraced.clear()
+        self._room.release()
+        self._grow_at = _GROW_AT
 
     def fail(self, exc: BaseException) -> None:
         """Mark the innermost call that ``exc`` escaped from, and the calls around it."""
@@ -207,6 +215,8 @@ class Engine(LiveObjects):
         else:
             annotate(exc, graph)
             return  # raised outside the model's forward
+        failed = raised_in(exc, failed, graph.nodes, self._modules)
+        failed.error = failed.error or graph.error
         graph.failed_key = failed.key
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
         where = failed.path or failed.name
@@ -473,6 +483,10 @@ class Engine(LiveObjects):
                 self._sources.add(src)
         stack.append(call)
         self._stack_exc.append(sys.exc_info()[1])
+        info.last = call
+        if len(stack) >= self._grow_at:  # deep nesting: one more frame per level than a plain call
+            self._grow_at = len(stack) + _GROW_AT
+            self._room.grow(self._grow_at)
 
     def _pop(self) -> LayerNode:
         """Close the innermost open call; its entry exception goes to ``_popped_exc``."""

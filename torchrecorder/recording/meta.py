@@ -91,7 +91,7 @@ def type_name(module: nn.Module) -> str:
 class ModuleInfo:
     """What the engine knows of one module: path, display name, parameters, calls so far."""
 
-    __slots__ = ("buffers", "calls", "name", "num_params", "params", "path", "total", "type_name")
+    __slots__ = ("buffers", "calls", "last", "name", "num_params", "params", "path", "total", "type_name")
 
     def __init__(self, path: str, name: str, type_name: str) -> None:
         self.path = path
@@ -102,6 +102,7 @@ class ModuleInfo:
         self.total = 0
         self.buffers = 0
         self.calls = 0
+        self.last: Any = None  # the module's latest call (a LayerNode) in the recording
 
 
 def own_tensors(tensors: Any, module: nn.Module, path: str) -> tuple[list[tuple[str, Any]], int]:
