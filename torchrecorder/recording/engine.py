@@ -118,6 +118,8 @@ class Engine(LiveObjects):
         self.untraced = Untraced(self)
         self._room = StackRoom()  # recursion limit raised by the frames the hooks add per level
         self._grow_at = _GROW_AT
+        # the model's modules as record() walked them just before (used by the next register_hooks)
+        self.walk: Optional[list[tuple[str, nn.Module]]] = None
 
     # ------------------------------------------------------------ the session
     def active(self, net: nn.Module, name: str, value: Any = None) -> Session[Any]:
@@ -228,7 +230,8 @@ class Engine(LiveObjects):
         """Index ``net`` (see :func:`~torchrecorder.recording.modules.index_modules`) and, if
         ``hook``, put the engine's hooks on each module met for the first time; a TorchScript
         module takes none and runs as one closed box."""
-        new = index_modules(net, root_name, prefix, self._modules, self._params, self.untraced.buffers)
+        walk, self.walk = (self.walk if hook else None), None
+        new = index_modules(net, root_name, prefix, self._modules, self._params, self.untraced.buffers, walk)
         if not hook:
             return
         if not self._hook_fns:  # what dynamo must not compile: it mis-traces the recorder's hooks
