@@ -197,3 +197,36 @@ def test_stop_forward_names_the_module_it_stopped_after() -> None:
         exc = _failure(net, torchrecorder.StopForward)
     assert _blamed(exc) == ("body.0", "body.0")  # before: ('n', 'n')
     assert not net.body[0]._forward_hooks and not net._forward_pre_hooks
+
+
+def test_overlapping_deep_recordings_in_two_threads_put_the_limit_back() -> None:
+    import threading
+
+    limit = sys.getrecursionlimit()
+    inside = threading.Barrier(2, timeout=60)
+    errors: list[BaseException] = []
+
+    class Meet(nn.Module):  # both recordings are deep inside their models at the same time
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            inside.wait()
+            return x * 2
+
+    def run() -> None:
+        net = nested(60)
+        innermost = net
+        while isinstance(innermost.inner, Wrap):
+            innermost = innermost.inner
+        innermost.inner = Meet()
+        try:
+            rec = torchrecorder.record(net, "t", input_data=torch.randn(2))
+            assert any(n.kind == "op" and n.name == "mul" for n in rec.nodes.values())
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert sys.getrecursionlimit() == limit
