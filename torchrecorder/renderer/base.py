@@ -55,6 +55,8 @@ output
 
 from __future__ import annotations
 
+import functools
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -116,11 +118,25 @@ class BaseRenderer:
         self._all_ops = bool(all_ops)
         self._ids: dict[Key, str] = {}
         self._used_ids: set[str] = set()
+        # layers a subclass drew as groups although the rule keeps them closed (see open())
+        self._opened: set[Key] = set()
+        self._processed: Optional[OrderedDict[BaseNode, list[BaseNode]]] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # a subclass's render_recursive_node opens the layer it is given (see open())
+        method = cls.__dict__.get("render_recursive_node")
+        if callable(method) and not getattr(method, "_opens_layer", False):
+            cls.render_recursive_node = _opening(method)  # type: ignore[method-assign]
 
     # ------------------------------------------------------------- contract
     def new_graph(self) -> Any:
-        """Create the object that the nodes and edges are drawn into."""
-        raise NotImplementedError(f"{type(self).__name__} must implement new_graph()")
+        """Create the object that the nodes and edges are drawn into (needed by :meth:`render`
+        only: calling the renderer on a destination, ``renderer(dest)``, draws into ``dest``)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no new_graph(): call the renderer on a destination "
+            f"({type(self).__name__}(rec)(dest) draws into dest and returns it), or implement "
+            "new_graph() to make one for render()")
 
     def render_node(self, g: Any, node: BaseNode) -> None:
         """Draw ``node`` into ``g`` (expanded layers go to :meth:`render_recursive_node`)."""
@@ -140,14 +156,42 @@ class BaseRenderer:
 
     # --------------------------------------------------------------- walk
     def render(self) -> Any:
-        """Draw the whole graph: the context's children (each through :meth:`render_node`),
-        then every drawn edge (through :meth:`render_edge`); return :meth:`finish` of it."""
+        """Draw the whole graph into :meth:`new_graph` and return :meth:`finish` of it: the
+        context's children (each through :meth:`render_node`), then every drawn edge (through
+        :meth:`render_edge`)."""
         g = self.new_graph()
+        self._walk(g)
+        return self.finish(g)
+
+    def __call__(self, dest: Any) -> Any:
+        """Draw the whole graph into ``dest`` and return ``dest`` (the original torchrecorder's
+        way to call a renderer: ``GraphvizRenderer(rec, 2)(graphviz.Digraph())``).
+
+        The same walk as :meth:`render`, through the same hooks, into a
+        destination the caller made (a ``graphviz.Digraph``, a ``dict``, ...);
+        :meth:`new_graph` is not needed.  :meth:`finish` runs on ``dest`` for
+        what it adds; ``dest`` itself is returned.
+        """
+        self._walk(dest)
+        self.finish(dest)
+        return dest
+
+    def _walk(self, g: Any) -> None:
+        """The one drawing pass: every drawn node, then every drawn edge whose source is still
+        in :attr:`processed` (when a subclass has read it and drawn some edges itself)."""
+        self._begin(g)
+        self._processed = None
         for child in self.children(self.rec.context):
             self.render_node(g, child)
+        todo = self._processed
         for fnode, tnode in self.drawn_edges():
-            self.render_edge(g, fnode, tnode)
-        return self.finish(g)
+            if todo is None or fnode in todo:
+                self.render_edge(g, fnode, tnode)
+        if todo is not None:
+            todo.clear()
+
+    def _begin(self, g: Any) -> None:
+        """Called at the start of every walk, before any hook (a renderer resets its state)."""
 
     # ------------------------------------------------------------ the rule
     def is_expanded(self, node: BaseNode) -> bool:
@@ -171,6 +215,7 @@ class BaseRenderer:
     @render_depth.setter
     def render_depth(self, value: int) -> None:
         self._render_depth = value
+        self._opened.clear()
         self._projection = None
 
     @property
@@ -216,12 +261,57 @@ class BaseRenderer:
     @property
     def projection(self) -> Projection:
         """What is drawn (see :class:`~torchrecorder.projection.Projection`): computed on first
-        use, and again after ``render_depth``, ``fold_min`` or ``tensor_nodes`` change."""
+        use, and again after ``render_depth``, ``fold_min`` or ``tensor_nodes`` change, or a
+        layer is opened (:meth:`open`)."""
         p = self._projection
         if p is None:
-            p = self._projection = Projection(self.rec, self._render_depth, self.is_expanded,
+            rule: Callable[[BaseNode], bool] = self.is_expanded
+            if self._opened:
+                opened, asked = self._opened, self.is_expanded
+                rule = lambda node: node.key in opened or asked(node)  # noqa: E731
+            p = self._projection = Projection(self.rec, self._render_depth, rule,
                                               min_run=self._fold_min, tensor_nodes=self._tensor_nodes,
                                               all_ops=self._all_ops)
+        return p
+
+    def open(self, node: LayerNode) -> None:
+        """Draw the layer ``node`` as a group from now on, whatever :meth:`is_expanded` says.
+
+        ``render_recursive_node(g, node)`` calls it when the rule keeps ``node``
+        closed: a subclass whose ``render_node`` decides by itself which layers
+        open (the original torchrecorder's: every layer above ``render_depth``,
+        a ``Linear`` too) gets the children and edges of what it opened.  The
+        projection is computed again.
+        """
+        if node.key is None or node.key in self._opened:
+            return
+        self._opened.add(node.key)
+        self._projection = None
+        self._processed = None
+
+    @property
+    def processed(self) -> OrderedDict[BaseNode, list[BaseNode]]:
+        """The original torchrecorder's table of what is drawn: every drawn node (expanded
+        layers too), in drawing order, with the list of the drawn nodes its edges go to.
+
+        Made when first read during a walk.  The walk draws the edges of the
+        nodes still in it once every node is drawn and then empties it; a
+        subclass that draws a node's edges itself removes the node
+        (``self.processed.pop(node)``), and the walk leaves them to it.
+        """
+        p = self._processed
+        if p is None:
+            p = OrderedDict()
+            projection = self.projection
+            stack = list(reversed(self.children(self.rec.context)))
+            while stack:
+                node = stack.pop()
+                p[node] = []
+                if projection.is_expanded(node):
+                    stack.extend(reversed(self.children(node)))
+            for fnode, tnode in self.drawn_edges():
+                p.setdefault(fnode, []).append(tnode)
+            self._processed = p
         return p
 
     @property
@@ -283,3 +373,17 @@ class BaseRenderer:
             self._used_ids.add(got)
             self._ids[node.key] = got
         return got
+
+
+def _opening(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A subclass's ``render_recursive_node`` that first opens the layer it draws (see
+    :meth:`BaseRenderer.open`) if the rule keeps it closed."""
+
+    @functools.wraps(method)
+    def render_recursive_node(self: BaseRenderer, g: Any, node: LayerNode) -> Any:
+        if isinstance(node, LayerNode) and node.key is not None and not self.projection.is_expanded(node):
+            self.open(node)
+        return method(self, g, node)
+
+    render_recursive_node._opens_layer = True  # type: ignore[attr-defined]
+    return render_recursive_node
