@@ -185,6 +185,7 @@ class Engine(LiveObjects):
         if self.graph.error is None:
             self.graph.prune()
         self._sources = {a for a, _ in self.graph.edges}
+        self.hand_over()
         self.live.clear()
         self._stack.clear()
         self._stack_exc.clear()
