@@ -302,17 +302,16 @@ class GraphvizStyler:
         shape, and below it the data-movement operations left out on the edge.
 
         A subclass's own :meth:`style_edge` styles these edges too: its
-        attributes come first, and a label it gives is kept.
+        attributes go over the default edge style, and a label it gives is kept.
         """
-        if type(self).style_edge is GraphvizStyler.style_edge:  # the label is made below
-            attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
-        else:
+        attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
+        if type(self).style_edge is not GraphvizStyler.style_edge:  # a subclass's, over the defaults
             own = self.style_edge(fnode, tnode)
             if not isinstance(own, Mapping):
                 raise TypeError(f"{type(self).__name__}.style_edge() must return a mapping of Graphviz "
                                 f"attributes, got {type(own).__name__}")
-            attrs = dict(own)
-            if "label" in attrs:
+            attrs.update(own)
+            if "label" in own:
                 attrs.setdefault("tooltip", _tooltip_text(self.tooltip(tensor)))
                 return attrs
         ops = self._edge_ops_text(fnode, tnode)
