@@ -224,7 +224,9 @@ def test_the_attributes_1_0_3_code_reads(nested_rec):
     assert not processed  # emptied once drawn
     fresh = GraphvizRenderer(nested_rec, 2).processed
     targets = [(f, t) for f, ts in fresh.items() for t in ts]
-    assert targets == sorted(GraphvizRenderer(nested_rec, 2).drawn_edges(), key=lambda e: list(fresh).index(e[0]))
+    order = list(fresh)
+    edges = GraphvizRenderer(nested_rec, 2).drawn_edges()
+    assert targets == sorted(edges, key=lambda e: order.index(e[0]))
     assert all(isinstance(k, BaseNode) and isinstance(v, list) for k, v in fresh.items())
 
 
@@ -350,7 +352,8 @@ def test_styler_reading_node_fn_shapes_make_dot():
     dot = parse_dot(g.source)
     conv1 = dot.node_attrs["conv1"]
     assert "kernel_size=(5, 5)" in conv1["label"] and conv1["penwidth"] == "2.4"
-    colours = {(a, b): attrs.get("color", "").strip('"') for (a, b), attrs in zip(dot.edges, dot.edge_attrs)}
+    colours = {(a, b): attrs.get("color", "").strip('"')
+               for (a, b), attrs in zip(dot.edges, dot.edge_attrs, strict=True)}
     assert colours[("conv1", "conv2")] == "#ee8800"  # an edge carrying a tensor
     assert all(c == "#ee8800" for (a, _), c in colours.items() if a in ("conv1", "conv2"))
     assert colours[(next(iter(_labelled(dot, "<B>x</B>"))), "conv1")] != "#ee8800"

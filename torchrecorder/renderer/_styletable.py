@@ -38,7 +38,7 @@ class StyleTable(dict[str, dict[str, str]]):
                     return kind
             raise KeyError(f"no style kind for the node class {key.__name__}; the kinds are "
                            + ", ".join(sorted(self)))
-        return key  # type: ignore[no-any-return]
+        return str(key)
 
     def __missing__(self, key: Any) -> dict[str, str]:
         if isinstance(key, type):

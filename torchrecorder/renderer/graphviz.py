@@ -237,7 +237,8 @@ class GraphvizRenderer(BaseRenderer):
         drawn = self._drawn
         a, b = drawn.get(fnode.key), drawn.get(tnode.key)
         if a is None or b is None:
-            raise RenderError(_never_drawn(self, fnode if a is None else tnode, tnode if a is None else fnode))
+            missing, other = (fnode, tnode) if a is None else (tnode, fnode)
+            raise RenderError(_never_drawn(self, missing, other))
         g.body.append(f"\t{a} -> {b} [{text}]\n")
 
     # DOT statements are written here rather than through Digraph.node/edge: the same text,
