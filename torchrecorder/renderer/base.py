@@ -25,7 +25,11 @@ tensor an edge carries when ``tensor_nodes=False``), :meth:`~BaseRenderer.edge_o
 :meth:`~BaseRenderer.out_degree` and :meth:`~BaseRenderer.unique_id`.  They
 read :attr:`~BaseRenderer.projection`, which is computed once per drawing and
 shared by all of them; :meth:`render` draws only through the hooks above, so
-whatever a subclass overrides shapes the output.
+whatever a subclass overrides shapes the output.  Calling a renderer on a
+destination, ``renderer(dest)`` (torchrecorder 1.0.3's way), makes the same
+walk into ``dest`` and returns it: ``new_graph`` is needed by :meth:`render`
+only.  For code written for 1.0.3, :attr:`~BaseRenderer.processed` lists the
+drawn nodes with the nodes their edges go to.
 
 Example: a renderer that lists what would be drawn, as text.
 
