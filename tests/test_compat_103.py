@@ -257,6 +257,22 @@ def test_pink_override_draws_with_dot(sample_rec):
     assert svg.count('fill="pink"') == len(parse_dot(g.source).nodes)
 
 
+def test_a_render_node_that_keeps_an_expanded_layer_closed(nested_rec):
+    class StemBox(GraphvizRenderer):
+        def render_node(self, g, node):
+            if isinstance(node, LayerNode) and node.key == "stem":
+                g.node("stem_box", label="stem, closed")  # drawn as one node, not a cluster
+            else:
+                super().render_node(g, node)
+
+    dot = parse_dot(StemBox(nested_rec, 2)(graphviz.Digraph()).source)
+    assert "cluster_stem" not in dot.clusters and "cluster_block" in dot.clusters
+    assert not {"stem.0", "stem.1"} & set(dot.nodes)
+    assert all(a in dot.nodes and b in dot.nodes for a, b in dot.edges)
+    (inp,) = _labelled(dot, "<B>x</B>")
+    assert (inp, "stem_box") in dot.edges and any(a == "stem_box" for a, _ in dot.edges)
+
+
 def test_red_render_edge_override_uses_the_drawn_names(nested_rec):
     source = RedRenderer(nested_rec, 2)(graphviz.Digraph()).source
     dot = parse_dot(source)

@@ -122,16 +122,21 @@ class BaseRenderer:
         self._all_ops = bool(all_ops)
         self._ids: dict[Key, str] = {}
         self._used_ids: set[str] = set()
-        # layers a subclass drew as groups although the rule keeps them closed (see open())
+        # layers a subclass's own render_node drew as groups although the rule keeps them
+        # closed, and as single nodes although it opens them (see open() and close())
         self._opened: set[Key] = set()
+        self._closed: set[Key] = set()
+        self._recursed: set[Key] = set()  # layers given to render_recursive_node in this walk
         self._processed: Optional[OrderedDict[BaseNode, list[BaseNode]]] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # a subclass's render_recursive_node opens the layer it is given (see open())
-        method = cls.__dict__.get("render_recursive_node")
-        if callable(method) and not getattr(method, "_opens_layer", False):
-            cls.render_recursive_node = _opening(method)  # type: ignore[method-assign]
+        # a subclass's render_node may decide by itself which layers open: what it does wins
+        # over is_expanded (see open() and close())
+        for name, wrap in (("render_recursive_node", _opening), ("render_node", _closing)):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_follows_" + name, False):
+                setattr(cls, name, wrap(method))
 
     # ------------------------------------------------------------- contract
     def new_graph(self) -> Any:
@@ -185,6 +190,7 @@ class BaseRenderer:
         in :attr:`processed` (when a subclass has read it and drawn some edges itself)."""
         self._begin(g)
         self._processed = None
+        self._recursed.clear()
         for child in self.children(self.rec.context):
             self.render_node(g, child)
         todo = self._processed
@@ -220,6 +226,7 @@ class BaseRenderer:
     def render_depth(self, value: int) -> None:
         self._render_depth = value
         self._opened.clear()
+        self._closed.clear()
         self._projection = None
 
     @property
@@ -270,9 +277,10 @@ class BaseRenderer:
         p = self._projection
         if p is None:
             rule: Callable[[BaseNode], bool] = self.is_expanded
-            if self._opened:
-                opened, asked = self._opened, self.is_expanded
-                rule = lambda node: node.key in opened or asked(node)  # noqa: E731
+            if self._opened or self._closed:
+                opened, closed, asked = self._opened, self._closed, self.is_expanded
+                rule = lambda node: node.key not in closed and (  # noqa: E731
+                    node.key in opened or asked(node))
             p = self._projection = Projection(self.rec, self._render_depth, rule,
                                               min_run=self._fold_min, tensor_nodes=self._tensor_nodes,
                                               all_ops=self._all_ops)
@@ -281,15 +289,36 @@ class BaseRenderer:
     def open(self, node: LayerNode) -> None:
         """Draw the layer ``node`` as a group from now on, whatever :meth:`is_expanded` says.
 
-        ``render_recursive_node(g, node)`` calls it when the rule keeps ``node``
-        closed: a subclass whose ``render_node`` decides by itself which layers
-        open (the original torchrecorder's: every layer above ``render_depth``,
-        a ``Linear`` too) gets the children and edges of what it opened.  The
-        projection is computed again.
+        A subclass's ``render_recursive_node(g, node)`` calls it when the rule
+        keeps ``node`` closed: a ``render_node`` that decides by itself which
+        layers open gets the children and edges of what it opened.  The first
+        time, every layer above ``render_depth`` opens with it, as the original
+        torchrecorder's ``render_node`` opened them (a ``Linear`` too), so that
+        the projection is computed again once, not once per layer; a layer that
+        ``render_node`` then draws as one node closes again (:meth:`close`).
         """
         if node.key is None or node.key in self._opened:
             return
+        if not self._opened:
+            depth = self._render_depth
+            self._opened.update(n.key for n in self.rec.layers()
+                                if n.depth < depth and n.subnets and n.key not in self._closed)
         self._opened.add(node.key)
+        self._closed.discard(node.key)
+        self._projection = None
+        self._processed = None
+
+    def close(self, node: LayerNode) -> None:
+        """Draw the layer ``node`` as one node from now on, whatever :meth:`is_expanded` says.
+
+        A subclass's ``render_node`` that draws an expanded layer without
+        calling ``render_recursive_node`` calls it (through the base class), so
+        that edges reach the node it drew.  The projection is computed again.
+        """
+        if node.key is None or node.key in self._closed:
+            return
+        self._closed.add(node.key)
+        self._opened.discard(node.key)
         self._projection = None
         self._processed = None
 
@@ -385,9 +414,27 @@ def _opening(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def render_recursive_node(self: BaseRenderer, g: Any, node: LayerNode) -> Any:
-        if isinstance(node, LayerNode) and node.key is not None and not self.projection.is_expanded(node):
-            self.open(node)
+        if isinstance(node, LayerNode) and node.key is not None:
+            self._recursed.add(node.key)
+            if not self.projection.is_expanded(node):
+                self.open(node)
         return method(self, g, node)
 
-    render_recursive_node._opens_layer = True  # type: ignore[attr-defined]
+    render_recursive_node._follows_render_recursive_node = True  # type: ignore[attr-defined]
     return render_recursive_node
+
+
+def _closing(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A subclass's ``render_node``, after which an expanded layer that it did not hand to
+    ``render_recursive_node`` is closed (see :meth:`BaseRenderer.close`)."""
+
+    @functools.wraps(method)
+    def render_node(self: BaseRenderer, g: Any, node: BaseNode) -> Any:
+        result = method(self, g, node)
+        if (isinstance(node, LayerNode) and node.key not in self._recursed and node.key is not None
+                and self.projection.is_expanded(node)):
+            self.close(node)
+        return result
+
+    render_node._follows_render_node = True  # type: ignore[attr-defined]
+    return render_node

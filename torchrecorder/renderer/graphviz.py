@@ -119,7 +119,7 @@ class GraphvizRenderer(BaseRenderer):
         # a subclass's own render_node / render_edge: learn the names it draws nodes under
         for name, wrap in (("render_node", _naming_node), ("render_edge", _naming_edge)):
             method = cls.__dict__.get(name)
-            if callable(method) and not getattr(method, "_names_nodes", False):
+            if callable(method) and not getattr(method, "_names_" + name, False):
                 setattr(cls, name, wrap(method))
 
     def __call__(self, dest: Any) -> Any:
@@ -323,7 +323,7 @@ def _naming_node(method: Callable[..., Any]) -> Callable[..., Any]:
                 self._drawn[node.key] = name
         return result
 
-    render_node._names_nodes = True  # type: ignore[attr-defined]
+    render_node._names_render_node = True  # type: ignore[attr-defined]
     return render_node
 
 
@@ -348,7 +348,7 @@ def _naming_edge(method: Callable[..., Any]) -> Callable[..., Any]:
                 body[i] = stmt[:a0] + new_tail + stmt[a1:b0] + new_head + stmt[b1:]
         return result
 
-    render_edge._names_nodes = True  # type: ignore[attr-defined]
+    render_edge._names_render_edge = True  # type: ignore[attr-defined]
     return render_edge
 
 
