@@ -10,6 +10,7 @@ manual recording workflow.  They draw through today's projection.
 from __future__ import annotations
 
 import gc
+import pickle
 import weakref
 from collections import OrderedDict
 
@@ -403,6 +404,8 @@ def test_nodes_maps_recorded_objects():
     with pytest.raises(KeyError):
         rec.nodes["no such key"]
     assert all(k is None or isinstance(k, str) for k in rec.nodes)
+    copied = pickle.loads(pickle.dumps(rec.nodes))  # the nodes by key; no live object goes along
+    assert list(copied) == list(rec.nodes)
 
 
 def test_nodes_maps_live_tensors_without_keeping_them():

@@ -80,6 +80,10 @@ class NodeTable(dict[Key, BaseNode]):
         for obj, key in entries:
             self._kept[id(obj)] = (weakref.ref(obj), key)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copied or pickled: the nodes by key; the live objects stay behind
+        return (NodeTable, (dict(self),))
+
     def __missing__(self, obj: Any) -> BaseNode:
         if obj is None or isinstance(obj, (str, int, float, tuple)):
             raise KeyError(obj)
