@@ -68,7 +68,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
 from ..projection import FoldPlan, FoldRepeats, Projection, default_expanded, fold_min
 
-__all__ = ["BaseRenderer"]
+__all__ = ["BaseRenderer", "follows_projection"]
 
 
 class BaseRenderer:
@@ -406,6 +406,14 @@ class BaseRenderer:
             self._used_ids.add(got)
             self._ids[node.key] = got
         return got
+
+
+def follows_projection(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a ``render_node`` that draws a layer as a group exactly when the projection
+    expands it (the built-in renderers' own), so that subclassing does not wrap it with the
+    bookkeeping of :meth:`BaseRenderer.close`."""
+    setattr(method, "_follows_" + method.__name__, True)
+    return method
 
 
 def _opening(method: Callable[..., Any]) -> Callable[..., Any]:

@@ -15,7 +15,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
 from ._statements import edge_ends, first_node_id, plain_id, same_id, top_level_statements
-from .base import BaseRenderer
+from .base import BaseRenderer, follows_projection
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
 
@@ -185,6 +185,7 @@ class GraphvizRenderer(BaseRenderer):
                     g.body.append(f"\t{first} -> {drawn[node.key]} [style=invis]\n")
         return g
 
+    @follows_projection
     def render_node(self, g: graphviz.Digraph, node: BaseNode) -> None:
         """Draw ``node`` as one Graphviz node, or as a cluster if it is an expanded layer."""
         if self.projection.is_expanded(node):  # self.is_expanded's answer, asked once per node
