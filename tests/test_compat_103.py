@@ -10,6 +10,7 @@ manual recording workflow.  They draw through today's projection.
 from __future__ import annotations
 
 import gc
+import json
 import pickle
 import weakref
 from collections import OrderedDict
@@ -310,6 +311,17 @@ def test_an_edge_to_a_node_never_drawn_raises(sample_rec):
 
     with pytest.raises(RenderError, match="never drawn"):
         RedNoOps(sample_rec, 1)(graphviz.Digraph())
+
+
+def test_an_edge_into_an_expanded_layer_of_a_loaded_graph(nested_rec):
+    doc = json.loads(nested_rec.to_json())
+    (inp,) = [k for k, n in nested_rec.nodes.items() if getattr(n, "role", "") == "input"]
+    doc["edges"].append([inp, "block"])  # into the layer itself, drawn as a cluster
+    source = torchrecorder.make_dot(torchrecorder.loads_json(json.dumps(doc)), 2).source
+    dot = parse_dot(source)
+    assert all(a in dot.nodes and b in dot.nodes for a, b in dot.edges)  # no phantom "block"
+    assert [a.get("lhead") for a in dot.edge_attrs].count("cluster_block") == 1
+    assert "compound=true" in source
 
 
 def test_a_renderer_without_new_graph_and_render(sample_rec):

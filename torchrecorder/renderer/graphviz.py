@@ -237,10 +237,41 @@ class GraphvizRenderer(BaseRenderer):
             text = self._attr_text(self.styler.style_edge(fnode, tnode), "style_edge", wide)
         drawn = self._drawn
         a, b = drawn.get(fnode.key), drawn.get(tnode.key)
-        if a is None or b is None:
-            missing, other = (fnode, tnode) if a is None else (tnode, fnode)
-            raise RenderError(_never_drawn(self, missing, other))
+        if a is None or b is None:  # an end drawn as a cluster (an edge into a layer), or never
+            a, b, text = self._cluster_edge(g, fnode, tnode, text)
         g.body.append(f"\t{a} -> {b} [{text}]\n")
+
+    def _cluster_edge(self, g: Any, fnode: BaseNode, tnode: BaseNode, text: str) -> tuple[str, str, str]:
+        """The ends of an edge one of whose ends was drawn as a cluster (a graph loaded from
+        JSON may join a layer itself): the first node drawn inside it, with ``ltail``/``lhead``
+        naming the cluster.
+
+        Raises:
+            RenderError: an end was neither drawn as a node nor as a cluster holding one.
+        """
+        ends = []
+        for node, other, attr in ((fnode, tnode, "ltail"), (tnode, fnode, "lhead")):
+            got = self._drawn.get(node.key)
+            if got is None:
+                got = self._first_drawn_inside(node) if node.key in self._recursed else None
+                if got is None:
+                    raise RenderError(_never_drawn(self, node, other))
+                text += f" {attr}={dot_quote('cluster_' + self.node_id(node))}"
+                if isinstance(g, graphviz.Digraph):
+                    g.graph_attr.setdefault("compound", "true")
+            ends.append(got)
+        return ends[0], ends[1], text.lstrip()
+
+    def _first_drawn_inside(self, layer: BaseNode) -> Optional[str]:
+        """The ID of the first node drawn inside the cluster of ``layer``, if any."""
+        todo = list(reversed(self.children(layer)))
+        while todo:
+            node = todo.pop()
+            got = self._drawn.get(node.key)
+            if got is not None:
+                return got
+            todo.extend(reversed(self.children(node)))
+        return None
 
     # DOT statements are written here rather than through Digraph.node/edge: the same text,
     # but the attributes that nodes of one kind share are quoted once per drawing.
