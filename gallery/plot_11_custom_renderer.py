@@ -7,8 +7,10 @@ hooks: ``new_graph`` (make the object drawn into), ``render_node`` (one node;
 an expanded layer goes to ``render_recursive_node``), ``render_recursive_node``
 (a layer drawn as a group of its children) and ``render_edge`` (one edge
 between two drawn nodes); ``finish`` turns the result into what ``render()``
-returns.  Which layers open, re-attached edges and folding come from the
-projection that every renderer shares.
+returns.  Only ``render()`` needs ``new_graph``: calling the renderer on a
+graph you made, ``BlockDiagram(rec)(graphviz.Digraph())``, draws into that
+one and returns it.  Which layers open, re-attached edges and folding come
+from the projection that every renderer shares.
 
 This one draws a "block diagram": modules as circles sized by their
 parameter count, groups as dashed boxes, and no tensors or operations.

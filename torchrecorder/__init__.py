@@ -14,7 +14,7 @@ from typing import Any
 from . import hooks
 from .api import load_json, loads_json, make_dot, record, render_network
 from .capture import Capture, StopForward, capture
-from .errors import GraphError, GraphvizNotFoundError
+from .errors import GraphError, GraphvizNotFoundError, RenderError
 from .graph import Graph
 from .hooks.recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
 from .hooks.saved import SavedCapture, load_capture
@@ -72,6 +72,7 @@ __all__ = [
     "OpNode",
     "ParamNode",
     "Recorder",
+    "RenderError",
     "SavedCapture",
     "StopForward",
     "TensorNode",

@@ -6,7 +6,7 @@ classes here name problems that only torchrecorder can detect.
 
 from __future__ import annotations
 
-__all__ = ["GraphError", "GraphvizNotFoundError"]
+__all__ = ["GraphError", "GraphvizNotFoundError", "RenderError"]
 
 
 class GraphError(ValueError):
@@ -20,3 +20,8 @@ class GraphError(ValueError):
 
 class GraphvizNotFoundError(RuntimeError):
     """No way to run Graphviz was found (neither the ``dot`` program nor pygraphviz)."""
+
+
+class RenderError(RuntimeError):
+    """A renderer's hooks drew something that does not fit together: an edge to a node
+    that its ``render_node`` never drew."""

@@ -16,13 +16,14 @@ A test can build one by hand:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator, KeysView
 from typing import Any, Optional
 
 from .errors import GraphError
 from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet
 
-__all__ = ["AutogradGraph", "AutogradNode", "Graph", "Namespace"]
+__all__ = ["AutogradGraph", "AutogradNode", "Graph", "Namespace", "NodeTable"]
 
 
 class AutogradNode:
@@ -101,13 +102,74 @@ class Namespace:
         self.used.setdefault(key, 0)
 
 
+class NodeTable(dict[Key, BaseNode]):
+    """A graph's nodes by key; a recorded object (module, parameter, tensor) also stands for
+    its node, as in the original torchrecorder: ``rec.nodes[net[0]]``, ``rec.nodes[y]``.
+
+    Keys are what iteration, ``len``, ``in`` and ``get`` see; an object is found only by
+    subscript, and only while it is alive: through :attr:`find` (the recording engine's
+    table of live objects, while it has one), the objects handed over when a recording
+    ends (:meth:`keep`, by weak reference: nothing is kept alive), and the node whose
+    ``fn`` is the object (a module gives the node of its first call).
+    """
+
+    __slots__ = ("_fn_index", "_kept", "find")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: where live objects are looked up first (the engine's table), or ``None``
+        self.find: Optional[Any] = None
+        self._kept: dict[int, tuple[weakref.ref[Any], Key]] = {}
+        self._fn_index: tuple[int, dict[int, Key]] = (-1, {})
+
+    def keep(self, entries: Iterable[tuple[Any, Key]]) -> None:
+        """Remember, by weak reference, which node each of the live objects ``entries``
+        (``(object, key)`` pairs) stands for."""
+        for obj, key in entries:
+            self._kept[id(obj)] = (weakref.ref(obj), key)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copied or pickled: the nodes by key; the live objects stay behind
+        return (NodeTable, (dict(self),))
+
+    def __missing__(self, obj: Any) -> BaseNode:
+        if obj is None or isinstance(obj, (str, int, float, tuple)):
+            raise KeyError(obj)
+        key = self._key_of(obj)
+        if key is None or not dict.__contains__(self, key):
+            raise KeyError(f"{type(obj).__name__} object is not part of this recording (or is no "
+                           "longer the object that was recorded)")
+        return dict.__getitem__(self, key)
+
+    def _key_of(self, obj: Any) -> Key:
+        if self.find is not None:
+            key = self.find(obj)
+            if key is not None:
+                return key
+        entry = self._kept.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        size, index = self._fn_index
+        if size != len(self):  # made again once nodes were added
+            index = {}
+            for key, node in self.items():
+                fn = node.fn
+                if fn is not None:
+                    index.setdefault(id(fn), key)
+            self._fn_index = (len(self), index)
+        key = index.get(id(obj))
+        return key if key is not None and dict.__getitem__(self, key).fn is obj else None
+
+
 class Graph:
     """Nodes, edges and the context node of one recording.
 
     Attributes:
         name: the name given to the root module.
         nodes: key -> :class:`~torchrecorder.nodes.BaseNode`, in recording
-            order; the context node has the key ``None``.
+            order; the context node has the key ``None``.  A recorded module,
+            parameter or tensor also finds its node while it is alive
+            (``nodes[module]``: see :class:`NodeTable`).
         edges: ordered set of ``(from_key, to_key)`` pairs.
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
@@ -120,7 +182,7 @@ class Graph:
 
     def __init__(self, name: str = "net") -> None:
         self.name = name
-        self.nodes: dict[Key, BaseNode] = {None: ContextNode()}
+        self.nodes: NodeTable = NodeTable({None: ContextNode()})
         self.edges: OrderedSet[tuple[Key, Key]] = OrderedSet()
         self.error: Optional[str] = None
         self.failed_key: Key = None

@@ -47,7 +47,13 @@ class Recorder(Display, Graph):
     Attributes:
         name: the name given to the root module.
         nodes: dict from key to :class:`~torchrecorder.nodes.BaseNode`; the
-            context node has the key ``None``.
+            context node has the key ``None``.  As in the original
+            torchrecorder, a recorded object finds its node by subscript while
+            it is alive: a module (its first call), a parameter, a tensor that
+            crossed a module boundary (``rec.nodes[net[0]]``,
+            ``rec.nodes[net[0].weight]``, ``rec.nodes[y]``); see
+            :class:`~torchrecorder.graph.NodeTable`.  Tensors are held by weak
+            reference only.
         edges: ordered set of ``(from_key, to_key)`` pairs.
         fn_types: how many nodes of each node class the graph holds.
         keep_tensors: whether tensor nodes keep the tensors in ``fn``.
@@ -66,6 +72,11 @@ class Recorder(Display, Graph):
         self.unfuse_fast_paths = unfuse_fast_paths
         self.record_backward = backward
         self._engine: Optional[Engine] = None
+        self.nodes.find = self._find_live
+
+    def _find_live(self, obj: Any) -> Any:
+        """The key of the node the live object ``obj`` stands for while the engine records."""
+        return self._engine.lookup(obj) if self._engine is not None else None
 
     @property
     def engine(self) -> Engine:

@@ -129,6 +129,9 @@ class Projection:
     def __init__(self, graph: Graph, render_depth: int, expanded: Callable[[BaseNode], bool], *,
                  min_run: int, tensor_nodes: bool, all_ops: bool = True) -> None:
         self.graph = graph
+        # the nodes as a plain dict: lookups in the loops below stay on CPython's fast path
+        # (graph.nodes is a NodeTable, a dict subclass)
+        self.nodes: dict[Key, BaseNode] = dict(graph.nodes)
         self.render_depth = render_depth
         self.min_run = min_run
         self.tensor_nodes = tensor_nodes
@@ -169,7 +172,7 @@ class Projection:
         """The nodes drawn directly inside the expanded layer ``node``, in order."""
         if not isinstance(node, LayerNode):
             return []
-        nodes = self.graph.nodes
+        nodes = self.nodes
         hidden = self.fold.hidden
         kids = [nodes[k] for k in node.subnets if k in nodes and k not in hidden]
         if not self.tensor_nodes or not self.all_ops:
@@ -202,7 +205,7 @@ class Projection:
 
     def _drawn_map(self) -> dict[Key, Optional[Key]]:
         """Every node's drawn key, found in one walk down from the context."""
-        nodes = self.graph.nodes
+        nodes = self.nodes
         fold = self.fold
         hidden, alias = fold.hidden, fold.alias
         expanded = self.is_expanded
@@ -254,7 +257,7 @@ class Projection:
                 pairs[(da, db)] = None
             if not self.tensor_nodes or not self.all_ops:
                 pairs = self._join_left_out(list(pairs))
-            nodes = self.graph.nodes
+            nodes = self.nodes
             self._edges = [(nodes[a], nodes[b]) for a, b in pairs]
             degree: dict[Key, int] = {}
             for a, _ in pairs:
@@ -285,7 +288,7 @@ class Projection:
         """``pairs`` without the nodes left out: an edge into a passed tensor or a
         data-movement op is joined to what the chain feeds; an operation with no drawn
         input is dropped with its edges."""
-        nodes = self.graph.nodes
+        nodes = self.nodes
         succ: dict[Key, list[Key]] = {}
         for a, b in pairs:
             succ.setdefault(a, []).append(b)
@@ -345,7 +348,7 @@ class Projection:
     def _sourceless(self, pairs: list[tuple[Key, Key]], succ: Mapping[Key, list[Key]]) -> set[Key]:
         """Drawn operations (and the passed tensors they make) that no input, parameter or
         layer feeds, however far back: constants and buffer reads."""
-        nodes = self.graph.nodes
+        nodes = self.nodes
         candidates: set[Key] = set()
         has_input: set[Key] = set()
         for a, b in pairs:

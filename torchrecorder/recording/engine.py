@@ -198,6 +198,7 @@ class Engine(LiveObjects):
         if self.autograd is not None:
             self.autograd.finish(self.graph, self.untraced.root_grad, self._param_owner)
         self._sources = {a for a, _ in self.graph.edges}
+        self.hand_over()
         self.live.clear()
         self._stack.clear()
         self._stack_exc.clear()

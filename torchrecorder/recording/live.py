@@ -14,7 +14,7 @@ from typing import Any, Optional
 from torch import Tensor, nn
 
 from ..errors import GraphError
-from ..graph import Graph
+from ..graph import Graph, NodeTable
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 from .meta import grad_fn_op_name, shape_name, tensor_meta
 from .untraced import Untraced
@@ -43,6 +43,23 @@ class LiveObjects:
             if target is obj:
                 return entry[1]
         return None
+
+    def hand_over(self) -> None:
+        """Give the graph's :class:`~torchrecorder.graph.NodeTable` the tensors still alive that
+        stand for tensor nodes (a module's inputs and outputs), by weak reference, so that
+        ``rec.nodes[y]`` finds them once the recording is over; modules and parameters are
+        found through their nodes' ``fn``."""
+        nodes = self.graph.nodes
+        if not isinstance(nodes, NodeTable):
+            return
+        kept = []
+        get = nodes.get
+        for ref, key in self.live.values():
+            if type(ref) is weakref.ref and type(get(key)) is TensorNode:
+                obj = ref()
+                if obj is not None:
+                    kept.append((obj, key))
+        nodes.keep(kept)
 
     def key_of(self, obj: Any) -> Key:
         """The key named by ``obj``: a key itself, a node, or a live object recorded before."""
@@ -79,8 +96,11 @@ class LiveObjects:
                              requires_grad=net.requires_grad)
         elif isinstance(net, Tensor):
             shape, dtype, device = tensor_meta(net)
+            # a tensor added in the context's scope is an input of the network (the original
+            # torchrecorder's manual workflow: add_node(x, name="Input") before net(x))
             node = TensorNode(name=label, fn=net if self.keep_tensors else None, depth=depth,
-                              parent=pkey, shape=shape, dtype=dtype, device=device)
+                              parent=pkey, shape=shape, dtype=dtype, device=device,
+                              role="input" if pkey is None else "")
         elif hasattr(net, "next_functions"):
             opname = grad_fn_op_name(classname)
             node = OpNode(name=name or opname, fn=net, depth=depth, parent=pkey, op=opname)

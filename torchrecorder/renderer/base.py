@@ -25,7 +25,11 @@ tensor an edge carries when ``tensor_nodes=False``), :meth:`~BaseRenderer.edge_o
 :meth:`~BaseRenderer.out_degree` and :meth:`~BaseRenderer.unique_id`.  They
 read :attr:`~BaseRenderer.projection`, which is computed once per drawing and
 shared by all of them; :meth:`render` draws only through the hooks above, so
-whatever a subclass overrides shapes the output.
+whatever a subclass overrides shapes the output.  Calling a renderer on a
+destination, ``renderer(dest)`` (torchrecorder 1.0.3's way), makes the same
+walk into ``dest`` and returns it: ``new_graph`` is needed by :meth:`render`
+only.  For code written for 1.0.3, :attr:`~BaseRenderer.processed` lists the
+drawn nodes with the nodes their edges go to.
 
 Example: a renderer that lists what would be drawn, as text.
 
@@ -55,6 +59,8 @@ output
 
 from __future__ import annotations
 
+import functools
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Optional
 
@@ -66,7 +72,7 @@ from ..projection import FoldPlan, FoldRepeats, Projection, default_expanded, fo
 # nesting below which a drawing needs no more stack than Python's default limit allows
 _DEEP = 64
 
-__all__ = ["BaseRenderer"]
+__all__ = ["BaseRenderer", "follows_projection"]
 
 
 class BaseRenderer:
@@ -120,11 +126,30 @@ class BaseRenderer:
         self._all_ops = bool(all_ops)
         self._ids: dict[Key, str] = {}
         self._used_ids: set[str] = set()
+        # layers a subclass's own render_node drew as groups although the rule keeps them
+        # closed, and as single nodes although it opens them (see open() and close())
+        self._opened: set[Key] = set()
+        self._closed: set[Key] = set()
+        self._recursed: set[Key] = set()  # layers given to render_recursive_node in this walk
+        self._processed: Optional[OrderedDict[BaseNode, list[BaseNode]]] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # a subclass's render_node may decide by itself which layers open: what it does wins
+        # over is_expanded (see open() and close())
+        for name, wrap in (("render_recursive_node", _opening), ("render_node", _closing)):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_follows_" + name, False):
+                setattr(cls, name, wrap(method))
 
     # ------------------------------------------------------------- contract
     def new_graph(self) -> Any:
-        """Create the object that the nodes and edges are drawn into."""
-        raise NotImplementedError(f"{type(self).__name__} must implement new_graph()")
+        """Create the object that the nodes and edges are drawn into (needed by :meth:`render`
+        only: calling the renderer on a destination, ``renderer(dest)``, draws into ``dest``)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no new_graph(): call the renderer on a destination "
+            f"({type(self).__name__}(rec)(dest) draws into dest and returns it), or implement "
+            "new_graph() to make one for render()")
 
     def render_node(self, g: Any, node: BaseNode) -> None:
         """Draw ``node`` into ``g`` (expanded layers go to :meth:`render_recursive_node`)."""
@@ -144,21 +169,50 @@ class BaseRenderer:
 
     # --------------------------------------------------------------- walk
     def render(self) -> Any:
-        """Draw the whole graph: the context's children (each through :meth:`render_node`),
-        then every drawn edge (through :meth:`render_edge`); return :meth:`finish` of it."""
+        """Draw the whole graph into :meth:`new_graph` and return :meth:`finish` of it: the
+        context's children (each through :meth:`render_node`), then every drawn edge (through
+        :meth:`render_edge`)."""
+        g = self.new_graph()
+        self._walk(g)
+        return self.finish(g)
+
+    def __call__(self, dest: Any) -> Any:
+        """Draw the whole graph into ``dest`` and return ``dest`` (the original torchrecorder's
+        way to call a renderer: ``GraphvizRenderer(rec, 2)(graphviz.Digraph())``).
+
+        The same walk as :meth:`render`, through the same hooks, into a
+        destination the caller made (a ``graphviz.Digraph``, a ``dict``, ...);
+        :meth:`new_graph` is not needed.  :meth:`finish` runs on ``dest`` for
+        what it adds; ``dest`` itself is returned.
+        """
+        self._walk(dest)
+        self.finish(dest)
+        return dest
+
+    def _walk(self, g: Any) -> None:
+        """The one drawing pass: every drawn node, then every drawn edge whose source is still
+        in :attr:`processed` (when a subclass has read it and drawn some edges itself)."""
         room = StackRoom()
         levels = min(self.render_depth, max((n.depth for n in self.rec.nodes.values()), default=0))
         if levels > _DEEP:  # render_node -> render_recursive_node: two frames per open level
             room.grow(2 * levels)
         try:
-            g = self.new_graph()
+            self._begin(g)
+            self._processed = None
+            self._recursed.clear()
             for child in self.children(self.rec.context):
                 self.render_node(g, child)
+            todo = self._processed
             for fnode, tnode in self.drawn_edges():
-                self.render_edge(g, fnode, tnode)
-            return self.finish(g)
+                if todo is None or fnode in todo:
+                    self.render_edge(g, fnode, tnode)
+            if todo is not None:
+                todo.clear()
         finally:
             room.release()
+
+    def _begin(self, g: Any) -> None:
+        """Called at the start of every walk, before any hook (a renderer resets its state)."""
 
     # ------------------------------------------------------------ the rule
     def is_expanded(self, node: BaseNode) -> bool:
@@ -182,6 +236,8 @@ class BaseRenderer:
     @render_depth.setter
     def render_depth(self, value: int) -> None:
         self._render_depth = value
+        self._opened.clear()
+        self._closed.clear()
         self._projection = None
 
     @property
@@ -227,12 +283,79 @@ class BaseRenderer:
     @property
     def projection(self) -> Projection:
         """What is drawn (see :class:`~torchrecorder.projection.Projection`): computed on first
-        use, and again after ``render_depth``, ``fold_min`` or ``tensor_nodes`` change."""
+        use, and again after ``render_depth``, ``fold_min`` or ``tensor_nodes`` change, or a
+        layer is opened (:meth:`open`)."""
         p = self._projection
         if p is None:
-            p = self._projection = Projection(self.rec, self._render_depth, self.is_expanded,
+            rule: Callable[[BaseNode], bool] = self.is_expanded
+            if self._opened or self._closed:
+                opened, closed, asked = self._opened, self._closed, self.is_expanded
+                rule = lambda node: node.key not in closed and (  # noqa: E731
+                    node.key in opened or asked(node))
+            p = self._projection = Projection(self.rec, self._render_depth, rule,
                                               min_run=self._fold_min, tensor_nodes=self._tensor_nodes,
                                               all_ops=self._all_ops)
+        return p
+
+    def open(self, node: LayerNode) -> None:
+        """Draw the layer ``node`` as a group from now on, whatever :meth:`is_expanded` says.
+
+        A subclass's ``render_recursive_node(g, node)`` calls it when the rule
+        keeps ``node`` closed: a ``render_node`` that decides by itself which
+        layers open gets the children and edges of what it opened.  The first
+        time, every layer above ``render_depth`` opens with it, as the original
+        torchrecorder's ``render_node`` opened them (a ``Linear`` too), so that
+        the projection is computed again once, not once per layer; a layer that
+        ``render_node`` then draws as one node closes again (:meth:`close`).
+        """
+        if node.key is None or node.key in self._opened:
+            return
+        if not self._opened:
+            depth = self._render_depth
+            self._opened.update(n.key for n in self.rec.layers()
+                                if n.depth < depth and n.subnets and n.key not in self._closed)
+        self._opened.add(node.key)
+        self._closed.discard(node.key)
+        self._projection = None
+        self._processed = None
+
+    def close(self, node: LayerNode) -> None:
+        """Draw the layer ``node`` as one node from now on, whatever :meth:`is_expanded` says.
+
+        A subclass's ``render_node`` that draws an expanded layer without
+        calling ``render_recursive_node`` calls it (through the base class), so
+        that edges reach the node it drew.  The projection is computed again.
+        """
+        if node.key is None or node.key in self._closed:
+            return
+        self._closed.add(node.key)
+        self._opened.discard(node.key)
+        self._projection = None
+        self._processed = None
+
+    @property
+    def processed(self) -> OrderedDict[BaseNode, list[BaseNode]]:
+        """The original torchrecorder's table of what is drawn: every drawn node (expanded
+        layers too), in drawing order, with the list of the drawn nodes its edges go to.
+
+        Made when first read during a walk.  The walk draws the edges of the
+        nodes still in it once every node is drawn and then empties it; a
+        subclass that draws a node's edges itself removes the node
+        (``self.processed.pop(node)``), and the walk leaves them to it.
+        """
+        p = self._processed
+        if p is None:
+            p = OrderedDict()
+            projection = self.projection
+            stack = list(reversed(self.children(self.rec.context)))
+            while stack:
+                node = stack.pop()
+                p[node] = []
+                if projection.is_expanded(node):
+                    stack.extend(reversed(self.children(node)))
+            for fnode, tnode in self.drawn_edges():
+                p.setdefault(fnode, []).append(tnode)
+            self._processed = p
         return p
 
     @property
@@ -294,3 +417,43 @@ class BaseRenderer:
             self._used_ids.add(got)
             self._ids[node.key] = got
         return got
+
+
+def follows_projection(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a ``render_node`` that draws a layer as a group exactly when the projection
+    expands it (the built-in renderers' own), so that subclassing does not wrap it with the
+    bookkeeping of :meth:`BaseRenderer.close`."""
+    setattr(method, "_follows_" + method.__name__, True)
+    return method
+
+
+def _opening(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A subclass's ``render_recursive_node`` that first opens the layer it draws (see
+    :meth:`BaseRenderer.open`) if the rule keeps it closed."""
+
+    @functools.wraps(method)
+    def render_recursive_node(self: BaseRenderer, g: Any, node: LayerNode) -> Any:
+        if isinstance(node, LayerNode) and node.key is not None:
+            self._recursed.add(node.key)
+            if not self.projection.is_expanded(node):
+                self.open(node)
+        return method(self, g, node)
+
+    render_recursive_node._follows_render_recursive_node = True  # type: ignore[attr-defined]
+    return render_recursive_node
+
+
+def _closing(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A subclass's ``render_node``, after which an expanded layer that it did not hand to
+    ``render_recursive_node`` is closed (see :meth:`BaseRenderer.close`)."""
+
+    @functools.wraps(method)
+    def render_node(self: BaseRenderer, g: Any, node: BaseNode) -> Any:
+        result = method(self, g, node)
+        if (isinstance(node, LayerNode) and node.key not in self._recursed and node.key is not None
+                and self.projection.is_expanded(node)):
+            self.close(node)
+        return result
+
+    render_node._follows_render_node = True  # type: ignore[attr-defined]
+    return render_node

@@ -3,16 +3,19 @@ with the attributes a :class:`~torchrecorder.renderer.styler.GraphvizStyler` giv
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 import graphviz
 
 from .._text import dot_id, dot_quote, quote_dot_id, string_quote
+from ..errors import RenderError
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
-from .base import BaseRenderer
+from ._statements import edge_ends, first_node_id, plain_id, same_id, top_level_statements
+from .base import BaseRenderer, follows_projection
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
 
@@ -61,8 +64,19 @@ class GraphvizRenderer(BaseRenderer):
             ``graph_attrs={"rankdir": ...}``.
         **styler_args: passed to ``styler_cls``.
 
+    Calling the renderer on a Digraph, ``GraphvizRenderer(rec, 2)(graphviz.Digraph())``,
+    draws into it and returns it (its graph attributes are kept; the styler's fill
+    in the rest).  A subclass may name nodes as it likes in its own
+    ``render_node`` (the original torchrecorder wrote ``str(id(node))``): the
+    name each node was drawn under is the one every edge and the input/output
+    ranks use, also those written by an overridden ``render_edge``.  An edge to
+    a node that ``render_node`` never drew raises
+    :class:`~torchrecorder.errors.RenderError` naming both ends.
+
     Attributes:
         styler: the :class:`GraphvizStyler` instance in use.
+        recursion_trace: the graphs of the clusters being drawn, outermost first
+            (the original torchrecorder's; while an expanded layer is drawn).
     """
 
     #: a node feeding more drawn nodes than this does not constrain their ranks
@@ -94,6 +108,47 @@ class GraphvizRenderer(BaseRenderer):
         self._rests: dict[tuple[tuple[Any, Any], ...], str] = {}
         # quoted tooltips (the styler hands out one string for all tensors of a shape)
         self._tips: dict[str, str] = {}
+        # key -> the ID (as written) each node was drawn under in the current walk
+        self._drawn: dict[Any, str] = {}
+        # plain_id of each of them, and how many there were (see _as_drawn)
+        self._drawn_names: tuple[set[str], int] = (set(), 0)
+        self.recursion_trace: list[Any] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # a subclass's own render_node / render_edge: learn the names it draws nodes under
+        for name, wrap in (("render_node", _naming_node), ("render_edge", _naming_edge)):
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_names_" + name, False):
+                setattr(cls, name, wrap(method))
+
+    def __call__(self, dest: Any) -> Any:
+        """Draw into the Digraph ``dest`` and return it; graph attributes it does not set
+        come from the styler (see :meth:`BaseRenderer.__call__`)."""
+        if isinstance(dest, graphviz.Graph):
+            raise TypeError(f"{type(self).__name__} draws directed edges: give it a graphviz.Digraph, "
+                            "not a graphviz.Graph")
+        if isinstance(dest, graphviz.Digraph):
+            for key, value in self.styler.graph_attrs().items():
+                dest.graph_attr.setdefault(key, value)
+        return super().__call__(dest)
+
+    def _begin(self, g: Any) -> None:
+        self._drawn.clear()
+        self._drawn_names = (set(), 0)
+        self.recursion_trace.clear()
+
+    def drawn_id(self, node: BaseNode, other: Optional[BaseNode] = None) -> str:
+        """The ID (as written in DOT) that ``node`` was drawn under in this walk.
+
+        Raises:
+            RenderError: ``render_node`` has not drawn ``node`` as a node (the
+                message names the edge to ``other``, if given).
+        """
+        got = self._drawn.get(node.key)
+        if got is None:
+            raise RenderError(_never_drawn(self, node, other))
+        return got
 
     def node_id(self, node: BaseNode) -> str:
         """The unique, readable DOT id of ``node``."""
@@ -110,38 +165,46 @@ class GraphvizRenderer(BaseRenderer):
         positions) gets an invisible edge from the first input, so that it
         sits below the inputs, not above them.
         """
-        top = [n for n in self.children(self.rec.context) if isinstance(n, TensorNode)]
+        drawn = self._drawn
+        top = [n for n in self.children(self.rec.context) if isinstance(n, TensorNode) and n.key in drawn]
         inputs = [n for n in top if n.role == "input"]
         for role, rank in (("input", "source"), ("output", "sink")):
-            ids = [self._quoted_id(n) for n in top if n.role == role]
+            ids = [drawn[n.key] for n in top if n.role == role]
             if ids:
                 g.body.append(f"\t{{rank={rank}; {'; '.join(ids)}}}\n")
         if inputs:
             fed = {b.key for _, b in self.drawn_edges()}
-            first = self._quoted_id(inputs[0])
+            first = drawn[inputs[0].key]
             todo = list(reversed(self.children(self.rec.context)))
             while todo:  # depth first, in drawing order
                 node = todo.pop()
                 if self.projection.is_expanded(node):
                     todo.extend(reversed(self.children(node)))
-                elif node.key not in fed and not (isinstance(node, TensorNode) and node.role):
-                    g.body.append(f"\t{first} -> {self._quoted_id(node)} [style=invis]\n")
+                elif (node.key not in fed and node.key in drawn
+                      and not (isinstance(node, TensorNode) and node.role)):
+                    g.body.append(f"\t{first} -> {drawn[node.key]} [style=invis]\n")
         return g
 
+    @follows_projection
     def render_node(self, g: graphviz.Digraph, node: BaseNode) -> None:
         """Draw ``node`` as one Graphviz node, or as a cluster if it is an expanded layer."""
         if self.projection.is_expanded(node):  # self.is_expanded's answer, asked once per node
             if not isinstance(node, LayerNode):
                 raise TypeError(f"{type(self).__name__}.is_expanded() said yes to {node.key!r}, "
                                 f"a {type(node).__name__}: only layers can be expanded")
-            self.render_recursive_node(g, node)
+            self.recursion_trace.append(g)
+            try:
+                self.render_recursive_node(g, node)
+            finally:
+                self.recursion_trace.pop()
             return
         run = self.repeats(node)
         if len(run) > 1 and isinstance(node, LayerNode):
             text = self._attr_text(self.styler.style_repeated(node, run, False), "style_repeated")
         else:
             text = self._attr_text(self.styler.style_node(node), "style_node")
-        g.body.append(f"{self._indent}{self._quoted_id(node)} [{text}]\n")
+        qid = self._drawn[node.key] = self._quoted_id(node)
+        g.body.append(f"{self._indent}{qid} [{text}]\n")
 
     def render_recursive_node(self, g: graphviz.Digraph, node: LayerNode) -> None:
         """Draw the expanded layer ``node`` as a cluster holding its children."""
@@ -172,7 +235,43 @@ class GraphvizRenderer(BaseRenderer):
                                    wide)
         else:
             text = self._attr_text(self.styler.style_edge(fnode, tnode), "style_edge", wide)
-        g.body.append(f"\t{self._quoted_id(fnode)} -> {self._quoted_id(tnode)} [{text}]\n")
+        drawn = self._drawn
+        a, b = drawn.get(fnode.key), drawn.get(tnode.key)
+        if a is None or b is None:  # an end drawn as a cluster (an edge into a layer), or never
+            a, b, text = self._cluster_edge(g, fnode, tnode, text)
+        g.body.append(f"\t{a} -> {b} [{text}]\n")
+
+    def _cluster_edge(self, g: Any, fnode: BaseNode, tnode: BaseNode, text: str) -> tuple[str, str, str]:
+        """The ends of an edge one of whose ends was drawn as a cluster (a graph loaded from
+        JSON may join a layer itself): the first node drawn inside it, with ``ltail``/``lhead``
+        naming the cluster.
+
+        Raises:
+            RenderError: an end was neither drawn as a node nor as a cluster holding one.
+        """
+        ends = []
+        for node, other, attr in ((fnode, tnode, "ltail"), (tnode, fnode, "lhead")):
+            got = self._drawn.get(node.key)
+            if got is None:
+                got = self._first_drawn_inside(node) if node.key in self._recursed else None
+                if got is None:
+                    raise RenderError(_never_drawn(self, node, other))
+                text += f" {attr}={dot_quote('cluster_' + self.node_id(node))}"
+                if isinstance(g, graphviz.Digraph):
+                    g.graph_attr.setdefault("compound", "true")
+            ends.append(got)
+        return ends[0], ends[1], text.lstrip()
+
+    def _first_drawn_inside(self, layer: BaseNode) -> Optional[str]:
+        """The ID of the first node drawn inside the cluster of ``layer``, if any."""
+        todo = list(reversed(self.children(layer)))
+        while todo:
+            node = todo.pop()
+            got = self._drawn.get(node.key)
+            if got is not None:
+                return got
+            todo.extend(reversed(self.children(node)))
+        return None
 
     # DOT statements are written here rather than through Digraph.node/edge: the same text,
     # but the attributes that nodes of one kind share are quoted once per drawing.
@@ -230,6 +329,74 @@ class GraphvizRenderer(BaseRenderer):
             raise TypeError(f"{type(self.styler).__name__}.{method}() must return a mapping of "
                             f"Graphviz attributes, got {type(attrs).__name__}")
         return {str(k): str(v) for k, v in attrs.items()}
+
+
+def _never_drawn(renderer: GraphvizRenderer, node: BaseNode, other: Optional[BaseNode]) -> str:
+    """The message for an edge (with ``other``) to ``node``, which was never drawn."""
+    edge = f" cannot draw the edge between {node.key!r} and {other.key!r}:" if other is not None else ""
+    return (f"{type(renderer).__name__}:{edge} {type(node).__name__} {node.key!r} was never drawn as a "
+            "node (render_node wrote no node statement for it); draw every node that render_node "
+            "is given, or leave out the edges that touch the nodes it skips")
+
+
+def _naming_node(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A subclass's ``render_node``, which remembers the ID of the node statement it wrote."""
+
+    @functools.wraps(method)
+    def render_node(self: GraphvizRenderer, g: Any, node: BaseNode) -> Any:
+        body = getattr(g, "body", None)
+        if type(body) is not list:
+            return method(self, g, node)
+        start = len(body)
+        result = method(self, g, node)
+        if node.key not in self._drawn:
+            name = first_node_id(body, start)
+            if name is not None:
+                self._drawn[node.key] = name
+        return result
+
+    render_node._names_render_node = True  # type: ignore[attr-defined]
+    return render_node
+
+
+def _naming_edge(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A subclass's ``render_edge``, whose edge statements name the nodes as they were drawn."""
+
+    @functools.wraps(method)
+    def render_edge(self: GraphvizRenderer, g: Any, fnode: BaseNode, tnode: BaseNode) -> Any:
+        body = getattr(g, "body", None)
+        if type(body) is not list:
+            return method(self, g, fnode, tnode)
+        start = len(body)
+        result = method(self, g, fnode, tnode)
+        for i, stmt in top_level_statements(body, start):
+            spans = edge_ends(stmt)
+            if spans is None:
+                continue
+            (a0, a1), (b0, b1) = spans
+            tail, head = stmt[a0:a1], stmt[b0:b1]
+            new_tail, new_head = _as_drawn(self, tail, fnode, tnode), _as_drawn(self, head, tnode, fnode)
+            if new_tail != tail or new_head != head:
+                body[i] = stmt[:a0] + new_tail + stmt[a1:b0] + new_head + stmt[b1:]
+        return result
+
+    render_edge._names_render_edge = True  # type: ignore[attr-defined]
+    return render_edge
+
+
+def _as_drawn(renderer: GraphvizRenderer, written: str, node: BaseNode, other: BaseNode) -> str:
+    """``written`` if it names a node drawn in this walk, else the ID ``node`` was drawn under."""
+    drawn = renderer._drawn
+    own = drawn.get(node.key)
+    if own is not None and same_id(own, written):
+        return written
+    names, made_for = renderer._drawn_names
+    if made_for != len(drawn):  # made again only after more nodes were drawn
+        names = {plain_id(name) for name in drawn.values()}
+        renderer._drawn_names = (names, len(drawn))
+    if plain_id(written) in names:
+        return written  # an edge the subclass meant to another node it drew
+    return renderer.drawn_id(node, other)
 
 
 #: the attributes written apart from the others: they differ from node to node

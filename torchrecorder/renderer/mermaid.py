@@ -34,7 +34,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import FoldRepeats
 from ..projection import kind_of as _kind_of
-from .base import BaseRenderer
+from .base import BaseRenderer, follows_projection
 from .labels import dtype_suffix, param_lines, run_title
 
 __all__ = ["MERMAID_MAX_EDGES", "MERMAID_STYLES", "MermaidRenderer", "make_mermaid", "mermaid_id",
@@ -159,6 +159,7 @@ class MermaidRenderer(BaseRenderer):
         """An empty flowchart."""
         return _Chart(self.direction)
 
+    @follows_projection
     def render_node(self, g: _Chart, node: BaseNode) -> None:
         """Draw ``node`` as one Mermaid node whose shape says its kind (expanded layers as subgraphs)."""
         if self.is_expanded(node) and isinstance(node, LayerNode):

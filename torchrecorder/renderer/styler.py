@@ -14,6 +14,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS
 from ..projection import kind_of as _kind_of
+from ._styletable import StyleTable
 from .base import BaseRenderer
 from .labels import dtype_suffix, listed_params, param_lines, params_text, run_title
 
@@ -165,10 +166,15 @@ class GraphvizStyler:
             module), ``tensor``, ``io`` (the network's inputs and outputs),
             ``param``, ``op``, ``edge``, ``param_edge``, ``failed`` (a module
             that raised), ``folded`` and ``folded_cluster`` (a run of repeated
-            blocks drawn once) and ``graph``.
+            blocks drawn once) and ``graph``.  The original torchrecorder's
+            defaults ``style="filled"`` and ``color="black"`` are such
+            attributes; its ``align`` (``"left"``, ``"center"`` or ``"right"``)
+            places the titles of clusters.
 
     Attributes:
-        styles: kind -> Graphviz attributes in use (a copy; safe to change).
+        styles: kind -> Graphviz attributes in use (a copy; safe to change); a
+            node class stands for its kind, as in the original torchrecorder
+            (``styles[LayerNode]`` is ``styles["layer"]``).
         rec: the recording being drawn, set by the renderer (``None`` before).
 
     Subclasses usually override :meth:`label` or :meth:`style_node`.
@@ -208,9 +214,15 @@ class GraphvizStyler:
         self._op_inputs: Optional[dict[Any, set[tuple[int, ...]]]] = None
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-        self.styles: dict[str, dict[str, str]] = {k: dict(v) for k, v in DEFAULT_STYLES.items()}
+        self.styles: dict[str, dict[str, str]] = StyleTable(
+            self.kinds, {k: dict(v) for k, v in DEFAULT_STYLES.items()})
         for kind, attrs in PRESETS[preset].items():
             self.styles[kind].update(attrs)
+        align = styler_args.pop("align", None)
+        if align is not None:
+            if str(align).lower() not in _ALIGN:
+                raise ValueError(f"align must be one of {', '.join(map(repr, _ALIGN))}, got {align!r}")
+            self.styles["cluster"]["labeljust"] = _ALIGN[str(align).lower()]
         for arg, value in styler_args.items():
             if arg.endswith("_attrs"):
                 kind = arg[: -len("_attrs")]
@@ -287,8 +299,21 @@ class GraphvizStyler:
 
     def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> dict[str, str]:
         """Attributes of an edge that carries ``tensor`` (drawn with ``tensor_nodes=False``): its
-        shape, and below it the data-movement operations left out on the edge."""
+        shape, and below it the data-movement operations left out on the edge.
+
+        A subclass's own :meth:`style_edge` styles these edges too: its
+        attributes go over the default edge style, and a label it gives is kept.
+        """
         attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
+        if type(self).style_edge is not GraphvizStyler.style_edge:  # a subclass's, over the defaults
+            own = self.style_edge(fnode, tnode)
+            if not isinstance(own, Mapping):
+                raise TypeError(f"{type(self).__name__}.style_edge() must return a mapping of Graphviz "
+                                f"attributes, got {type(own).__name__}")
+            attrs.update(own)
+            if "label" in own:
+                attrs.setdefault("tooltip", _tooltip_text(self.tooltip(tensor)))
+                return attrs
         ops = self._edge_ops_text(fnode, tnode)
         lines = []
         if self.edge_shapes == "all" or (self.edge_shapes == "changed"
@@ -480,10 +505,12 @@ class GraphvizStyler:
 
 
 _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
+# align= (the original torchrecorder's option) -> the clusters' labeljust
+_ALIGN = {"left": "l", "center": "c", "centre": "c", "right": "r"}
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
-                    "all_ops", "direction", "param_shapes", "edge_shapes")
+                    "all_ops", "direction", "param_shapes", "edge_shapes", "align")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 

@@ -1,0 +1,452 @@
+"""Programs written for torchrecorder 1.0.3 run unchanged: its renderer, styler and recorder.
+
+Each test is code in the style of 1.0.3's documentation and source: a renderer
+called on a destination, ``BaseRenderer`` subclasses with the three documented
+methods, ``render_node`` / ``render_edge`` overrides that name nodes
+``str(id(node))``, a styler reading ``node.fn``, ``rec.nodes[obj]`` and the
+manual recording workflow.  They draw through today's projection.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import pickle
+import weakref
+from collections import OrderedDict
+
+import graphviz
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.errors import RenderError
+from torchrecorder.nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode
+from torchrecorder.recorder import Recorder
+from torchrecorder.renderer import GraphvizRenderer, GraphvizStyler
+from torchrecorder.renderer.base import BaseRenderer
+
+from .dot_parse import parse_dot
+
+
+class TwoBranch(nn.Module):
+    """Two branches joined by ``torch.cat`` outside any submodule, then a head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.left = nn.Linear(3, 3)
+        self.right = nn.Linear(3, 3)
+        self.merge = nn.Linear(6, 1)
+        self.act = nn.ReLU()
+
+    def forward(self, inputs):
+        both = torch.cat([self.left(inputs), self.right(inputs)], dim=1)
+        return self.act(self.merge(both))
+
+
+class ConvPair(nn.Module):
+    """Two convolutions and a residual sum."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, kernel_size=5, stride=2, padding=2)
+        self.conv2 = nn.Conv2d(4, 4, kernel_size=3, padding=1)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        y = self.conv1(x)
+        return self.relu(y + self.conv2(y))
+
+
+class Nested(nn.Module):
+    """Blocks inside blocks, a module called twice, an op outside any submodule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        self.block = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Sequential(nn.Linear(8, 8), nn.ReLU()))
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = self.stem(x)
+        h = self.block(h) + h
+        h = self.block(h)
+        return self.head(h * 2)
+
+
+@pytest.fixture(scope="module")
+def sample_rec():
+    return torchrecorder.record(TwoBranch(), name="two branches", input_shapes=(1, 3))
+
+
+@pytest.fixture(scope="module")
+def nested_rec():
+    return torchrecorder.record(Nested(), name="nested", input_shapes=(2, 4))
+
+
+def _reaches(edges, start, goal):
+    """Whether ``goal`` can be reached from ``start`` along ``edges``."""
+    succ: dict[str, list[str]] = {}
+    for a, b in edges:
+        succ.setdefault(a, []).append(b)
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in succ.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return goal in seen
+
+
+def _labelled(dot, text):
+    """The ids of the nodes whose label holds ``text``."""
+    return [n for n, attrs in dot.node_attrs.items() if text in attrs.get("label", "")]
+
+
+# ------------------------------------------------------------------ 1.0.3 subclasses
+class PinkRenderer(GraphvizRenderer):
+    """1.0.3's render_node with pink nodes, named as 1.0.3 named them."""
+
+    def render_node(self, g, node):
+        if isinstance(node, LayerNode) and node.depth < self.render_depth:
+            self.recursion_trace.append(g)
+            self.render_recursive_node(g, node)
+            self.recursion_trace.remove(g)
+        else:
+            style = self.styler.style_node(node)
+            style["fillcolor"] = "pink"
+            g.node(name=str(id(node)), **style)
+
+
+class RedRenderer(GraphvizRenderer):
+    """1.0.3's render_edge, in red."""
+
+    def render_edge(self, g, fnode, tnode):
+        style = self.styler.style_edge(fnode, tnode)
+        style["color"] = "red"
+        g.edge(str(id(fnode)), str(id(tnode)), **style)
+
+
+class DictRenderer(BaseRenderer):
+    """A renderer into a dict, with only the three methods 1.0.3 documents."""
+
+    def render_node(self, dest, node):
+        if isinstance(node, LayerNode) and node.depth < self.render_depth:
+            self.render_recursive_node(dest, node)
+        else:
+            dest.setdefault("nodes", {})[str(id(node))] = node.name
+
+    def render_recursive_node(self, dest, node):
+        inner = dest.setdefault("clusters", {}).setdefault(str(id(node)), [])
+        for s in node.subnets:
+            child = self.rec.nodes[s]
+            if child in self.processed:  # drawn at this depth
+                inner.append(str(id(child)))
+                self.render_node(dest, child)
+
+    def render_edge(self, dest, fnode, tnode):
+        dest.setdefault("edges", []).append((str(id(fnode)), str(id(tnode))))
+
+
+# ------------------------------------------------------------------ renderer contract
+def test_renderer_called_on_a_digraph_fills_and_returns_it(sample_rec):
+    g = graphviz.Digraph()
+    out = GraphvizRenderer(sample_rec, 2)(g)
+    assert out is g
+    got = parse_dot(g.source)
+    want = parse_dot(torchrecorder.make_dot(sample_rec, 2).source)
+    assert got.nodes == want.nodes and got.edges == want.edges and got.clusters == want.clusters
+    assert len(got.edges) >= 7
+
+
+def test_renderer_keeps_the_destinations_graph_attributes(sample_rec):
+    # 1.0.3's make_dot made the Digraph itself and handed it to the renderer
+    g = graphviz.Digraph(graph_attr=dict(compound="true", ranksep="0.5", fontsize="24", rankdir="LR"),
+                         node_attr=dict(fontsize="20"))
+    renderer = GraphvizRenderer(rec=sample_rec, render_depth=1, styler_cls=None, fontname="Lato")
+    assert renderer(g) is g
+    assert g.graph_attr["rankdir"] == "LR" and g.graph_attr["ranksep"] == "0.5"
+    assert g.graph_attr["newrank"] == "true"  # filled in from the styler
+    assert parse_dot(g.source).edges
+
+
+def test_renderer_refuses_an_undirected_graph(sample_rec):
+    with pytest.raises(TypeError, match="Digraph"):
+        GraphvizRenderer(sample_rec, 1)(graphviz.Graph())
+
+
+def test_a_renderer_called_twice_draws_the_same(nested_rec):
+    renderer = PinkRenderer(nested_rec, 2)
+    first = renderer(graphviz.Digraph()).source
+    assert renderer(graphviz.Digraph()).source == first
+    plain = GraphvizRenderer(nested_rec, 2)
+    assert plain(graphviz.Digraph()).source == plain(graphviz.Digraph()).source
+
+
+def test_dict_renderer_with_the_three_methods(nested_rec):
+    renderer = DictRenderer(nested_rec, render_depth=2)
+    dest = {}
+    assert renderer(dest) is dest
+    names = dest["nodes"]
+    assert dest["edges"] and all(a in names and b in names for a, b in dest["edges"])
+    inputs = [i for i, name in names.items() if name == "x"]
+    outputs = [i for i, name in names.items() if name == "output"]
+    assert len(inputs) == 1 and len(outputs) == 1
+    assert _reaches(dest["edges"], inputs[0], outputs[0])
+    # every layer above render_depth is a group, as 1.0.3 drew them (head, a Linear, too);
+    # the calls of block.2, at depth 2, are single nodes
+    assert len(dest["clusters"]) == 1 + 1 + 2 + 1  # nested, stem, block twice, head
+    assert list(names.values()).count("2") == 2
+    assert not renderer.processed  # every edge drawn
+    with pytest.raises(NotImplementedError, match=r"call the renderer on a destination"):
+        renderer.render()
+
+
+def test_the_attributes_1_0_3_code_reads(nested_rec):
+    seen = {}
+
+    class Probe(GraphvizRenderer):
+        def render_recursive_node(self, g, node):
+            seen.setdefault("trace", []).append(len(self.recursion_trace))
+            seen["subnets"] = [self.rec.nodes[s] for s in node.subnets]
+            seen["processed"] = self.processed
+            super().render_recursive_node(g, node)
+
+    renderer = Probe(nested_rec, 2)
+    assert renderer.render_depth == 2 and isinstance(renderer.styler, GraphvizStyler)
+    renderer(graphviz.Digraph())
+    assert seen["trace"][0] == 1 and max(seen["trace"]) == 2  # the graphs of the open clusters
+    assert all(isinstance(n, BaseNode) for n in seen["subnets"])
+    processed = renderer.processed
+    assert isinstance(processed, OrderedDict)
+    assert not processed  # emptied once drawn
+    fresh = GraphvizRenderer(nested_rec, 2).processed
+    targets = [(f, t) for f, ts in fresh.items() for t in ts]
+    order = list(fresh)
+    edges = GraphvizRenderer(nested_rec, 2).drawn_edges()
+    assert targets == sorted(edges, key=lambda e: order.index(e[0]))
+    assert all(isinstance(k, BaseNode) and isinstance(v, list) for k, v in fresh.items())
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 256])
+def test_pink_render_node_override_meets_the_default_edges(nested_rec, depth):
+    g = PinkRenderer(nested_rec, depth)(graphviz.Digraph())
+    dot = parse_dot(g.source)
+    drawn = set(dot.nodes)
+    assert dot.edges and all(a in drawn and b in drawn for a, b in dot.edges)  # no phantom node
+    assert all(a in drawn and b in drawn for a, b in dot.invisible)
+    assert all(attrs["fillcolor"] == "pink" for attrs in dot.node_attrs.values())
+    (inp,) = _labelled(dot, "<B>x</B>")
+    (out,) = _labelled(dot, "<B>output</B>")
+    assert _reaches(dot.edges, inp, out)
+    assert dot.ranks == {"source": [inp], "sink": [out]}
+
+
+def test_pink_override_opens_what_1_0_3_opened(sample_rec):
+    # 1.0.3 drew every layer above render_depth as a cluster, a Linear too
+    dot = parse_dot(PinkRenderer(sample_rec, 2)(graphviz.Digraph()).source)
+    assert len(dot.clusters) == 1 + 4  # the network and its four layers
+    weights = _labelled(dot, "weight")
+    assert len(weights) == 3 and all(any(a == w for a, _ in dot.edges) for w in weights)
+    default = parse_dot(torchrecorder.make_dot(sample_rec, 2).source)
+    assert len(default.clusters) == 1  # the default rule keeps a one-op Linear closed
+
+
+def test_pink_override_draws_with_dot(sample_rec):
+    g = PinkRenderer(sample_rec, 1)(graphviz.Digraph())
+    svg = g.pipe(format="svg").decode()
+    assert svg.count('fill="pink"') == len(parse_dot(g.source).nodes)
+
+
+def test_a_render_node_that_keeps_an_expanded_layer_closed(nested_rec):
+    class StemBox(GraphvizRenderer):
+        def render_node(self, g, node):
+            if isinstance(node, LayerNode) and node.key == "stem":
+                g.node("stem_box", label="stem, closed")  # drawn as one node, not a cluster
+            else:
+                super().render_node(g, node)
+
+    dot = parse_dot(StemBox(nested_rec, 2)(graphviz.Digraph()).source)
+    assert "cluster_stem" not in dot.clusters and "cluster_block" in dot.clusters
+    assert not {"stem.0", "stem.1"} & set(dot.nodes)
+    assert all(a in dot.nodes and b in dot.nodes for a, b in dot.edges)
+    (inp,) = _labelled(dot, "<B>x</B>")
+    assert (inp, "stem_box") in dot.edges and any(a == "stem_box" for a, _ in dot.edges)
+
+
+def test_red_render_edge_override_uses_the_drawn_names(nested_rec):
+    source = RedRenderer(nested_rec, 2)(graphviz.Digraph()).source
+    dot = parse_dot(source)
+    default = parse_dot(torchrecorder.make_dot(nested_rec, 2).source)
+    assert dot.nodes == default.nodes and dot.edges == default.edges
+    assert all(attrs["color"] == "red" for attrs in dot.edge_attrs)
+    assert RedRenderer(nested_rec, 2)(graphviz.Digraph()).source == source  # no id() in output
+
+
+def test_pink_and_red_together(sample_rec):
+    class PinkRed(PinkRenderer, RedRenderer):
+        pass
+
+    dot = parse_dot(PinkRed(sample_rec, 1)(graphviz.Digraph()).source)
+    assert dot.edges and all(a in dot.nodes and b in dot.nodes for a, b in dot.edges)
+    assert all(attrs["color"] == "red" for attrs in dot.edge_attrs)
+
+
+def test_an_edge_to_a_node_never_drawn_raises(sample_rec):
+    class NoOps(GraphvizRenderer):
+        def render_node(self, g, node):
+            if isinstance(node, OpNode):
+                return  # skipped: the default render_edge must not invent it
+            super().render_node(g, node)
+
+    with pytest.raises(RenderError) as info:
+        NoOps(sample_rec, 1)(graphviz.Digraph())
+    message = str(info.value)
+    assert "'two branches/cat'" in message and ("'left'" in message or "'right'" in message)
+    assert "never drawn" in message
+
+    class RedNoOps(NoOps, RedRenderer):
+        pass
+
+    with pytest.raises(RenderError, match="never drawn"):
+        RedNoOps(sample_rec, 1)(graphviz.Digraph())
+
+
+def test_an_edge_into_an_expanded_layer_of_a_loaded_graph(nested_rec):
+    doc = json.loads(nested_rec.to_json())
+    (inp,) = [k for k, n in nested_rec.nodes.items() if getattr(n, "role", "") == "input"]
+    doc["edges"].append([inp, "block"])  # into the layer itself, drawn as a cluster
+    source = torchrecorder.make_dot(torchrecorder.loads_json(json.dumps(doc)), 2).source
+    dot = parse_dot(source)
+    assert all(a in dot.nodes and b in dot.nodes for a, b in dot.edges)  # no phantom "block"
+    assert [a.get("lhead") for a in dot.edge_attrs].count("cluster_block") == 1
+    assert "compound=true" in source
+
+
+def test_a_renderer_without_new_graph_and_render(sample_rec):
+    with pytest.raises(NotImplementedError, match="new_graph"):
+        DictRenderer(sample_rec, 1).render()
+
+
+# ------------------------------------------------------------------ styler contract
+def test_styler_takes_the_1_0_3_defaults(sample_rec):
+    styler = GraphvizStyler(style="filled", align="left", color="black")
+    assert styler.styles["layer"]["style"] == "filled" and styler.styles["op"]["color"] == "black"
+    assert styler.styles["cluster"]["labeljust"] == "l"
+    assert GraphvizStyler(align="right").styles["cluster"]["labeljust"] == "r"
+    with pytest.raises(ValueError, match="align"):
+        GraphvizStyler(align="diagonal")
+    dot = parse_dot(torchrecorder.make_dot(sample_rec, 1, style="filled", align="center",
+                                           color="black").source)
+    assert all(a["color"] == "black" and a["style"] == "filled" for a in dot.node_attrs.values())
+    assert 'labeljust=c' in torchrecorder.make_dot(sample_rec, 1, align="center").source
+
+
+def test_styles_is_keyed_by_node_class():
+    styler = GraphvizStyler()
+    assert styler.styles[LayerNode] is styler.styles["layer"]
+    assert styler.styles[ParamNode] is styler.styles["param"]
+    assert styler.styles[TensorNode] is styler.styles["tensor"]
+    styler.styles[OpNode] = {"fillcolor": "orange", "shape": "box"}
+    assert styler.styles["op"] == {"fillcolor": "orange", "shape": "box"}
+    assert all(isinstance(k, str) for k in styler.styles)
+    with pytest.raises(KeyError, match="no style kind"):
+        styler.styles[BaseNode]
+
+
+class ConvDetails(GraphvizStyler):
+    """A 1.0.3-style styler: reads the live module in ``node.fn``."""
+
+    def style_node(self, node):
+        attrs = super().style_node(node)
+        conv = node.fn
+        if isinstance(conv, nn.Conv2d):
+            attrs["label"] = f"{node.name}\nkernel {conv.kernel_size}\nstride {conv.stride}"
+            attrs["penwidth"] = "2.4"
+        return attrs
+
+    def style_edge(self, fnode, tnode):
+        if isinstance(fnode.fn, nn.Conv2d):
+            return {"penwidth": "4", "color": "#ee8800"}
+        return super().style_edge(fnode, tnode)
+
+
+def test_styler_reading_node_fn_shapes_make_dot():
+    rec = torchrecorder.record(ConvPair(), name="convs", input_shapes=(1, 1, 10, 10))
+    g = torchrecorder.make_dot(rec, render_depth=1, styler_cls=ConvDetails, fontname="Times")
+    dot = parse_dot(g.source)
+    conv1 = dot.node_attrs["conv1"]
+    assert "kernel (5, 5)" in conv1["label"] and conv1["penwidth"] == "2.4"
+    colours = {(a, b): attrs.get("color", "").strip('"')
+               for (a, b), attrs in zip(dot.edges, dot.edge_attrs, strict=True)}
+    assert colours[("conv1", "conv2")] == "#ee8800"  # an edge carrying a tensor
+    assert all(c == "#ee8800" for (a, _), c in colours.items() if a in ("conv1", "conv2"))
+    assert colours[(next(iter(_labelled(dot, "<B>x</B>"))), "conv1")] != "#ee8800"
+    assert g.pipe(format="svg").startswith(b"<?xml")  # the plain-text label draws
+
+
+def test_styler_indexing_styles_by_node_class(sample_rec):
+    class ClassKeyed(GraphvizStyler):
+        def __init__(self, **styler_args):
+            super().__init__(**styler_args)
+            self.styles[OpNode]["fillcolor"] = "orange"
+
+        def style_node(self, node):
+            z = dict(**self.styles[type(node)])
+            z["label"] = node.name
+            return z
+
+    dot = parse_dot(torchrecorder.make_dot(sample_rec, 1, styler_cls=ClassKeyed).source)
+    assert dot.node_attrs["two_branches/cat"]["fillcolor"] == "orange"
+    assert dot.node_attrs["left"]["label"] == "left"
+
+
+# ------------------------------------------------------------------ recorder contract
+def test_nodes_maps_recorded_objects():
+    net = Nested()
+    rec = torchrecorder.record(net, "nested", (2, 4))
+    assert rec.nodes[net.stem[0]] is rec.nodes["stem.0"]
+    assert rec.nodes[net.block] is rec.nodes["block"]  # a module called twice: its first call
+    assert rec.nodes[net.stem[0].weight].key == "stem.0.weight"
+    assert isinstance(rec.nodes[net.head.bias], ParamNode)
+    assert rec.nodes[net] is rec.nodes["nested"]
+    with pytest.raises(KeyError, match="not part of this recording"):
+        rec.nodes[torch.randn(3)]
+    with pytest.raises(KeyError):
+        rec.nodes["no such key"]
+    assert all(k is None or isinstance(k, str) for k in rec.nodes)
+    copied = pickle.loads(pickle.dumps(rec.nodes))  # the nodes by key; no live object goes along
+    assert list(copied) == list(rec.nodes)
+
+
+def test_nodes_maps_live_tensors_without_keeping_them():
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    with torchrecorder.recording(net, "net") as rec:
+        x = torch.randn(1, 4)
+        y = net(x)
+    assert rec.nodes[y].role == "output" and rec.nodes[x].role == "input"
+    refs = [weakref.ref(x), weakref.ref(y)]
+    del x, y
+    gc.collect()
+    assert all(r() is None for r in refs)  # the recording does not keep them alive
+
+
+def test_the_manual_workflow():
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    r = Recorder()
+    r.register_hooks(net, name="net")
+    x = torch.randn(1, 4, requires_grad=True)
+    r.add_node(x, name="Input")
+    y = net(x)
+    r.nodes[y].name = "Output"
+    r.remove_hooks()
+    for module in net.modules():
+        assert not module._forward_pre_hooks and not module._forward_hooks
+    r.lint()
+    dot = parse_dot(torchrecorder.make_dot(r).source)
+    (inp,) = _labelled(dot, "<B>Input</B>")
+    (out,) = _labelled(dot, "<B>Output</B>")
+    assert _reaches(dot.edges, inp, out)
+    assert dot.ranks == {"source": [inp], "sink": [out]}
+    assert r.nodes[x].name == "Input" and r.nodes[net[2]].key == "2"
