@@ -136,7 +136,7 @@ RASTER_FORMATS = frozenset(("png", "jpg", "jpeg", "jpe", "gif", "bmp", "tif", "t
 DEFAULT_RASTER_DPI = 192
 
 
-def make_dot(rec: Graph, render_depth: int = 256,
+def make_dot(rec: Graph, render_depth: Optional[int] = 256,
              styler_cls: Optional[type[GraphvizStyler]] = None, *,
              fold_repeats: FoldRepeats = "auto", **styler_args: Any) -> graphviz.Digraph:
     """Produce the Graphviz representation of a recording.
@@ -144,7 +144,8 @@ def make_dot(rec: Graph, render_depth: int = 256,
     Args:
         rec: a :class:`~torchrecorder.recorder.Recorder`.
         render_depth: depth until which modules are drawn expanded (see
-            :class:`~torchrecorder.renderer.base.BaseRenderer`).
+            :class:`~torchrecorder.renderer.base.BaseRenderer`); ``None``: every
+            depth (the default, 256, also draws any usual model whole).
         styler_cls: styler class; ``None`` means
             :class:`~torchrecorder.renderer.GraphvizStyler`.
         fold_repeats: draw runs of identical consecutive blocks once, marked
@@ -158,7 +159,9 @@ def make_dot(rec: Graph, render_depth: int = 256,
             writing their shapes on the edges), ``expand_leaves=True`` (open
             leaf modules above ``render_depth`` into their operations),
             ``all_ops=True`` (draw data-movement operations and operations
-            without a drawn input too); and the styler's: ``preset`` (one of
+            without a drawn input too), ``margin=0.25`` (white space around the
+            figure, in inches; by default none beyond Graphviz's 4-point pad,
+            in PDF and PNG too); and the styler's: ``preset`` (one of
             :data:`~torchrecorder.renderer.graphviz.PRESETS`),
             ``param_shapes``, ``edge_shapes``, ``KIND_attrs`` mappings, and
             Graphviz attributes (``rankdir``, ``dpi``, ``size`` and the other
@@ -249,7 +252,7 @@ def render_network(
     filename: Optional[str] = None,
     fmt: str = "svg",
     input_data: Any = None,
-    render_depth: int = 1,
+    render_depth: Optional[int] = 1,
     *,
     input_kwargs: Optional[dict[str, Any]] = None,
     device: Union[str, torch.device, None] = None,
@@ -278,7 +281,7 @@ def render_network(
             self-contained interactive page (see :func:`torchrecorder.make_html`).
         input_data: as in :func:`record`.
         render_depth: depth until which modules are drawn expanded (default 1:
-            the network's direct children as boxes).
+            the network's direct children as boxes); ``None`` draws every depth.
         input_kwargs, device, dtype: as in :func:`record`.
         unfuse_fast_paths: as in :func:`record`: draw the unfused Python path of
             modules that PyTorch runs as one fused kernel (marked ``unfused``)

@@ -59,6 +59,10 @@ class GraphvizRenderer(BaseRenderer):
         direction: the layout direction, ``"TB"`` (top to bottom, the
             default), ``"LR"``, ``"BT"`` or ``"RL"``; the same as
             ``graph_attrs={"rankdir": ...}``.
+        margin: white space around the drawing, in inches, on each side
+            (default 0: nothing beyond Graphviz's 4-point pad, in PDF and PNG
+            as in SVG); ``margin=0.25`` leaves a quarter inch.  Node margins
+            are ``KIND_attrs={"margin": ...}``.
         **styler_args: passed to ``styler_cls``.
 
     Attributes:
@@ -70,13 +74,24 @@ class GraphvizRenderer(BaseRenderer):
     #: layout takes seconds instead of minutes)
     max_constraining_fanout = 8
 
-    def __init__(self, rec: Graph, render_depth: int = 256,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = 256,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
-                 direction: Optional[str] = None, **styler_args: Any) -> None:
+                 direction: Optional[str] = None, margin: Optional[float] = None,
+                 **styler_args: Any) -> None:
         super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
                          expand_leaves=expand_leaves, all_ops=all_ops)
+        if margin is not None:
+            try:
+                inches = float(margin)
+            except (TypeError, ValueError):
+                inches = -1.0
+            if isinstance(margin, bool) or not inches >= 0:
+                raise ValueError(f"margin must be a number of inches >= 0, got {margin!r}")
+            graph_attrs = dict(styler_args.get("graph_attrs") or {})
+            graph_attrs["margin"] = f"{inches:g}"
+            styler_args["graph_attrs"] = graph_attrs
         if direction is not None:
             if str(direction).upper() not in DIRECTIONS:
                 raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")

@@ -26,13 +26,14 @@ from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import FoldPlan, FoldRepeats, Projection
+from .base import ALL_DEPTHS
+from .base import ALL_DEPTHS
 from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list
 from .labels import count_str, run_title
 
 __all__ = ["HtmlPage", "HtmlRenderer", "make_html"]
 
 #: the render depth at which every module that can open is open (the finest drawing)
-_ALL_DEPTHS = 1 << 30
 #: node kinds as numbers in the page's data
 _KINDS = {"layer": 0, "op": 1, "tensor": 2, "io": 3, "param": 4}
 #: what a browser must not see inside a ``<script>`` element, and its JSON escape
@@ -99,7 +100,7 @@ class HtmlRenderer(GraphvizRenderer):
     at an unlimited depth says which layers can open at all.
     """
 
-    def __init__(self, rec: Graph, render_depth: int = 1,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = 1,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
@@ -127,7 +128,7 @@ class HtmlRenderer(GraphvizRenderer):
     def expandable(self) -> dict[Key, bool]:
         """Layer key -> whether :meth:`is_expanded` opens it at an unlimited depth."""
         saved = self._render_depth, self._projection
-        self._render_depth, self._projection = _ALL_DEPTHS, None
+        self._render_depth, self._projection = ALL_DEPTHS, None
         try:
             return {k: bool(self.is_expanded(n)) for k, n in self.rec.nodes.items()
                     if isinstance(n, LayerNode) and not isinstance(n, ContextNode)}
@@ -151,7 +152,7 @@ class HtmlRenderer(GraphvizRenderer):
         def opens(node: BaseNode) -> bool:
             return can_open.get(node.key, False)
 
-        finest = Projection(rec, _ALL_DEPTHS, opens, min_run=0, tensor_nodes=self.tensor_nodes,
+        finest = Projection(rec, ALL_DEPTHS, opens, min_run=0, tensor_nodes=self.tensor_nodes,
                             all_ops=self.all_ops)
         first = self.projection  # the first view: render_depth, this renderer's rule
         strings = _Interner()
@@ -489,7 +490,7 @@ def page_html(data: dict[str, Any], name: str) -> str:
     ))
 
 
-def make_html(rec: Graph, render_depth: int = 1, styler_cls: Optional[type[GraphvizStyler]] = None,
+def make_html(rec: Graph, render_depth: Optional[int] = 1, styler_cls: Optional[type[GraphvizStyler]] = None,
               **options: Any) -> HtmlPage:
     """The interactive HTML page of a recording (``options`` as in :class:`HtmlRenderer`).
 

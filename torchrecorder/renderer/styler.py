@@ -32,6 +32,8 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     "graph": MappingProxyType({
         "rankdir": "TB", "fontname": _FONT, "fontsize": "11", "nodesep": "0.2",
         "ranksep": "0.22", "bgcolor": "white", "newrank": "true",
+        # no margin beyond Graphviz's 4-point pad in every format (PDF's default is half an inch)
+        "margin": "0",
     }),
     "layer": MappingProxyType({
         "shape": "box", "style": "rounded,filled", "fillcolor": "#dbe8f5", "color": "#4a77a8",
@@ -282,7 +284,7 @@ class GraphvizStyler:
         attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
         ops = self._edge_ops_text(fnode, tnode)
         if ops:
-            attrs["label"] = f"<{_TINY.format(self._text(ops))}>"
+            attrs["label"] = _edge_lines([_TINY.format(self._text(ops))])
         return attrs
 
     def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> dict[str, str]:
@@ -297,7 +299,7 @@ class GraphvizStyler:
         if ops:
             lines.append(_TINY.format(self._text(ops)))
         if lines:
-            attrs["label"] = "<" + "<BR/>".join(lines) + ">"
+            attrs["label"] = _edge_lines(lines)
         attrs["tooltip"] = _tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
         return attrs
 
@@ -375,12 +377,12 @@ class GraphvizStyler:
         if isinstance(node, LayerNode):
             return self._layer_label(node, node.call_title())
         if isinstance(node, ParamNode):
-            return (f"<{self._text(node.name)}<BR/>"
-                    + _SMALL.format(self._text(shape_str(node.shape) + dtype_suffix(node.dtype))) + ">")
+            return _stacked([self._text(node.name),
+                             _SMALL.format(self._text(shape_str(node.shape) + dtype_suffix(node.dtype)))])
         if isinstance(node, TensorNode):
             if node.role:
                 shape = self._text(shape_str(node.shape) + dtype_suffix(node.dtype))
-                return f"<<B>{self._text(node.name)}</B><BR/>{shape}>"
+                return _stacked([f"<B>{self._text(node.name)}</B>", shape])
             key = ("tensor label", node.shape, node.dtype)
             return self._memo(
                 key, lambda: f"<{self._text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
@@ -388,7 +390,7 @@ class GraphvizStyler:
             new_shape = self._new_shape(node)
             if new_shape is None:
                 return f"<{self._text(node.op)}>"
-            return f"<{self._text(node.op)}<BR/>{_SMALL.format(self._text(new_shape))}>"
+            return _stacked([self._text(node.op), _SMALL.format(self._text(new_shape))])
         return f"<{self._text(node.name)}>"
 
     def _new_shape(self, node: OpNode) -> Optional[str]:
@@ -426,7 +428,7 @@ class GraphvizStyler:
             lines.append(f"<I>{_SMALL.format(html_text(note))}</I>")
         if node.error:
             lines.append(_SMALL.format(self._text("raised " + node.error.split(":")[0])))
-        return "<" + "<BR/>".join(lines) + ">"
+        return _stacked(lines)
 
     def param_lines(self, node: LayerNode) -> list[str]:
         """Parameter shapes (up to three) and count of a module, from the recording's metadata."""
@@ -483,9 +485,29 @@ _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
-                    "all_ops", "direction", "param_shapes", "edge_shapes")
+                    "all_ops", "direction", "margin", "param_shapes", "edge_shapes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
+
+
+def _stacked(lines: Sequence[str]) -> str:
+    """An HTML-like label of ``lines`` (label markup each), one above the other.
+
+    Each line is a row of a borderless table: Graphviz makes each row as tall as
+    the font of its text measures, ascent to descent, where lines broken with
+    ``<BR/>`` sit closer than that and one line's underscores touch the next.
+    """
+    if len(lines) == 1:
+        return f"<{lines[0]}>"
+    rows = "".join(f"<TR><TD>{line}</TD></TR>" for line in lines)
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">{rows}</TABLE>>'
+
+
+def _edge_lines(lines: Sequence[str]) -> str:
+    """The label of an edge: :func:`_stacked` lines with a point of room around them, so that
+    neither the edge nor a node beside it touches the text."""
+    rows = "".join(f"<TR><TD>{line}</TD></TR>" for line in lines)
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{rows}</TABLE>>'
 
 
 def _op_input_shapes(rec: Optional[Graph]) -> dict[Any, set[tuple[int, ...]]]:
