@@ -103,6 +103,9 @@ class GraphvizRenderer(BaseRenderer):
         self.styler.rec = rec
         self.styler.renderer = self
         self._indent = "\t"
+        # expanded layer key -> its drawn children, for the title edges
+        self._clusters: dict[Any, list[BaseNode]] = {}
+        self._titled: set[Any] = set()
         self._qids: dict[Any, str] = {}
         # attribute text of everything but the label and the tooltip, by the attributes' items:
         # nodes of one kind share it
@@ -119,18 +122,22 @@ class GraphvizRenderer(BaseRenderer):
         return RecordingDigraph(name=dot_id(self.rec.name), graph_attr=self.styler.graph_attrs())
 
     def finish(self, g: graphviz.Digraph) -> graphviz.Digraph:
-        """Put the network's inputs on the first rank and its outputs on the last.
+        """Put each cluster's title above what enters it, the network's inputs on the first
+        rank and its outputs on the last.
 
         A drawn node that nothing drawn feeds (a parameter, an embedding of
         positions) gets an invisible edge from the first input, so that it
         sits below the inputs, not above them.
         """
+        self._title_edges(g)
         top = [n for n in self.children(self.rec.context) if isinstance(n, TensorNode)]
         inputs = [n for n in top if n.role == "input"]
         for role, rank in (("input", "source"), ("output", "sink")):
             ids = [self._quoted_id(n) for n in top if n.role == role]
             if ids:
                 g.body.append(f"\t{{rank={rank}; {'; '.join(ids)}}}\n")
+            # flat invisible edges keep them left to right in the model's order
+            g.body.extend(f"\t{a} -> {b} [style=invis]\n" for a, b in zip(ids, ids[1:]))
         if inputs:
             fed = {b.key for _, b in self.drawn_edges()}
             first = self._quoted_id(inputs[0])
@@ -167,15 +174,77 @@ class GraphvizRenderer(BaseRenderer):
             attrs = self._checked(self.styler.style_cluster(node), "style_cluster")
         indent = self._indent
         g.body.append(f"{indent}subgraph {dot_quote('cluster_' + self.node_id(node))} {{\n")
+        label = attrs.pop("label", None)
         if attrs:
             g.body.append(f"{indent}\t{_cluster_attr_list(attrs)}\n")
+        children = self.children(node)
+        self._clusters[node.key] = children
+        if label is not None:
+            # the title is a node on a rank of its own, above everything that enters the
+            # cluster: edges are routed around nodes, never through them (a cluster's own
+            # label sits in a band that edges entering the cluster cross)
+            title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
+            title.update(shape="plain", label=label)
+            self._titled.add(node.key)
+            g.body.append(f"{indent}\t{self._title_id(node)} [{self._attr_text(title, 'style_cluster')}]\n")
         self._indent = indent + "\t"
         try:
-            for child in self.children(node):
+            for child in children:
                 self.render_node(g, child)
         finally:
             self._indent = indent
         g.body.append(indent + "}\n")
+
+    def _title_id(self, node: BaseNode) -> str:
+        """The quoted DOT id of the title of the cluster drawn for ``node``."""
+        return quote_dot_id(self.node_id(node) + TITLE_SUFFIX)
+
+    def _title_edges(self, g: graphviz.Digraph) -> None:
+        """Invisible edges that rank each cluster's title node below whatever feeds the
+        cluster and above the cluster's first members (and a nested cluster's title)."""
+        if not self._clusters:
+            return
+        parent: dict[Any, Any] = {}
+        for key, children in self._clusters.items():
+            for child in children:
+                parent[child.key] = key
+        titled = self._titled
+
+        def clusters_of(key: Any) -> list[Any]:
+            out = []
+            while key in parent:
+                key = parent[key]
+                out.append(key)
+            return out  # innermost first
+
+        lines: dict[str, None] = {}
+        fed_inside: set[tuple[Any, Any]] = set()  # (cluster, direct child) fed from inside the cluster
+        for fnode, tnode in self.drawn_edges():
+            outer_of_f = set(clusters_of(fnode.key))
+            chain = clusters_of(tnode.key)
+            child = tnode.key
+            for key in chain:
+                if key in outer_of_f:
+                    fed_inside.add((key, child))
+                elif key in titled:
+                    lines[f"\t{self._quoted_id(fnode)} -> {self._title_id(self.rec.nodes[key])} "
+                          "[style=invis]\n"] = None
+                child = key
+        for key, children in self._clusters.items():
+            if key not in titled:
+                continue
+            tid = self._title_id(self.rec.nodes[key])
+            for child in children:
+                if (key, child.key) in fed_inside:
+                    continue
+                if child.key in self._clusters and child.key in titled:
+                    head = self._title_id(child)
+                elif child.key in self._clusters:
+                    continue
+                else:
+                    head = self._quoted_id(child)
+                lines[f"\t{tid} -> {head} [style=invis]\n"] = None
+        g.body.extend(lines)
 
     def render_edge(self, g: graphviz.Digraph, fnode: BaseNode, tnode: BaseNode) -> None:
         """Draw the edge from ``fnode`` to ``tnode`` (with the shape it carries, if tensors are
@@ -246,6 +315,11 @@ class GraphvizRenderer(BaseRenderer):
                             f"Graphviz attributes, got {type(attrs).__name__}")
         return {str(k): str(v) for k, v in attrs.items()}
 
+
+#: appended to a cluster's DOT id: the id of the node that draws its title
+TITLE_SUFFIX = "::title"
+#: the cluster attributes its title node takes
+_TITLE_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
 
 #: the attributes written apart from the others: they differ from node to node
 _SPLIT_OFF = frozenset(("label", "tooltip"))
