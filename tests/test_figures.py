@@ -205,7 +205,7 @@ def test_ops_show_their_output_shape_where_it_changes() -> None:
     lines = {m.group(1): m.group(0) for m in re.finditer(r'^\t+"(heads/[^"]+)" \[.*$', source, re.M)}
     assert "1×4×4×4" in lines["heads/transpose"]  # the head split
     assert "1×4×4×4" in lines["heads/matmul"]
-    assert "<BR/>" not in lines["heads/mul"].split("label=")[1].split(">")[0]  # same shape as its input
+    assert "<TABLE" not in lines["heads/mul"].split("label=")[1].split(">")[0]  # same shape as its input
 
 
 def test_edge_shapes_where_they_change_or_as_asked() -> None:

@@ -115,9 +115,9 @@ def test_labels_show_names_types_shapes_counts_and_ops(rec: torchrecorder.Record
     assert "weight: 6×4" in node_line(shapes, "fc") and "bias: 6" in node_line(shapes, "fc")
     assert "weight: 2×6" in node_line(shapes, "out")
     assert "label=<1×6>" in node_line(source, "fc@out")
-    assert "<B>x</B><BR/>1×4" in node_line(source, "input@x")
+    assert "<TD><B>x</B></TD></TR><TR><TD>1×4</TD>" in node_line(source, "input@x")
     assert "label=<mul>" in node_line(source, "scale/mul")
-    assert "gain<BR/>" in node_line(source, "scale.gain") and ">6<" in node_line(source, "scale.gain")
+    assert "<TD>gain</TD>" in node_line(source, "scale.gain") and ">6<" in node_line(source, "scale.gain")
     big = torchrecorder.record(nn.Sequential(nn.Linear(100, 100)), "big", (1, 100))
     assert "10.1k params" in torchrecorder.make_dot(big).source
 

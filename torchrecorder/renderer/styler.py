@@ -495,18 +495,22 @@ def _stacked(lines: Sequence[str]) -> str:
 
     Each line is a row of a borderless table: Graphviz makes each row as tall as
     the font of its text measures, ascent to descent, where lines broken with
-    ``<BR/>`` sit closer than that and one line's underscores touch the next.
+    ``<BR/>`` sit closer than that and one line's underscores touch the next.  The
+    table adds a point between rows (Graphviz rounds their heights to whole points).
     """
     if len(lines) == 1:
         return f"<{lines[0]}>"
     rows = "".join(f"<TR><TD>{line}</TD></TR>" for line in lines)
-    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">{rows}</TABLE>>'
+    # a point between rows: Graphviz rounds a row's height to whole points
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">{rows}</TABLE>>'
 
 
 def _edge_lines(lines: Sequence[str]) -> str:
     """The label of an edge: :func:`_stacked` lines with a point of room around them, so that
     neither the edge nor a node beside it touches the text."""
-    rows = "".join(f"<TR><TD>{line}</TD></TR>" for line in lines)
+    # Graphviz draws the edge along the label's left side: an empty column keeps it off the text
+    spacer = f'<TD ROWSPAN="{len(lines)}" WIDTH="3"></TD>'
+    rows = "".join(f"<TR>{'' if k else spacer}<TD>{line}</TD></TR>" for k, line in enumerate(lines))
     return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{rows}</TABLE>>'
 
 

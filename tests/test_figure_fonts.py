@@ -1,0 +1,118 @@
+"""Figures that hold with whatever fonts a machine has: drawn by ``dot`` and shown in Chromium
+with DejaVu alone (a fresh Debian machine, a container) and with the machine's fonts (CI adds
+Liberation), every text run stays inside its shape, stacked lines stay a font's height apart,
+no edge crosses any text (titles included) and edge labels keep off the nodes."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import torchrecorder
+from torchrecorder.backend import render_source
+
+from .backends import needs_dot
+from .browser import CHROMIUM, CHROMIUM_ARGS, needs_chromium
+from .figure_checks import FONT_SETS, figure_problems, font_env
+from .zoo.session import Zoo
+
+pytestmark = [needs_dot, needs_chromium]
+
+#: GPT-2, BERT, a ViT (transformers, tiny configurations) and a CNN
+MODELS = ("hf-gpt2", "hf-bert", "hf-vit", "ResidualCNN")
+
+
+@pytest.fixture(scope="module", params=FONT_SETS)
+def fonts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
+    """(font set, a Chromium page seeing only those fonts); ``dot`` sees the same ones."""
+    from playwright.sync_api import sync_playwright
+
+    env = font_env(request.param, tmp_path_factory.mktemp(f"fonts-{request.param}"))
+    patch = pytest.MonkeyPatch()
+    for key, value in env.items():
+        patch.setenv(key, value)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, env=dict(os.environ))
+            try:
+                yield request.param, browser.new_page()
+            finally:
+                browser.close()
+    finally:
+        patch.undo()
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("preset", ["default", "compact", "paper"])
+def test_text_stays_in_its_box_and_clear_of_edges(zoo: Zoo, fonts: tuple[str, Any], name: str,
+                                                   preset: str) -> None:
+    font_set, page = fonts
+    rec = zoo.recorded(name).rec
+    for depth in (1, 2):
+        svg = render_source(torchrecorder.make_dot(rec, depth, preset=preset).source, "svg")
+        page.set_content(svg.decode())
+        assert figure_problems(page) == [], (font_set, name, preset, depth)
+
+
+def test_the_checks_see_a_title_crossed_and_lines_overlapping(fonts: tuple[str, Any]) -> None:
+    """The geometry checks find what they look for: lines set closer than the font's height
+    (``<BR/>`` in Graphviz) and an edge through a cluster's own label."""
+    _, page = fonts
+    source = ('digraph { subgraph cluster_a { label=<<B>a very long title of the cluster</B>> '
+              'labeljust=l b [shape=box label=<<B>layer_name</B><BR/>type_of_layer>] } '
+              'x -> b }')
+    page.set_content(render_source(source, "svg").decode())
+    problems = figure_problems(page)
+    assert any("crosses text \"a very long title" in p for p in problems), problems
+    assert any('"layer_name" touches "type_of_layer"' in p for p in problems), problems
+
+
+def test_outputs_left_to_right_in_the_models_order(zoo: Zoo) -> None:
+    rec = zoo.recorded("hf-bert").rec
+    svg = render_source(torchrecorder.make_dot(rec, 1).source, "svg").decode()
+    xs = {m.group(2): float(m.group(1)) for m in re.finditer(
+        r'<text [^>]*\bx="([-\d.]+)"[^>]*>(output\.\w+)</text>', svg)}
+    assert xs["output.last_hidden_state"] < xs["output.pooler_output"], xs
+
+
+def test_render_depth_none_draws_everything(zoo: Zoo) -> None:
+    rec = zoo.recorded("hf-bert").rec
+    assert torchrecorder.make_dot(rec, None).source == torchrecorder.make_dot(rec, 1 << 20).source
+    assert torchrecorder.make_dot(rec, None).source != torchrecorder.make_dot(rec, 2).source
+
+
+def test_pdf_has_no_margin_unless_asked(tmp_path: Any) -> None:
+    from torch import nn
+
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+    rec = torchrecorder.record(net, "mlp", (1, 4))
+    svg = render_source(torchrecorder.make_dot(rec, 1).source, "svg").decode()
+    width = float(re.search(r'<svg width="([\d.]+)pt"', svg).group(1))  # type: ignore[union-attr]
+
+    def media_width(**kw: Any) -> float:
+        pdf = render_source(torchrecorder.make_dot(rec, 1, **kw).source, "pdf")
+        box = re.search(rb"/MediaBox \[ *([\d.]+) +([\d.]+) +([\d.]+)", pdf)
+        assert box is not None
+        return float(box.group(3)) - float(box.group(1))
+
+    assert abs(media_width() - width) <= 1.5  # Graphviz's 4-point pad only
+    assert abs(media_width(margin=0.5) - (width + 72)) <= 1.5
+    with pytest.raises(ValueError, match="margin"):
+        torchrecorder.make_dot(rec, 1, margin=-1)
+
+
+def test_command_line_depth_all_and_token_hint(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from torchrecorder.__main__ import main
+
+    model = tmp_path / "tok.py"
+    model.write_text("import torch\ndef make():\n"
+                     "    return torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 2))\n")
+    assert main([f"{model}:make", "-s", "1,5", "-o", str(tmp_path / "t.svg")]) == 1
+    assert "add --input-dtype int64" in capsys.readouterr().err
+    out = tmp_path / "t.dot"
+    assert main([f"{model}:make", "-s", "1,5", "--input-dtype", "int64", "-d", "all", "-o", str(out)]) == 0
+    assert "cluster_make" in out.read_text()
