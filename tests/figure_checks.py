@@ -51,13 +51,17 @@ FIGURE_PROBLEMS = r"""(selector) => {
   if (!svg) return ['no SVG matched ' + selector];
   const problems = [];
   const owner = el => el.closest('g.node, g.cluster, g.edge');
-  const texts = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.trim()).map(t => {
+  const texts = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.trim());
+  texts.splice(0, texts.length, ...texts.map(t => {
     const b = t.getBBox();
     return {el: t, g: owner(t), x0: b.x, x1: b.x + b.width, y0: b.y, y1: b.y + b.height,
             text: t.textContent, size: parseFloat(t.getAttribute('font-size') || '14')};
-  });
+  }));
   const shapeOf = g => g && g.querySelector('polygon, path, ellipse');
-  const bbox = el => { const b = el.getBBox(); return {x0: b.x, x1: b.x + b.width, y0: b.y, y1: b.y + b.height}; };
+  const bbox = el => {
+    const b = el.getBBox();
+    return {x0: b.x, x1: b.x + b.width, y0: b.y, y1: b.y + b.height};
+  };
   // 1. text inside its node's or cluster's shape
   for (const t of texts) {
     if (!t.g || t.g.classList.contains('edge')) continue;
@@ -82,9 +86,12 @@ FIGURE_PROBLEMS = r"""(selector) => {
       const gap = Math.max(b.x0 - a.x1, a.x0 - b.x1);
       const vgap = Math.max(b.y0 - a.y1, a.y0 - b.y1);
       const overlap = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
-      if (vgap < -0.05 && gap < 0) problems.push(`text "${a.text}" touches "${b.text}" (${gap.toFixed(1)}, ${vgap.toFixed(1)})`);
-      else if (overlap > 0.5 * Math.min(a.y1 - a.y0, b.y1 - b.y0) && gap >= 0 && gap < Math.min(a.size, b.size) / 8)
+      const sameLine = overlap > 0.5 * Math.min(a.y1 - a.y0, b.y1 - b.y0);
+      if (vgap < -0.05 && gap < 0) {
+        problems.push(`text "${a.text}" touches "${b.text}" (${gap.toFixed(1)}, ${vgap.toFixed(1)})`);
+      } else if (sameLine && gap >= 0 && gap < Math.min(a.size, b.size) / 8) {
         problems.push(`text "${a.text}" runs into "${b.text}" (gap ${gap.toFixed(1)})`);
+      }
     }
   }
   // 3. edges (lines and arrowheads) clear of every text run, titles and edge labels included
@@ -102,7 +109,9 @@ FIGURE_PROBLEMS = r"""(selector) => {
     }
     const name = (e.querySelector('title') || {}).textContent;
     for (const t of texts) {
-      if (pts.some(([x, y]) => x > t.x0 + shrink && x < t.x1 - shrink && y > t.y0 + shrink && y < t.y1 - shrink)) {
+      const inside = ([x, y]) => x > t.x0 + shrink && x < t.x1 - shrink
+                                 && y > t.y0 + shrink && y < t.y1 - shrink;
+      if (pts.some(inside)) {
         problems.push(`edge ${name} crosses text "${t.text}"`);
       }
     }

@@ -27,7 +27,8 @@ MODELS = ("hf-gpt2", "hf-bert", "hf-vit", "ResidualCNN")
 
 
 @pytest.fixture(scope="module", params=FONT_SETS)
-def fonts(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
+def fonts(request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
     """(font set, a Chromium page seeing only those fonts); ``dot`` sees the same ones."""
     from playwright.sync_api import sync_playwright
 

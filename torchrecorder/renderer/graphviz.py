@@ -3,6 +3,7 @@ with the attributes a :class:`~torchrecorder.renderer.styler.GraphvizStyler` giv
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -16,8 +17,8 @@ from .base import BaseRenderer
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
 
-__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "PRESETS", "GraphvizRenderer", "GraphvizStyler",
-           "RecordingDigraph"]
+__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "PRESETS", "TITLE_SUFFIX", "GraphvizRenderer",
+           "GraphvizStyler", "RecordingDigraph", "title_attrs"]
 
 
 #: the layout directions (Graphviz's ``rankdir``)
@@ -137,7 +138,7 @@ class GraphvizRenderer(BaseRenderer):
             if ids:
                 g.body.append(f"\t{{rank={rank}; {'; '.join(ids)}}}\n")
             # flat invisible edges keep them left to right in the model's order
-            g.body.extend(f"\t{a} -> {b} [style=invis]\n" for a, b in zip(ids, ids[1:]))
+            g.body.extend(f"\t{a} -> {b} [style=invis]\n" for a, b in itertools.pairwise(ids))
         if inputs:
             fed = {b.key for _, b in self.drawn_edges()}
             first = self._quoted_id(inputs[0])
@@ -174,17 +175,12 @@ class GraphvizRenderer(BaseRenderer):
             attrs = self._checked(self.styler.style_cluster(node), "style_cluster")
         indent = self._indent
         g.body.append(f"{indent}subgraph {dot_quote('cluster_' + self.node_id(node))} {{\n")
-        label = attrs.pop("label", None)
+        title = title_attrs(attrs)  # takes the label out of attrs
         if attrs:
             g.body.append(f"{indent}\t{_cluster_attr_list(attrs)}\n")
         children = self.children(node)
         self._clusters[node.key] = children
-        if label is not None:
-            # the title is a node on a rank of its own, above everything that enters the
-            # cluster: edges are routed around nodes, never through them (a cluster's own
-            # label sits in a band that edges entering the cluster cross)
-            title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
-            title.update(shape="plain", label=label)
+        if title is not None:
             self._titled.add(node.key)
             g.body.append(f"{indent}\t{self._title_id(node)} [{self._attr_text(title, 'style_cluster')}]\n")
         self._indent = indent + "\t"
@@ -222,14 +218,14 @@ class GraphvizRenderer(BaseRenderer):
         for fnode, tnode in self.drawn_edges():
             outer_of_f = set(clusters_of(fnode.key))
             chain = clusters_of(tnode.key)
-            child = tnode.key
+            inner = tnode.key
             for key in chain:
                 if key in outer_of_f:
-                    fed_inside.add((key, child))
+                    fed_inside.add((key, inner))
                 elif key in titled:
                     lines[f"\t{self._quoted_id(fnode)} -> {self._title_id(self.rec.nodes[key])} "
                           "[style=invis]\n"] = None
-                child = key
+                inner = key
         for key, children in self._clusters.items():
             if key not in titled:
                 continue
@@ -320,6 +316,23 @@ class GraphvizRenderer(BaseRenderer):
 TITLE_SUFFIX = "::title"
 #: the cluster attributes its title node takes
 _TITLE_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
+
+def title_attrs(attrs: dict[str, str]) -> Optional[dict[str, str]]:
+    """The attributes of the node that draws the title of a cluster styled ``attrs``, whose
+    ``label`` it takes out of ``attrs``; ``None`` for a cluster without a label.
+
+    The title is a node on a rank of its own, above everything that enters the
+    cluster (invisible edges put it there): Graphviz routes edges around nodes,
+    where a cluster's own label sits in a band that the edges entering the
+    cluster cross.
+    """
+    label = attrs.pop("label", None)
+    if label is None:
+        return None
+    title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
+    title.update(shape="plain", label=label)
+    return title
+
 
 #: the attributes written apart from the others: they differ from node to node
 _SPLIT_OFF = frozenset(("label", "tooltip"))
