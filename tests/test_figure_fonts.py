@@ -40,7 +40,9 @@ def fonts(request: pytest.FixtureRequest,
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, env=dict(os.environ))
             try:
-                yield request.param, browser.new_page()
+                page = browser.new_page()
+                page.tr_browser = browser  # the HTML view's tests open tabs of their own
+                yield request.param, page
             finally:
                 browser.close()
     finally:
@@ -117,3 +119,44 @@ def test_command_line_depth_all_and_token_hint(tmp_path: Any, capsys: pytest.Cap
     out = tmp_path / "t.dot"
     assert main([f"{model}:make", "-s", "1,5", "--input-dtype", "int64", "-d", "all", "-o", str(out)]) == 0
     assert "cluster_make" in out.read_text()
+
+
+def _view(browser_page: Any, path: Any) -> Any:
+    """``path`` (an HTML view) opened in a new tab of ``browser_page``'s browser, laid out,
+    its fonts loaded."""
+    from .browser import wait_layouts
+
+    page = browser_page.tr_browser.new_page(viewport={"width": 1000, "height": 700})
+    page.goto(path.as_uri())
+    wait_layouts(page, 0)
+    page.evaluate("document.fonts.ready.then(() => true)")
+    return page
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_html_view_text_in_boxes_titles_clear_and_fitted(zoo: Zoo, fonts: tuple[str, Any],
+                                                         name: str, tmp_path: Any) -> None:
+    font_set, tab = fonts
+    rec = zoo.recorded(name).rec
+    for depth in (1, 2):
+        path = tmp_path / f"{depth}.html"
+        torchrecorder.make_html(rec, depth).save(path)
+        page = _view(tab, path)
+        try:
+            assert figure_problems(page, "#tr-canvas svg") == [], (font_set, name, depth)
+            # the drawing drawn with the page's own fonts, which it carries
+            families = set(page.eval_on_selector_all(
+                "#tr-canvas text", "ts => ts.map(t => t.getAttribute('font-family'))"))
+            assert families <= {"Arimo", "Tinos"}, families
+            assert page.evaluate("document.fonts.check('11px Arimo') && document.fonts.check('bold 11px Arimo')")
+            # fitted: inside the window, and filling its width or height (or twice its own size)
+            view = page.eval_on_selector("#tr-view", "e => { const r = e.getBoundingClientRect(); "
+                                         "return [r.left, r.top, r.right, r.bottom]; }")
+            box = page.eval_on_selector("#tr-canvas svg", "e => { const r = e.getBoundingClientRect(); "
+                                        "return [r.left, r.top, r.right, r.bottom]; }")
+            assert view[0] - 0.5 <= box[0] and box[2] <= view[2] + 0.5, (view, box)
+            assert view[1] - 0.5 <= box[1] and box[3] <= view[3] + 0.5, (view, box)
+            filled = max((box[2] - box[0]) / (view[2] - view[0]), (box[3] - box[1]) / (view[3] - view[1]))
+            assert filled > 0.9 or page.evaluate("__tr.scale") >= 2 - 1e-6, (filled, name, depth)
+        finally:
+            page.close()

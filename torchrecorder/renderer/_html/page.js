@@ -175,7 +175,10 @@
 
   // -------------------------------------------------------------- pan/zoom
   let tx = 0, ty = 0, scale = 1;
-  function applyTransform() { canvas.style.transform = "translate(" + tx + "px," + ty + "px) scale(" + scale + ")"; }
+  function applyTransform() {
+    T.scale = scale;
+    canvas.style.transform = "translate(" + tx + "px," + ty + "px) scale(" + scale + ")";
+  }
   function svgSize() {
     const svg = canvas.querySelector("svg");
     if (!svg) return [1, 1];
@@ -190,7 +193,14 @@
     tx = Math.max(10, (w - size[0] * scale) / 2); ty = Math.max(10, (h - size[1] * scale) / 2);
     applyTransform();
   }
+  // until the reader zooms or pans, the first view stays fitted when the window (or the
+  // notebook cell, or the tool bar wrapping onto two lines) changes size
+  let autoFit = true;
+  if (window.ResizeObserver) {
+    new ResizeObserver(function () { if (autoFit && T.firstPaint !== null) fit(); }).observe(view);
+  }
   function zoomAt(factor, cx, cy) {
+    autoFit = false;
     const s = Math.min(8, Math.max(0.02, scale * factor));
     tx = cx - (cx - tx) * (s / scale); ty = cy - (cy - ty) * (s / scale); scale = s;
     applyTransform();
@@ -209,7 +219,7 @@
     if (!drag) return;
     const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
     if (!drag.moved && Math.abs(dx) + Math.abs(dy) > 4) { drag.moved = true; view.classList.add("tr-dragging"); }
-    if (drag.moved) { tx = drag.tx + dx; ty = drag.ty + dy; applyTransform(); }
+    if (drag.moved) { autoFit = false; tx = drag.tx + dx; ty = drag.ty + dy; applyTransform(); }
   });
   window.addEventListener("pointerup", function () {
     if (drag && drag.moved) setTimeout(function () { drag = null; }, 0); else drag = null;
@@ -387,7 +397,7 @@
     foldBox.checked = folded.length > 0 && folded.every(function (f) { return f; });
     foldBox.indeterminate = !foldBox.checked && folded.some(function (f) { return f; });
   }
-  $("tr-fit").addEventListener("click", fit);
+  $("tr-fit").addEventListener("click", function () { autoFit = true; fit(); });
   $("tr-reset").addEventListener("click", function () {
     open = firstOpen.slice(); folded = runs.map(function () { return D.folded; }); hit = -1;
     pending = { anchor: -1 }; T.firstPaint = T.firstPaint || null;
