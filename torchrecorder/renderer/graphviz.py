@@ -220,9 +220,10 @@ class GraphvizRenderer(BaseRenderer):
             chain = clusters_of(tnode.key)
             inner = tnode.key
             for key in chain:
-                if key in outer_of_f:
+                if key in outer_of_f:  # the innermost cluster holding both ends
                     fed_inside.add((key, inner))
-                elif key in titled:
+                    break
+                if key in titled:
                     lines[f"\t{self._quoted_id(fnode)} -> {self._title_id(self.rec.nodes[key])} "
                           "[style=invis]\n"] = None
                 inner = key

@@ -80,11 +80,14 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
 PRESETS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType({
     "default": MappingProxyType({}),
     "compact": MappingProxyType({
-        "graph": {"nodesep": "0.15", "ranksep": "0.2", "fontsize": "9"},
-        "layer": {"fontsize": "9", "margin": "0.06,0.02"},
-        "io": {"fontsize": "8", "margin": "0.06,0.02"},
-        "cluster": {"fontsize": "8", "margin": "6"},
-        "tensor": {"fontsize": "8"}, "param": {"fontsize": "8"}, "op": {"fontsize": "8"},
+        "graph": {"nodesep": "0.1", "ranksep": "0.12", "fontsize": "8"},
+        "layer": {"fontsize": "8", "margin": "0.04,0.01", "height": "0.2"},
+        "io": {"fontsize": "8", "margin": "0.04,0.01", "height": "0.2"},
+        "cluster": {"fontsize": "8", "margin": "4"},
+        "tensor": {"fontsize": "7", "height": "0.2", "margin": "0.04,0.01"},
+        "param": {"fontsize": "7", "height": "0.2", "margin": "0.04,0.01"},
+        "op": {"fontsize": "7", "height": "0.15", "margin": "0.03,0.01"},
+        "edge": {"fontsize": "7", "arrowsize": "0.5"},
     }),
     "print": MappingProxyType({
         "graph": {"fontname": "Times-Roman"},
@@ -229,6 +232,15 @@ class GraphvizStyler:
                 self._check_attribute(arg)
                 for node_kind in ("layer", "tensor", "io", "param", "op"):
                     self.styles[node_kind][arg] = str(value)
+        # the sizes of a box's second lines follow the size of its name (11 points: 9, 8, 7),
+        # never under 6 points
+        try:
+            size = float(self.styles["layer"].get("fontsize", 11))
+        except ValueError:
+            size = 11.0
+        self._type_line = _TYPE_LINE.replace('"9"', f'"{_clamp(size - 1, 9):g}"')
+        self._small = _SMALL.replace('"8"', f'"{_clamp(size - 2, 8):g}"')
+        self._tiny = _TINY.replace('"7"', f'"{_clamp(size - 3, 7):g}"')
 
     def _check_attribute(self, arg: str) -> None:
         """Raise ``TypeError`` unless ``arg`` is one of :attr:`node_attributes`, with a hint."""
@@ -284,7 +296,7 @@ class GraphvizStyler:
         attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
         ops = self._edge_ops_text(fnode, tnode)
         if ops:
-            attrs["label"] = _edge_lines([_TINY.format(self._text(ops))])
+            attrs["label"] = _edge_lines([self._tiny.format(self._text(ops))])
         return attrs
 
     def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> dict[str, str]:
@@ -297,7 +309,7 @@ class GraphvizStyler:
                                          and not self._same_shape(fnode, tensor)):
             lines.append(self.label(tensor)[1:-1])
         if ops:
-            lines.append(_TINY.format(self._text(ops)))
+            lines.append(self._tiny.format(self._text(ops)))
         if lines:
             attrs["label"] = _edge_lines(lines)
         attrs["tooltip"] = _tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
@@ -378,7 +390,7 @@ class GraphvizStyler:
             return self._layer_label(node, node.call_title())
         if isinstance(node, ParamNode):
             return _stacked([self._text(node.name),
-                             _SMALL.format(self._text(shape_str(node.shape) + dtype_suffix(node.dtype)))])
+                             self._small.format(self._text(shape_str(node.shape) + dtype_suffix(node.dtype)))])
         if isinstance(node, TensorNode):
             if node.role:
                 shape = self._text(shape_str(node.shape) + dtype_suffix(node.dtype))
@@ -390,7 +402,7 @@ class GraphvizStyler:
             new_shape = self._new_shape(node)
             if new_shape is None:
                 return f"<{self._text(node.op)}>"
-            return _stacked([self._text(node.op), _SMALL.format(self._text(new_shape))])
+            return _stacked([self._text(node.op), self._small.format(self._text(new_shape))])
         return f"<{self._text(node.name)}>"
 
     def _new_shape(self, node: OpNode) -> Optional[str]:
@@ -411,23 +423,23 @@ class GraphvizStyler:
         lines = [f"<B>{self._text(title)}</B>"]
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
-            lines.append(self._memo(("type", type_name, total), lambda: _TYPE_LINE.format(
+            lines.append(self._memo(("type", type_name, total), lambda: self._type_line.format(
                 self._text(type_name + (f" · {param_lines(None, node)[-1]}" if total else "")))))
             if self.param_shapes and total:
                 listed = listed_params(self.rec, node)
                 key = ("params", total, *[(p.name, p.shape) for p in listed])
                 lines.extend(self._memo(key, lambda: tuple(
-                    _SMALL.format(self._text(p)) for p in params_text(listed, total)[:-1])))
+                    self._small.format(self._text(p)) for p in params_text(listed, total)[:-1])))
         else:  # a subclass's own lines
-            lines.append(self._memo(("type", type_name), lambda: _TYPE_LINE.format(self._text(type_name))))
-            lines.extend(_SMALL.format(self._text(p)) for p in self.param_lines(node))
+            lines.append(self._memo(("type", type_name), lambda: self._type_line.format(self._text(type_name))))
+            lines.extend(self._small.format(self._text(p)) for p in self.param_lines(node))
         if repeat > 1:
             lines.append(f"<B>×{repeat}</B>")
         note = node.run_note()
         if note:
-            lines.append(f"<I>{_SMALL.format(html_text(note))}</I>")
+            lines.append(f"<I>{self._small.format(html_text(note))}</I>")
         if node.error:
-            lines.append(_SMALL.format(self._text("raised " + node.error.split(":")[0])))
+            lines.append(self._small.format(self._text("raised " + node.error.split(":")[0])))
         return _stacked(lines)
 
     def param_lines(self, node: LayerNode) -> list[str]:
@@ -466,7 +478,7 @@ class GraphvizStyler:
         if node.num_params_total:
             rest += " · " + param_lines(None, node)[-1]
         note = node.run_note()
-        note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{_SMALL.format(self._text(note))}</I></TD></TR>'
+        note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{self._small.format(self._text(note))}</I></TD></TR>'
                     if note else "")
         # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
         # cell after the title keeps a long one inside the cluster's border
@@ -488,6 +500,11 @@ _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls"
                     "all_ops", "direction", "margin", "param_shapes", "edge_shapes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
+
+
+def _clamp(size: float, most: float) -> float:
+    """``size`` rounded to a whole point, between 6 (the smallest readable print) and ``most``."""
+    return float(max(6, min(most, round(size))))
 
 
 def _stacked(lines: Sequence[str]) -> str:

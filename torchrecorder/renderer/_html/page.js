@@ -99,8 +99,8 @@
       const chain = ancestors(b);
       for (let k = 0; k < chain.length; k++) {
         const c = chain[k];
-        if (outer.has(c)) fedInside.add(c * n + inner);
-        else if (titled.has(c)) add("\t" + S[N[a][2]] + " -> " + titleId(c) + " [style=invis]");
+        if (outer.has(c)) { fedInside.add(c * n + inner); break; }  // the innermost holding both ends
+        if (titled.has(c)) add("\t" + S[N[a][2]] + " -> " + titleId(c) + " [style=invis]");
         inner = c;
       }
     }
