@@ -148,7 +148,8 @@ def test_html_view_text_in_boxes_titles_clear_and_fitted(zoo: Zoo, fonts: tuple[
             families = set(page.eval_on_selector_all(
                 "#tr-canvas text", "ts => ts.map(t => t.getAttribute('font-family'))"))
             assert families <= {"Arimo", "Tinos"}, families
-            assert page.evaluate("document.fonts.check('11px Arimo') && document.fonts.check('bold 11px Arimo')")
+            assert page.evaluate("document.fonts.check('11px Arimo') "
+                                 "&& document.fonts.check('bold 11px Arimo')")
             # fitted: inside the window, and filling its width or height (or twice its own size)
             view = page.eval_on_selector("#tr-view", "e => { const r = e.getBoundingClientRect(); "
                                          "return [r.left, r.top, r.right, r.bottom]; }")
@@ -160,3 +161,76 @@ def test_html_view_text_in_boxes_titles_clear_and_fitted(zoo: Zoo, fonts: tuple[
             assert filled > 0.9 or page.evaluate("__tr.scale") >= 2 - 1e-6, (filled, name, depth)
         finally:
             page.close()
+
+
+def _examples() -> Any:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    try:
+        from figure_models import MODELS as EXAMPLES
+    finally:
+        sys.path.pop(0)
+    return EXAMPLES
+
+
+def _points(svg: bytes) -> tuple[float, float]:
+    found = re.search(rb'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg)
+    assert found is not None
+    return float(found.group(1)), float(found.group(2))
+
+
+def test_the_readmes_paper_recipe_fits_a_column_with_text_of_6pt(fonts: tuple[str, Any]) -> None:
+    import warnings
+
+    from torchrecorder.renderer.paper import printed_text_size
+
+    font_set, page = fonts
+    net, args = _examples()["gpt2"]()
+    rec = torchrecorder.record(net, "gpt2", input_data=args)
+    for depth in (1, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no warning: it fits
+            source = torchrecorder.make_dot(rec, depth, preset="paper", direction="LR", size="3.5,9").source
+        svg = render_source(source, "svg")
+        width, height = _points(svg)
+        assert width <= 3.5 * 72 + 0.5 and height <= 9 * 72 + 0.5, (width, height)
+        assert printed_text_size(svg) >= 6.0, (depth, printed_text_size(svg))
+        page.set_content(svg.decode())
+        assert figure_problems(page) == [], (font_set, depth)
+
+
+def test_paper_warns_when_no_drawing_fits(zoo: Zoo) -> None:
+    rec = zoo.recorded("hf-bert").rec
+    with pytest.warns(UserWarning, match=r"prints at \d+\.\d pt \(under 6\)"):
+        torchrecorder.make_dot(rec, 2, preset="paper", size="1,1")
+    # with room enough the drawing is the one without size=, but for the size
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        roomy = torchrecorder.make_dot(rec, 2, preset="paper", size="30,30").source
+    assert roomy.replace(' size="30,30"', "") == torchrecorder.make_dot(rec, 2, preset="paper").source
+
+
+def test_compact_is_a_quarter_smaller_than_default_with_text_of_6pt() -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(n_layer=30, n_embd=32, n_head=4, vocab_size=500, n_positions=64,
+                        bos_token_id=0, eos_token_id=0)
+    net = GPT2LMHeadModel(config).eval()
+    rec = torchrecorder.record(net, "gpt2", input_data=(torch_tokens(500),))
+    areas = {}
+    for preset in ("default", "compact"):
+        svg = render_source(torchrecorder.make_dot(rec, 2, preset=preset, fold_repeats=False).source, "svg")
+        width, height = _points(svg)
+        areas[preset] = width * height
+        assert min(float(s) for s in re.findall(rb'font-size="([\d.]+)"', svg)) >= 6.0, preset
+    assert areas["compact"] <= 0.75 * areas["default"], areas
+
+
+def torch_tokens(vocab: int) -> Any:
+    import torch
+
+    return torch.randint(0, vocab, (1, 8), generator=torch.Generator().manual_seed(0))

@@ -21,6 +21,7 @@ from .renderer.activations import ActivationStyler
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.html import HtmlRenderer
 from .renderer.mermaid import MermaidRenderer
+from .renderer.paper import fit_options
 
 __all__ = ["load_json", "loads_json", "make_dot", "record", "render_network"]
 
@@ -166,6 +167,13 @@ def make_dot(rec: Graph, render_depth: Optional[int] = 256,
             ``param_shapes``, ``edge_shapes``, ``KIND_attrs`` mappings, and
             Graphviz attributes (``rankdir``, ``dpi``, ``size`` and the other
             graph attributes set the graph's; any other sets every node's).
+            With ``preset="paper"`` and ``size="W,H"`` (inches), a drawing that
+            Graphviz would shrink until its smallest text prints under 6 points
+            is made more compact first: identical blocks folded, tighter
+            spacing, no shapes on the edges nor parameter counts, the layout
+            turned (see
+            :func:`~torchrecorder.renderer.paper.fit_options`); a ``UserWarning``
+            says so if even that prints under 6 points.
             ``activations=`` (a :func:`~torchrecorder.capture` made with
             ``stats=True``) with ``stat=`` colours modules by a statistic of
             their activations (:class:`~torchrecorder.renderer.activations.ActivationStyler`).
@@ -175,6 +183,17 @@ def make_dot(rec: Graph, render_depth: Optional[int] = 256,
         itself in Jupyter.
     """
     styler_cls = _styler_class(styler_cls, styler_args)
+    size = styler_args.get("size") or (styler_args.get("graph_attrs") or {}).get("size")
+    if styler_args.get("preset") == "paper" and size:
+        def draw(options: dict[str, Any]) -> str:
+            options = dict(options)
+            fold = options.pop("fold_repeats")
+            return str(GraphvizRenderer(rec, render_depth, styler_cls, fold_repeats=fold,
+                                        **options).render().source)
+
+        options = fit_options(draw, {**styler_args, "fold_repeats": fold_repeats}, str(size))
+        fold_repeats = options.pop("fold_repeats")
+        styler_args = options
     with gc_paused():  # many small objects, none of them garbage until the drawing is done
         return GraphvizRenderer(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
                                 **styler_args).render()

@@ -4,6 +4,7 @@ its attributes, from :data:`DEFAULT_STYLES` and a named preset of :data:`PRESETS
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Optional, TypeVar
@@ -81,12 +82,14 @@ PRESETS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType({
     "default": MappingProxyType({}),
     "compact": MappingProxyType({
         "graph": {"nodesep": "0.1", "ranksep": "0.12", "fontsize": "8"},
-        "layer": {"fontsize": "8", "margin": "0.04,0.01", "height": "0.2"},
-        "io": {"fontsize": "8", "margin": "0.04,0.01", "height": "0.2"},
+        # vertical margins of a fifth of the font size or more: Graphviz centres a line
+        # assuming a shorter ascent than DejaVu's, whose tops would touch the border
+        "layer": {"fontsize": "8", "margin": "0.04,0.025", "height": "0.2"},
+        "io": {"fontsize": "8", "margin": "0.04,0.025", "height": "0.2"},
         "cluster": {"fontsize": "8", "margin": "4"},
-        "tensor": {"fontsize": "7", "height": "0.2", "margin": "0.04,0.01"},
-        "param": {"fontsize": "7", "height": "0.2", "margin": "0.04,0.01"},
-        "op": {"fontsize": "7", "height": "0.15", "margin": "0.03,0.01"},
+        "tensor": {"fontsize": "7", "height": "0.2", "margin": "0.04,0.02"},
+        "param": {"fontsize": "7", "height": "0.2", "margin": "0.04,0.02"},
+        "op": {"fontsize": "7", "height": "0.15", "margin": "0.03,0.02"},
         "edge": {"fontsize": "7", "arrowsize": "0.5"},
     }),
     "print": MappingProxyType({
@@ -105,15 +108,15 @@ PRESETS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType({
     "paper": MappingProxyType({
         "graph": {"fontname": _SERIF, "fontsize": "8", "nodesep": "0.15", "ranksep": "0.2"},
         "layer": {"fillcolor": "#f0f0f0", "color": "#222222", "fontname": _SERIF, "fontsize": "9",
-                  "margin": "0.06,0.02", "penwidth": "0.8"},
+                  "margin": "0.06,0.03", "penwidth": "0.8"},
         "tensor": {"fillcolor": "white", "color": "#444444", "fontname": _SERIF, "fontsize": "7",
                    "penwidth": "0.6"},
         "io": {"fillcolor": "white", "color": "black", "fontname": _SERIF, "fontsize": "8",
-               "margin": "0.06,0.02", "style": "filled", "penwidth": "1.0"},
+               "margin": "0.06,0.03", "style": "filled", "penwidth": "1.0"},
         "param": {"fillcolor": "white", "color": "#444444", "style": "filled,dashed",
                   "fontname": _SERIF, "fontsize": "7", "penwidth": "0.6"},
         "op": {"fillcolor": "white", "color": "#444444", "shape": "ellipse", "fontname": _SERIF,
-               "fontsize": "8", "penwidth": "0.6", "margin": "0.04,0.01"},
+               "fontsize": "8", "penwidth": "0.6", "margin": "0.04,0.02"},
         "cluster": {"color": "#666666", "fontname": _SERIF, "fontsize": "8", "margin": "6",
                     "penwidth": "0.6"},
         "edge": {"color": "black", "fontname": _SERIF, "fontsize": "7", "fontcolor": "#222222",
@@ -152,6 +155,9 @@ class GraphvizStyler:
         param_shapes: list the shapes of a module's parameters in its box
             (when it owns at most three); by default a box shows the module's
             type and parameter count, and the shapes are in its tooltip.
+        param_counts: write a module's parameter count after its type
+            (``Linear · 4.2k params``, the default); ``False`` leaves it to the
+            tooltip.
         edge_shapes: which edges that carry a tensor (``tensor_nodes=False``)
             write its shape: ``"changed"`` (the default) where it differs from
             every input of the node the edge leaves, so that a chain of layers
@@ -200,12 +206,13 @@ class GraphvizStyler:
     node_attributes: ClassVar[frozenset[str]] = frozenset(
         name for name, users in GRAPHVIZ_ATTRIBUTES.items() if "N" in users)
 
-    def __init__(self, preset: str = "default", *, param_shapes: bool = False,
+    def __init__(self, preset: str = "default", *, param_shapes: bool = False, param_counts: bool = True,
                  edge_shapes: str = "changed", **styler_args: Any) -> None:
         if edge_shapes not in EDGE_SHAPES:
             raise ValueError(f"edge_shapes must be one of {', '.join(map(repr, EDGE_SHAPES))}, "
                              f"got {edge_shapes!r}")
         self.param_shapes = bool(param_shapes)
+        self.param_counts = bool(param_counts)
         self.edge_shapes = edge_shapes
         # label and tooltip text of tensors and ops, by what they show (many nodes share one)
         self._text_memo: dict[Any, Any] = {}
@@ -240,7 +247,7 @@ class GraphvizStyler:
             size = 11.0
         self._type_line = _TYPE_LINE.replace('"9"', f'"{_clamp(size - 1, 9):g}"')
         self._small = _SMALL.replace('"8"', f'"{_clamp(size - 2, 8):g}"')
-        self._tiny = _TINY.replace('"7"', f'"{_clamp(size - 3, 7):g}"')
+        self._tiny = _TINY.replace('"7"', f'"{max(_clamp(size - 3, 7), 7.0 if size >= 9 else 6.0):g}"')
 
     def _check_attribute(self, arg: str) -> None:
         """Raise ``TypeError`` unless ``arg`` is one of :attr:`node_attributes`, with a hint."""
@@ -258,6 +265,16 @@ class GraphvizStyler:
         close = difflib.get_close_matches(arg, known, n=1)
         raise TypeError(f"unknown keyword argument {arg!r}: it is neither an option nor a "
                         "Graphviz node attribute" + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+    def _row_gap(self, kind: str) -> int:
+        """Points between the stacked lines of a ``kind`` node's label: Graphviz sets lines
+        their point size apart, and the line of a font such as DejaVu is 1.164 em tall
+        (ascent and descent), so 17 % of the size goes between them, at least a point."""
+        try:
+            size = float(self.styles[kind].get("fontsize", 14))
+        except ValueError:
+            size = 14.0
+        return max(1, math.ceil(0.17 * size))
 
     def _text(self, text: object) -> str:
         """``text`` for a label: shortened to :attr:`max_label_chars`, escaped."""
@@ -389,12 +406,13 @@ class GraphvizStyler:
         if isinstance(node, LayerNode):
             return self._layer_label(node, node.call_title())
         if isinstance(node, ParamNode):
-            return _stacked([self._text(node.name),
-                             self._small.format(self._text(shape_str(node.shape) + dtype_suffix(node.dtype)))])
+            return _stacked(self._row_gap("param"), [self._text(node.name),
+                             self._small.format(self._text(shape_str(node.shape)
+                                                           + dtype_suffix(node.dtype)))])
         if isinstance(node, TensorNode):
             if node.role:
                 shape = self._text(shape_str(node.shape) + dtype_suffix(node.dtype))
-                return _stacked([f"<B>{self._text(node.name)}</B>", shape])
+                return _stacked(self._row_gap("io"), [f"<B>{self._text(node.name)}</B>", shape])
             key = ("tensor label", node.shape, node.dtype)
             return self._memo(
                 key, lambda: f"<{self._text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
@@ -402,7 +420,8 @@ class GraphvizStyler:
             new_shape = self._new_shape(node)
             if new_shape is None:
                 return f"<{self._text(node.op)}>"
-            return _stacked([self._text(node.op), self._small.format(self._text(new_shape))])
+            return _stacked(self._row_gap("op"),
+                            [self._text(node.op), self._small.format(self._text(new_shape))])
         return f"<{self._text(node.name)}>"
 
     def _new_shape(self, node: OpNode) -> Optional[str]:
@@ -424,23 +443,26 @@ class GraphvizStyler:
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
             lines.append(self._memo(("type", type_name, total), lambda: self._type_line.format(
-                self._text(type_name + (f" · {param_lines(None, node)[-1]}" if total else "")))))
+                self._text(type_name + (f" · {param_lines(None, node)[-1]}"
+                                        if total and self.param_counts else "")))))
             if self.param_shapes and total:
                 listed = listed_params(self.rec, node)
                 key = ("params", total, *[(p.name, p.shape) for p in listed])
                 lines.extend(self._memo(key, lambda: tuple(
                     self._small.format(self._text(p)) for p in params_text(listed, total)[:-1])))
         else:  # a subclass's own lines
-            lines.append(self._memo(("type", type_name), lambda: self._type_line.format(self._text(type_name))))
+            lines.append(self._memo(("type", type_name),
+                                    lambda: self._type_line.format(self._text(type_name))))
             lines.extend(self._small.format(self._text(p)) for p in self.param_lines(node))
         if repeat > 1:
-            lines.append(f"<B>×{repeat}</B>")
+            # no larger than the line above it: Graphviz would set a larger line's top into it
+            lines.append(self._type_line.format(f"<B>×{repeat}</B>"))
         note = node.run_note()
         if note:
             lines.append(f"<I>{self._small.format(html_text(note))}</I>")
         if node.error:
             lines.append(self._small.format(self._text("raised " + node.error.split(":")[0])))
-        return _stacked(lines)
+        return _stacked(self._row_gap("layer"), lines)
 
     def param_lines(self, node: LayerNode) -> list[str]:
         """Parameter shapes (up to three) and count of a module, from the recording's metadata."""
@@ -475,10 +497,11 @@ class GraphvizStyler:
         """
         bold = title + (f" ×{repeat}" if repeat > 1 else "")
         rest = node.type_name
-        if node.num_params_total:
+        if node.num_params_total and self.param_counts:
             rest += " · " + param_lines(None, node)[-1]
         note = node.run_note()
-        note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{self._small.format(self._text(note))}</I></TD></TR>'
+        small_note = self._small.format(self._text(note))
+        note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{small_note}</I></TD></TR>'
                     if note else "")
         # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
         # cell after the title keeps a long one inside the cluster's border
@@ -487,7 +510,8 @@ class GraphvizStyler:
         except ValueError:
             size = 14.0
         pad = 2 + round(0.03 * size * len(bold))
-        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
+        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{self._row_gap("cluster")}" '
+                'CELLPADDING="0">'
                 f'<TR><TD ALIGN="LEFT"><B>{self._text(bold)}</B></TD><TD WIDTH="{pad}"></TD></TR>'
                 f'<TR><TD ALIGN="LEFT" COLSPAN="2"><FONT COLOR="#555555">{self._text(rest)}</FONT></TD></TR>'
                 f'{note_row}</TABLE>>')
@@ -497,7 +521,7 @@ _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
-                    "all_ops", "direction", "margin", "param_shapes", "edge_shapes")
+                    "all_ops", "direction", "margin", "param_shapes", "param_counts", "edge_shapes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 
@@ -507,19 +531,19 @@ def _clamp(size: float, most: float) -> float:
     return float(max(6, min(most, round(size))))
 
 
-def _stacked(lines: Sequence[str]) -> str:
+def _stacked(gap: int, lines: Sequence[str]) -> str:
     """An HTML-like label of ``lines`` (label markup each), one above the other.
 
     Each line is a row of a borderless table: Graphviz makes each row as tall as
     the font of its text measures, ascent to descent, where lines broken with
-    ``<BR/>`` sit closer than that and one line's underscores touch the next.  The
-    table adds a point between rows (Graphviz rounds their heights to whole points).
+    ``<BR/>`` sit closer than that and one line's underscores touch the next.  Graphviz
+    makes a row as tall as its point size; ``gap`` points between rows make up for fonts
+    taller than that (DejaVu: ascent plus descent 1.164 em).
     """
     if len(lines) == 1:
         return f"<{lines[0]}>"
     rows = "".join(f"<TR><TD>{line}</TD></TR>" for line in lines)
-    # a point between rows: Graphviz rounds a row's height to whole points
-    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">{rows}</TABLE>>'
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{gap}" CELLPADDING="0">{rows}</TABLE>>'
 
 
 def _edge_lines(lines: Sequence[str]) -> str:
