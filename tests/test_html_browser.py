@@ -112,7 +112,8 @@ def test_expand_and_collapse(tr_browser: Any, stack_file: Path) -> None:
     _click(page, f"#n{blocks}")  # open: the box becomes a cluster of its (folded) blocks
     nodes, clusters = _drawn(page)
     assert f"c{blocks}" in clusters and f"n{blocks}" not in nodes
-    inside = page.evaluate("() => document.getElementById('tr-canvas').querySelectorAll('g.node[id^=n]').length")
+    inside = page.evaluate(
+        "() => document.getElementById('tr-canvas').querySelectorAll('g.node[id^=n]').length")
     assert inside == 6  # embed, relu, head, input, output, and the first block drawn ×9
     assert page.locator(f"#t{blocks} text").first.text_content() == "blocks"
     _click(page, f"#t{blocks} text")  # close it again by its title (a node above the cluster)

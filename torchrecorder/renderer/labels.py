@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
 from ..graph import Graph
 from ..nodes import LayerNode, ParamNode, shape_str
 
-__all__ = ["count_str", "dtype_suffix", "listed_params", "param_lines", "params_text", "run_title"]
+__all__ = ["count_str", "dtype_suffix", "edge_label", "listed_params", "param_lines", "params_text",
+           "run_title", "stacked_label"]
 
 
 def count_str(n: int) -> str:
@@ -67,3 +69,27 @@ def run_title(run: list[LayerNode], dotted: bool) -> str:
     if first.call_index > 1 or last.call_index > 1 or a == b:  # calls of one module: number both
         a, b = f"{a} #{first.call_index}", f"{b} #{last.call_index}"
     return f"{a} … {b}"
+
+
+def stacked_label(gap: int, lines: Sequence[str]) -> str:
+    """An HTML-like label of ``lines`` (label markup each), one above the other.
+
+    Each line is a row of a borderless table: Graphviz makes each row as tall as
+    the font of its text measures, ascent to descent, where lines broken with
+    ``<BR/>`` sit closer than that and one line's underscores touch the next.  Graphviz
+    makes a row as tall as its point size; ``gap`` points between rows make up for fonts
+    taller than that (DejaVu: ascent plus descent 1.164 em).
+    """
+    if len(lines) == 1:
+        return f"<{lines[0]}>"
+    rows = "".join(f"<TR><TD>{line}</TD></TR>" for line in lines)
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{gap}" CELLPADDING="0">{rows}</TABLE>>'
+
+
+def edge_label(lines: Sequence[str]) -> str:
+    """The label of an edge: :func:`stacked_label` lines with a point of room around them, so that
+    neither the edge nor a node beside it touches the text."""
+    # Graphviz draws the edge along the label's left side: an empty column keeps it off the text
+    spacer = f'<TD ROWSPAN="{len(lines)}" WIDTH="3"></TD>'
+    rows = "".join(f"<TR>{'' if k else spacer}<TD>{line}</TD></TR>" for k, line in enumerate(lines))
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{rows}</TABLE>>'

@@ -16,7 +16,15 @@ from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_st
 from ..projection import NODE_KINDS
 from ..projection import kind_of as _kind_of
 from .base import BaseRenderer
-from .labels import dtype_suffix, listed_params, param_lines, params_text, run_title
+from .labels import (
+    dtype_suffix,
+    edge_label,
+    listed_params,
+    param_lines,
+    params_text,
+    run_title,
+    stacked_label,
+)
 
 __all__ = ["DEFAULT_STYLES", "EDGE_SHAPES", "GRAPH_ATTRIBUTES", "KIND_ARGS", "PRESETS", "GraphvizStyler"]
 
@@ -313,7 +321,7 @@ class GraphvizStyler:
         attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
         ops = self._edge_ops_text(fnode, tnode)
         if ops:
-            attrs["label"] = _edge_lines([self._tiny.format(self._text(ops))])
+            attrs["label"] = edge_label([self._tiny.format(self._text(ops))])
         return attrs
 
     def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> dict[str, str]:
@@ -328,7 +336,7 @@ class GraphvizStyler:
         if ops:
             lines.append(self._tiny.format(self._text(ops)))
         if lines:
-            attrs["label"] = _edge_lines(lines)
+            attrs["label"] = edge_label(lines)
         attrs["tooltip"] = _tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
         return attrs
 
@@ -406,13 +414,13 @@ class GraphvizStyler:
         if isinstance(node, LayerNode):
             return self._layer_label(node, node.call_title())
         if isinstance(node, ParamNode):
-            return _stacked(self._row_gap("param"), [self._text(node.name),
+            return stacked_label(self._row_gap("param"), [self._text(node.name),
                              self._small.format(self._text(shape_str(node.shape)
                                                            + dtype_suffix(node.dtype)))])
         if isinstance(node, TensorNode):
             if node.role:
                 shape = self._text(shape_str(node.shape) + dtype_suffix(node.dtype))
-                return _stacked(self._row_gap("io"), [f"<B>{self._text(node.name)}</B>", shape])
+                return stacked_label(self._row_gap("io"), [f"<B>{self._text(node.name)}</B>", shape])
             key = ("tensor label", node.shape, node.dtype)
             return self._memo(
                 key, lambda: f"<{self._text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
@@ -420,7 +428,7 @@ class GraphvizStyler:
             new_shape = self._new_shape(node)
             if new_shape is None:
                 return f"<{self._text(node.op)}>"
-            return _stacked(self._row_gap("op"),
+            return stacked_label(self._row_gap("op"),
                             [self._text(node.op), self._small.format(self._text(new_shape))])
         return f"<{self._text(node.name)}>"
 
@@ -462,7 +470,7 @@ class GraphvizStyler:
             lines.append(f"<I>{self._small.format(html_text(note))}</I>")
         if node.error:
             lines.append(self._small.format(self._text("raised " + node.error.split(":")[0])))
-        return _stacked(self._row_gap("layer"), lines)
+        return stacked_label(self._row_gap("layer"), lines)
 
     def param_lines(self, node: LayerNode) -> list[str]:
         """Parameter shapes (up to three) and count of a module, from the recording's metadata."""
@@ -529,30 +537,6 @@ _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 def _clamp(size: float, most: float) -> float:
     """``size`` rounded to a whole point, between 6 (the smallest readable print) and ``most``."""
     return float(max(6, min(most, round(size))))
-
-
-def _stacked(gap: int, lines: Sequence[str]) -> str:
-    """An HTML-like label of ``lines`` (label markup each), one above the other.
-
-    Each line is a row of a borderless table: Graphviz makes each row as tall as
-    the font of its text measures, ascent to descent, where lines broken with
-    ``<BR/>`` sit closer than that and one line's underscores touch the next.  Graphviz
-    makes a row as tall as its point size; ``gap`` points between rows make up for fonts
-    taller than that (DejaVu: ascent plus descent 1.164 em).
-    """
-    if len(lines) == 1:
-        return f"<{lines[0]}>"
-    rows = "".join(f"<TR><TD>{line}</TD></TR>" for line in lines)
-    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{gap}" CELLPADDING="0">{rows}</TABLE>>'
-
-
-def _edge_lines(lines: Sequence[str]) -> str:
-    """The label of an edge: :func:`_stacked` lines with a point of room around them, so that
-    neither the edge nor a node beside it touches the text."""
-    # Graphviz draws the edge along the label's left side: an empty column keeps it off the text
-    spacer = f'<TD ROWSPAN="{len(lines)}" WIDTH="3"></TD>'
-    rows = "".join(f"<TR>{'' if k else spacer}<TD>{line}</TD></TR>" for k, line in enumerate(lines))
-    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{rows}</TABLE>>'
 
 
 def _op_input_shapes(rec: Optional[Graph]) -> dict[Any, set[tuple[int, ...]]]:
