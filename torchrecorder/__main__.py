@@ -47,13 +47,15 @@ def _fold(text: str) -> Union[str, bool, int]:
 
 
 def _depth(text: str) -> Optional[int]:
-    """``all`` -> ``None`` (every depth); ``N`` -> N >= 0."""
+    """``all`` -> ``None`` (every depth); an integer as it is (a negative one is refused by
+    ``render_network``, before the model runs, naming ``render_depth``)."""
     word = text.strip().lower()
     if word == "all":
         return None
-    if word.isdigit():
+    try:
         return int(word)
-    raise argparse.ArgumentTypeError(f"{text!r} is not a depth (0, 1, 2, ...) or 'all'")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a depth (0, 1, 2, ...) or 'all'") from None
 
 
 # what torch says when an embedding is given float inputs: token models want integer ids
