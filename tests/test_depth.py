@@ -8,6 +8,7 @@ import pytest
 
 import torchrecorder
 from torchrecorder.renderer import GraphvizRenderer
+from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 
 from .zoo.handwritten import Nested, ResNetish
 
@@ -20,7 +21,8 @@ def drawn(rec: torchrecorder.Recorder, depth: int,
     renderer = GraphvizRenderer(rec, depth, **options)
     src = renderer.render().source
     clusters = set(re.findall(r'subgraph "?cluster_([^"\s{]+)"? \{', src))
-    boxes = {m.group(1) for m in re.finditer(r'^\t+"?([^"\s]+)"? \[label=', src, re.M)}
+    boxes = {m.group(1) for m in re.finditer(r'^\t+"?([^"\s]+)"? \[label=', src, re.M)
+             if not m.group(1).endswith(TITLE_SUFFIX)}  # the nodes drawing cluster titles
     edges = {(str(a.key), str(b.key)) for a, b in renderer.drawn_edges()}
     return clusters, boxes, edges
 

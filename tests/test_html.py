@@ -5,6 +5,7 @@ The page is driven in Chromium by ``test_html_browser.py``.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -112,16 +113,23 @@ def test_vendored_file_is_the_pinned_one() -> None:
         import update_vendor
     finally:
         sys.path.pop(0)
-    vendored = ROOT / "torchrecorder" / "renderer" / "_vendor" / "viz-global.js"
-    assert hashlib.sha256(vendored.read_bytes()).hexdigest() == update_vendor.FILE_SHA256
-    readme = (vendored.parent / "README.md").read_text()
-    assert update_vendor.VERSION in readme and update_vendor.FILE_SHA256 in readme
-    assert update_vendor.TARBALL_SHA256 in readme
-    for licence in ("LICENSE-viz-js-MIT.txt", "LICENSE-graphviz-EPL-1.0.txt", "LICENSE-expat-MIT.txt"):
-        assert (vendored.parent / licence).stat().st_size > 500
+    vendor = ROOT / "torchrecorder" / "renderer" / "_vendor"
+    vendored = vendor / "viz-global.js"
+    readme = (vendor / "README.md").read_text()
+    for package, version, tarball_hash, files in update_vendor.VENDORED:
+        assert package in readme and version in readme and tarball_hash in readme, package
+        for _, name, file_hash in files:
+            assert hashlib.sha256((vendor / name).read_bytes()).hexdigest() == file_hash, name
+            assert file_hash in readme, name
+    for licence in ("LICENSE-viz-js-MIT.txt", "LICENSE-graphviz-EPL-1.0.txt", "LICENSE-expat-MIT.txt",
+                    "LICENSE-arimo-OFL-1.1.txt", "LICENSE-tinos-OFL-1.1.txt"):
+        assert (vendor / licence).stat().st_size > 500
     # the page inlines it unchanged
     page = torchrecorder.make_html(torchrecorder.record(nn.Linear(2, 2), "fc", (1, 2)))
     assert vendored.read_text(encoding="utf-8") in page.text
+    # and the web fonts, base64 in @font-face rules
+    font = base64.b64encode((vendor / "arimo-latin-400-normal.woff2").read_bytes()).decode()
+    assert f"url(data:font/woff2;base64,{font})" in page.text
 
 
 def test_package_data_lists_the_assets() -> None:

@@ -115,9 +115,9 @@ def test_labels_show_names_types_shapes_counts_and_ops(rec: torchrecorder.Record
     assert "weight: 6×4" in node_line(shapes, "fc") and "bias: 6" in node_line(shapes, "fc")
     assert "weight: 2×6" in node_line(shapes, "out")
     assert "label=<1×6>" in node_line(source, "fc@out")
-    assert "<B>x</B><BR/>1×4" in node_line(source, "input@x")
+    assert "<TD><B>x</B></TD></TR><TR><TD>1×4</TD>" in node_line(source, "input@x")
     assert "label=<mul>" in node_line(source, "scale/mul")
-    assert "gain<BR/>" in node_line(source, "scale.gain") and ">6<" in node_line(source, "scale.gain")
+    assert "<TD>gain</TD>" in node_line(source, "scale.gain") and ">6<" in node_line(source, "scale.gain")
     big = torchrecorder.record(nn.Sequential(nn.Linear(100, 100)), "big", (1, 100))
     assert "10.1k params" in torchrecorder.make_dot(big).source
 
@@ -259,7 +259,7 @@ def test_shapes_on_edges_instead_of_tensor_nodes(rec: torchrecorder.Recorder) ->
     r = GraphvizRenderer(rec, 2, tensor_nodes=False, expand_leaves=True)
     source = r.render().source
     assert "fc@out" not in source and "input@x" in source and "out@out" in source
-    assert re.search(r"fc -> \"scale/mul\" \[label=<1×6>", source)
+    assert re.search(r"fc -> \"scale/mul\" \[label=<<TABLE[^\n]*<TD>1×6</TD>", source)
     pairs = [(str(a.key), str(b.key)) for a, b in r.drawn_edges()]
     assert ("fc", "scale/mul") in pairs and ("scale.gain", "scale/mul") in pairs
     carried = r.edge_tensor(rec.nodes["fc"], rec.nodes["scale/mul"])
@@ -270,7 +270,7 @@ def test_shapes_on_edges_instead_of_tensor_nodes(rec: torchrecorder.Recorder) ->
 def test_shapes_are_on_edges_by_default_in_every_preset(rec: torchrecorder.Recorder) -> None:
     for preset in PRESETS:
         source = torchrecorder.make_dot(rec, 2, preset=preset).source
-        assert "fc@out" not in source and "label=<1×6>" in source
+        assert "fc@out" not in source and "<TD>1×6</TD>" in source
         assert "fc@out" in torchrecorder.make_dot(rec, 2, preset=preset, tensor_nodes=True).source
 
 

@@ -46,6 +46,22 @@ def _fold(text: str) -> Union[str, bool, int]:
     raise argparse.ArgumentTypeError(f"{text!r} is not auto, yes, no or a run length of 2 or more")
 
 
+def _depth(text: str) -> Optional[int]:
+    """``all`` -> ``None`` (every depth); an integer as it is (a negative one is refused by
+    ``render_network``, before the model runs, naming ``render_depth``)."""
+    word = text.strip().lower()
+    if word == "all":
+        return None
+    try:
+        return int(word)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a depth (0, 1, 2, ...) or 'all'") from None
+
+
+# what torch says when an embedding is given float inputs: token models want integer ids
+_NEEDS_IDS = ("'indices'", "Long, Int", "expected scalar type Long", "must be Long")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the command line (its ``--help`` is the reference)."""
     parser = argparse.ArgumentParser(
@@ -70,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output format: svg, png, pdf (any of Graphviz's), html (interactive page), "
                              "json (the recorded graph), mmd (Mermaid), dot (DOT source); "
                              "default: from the extension of -o, else svg")
-    parser.add_argument("-d", "--depth", type=int, default=1, help="render depth (default 1)")
+    parser.add_argument("-d", "--depth", type=_depth, default=1,
+                        help="render depth (default 1), or 'all' to open every module")
     parser.add_argument("-n", "--name", default=None, help="network name (default: the factory's name)")
     parser.add_argument("--device", default=None, help="device for inputs (default: the model's)")
     parser.add_argument("--summary", action="store_true", help="also print the layer table")
@@ -139,6 +156,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         path = _run(args)
     except Exception as exc:  # the command line reports, it does not trace back
+        if (args.input_dtype is None and hasattr(exc, "add_note")
+                and any(hint in str(exc) for hint in _NEEDS_IDS)):
+            exc.add_note(f"{_PREFIX}the model wants integer inputs (token ids): add --input-dtype int64")
         _report(exc)
         return 1
     finally:

@@ -23,6 +23,7 @@ from .renderer.backward import BackwardRenderer
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.html import HtmlRenderer
 from .renderer.mermaid import MermaidRenderer
+from .renderer.paper import fit_options
 
 __all__ = ["load_json", "loads_json", "make_dot", "record", "render_network"]
 
@@ -144,7 +145,7 @@ RASTER_FORMATS = frozenset(("png", "jpg", "jpeg", "jpe", "gif", "bmp", "tif", "t
 DEFAULT_RASTER_DPI = 192
 
 
-def make_dot(rec: Graph, render_depth: int = 256,
+def make_dot(rec: Graph, render_depth: Optional[int] = 256,
              styler_cls: Optional[type[GraphvizStyler]] = None, *,
              fold_repeats: FoldRepeats = "auto", backward: bool = False, show_saved: bool = False,
              **styler_args: Any) -> graphviz.Digraph:
@@ -153,7 +154,8 @@ def make_dot(rec: Graph, render_depth: int = 256,
     Args:
         rec: a :class:`~torchrecorder.recorder.Recorder`.
         render_depth: depth until which modules are drawn expanded (see
-            :class:`~torchrecorder.renderer.base.BaseRenderer`).
+            :class:`~torchrecorder.renderer.base.BaseRenderer`); ``None``: every
+            depth (the default, 256, also draws any usual model whole).
         styler_cls: styler class; ``None`` means
             :class:`~torchrecorder.renderer.GraphvizStyler`.
         fold_repeats: draw runs of identical consecutive blocks once, marked
@@ -173,11 +175,20 @@ def make_dot(rec: Graph, render_depth: int = 256,
             writing their shapes on the edges), ``expand_leaves=True`` (open
             leaf modules above ``render_depth`` into their operations),
             ``all_ops=True`` (draw data-movement operations and operations
-            without a drawn input too); and the styler's: ``preset`` (one of
+            without a drawn input too), ``margin=0.25`` (white space around the
+            figure, in inches; by default none beyond Graphviz's 4-point pad,
+            in PDF and PNG too); and the styler's: ``preset`` (one of
             :data:`~torchrecorder.renderer.graphviz.PRESETS`),
             ``param_shapes``, ``edge_shapes``, ``KIND_attrs`` mappings, and
             Graphviz attributes (``rankdir``, ``dpi``, ``size`` and the other
             graph attributes set the graph's; any other sets every node's).
+            With ``preset="paper"`` and ``size="W,H"`` (inches), a drawing that
+            Graphviz would shrink until its smallest text prints under 6 points
+            is made more compact first: identical blocks folded, tighter
+            spacing, no shapes on the edges nor parameter counts, the layout
+            turned (see
+            :func:`~torchrecorder.renderer.paper.fit_options`); a ``UserWarning``
+            says so if even that prints under 6 points.
             ``activations=`` (a :func:`~torchrecorder.capture` made with
             ``stats=True``) with ``stat=`` colours modules by a statistic of
             their activations (:class:`~torchrecorder.renderer.activations.ActivationStyler`).
@@ -193,6 +204,17 @@ def make_dot(rec: Graph, render_depth: int = 256,
     elif show_saved:
         raise ValueError("show_saved=True draws the tensors saved for the backward pass: "
                          "pass backward=True too")
+    size = styler_args.get("size") or (styler_args.get("graph_attrs") or {}).get("size")
+    if styler_args.get("preset") == "paper" and size:
+        def draw(options: dict[str, Any]) -> str:
+            options = dict(options)
+            fold = options.pop("fold_repeats")
+            return str(renderer_cls(rec, render_depth, styler_cls, fold_repeats=fold,
+                                    **options).render().source)
+
+        options = fit_options(draw, {**styler_args, "fold_repeats": fold_repeats}, str(size))
+        fold_repeats = options.pop("fold_repeats")
+        styler_args = options
     with gc_paused():  # many small objects, none of them garbage until the drawing is done
         return renderer_cls(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
                             **styler_args).render()
@@ -270,7 +292,7 @@ def render_network(
     filename: Optional[str] = None,
     fmt: str = "svg",
     input_data: Any = None,
-    render_depth: int = 1,
+    render_depth: Optional[int] = 1,
     *,
     input_kwargs: Optional[dict[str, Any]] = None,
     device: Union[str, torch.device, None] = None,
@@ -299,7 +321,7 @@ def render_network(
             self-contained interactive page (see :func:`torchrecorder.make_html`).
         input_data: as in :func:`record`.
         render_depth: depth until which modules are drawn expanded (default 1:
-            the network's direct children as boxes).
+            the network's direct children as boxes); ``None`` draws every depth.
         input_kwargs, device, dtype: as in :func:`record`.
         unfuse_fast_paths: as in :func:`record`: draw the unfused Python path of
             modules that PyTorch runs as one fused kernel (marked ``unfused``)

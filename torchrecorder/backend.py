@@ -26,6 +26,7 @@ __all__ = [
     "available_formats",
     "backend_name",
     "check_format",
+    "name_measured_fonts",
     "render_source",
 ]
 
@@ -171,6 +172,39 @@ def check_format(fmt: str) -> str:
     return fmt
 
 
+_RESOLVED = re.compile(r'^fontname: "([^"]*)" resolved to: .*\(PangoCairo\w*Font\) "([^",]+)', re.M)
+_FONT_FAMILY = re.compile(rb'font-family="([^"]*)"')
+
+
+def _family_key(name: str) -> str:
+    """``"Helvetica,Arial,sans-serif"`` and ``"Helvetica,sans-Serif"`` -> ``"helvetica"``;
+    ``"Times-Roman"`` and ``"Times,serif"`` -> ``"times"``: a font list by its first family."""
+    return name.split(",")[0].strip().strip("'\"").split("-")[0].strip().lower()
+
+
+def name_measured_fonts(svg: bytes, log: str) -> bytes:
+    """``svg`` with the font that Graphviz laid its text out with named first in each
+    ``font-family``, from ``log``, the output of ``dot -v`` (``fontname: "X" resolved to:
+    ... "DejaVu Sans, Book"``).
+
+    A browser that has that font draws the text as wide as it was measured; one that
+    has not falls back to the families written after it, as before.  Without such
+    lines (Graphviz without Pango) ``svg`` is returned unchanged.
+    """
+    measured = {_family_key(name): family.strip() for name, family in _RESOLVED.findall(log)}
+    if not measured:
+        return svg
+
+    def name_first(match: re.Match[bytes]) -> bytes:
+        value = match.group(1).decode("utf-8", "replace")
+        family = measured.get(_family_key(value))
+        if not family or _family_key(value) == family.lower().split("-")[0]:
+            return match.group(0)
+        return b'font-family="' + f"{family},{value}".encode() + b'"'
+
+    return _FONT_FAMILY.sub(name_first, svg)
+
+
 def render_source(source: str, fmt: str, engine: str = "dot") -> bytes:
     """Lay out DOT ``source`` with Graphviz and return the ``fmt`` output as bytes.
 
@@ -188,6 +222,8 @@ def render_source(source: str, fmt: str, engine: str = "dot") -> bytes:
                          + ", ".join(sorted((formats - REFUSED_FORMATS.keys()) | SOURCE_FORMATS)))
     if backend == "dot":
         command = [shutil.which(engine) or engine, f"-T{fmt}"]
+        if fmt == "svg":  # -v: Graphviz says which installed font it measured each fontname with
+            command.append("-v")
         if fmt in _OUTPUT_ONLY:  # where the user is: relative image= paths keep working
             proc = subprocess.run(command, input=source.encode(), capture_output=True, check=False)
             side_files: list[str] = []
@@ -202,6 +238,8 @@ def render_source(source: str, fmt: str, engine: str = "dot") -> bytes:
         if side_files:
             raise ValueError(f"format {fmt!r} is not supported: Graphviz wrote files beside its "
                              f"output ({', '.join(side_files[:5])}), which would be lost")
+        if fmt == "svg":
+            return name_measured_fonts(proc.stdout, proc.stderr.decode(errors="replace"))
         return proc.stdout
     pgv = _pygraphviz()
     graph = pgv.AGraph(string=source)  # type: ignore[attr-defined]

@@ -55,7 +55,7 @@ class Display:
             write_atomically(path, text)  # all or nothing: a failure leaves the old file
         return text
 
-    def show(self, render_depth: int = 1, **options: Any) -> HtmlPage:
+    def show(self, render_depth: Optional[int] = 1, **options: Any) -> HtmlPage:
         """The interactive view of the graph: an :class:`~torchrecorder.renderer.html.HtmlPage` that
         shows itself inline in Jupyter (JupyterLab, Notebook, VS Code) and ``.save(path)`` writes.
 

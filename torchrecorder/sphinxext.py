@@ -31,7 +31,7 @@ line; ``:input-shape:`` may be repeated, once per input):
     the inputs' dtype, ``float16``; an integer dtype (``int64``) makes valid
     token ids, ``bool`` masks.
 ``:depth:``
-    the render depth (default 1).
+    the render depth (default 1); ``all`` opens every module.
 ``:preset:``, ``:direction:``, ``:fold:``
     the style preset (``default``, ``compact``, ``print``, ``paper``), the
     layout direction (``TB``, ``LR``) and when to fold repeated blocks
@@ -136,9 +136,12 @@ class TorchrecorderDirective(SphinxDirective):
             if name == "input-dtype":
                 opts["dtype"] = parse_dtype(value)
             elif name == "depth":
-                if not value.isdigit():
-                    raise ModelSpecError(f":depth: must be an int >= 0, got {value!r}")
-                opts["depth"] = int(value)
+                if value.strip().lower() == "all":
+                    opts["depth"] = None
+                elif not value.isdigit():
+                    raise ModelSpecError(f":depth: must be an int >= 0 or 'all', got {value!r}")
+                else:
+                    opts["depth"] = int(value)
             elif name == "format":
                 if value.lower() not in FORMATS:
                     raise ModelSpecError(f":format: must be one of {', '.join(FORMATS)}, got {value!r}")

@@ -72,7 +72,10 @@ from ..projection import FoldPlan, FoldRepeats, Projection, default_expanded, fo
 # nesting below which a drawing needs no more stack than Python's default limit allows
 _DEEP = 64
 
-__all__ = ["BaseRenderer", "follows_projection"]
+__all__ = ["ALL_DEPTHS", "BaseRenderer", "follows_projection"]
+
+#: the render depth that ``render_depth=None`` stands for: deeper than any model nests
+ALL_DEPTHS = 1 << 30
 
 
 class BaseRenderer:
@@ -85,7 +88,8 @@ class BaseRenderer:
         render_depth: modules at depth ``< render_depth`` are drawn expanded,
             showing what ran inside them; modules at ``render_depth`` are drawn
             as single nodes; everything deeper is folded into its nearest drawn
-            ancestor, and edges are re-attached there.
+            ancestor, and edges are re-attached there.  ``None`` draws every
+            depth (all modules expanded).
         fold_repeats: draw a run of structurally identical consecutive blocks
             (same types, shapes and inner structure, whatever their names) as
             its first block, marked with the repeat count.  ``"auto"`` (the
@@ -110,11 +114,13 @@ class BaseRenderer:
             ``expand``) are left out with their edges.
     """
 
-    def __init__(self, rec: Graph, render_depth: int = 256, *,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = 256, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = True,
                  expand_leaves: bool = False, all_ops: bool = False) -> None:
         if not isinstance(rec, Graph):
             raise TypeError(f"expected a Recorder (or Graph) to render, got {type(rec).__name__}")
+        if render_depth is None:  # everything
+            render_depth = ALL_DEPTHS
         if isinstance(render_depth, bool) or not isinstance(render_depth, int) or render_depth < 0:
             raise ValueError(f"render_depth must be an int >= 0, got {render_depth!r}")
         self.rec = rec

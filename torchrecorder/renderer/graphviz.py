@@ -4,6 +4,7 @@ with the attributes a :class:`~torchrecorder.renderer.styler.GraphvizStyler` giv
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
@@ -19,8 +20,8 @@ from .base import BaseRenderer, follows_projection
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
 
-__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "PRESETS", "GraphvizRenderer", "GraphvizStyler",
-           "RecordingDigraph"]
+__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "PRESETS", "TITLE_SUFFIX", "GraphvizRenderer",
+           "GraphvizStyler", "RecordingDigraph", "title_attrs"]
 
 
 #: the layout directions (Graphviz's ``rankdir``)
@@ -62,6 +63,10 @@ class GraphvizRenderer(BaseRenderer):
         direction: the layout direction, ``"TB"`` (top to bottom, the
             default), ``"LR"``, ``"BT"`` or ``"RL"``; the same as
             ``graph_attrs={"rankdir": ...}``.
+        margin: white space around the drawing, in inches, on each side
+            (default 0: nothing beyond Graphviz's 4-point pad, in PDF and PNG
+            as in SVG); ``margin=0.25`` leaves a quarter inch.  Node margins
+            are ``KIND_attrs={"margin": ...}``.
         **styler_args: passed to ``styler_cls``.
 
     Calling the renderer on a Digraph, ``GraphvizRenderer(rec, 2)(graphviz.Digraph())``,
@@ -84,13 +89,24 @@ class GraphvizRenderer(BaseRenderer):
     #: layout takes seconds instead of minutes)
     max_constraining_fanout = 8
 
-    def __init__(self, rec: Graph, render_depth: int = 256,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = 256,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
-                 direction: Optional[str] = None, **styler_args: Any) -> None:
+                 direction: Optional[str] = None, margin: Optional[float] = None,
+                 **styler_args: Any) -> None:
         super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
                          expand_leaves=expand_leaves, all_ops=all_ops)
+        if margin is not None:
+            try:
+                inches = float(margin)
+            except (TypeError, ValueError):
+                inches = -1.0
+            if isinstance(margin, bool) or not inches >= 0:
+                raise ValueError(f"margin must be a number of inches >= 0, got {margin!r}")
+            graph_attrs = dict(styler_args.get("graph_attrs") or {})
+            graph_attrs["margin"] = f"{inches:g}"
+            styler_args["graph_attrs"] = graph_attrs
         if direction is not None:
             if str(direction).upper() not in DIRECTIONS:
                 raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
@@ -102,6 +118,9 @@ class GraphvizRenderer(BaseRenderer):
         self.styler.rec = rec
         self.styler.renderer = self
         self._indent = "\t"
+        # expanded layer key -> its drawn children, for the title edges
+        self._clusters: dict[Any, list[BaseNode]] = {}
+        self._titled: set[Any] = set()
         self._qids: dict[Any, str] = {}
         # attribute text of everything but the label and the tooltip, by the attributes' items:
         # nodes of one kind share it
@@ -135,6 +154,8 @@ class GraphvizRenderer(BaseRenderer):
 
     def _begin(self, g: Any) -> None:
         self._drawn.clear()
+        self._clusters.clear()
+        self._titled.clear()
         self._drawn_names = (set(), 0)
         self.recursion_trace.clear()
 
@@ -159,12 +180,14 @@ class GraphvizRenderer(BaseRenderer):
         return RecordingDigraph(name=dot_id(self.rec.name), graph_attr=self.styler.graph_attrs())
 
     def finish(self, g: graphviz.Digraph) -> graphviz.Digraph:
-        """Put the network's inputs on the first rank and its outputs on the last.
+        """Put each cluster's title above what enters it, the network's inputs on the first
+        rank and its outputs on the last.
 
         A drawn node that nothing drawn feeds (a parameter, an embedding of
         positions) gets an invisible edge from the first input, so that it
         sits below the inputs, not above them.
         """
+        self._title_edges(g)
         drawn = self._drawn
         top = [n for n in self.children(self.rec.context) if isinstance(n, TensorNode) and n.key in drawn]
         inputs = [n for n in top if n.role == "input"]
@@ -172,6 +195,8 @@ class GraphvizRenderer(BaseRenderer):
             ids = [drawn[n.key] for n in top if n.role == role]
             if ids:
                 g.body.append(f"\t{{rank={rank}; {'; '.join(ids)}}}\n")
+            # flat invisible edges keep them left to right in the model's order
+            g.body.extend(f"\t{a} -> {b} [style=invis]\n" for a, b in itertools.pairwise(ids))
         if inputs:
             fed = {b.key for _, b in self.drawn_edges()}
             first = drawn[inputs[0].key]
@@ -215,15 +240,76 @@ class GraphvizRenderer(BaseRenderer):
             attrs = self._checked(self.styler.style_cluster(node), "style_cluster")
         indent = self._indent
         g.body.append(f"{indent}subgraph {dot_quote('cluster_' + self.node_id(node))} {{\n")
+        title = title_attrs(attrs)  # takes the label out of attrs
         if attrs:
             g.body.append(f"{indent}\t{_cluster_attr_list(attrs)}\n")
+        children = self.children(node)
+        self._clusters[node.key] = children
+        if title is not None:
+            self._titled.add(node.key)
+            g.body.append(f"{indent}\t{self._title_id(node)} [{self._attr_text(title, 'style_cluster')}]\n")
         self._indent = indent + "\t"
         try:
-            for child in self.children(node):
+            for child in children:
                 self.render_node(g, child)
         finally:
             self._indent = indent
         g.body.append(indent + "}\n")
+
+    def _title_id(self, node: BaseNode) -> str:
+        """The quoted DOT id of the title of the cluster drawn for ``node``."""
+        return quote_dot_id(self.node_id(node) + TITLE_SUFFIX)
+
+    def _title_edges(self, g: graphviz.Digraph) -> None:
+        """Invisible edges that rank each cluster's title node below whatever feeds the
+        cluster and above the cluster's first members (and a nested cluster's title)."""
+        if not self._clusters:
+            return
+        parent: dict[Any, Any] = {}
+        for key, children in self._clusters.items():
+            for child in children:
+                parent[child.key] = key
+        titled = self._titled
+
+        def clusters_of(key: Any) -> list[Any]:
+            out = []
+            while key in parent:
+                key = parent[key]
+                out.append(key)
+            return out  # innermost first
+
+        lines: dict[str, None] = {}
+        fed_inside: set[tuple[Any, Any]] = set()  # (cluster, direct child) fed from inside the cluster
+        for fnode, tnode in self.drawn_edges():
+            outer_of_f = set(clusters_of(fnode.key))
+            chain = clusters_of(tnode.key)
+            inner = tnode.key
+            for key in chain:
+                if key in outer_of_f:  # the innermost cluster holding both ends
+                    fed_inside.add((key, inner))
+                    break
+                tail = self._drawn.get(fnode.key)
+                if key in titled and tail is not None:
+                    lines[f"\t{tail} -> {self._title_id(self.rec.nodes[key])} [style=invis]\n"] = None
+                inner = key
+        for key, children in self._clusters.items():
+            if key not in titled:
+                continue
+            tid = self._title_id(self.rec.nodes[key])
+            for child in children:
+                if (key, child.key) in fed_inside:
+                    continue
+                if child.key in self._clusters and child.key in titled:
+                    head = self._title_id(child)
+                elif child.key in self._clusters:
+                    continue
+                else:
+                    drawn = self._drawn.get(child.key)
+                    if drawn is None:  # a subclass's render_node drew nothing for it
+                        continue
+                    head = drawn
+                lines[f"\t{tid} -> {head} [style=invis]\n"] = None
+        g.body.extend(lines)
 
     def render_edge(self, g: graphviz.Digraph, fnode: BaseNode, tnode: BaseNode) -> None:
         """Draw the edge from ``fnode`` to ``tnode`` (with the shape it carries, if tensors are
@@ -397,6 +483,28 @@ def _as_drawn(renderer: GraphvizRenderer, written: str, node: BaseNode, other: B
     if plain_id(written) in names:
         return written  # an edge the subclass meant to another node it drew
     return renderer.drawn_id(node, other)
+
+
+#: appended to a cluster's DOT id: the id of the node that draws its title
+TITLE_SUFFIX = "::title"
+#: the cluster attributes its title node takes
+_TITLE_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
+
+def title_attrs(attrs: dict[str, str]) -> Optional[dict[str, str]]:
+    """The attributes of the node that draws the title of a cluster styled ``attrs``, whose
+    ``label`` it takes out of ``attrs``; ``None`` for a cluster without a label.
+
+    The title is a node on a rank of its own, above everything that enters the
+    cluster (invisible edges put it there): Graphviz routes edges around nodes,
+    where a cluster's own label sits in a band that the edges entering the
+    cluster cross.
+    """
+    label = attrs.pop("label", None)
+    if label is None:
+        return None
+    title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
+    title.update(shape="plain", label=label)
+    return title
 
 
 #: the attributes written apart from the others: they differ from node to node

@@ -26,13 +26,14 @@ from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import FoldPlan, FoldRepeats, Projection
-from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list
+from .base import ALL_DEPTHS
+from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list, title_attrs
 from .labels import count_str, run_title
+from .webfonts import font_face_css, web_fontname
 
 __all__ = ["HtmlPage", "HtmlRenderer", "make_html"]
 
 #: the render depth at which every module that can open is open (the finest drawing)
-_ALL_DEPTHS = 1 << 30
 #: node kinds as numbers in the page's data
 _KINDS = {"layer": 0, "op": 1, "tensor": 2, "io": 3, "param": 4}
 #: what a browser must not see inside a ``<script>`` element, and its JSON escape
@@ -43,7 +44,7 @@ _SCRIPT_ESCAPE_TABLE = str.maketrans(_SCRIPT_ESCAPES)
 # compiled from the inlined bytes, images only from the page's own data/blob URLs, no
 # connection, frame, font, form or base URL anywhere
 _CSP = ("default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; "
-        "img-src data: blob:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+        "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
 
 
 class HtmlPage:
@@ -99,7 +100,7 @@ class HtmlRenderer(GraphvizRenderer):
     at an unlimited depth says which layers can open at all.
     """
 
-    def __init__(self, rec: Graph, render_depth: int = 1,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = 1,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
@@ -109,6 +110,10 @@ class HtmlRenderer(GraphvizRenderer):
         if isinstance(height, bool) or not isinstance(height, int) or height < 100:
             raise ValueError(f"height must be an int >= 100 (CSS pixels), got {height!r}")
         self.height = height
+        # the page draws with the web fonts whose widths viz.js lays text out with
+        for attrs in self.styler.styles.values():
+            if "fontname" in attrs:
+                attrs["fontname"] = web_fontname(attrs["fontname"])
         # the data-movement operations the styler is told an edge stands for, while the
         # page's edge variants are made (None: ask the projection)
         self._ops_now: Optional[tuple[OpNode, ...]] = None
@@ -127,7 +132,7 @@ class HtmlRenderer(GraphvizRenderer):
     def expandable(self) -> dict[Key, bool]:
         """Layer key -> whether :meth:`is_expanded` opens it at an unlimited depth."""
         saved = self._render_depth, self._projection
-        self._render_depth, self._projection = _ALL_DEPTHS, None
+        self._render_depth, self._projection = ALL_DEPTHS, None
         try:
             return {k: bool(self.is_expanded(n)) for k, n in self.rec.nodes.items()
                     if isinstance(n, LayerNode) and not isinstance(n, ContextNode)}
@@ -151,7 +156,7 @@ class HtmlRenderer(GraphvizRenderer):
         def opens(node: BaseNode) -> bool:
             return can_open.get(node.key, False)
 
-        finest = Projection(rec, _ALL_DEPTHS, opens, min_run=0, tensor_nodes=self.tensor_nodes,
+        finest = Projection(rec, ALL_DEPTHS, opens, min_run=0, tensor_nodes=self.tensor_nodes,
                             all_ops=self.all_ops)
         first = self.projection  # the first view: render_depth, this renderer's rule
         strings = _Interner()
@@ -196,7 +201,12 @@ class HtmlRenderer(GraphvizRenderer):
         return strings.add(parts[0]), strings.add(parts[1]), strings.add(parts[2])
 
     def _cluster_text(self, attrs: Any, method: str) -> str:
-        return _cluster_attr_list(self._checked(attrs, method))
+        """A cluster's attributes for the page: those of its title node (see
+        :func:`~torchrecorder.renderer.graphviz.title_attrs`), a NUL, the cluster's own."""
+        checked = self._checked(attrs, method)
+        title = title_attrs(checked)
+        cluster = _cluster_attr_list(checked)
+        return cluster if title is None else self._attr_text(title, method) + "\u0000" + cluster
 
     def _edge_rows(self, finest: Projection, order: list[BaseNode], parents: list[int],
                    index: dict[Key, int], attrs: _Interner, strings: _Interner) -> list[list[Any]]:
@@ -481,7 +491,7 @@ def page_html(data: dict[str, Any], name: str) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
         f"<title>{html.escape(name)} · torchrecorder</title>\n",
-        "<style>\n", _asset("_html/page.css"), "</style>\n</head>\n<body>\n",
+        "<style>\n", font_face_css(), _asset("_html/page.css"), "</style>\n</head>\n<body>\n",
         _asset("_html/body.html"),
         '<script type="application/json" id="tr-data">', script_json(data), "</script>\n",
         "<script>\n", viz, "\n</script>\n",
@@ -489,7 +499,7 @@ def page_html(data: dict[str, Any], name: str) -> str:
     ))
 
 
-def make_html(rec: Graph, render_depth: int = 1, styler_cls: Optional[type[GraphvizStyler]] = None,
+def make_html(rec: Graph, render_depth: Optional[int] = 1, styler_cls: Optional[type[GraphvizStyler]] = None,
               **options: Any) -> HtmlPage:
     """The interactive HTML page of a recording (``options`` as in :class:`HtmlRenderer`).
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Sequence
+from typing import Any, Optional
 
+from .._text import DOT_STRING_BYTES, dot_text, shorten, string_quote
 from ..graph import Graph
-from ..nodes import LayerNode, ParamNode, shape_str
+from ..nodes import LayerNode, OpNode, ParamNode, TensorNode, shape_str
 
-__all__ = ["count_str", "dtype_suffix", "listed_params", "param_lines", "params_text", "run_title"]
+__all__ = ["count_str", "dtype_suffix", "edge_label", "listed_params", "op_input_shapes", "param_lines",
+           "params_text", "run_title", "shapes_text", "stacked_label", "tooltip_text"]
 
 
 def count_str(n: int) -> str:
@@ -67,3 +70,75 @@ def run_title(run: list[LayerNode], dotted: bool) -> str:
     if first.call_index > 1 or last.call_index > 1 or a == b:  # calls of one module: number both
         a, b = f"{a} #{first.call_index}", f"{b} #{last.call_index}"
     return f"{a} … {b}"
+
+
+def stacked_label(gap: int, lines: Sequence[str]) -> str:
+    """An HTML-like label of ``lines`` (label markup each), one above the other.
+
+    Each line is a row of a borderless table: Graphviz makes each row as tall as
+    the font of its text measures, ascent to descent, where lines broken with
+    ``<BR/>`` sit closer than that and one line's underscores touch the next.  Graphviz
+    makes a row as tall as its point size; ``gap`` points between rows make up for fonts
+    taller than that (DejaVu: ascent plus descent 1.164 em).
+    """
+    if len(lines) == 1:
+        return f"<{lines[0]}>"
+    rows = "".join(f"<TR><TD>{line}</TD></TR>" for line in lines)
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{gap}" CELLPADDING="0">{rows}</TABLE>>'
+
+
+def edge_label(lines: Sequence[str]) -> str:
+    """The label of an edge: :func:`stacked_label` lines with a point of room around them, so that
+    neither the edge nor a node beside it touches the text."""
+    # Graphviz draws the edge along the label's left side: an empty column keeps it off the text
+    spacer = f'<TD ROWSPAN="{len(lines)}" WIDTH="3"></TD>'
+    rows = "".join(f"<TR>{'' if k else spacer}<TD>{line}</TD></TR>" for k, line in enumerate(lines))
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{rows}</TABLE>>'
+
+
+def op_input_shapes(rec: Optional[Graph]) -> dict[Any, set[tuple[int, ...]]]:
+    """Each operation's input shapes: of the tensors (not parameters) and operations feeding it."""
+    shapes: dict[Any, set[tuple[int, ...]]] = {}
+    if rec is None:
+        return shapes
+    nodes = rec.nodes
+    for a, b in rec.edges:
+        if not isinstance(nodes.get(b), OpNode):
+            continue
+        src = nodes.get(a)
+        if isinstance(src, TensorNode) and not isinstance(src, ParamNode):
+            found: list[Any] = [src.shape]
+        elif isinstance(src, OpNode):
+            found = list(src.output_shapes)
+        else:
+            continue
+        for shape in found:
+            try:
+                shapes.setdefault(b, set()).add(tuple(shape))
+            except TypeError:  # an unhashable (symbolic) shape
+                continue
+    return shapes
+
+
+def tooltip_text(text: object) -> str:
+    """``text`` escaped for a tooltip, shortened in the middle if Graphviz could not read it."""
+    escaped = dot_text(text)
+    if len(escaped) <= DOT_STRING_BYTES // 5:  # 4 bytes a character at most, quotes escaped
+        return escaped
+    raw = str(text)
+    while True:
+        size = len(string_quote(escaped).encode("utf-8", "surrogatepass"))
+        if size <= DOT_STRING_BYTES:
+            return escaped
+        raw = shorten(raw, max(1, len(raw) * DOT_STRING_BYTES // size - 16))
+        escaped = dot_text(raw)
+
+
+def shapes_text(ins: list[tuple[int, ...]], outs: list[tuple[int, ...]]) -> str:
+    """`` in: 1×3, 1×4 out: 1×2`` (either part left out when empty)."""
+    text = ""
+    if ins:
+        text += " in: " + ", ".join(map(shape_str, ins))
+    if outs:
+        text += " out: " + ", ".join(map(shape_str, outs))
+    return text

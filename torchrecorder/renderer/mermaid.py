@@ -136,7 +136,7 @@ class MermaidRenderer(BaseRenderer):
     ``fold_repeats`` or with ``tensor_nodes=False``.
     """
 
-    def __init__(self, rec: Graph, render_depth: int = 256, *, fold_repeats: FoldRepeats = "auto",
+    def __init__(self, rec: Graph, render_depth: Optional[int] = 256, *, fold_repeats: FoldRepeats = "auto",
                  tensor_nodes: bool = True, direction: str = "TB",
                  styles: Optional[Mapping[str, str]] = None, edge_shapes: bool = False) -> None:
         super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes)
@@ -255,6 +255,6 @@ class MermaidRenderer(BaseRenderer):
         return [node.name]
 
 
-def make_mermaid(rec: Graph, render_depth: int = 256, **options: Any) -> str:
+def make_mermaid(rec: Graph, render_depth: Optional[int] = 256, **options: Any) -> str:
     """The Mermaid flowchart of a recording (``options`` as in :class:`MermaidRenderer`)."""
     return str(MermaidRenderer(rec, render_depth, **options).render())

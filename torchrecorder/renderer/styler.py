@@ -4,11 +4,12 @@ its attributes, from :data:`DEFAULT_STYLES` and a named preset of :data:`PRESETS
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Optional, TypeVar
 
-from .._text import DOT_STRING_BYTES, dot_text, html_text, shorten, string_quote
+from .._text import html_text, shorten
 from ..backend import GRAPHVIZ_ATTRIBUTES
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
@@ -16,7 +17,18 @@ from ..projection import NODE_KINDS
 from ..projection import kind_of as _kind_of
 from ._styletable import StyleTable
 from .base import BaseRenderer
-from .labels import dtype_suffix, listed_params, param_lines, params_text, run_title
+from .labels import (
+    dtype_suffix,
+    edge_label,
+    listed_params,
+    op_input_shapes,
+    param_lines,
+    params_text,
+    run_title,
+    shapes_text,
+    stacked_label,
+    tooltip_text,
+)
 
 __all__ = ["DEFAULT_STYLES", "EDGE_SHAPES", "GRAPH_ATTRIBUTES", "KIND_ARGS", "PRESETS", "GraphvizStyler"]
 
@@ -33,6 +45,8 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     "graph": MappingProxyType({
         "rankdir": "TB", "fontname": _FONT, "fontsize": "11", "nodesep": "0.2",
         "ranksep": "0.22", "bgcolor": "white", "newrank": "true",
+        # no margin beyond Graphviz's 4-point pad in every format (PDF's default is half an inch)
+        "margin": "0",
     }),
     "layer": MappingProxyType({
         "shape": "box", "style": "rounded,filled", "fillcolor": "#dbe8f5", "color": "#4a77a8",
@@ -79,11 +93,16 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
 PRESETS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType({
     "default": MappingProxyType({}),
     "compact": MappingProxyType({
-        "graph": {"nodesep": "0.15", "ranksep": "0.2", "fontsize": "9"},
-        "layer": {"fontsize": "9", "margin": "0.06,0.02"},
-        "io": {"fontsize": "8", "margin": "0.06,0.02"},
-        "cluster": {"fontsize": "8", "margin": "6"},
-        "tensor": {"fontsize": "8"}, "param": {"fontsize": "8"}, "op": {"fontsize": "8"},
+        "graph": {"nodesep": "0.1", "ranksep": "0.12", "fontsize": "8"},
+        # vertical margins of a fifth of the font size or more: Graphviz centres a line
+        # assuming a shorter ascent than DejaVu's, whose tops would touch the border
+        "layer": {"fontsize": "8", "margin": "0.04,0.025", "height": "0.2"},
+        "io": {"fontsize": "8", "margin": "0.04,0.025", "height": "0.2"},
+        "cluster": {"fontsize": "8", "margin": "4"},
+        "tensor": {"fontsize": "7", "height": "0.2", "margin": "0.04,0.02"},
+        "param": {"fontsize": "7", "height": "0.2", "margin": "0.04,0.02"},
+        "op": {"fontsize": "7", "height": "0.15", "margin": "0.03,0.02"},
+        "edge": {"fontsize": "7", "arrowsize": "0.5"},
     }),
     "print": MappingProxyType({
         "graph": {"fontname": "Times-Roman"},
@@ -101,15 +120,15 @@ PRESETS: Mapping[str, Mapping[str, Mapping[str, str]]] = MappingProxyType({
     "paper": MappingProxyType({
         "graph": {"fontname": _SERIF, "fontsize": "8", "nodesep": "0.15", "ranksep": "0.2"},
         "layer": {"fillcolor": "#f0f0f0", "color": "#222222", "fontname": _SERIF, "fontsize": "9",
-                  "margin": "0.06,0.02", "penwidth": "0.8"},
+                  "margin": "0.06,0.03", "penwidth": "0.8"},
         "tensor": {"fillcolor": "white", "color": "#444444", "fontname": _SERIF, "fontsize": "7",
                    "penwidth": "0.6"},
         "io": {"fillcolor": "white", "color": "black", "fontname": _SERIF, "fontsize": "8",
-               "margin": "0.06,0.02", "style": "filled", "penwidth": "1.0"},
+               "margin": "0.06,0.03", "style": "filled", "penwidth": "1.0"},
         "param": {"fillcolor": "white", "color": "#444444", "style": "filled,dashed",
                   "fontname": _SERIF, "fontsize": "7", "penwidth": "0.6"},
         "op": {"fillcolor": "white", "color": "#444444", "shape": "ellipse", "fontname": _SERIF,
-               "fontsize": "8", "penwidth": "0.6", "margin": "0.04,0.01"},
+               "fontsize": "8", "penwidth": "0.6", "margin": "0.04,0.02"},
         "cluster": {"color": "#666666", "fontname": _SERIF, "fontsize": "8", "margin": "6",
                     "penwidth": "0.6"},
         "edge": {"color": "black", "fontname": _SERIF, "fontsize": "7", "fontcolor": "#222222",
@@ -148,6 +167,9 @@ class GraphvizStyler:
         param_shapes: list the shapes of a module's parameters in its box
             (when it owns at most three); by default a box shows the module's
             type and parameter count, and the shapes are in its tooltip.
+        param_counts: write a module's parameter count after its type
+            (``Linear · 4.2k params``, the default); ``False`` leaves it to the
+            tooltip.
         edge_shapes: which edges that carry a tensor (``tensor_nodes=False``)
             write its shape: ``"changed"`` (the default) where it differs from
             every input of the node the edge leaves, so that a chain of layers
@@ -201,12 +223,13 @@ class GraphvizStyler:
     node_attributes: ClassVar[frozenset[str]] = frozenset(
         name for name, users in GRAPHVIZ_ATTRIBUTES.items() if "N" in users)
 
-    def __init__(self, preset: str = "default", *, param_shapes: bool = False,
+    def __init__(self, preset: str = "default", *, param_shapes: bool = False, param_counts: bool = True,
                  edge_shapes: str = "changed", **styler_args: Any) -> None:
         if edge_shapes not in EDGE_SHAPES:
             raise ValueError(f"edge_shapes must be one of {', '.join(map(repr, EDGE_SHAPES))}, "
                              f"got {edge_shapes!r}")
         self.param_shapes = bool(param_shapes)
+        self.param_counts = bool(param_counts)
         self.edge_shapes = edge_shapes
         # label and tooltip text of tensors and ops, by what they show (many nodes share one)
         self._text_memo: dict[Any, Any] = {}
@@ -239,6 +262,15 @@ class GraphvizStyler:
                 self._check_attribute(arg)
                 for node_kind in ("layer", "tensor", "io", "param", "op"):
                     self.styles[node_kind][arg] = str(value)
+        # the sizes of a box's second lines follow the size of its name (11 points: 9, 8, 7),
+        # never under 6 points
+        try:
+            size = float(self.styles["layer"].get("fontsize", 11))
+        except ValueError:
+            size = 11.0
+        self._type_line = _TYPE_LINE.replace('"9"', f'"{_clamp(size - 1, 9):g}"')
+        self._small = _SMALL.replace('"8"', f'"{_clamp(size - 2, 8):g}"')
+        self._tiny = _TINY.replace('"7"', f'"{max(_clamp(size - 3, 7), 7.0 if size >= 9 else 6.0):g}"')
 
     def _check_attribute(self, arg: str) -> None:
         """Raise ``TypeError`` unless ``arg`` is one of :attr:`node_attributes`, with a hint."""
@@ -257,6 +289,16 @@ class GraphvizStyler:
         raise TypeError(f"unknown keyword argument {arg!r}: it is neither an option nor a "
                         "Graphviz node attribute" + (f" (did you mean {close[0]!r}?)" if close else ""))
 
+    def _row_gap(self, kind: str) -> int:
+        """Points between the stacked lines of a ``kind`` node's label: Graphviz sets lines
+        their point size apart, and the line of a font such as DejaVu is 1.164 em tall
+        (ascent and descent), so 17 % of the size goes between them, at least a point."""
+        try:
+            size = float(self.styles[kind].get("fontsize", 14))
+        except ValueError:
+            size = 14.0
+        return max(1, math.ceil(0.17 * size))
+
     def _text(self, text: object) -> str:
         """``text`` for a label: shortened to :attr:`max_label_chars`, escaped."""
         return html_text(shorten(str(text), self.max_label_chars))
@@ -274,7 +316,7 @@ class GraphvizStyler:
         """Attributes (label included) of ``node`` drawn as a single node."""
         attrs = dict(self.styles[self.kind_of(node)])
         attrs["label"] = self.label(node)
-        attrs["tooltip"] = _tooltip_text(self.tooltip(node))
+        attrs["tooltip"] = tooltip_text(self.tooltip(node))
         if isinstance(node, LayerNode) and node.error:
             attrs.update(self.styles["failed"])
         return attrs
@@ -283,7 +325,7 @@ class GraphvizStyler:
         """Attributes of an expanded layer, drawn as a cluster."""
         attrs = dict(self.styles["cluster"])
         attrs["label"] = self._cluster_label(node, node.call_title(dotted=True))
-        attrs["tooltip"] = _tooltip_text(self.tooltip(node))
+        attrs["tooltip"] = tooltip_text(self.tooltip(node))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
         return attrs
@@ -294,7 +336,7 @@ class GraphvizStyler:
         attrs = dict(self.styles["param_edge" if isinstance(fnode, ParamNode) else "edge"])
         ops = self._edge_ops_text(fnode, tnode)
         if ops:
-            attrs["label"] = f"<{_TINY.format(self._text(ops))}>"
+            attrs["label"] = edge_label([self._tiny.format(self._text(ops))])
         return attrs
 
     def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> dict[str, str]:
@@ -312,7 +354,7 @@ class GraphvizStyler:
                                 f"attributes, got {type(own).__name__}")
             attrs.update(own)
             if "label" in own:
-                attrs.setdefault("tooltip", _tooltip_text(self.tooltip(tensor)))
+                attrs.setdefault("tooltip", tooltip_text(self.tooltip(tensor)))
                 return attrs
         ops = self._edge_ops_text(fnode, tnode)
         lines = []
@@ -320,10 +362,10 @@ class GraphvizStyler:
                                          and not self._same_shape(fnode, tensor)):
             lines.append(self.label(tensor)[1:-1])
         if ops:
-            lines.append(_TINY.format(self._text(ops)))
+            lines.append(self._tiny.format(self._text(ops)))
         if lines:
-            attrs["label"] = "<" + "<BR/>".join(lines) + ">"
-        attrs["tooltip"] = _tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
+            attrs["label"] = edge_label(lines)
+        attrs["tooltip"] = tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
         return attrs
 
     def _same_shape(self, fnode: BaseNode, tensor: TensorNode) -> bool:
@@ -341,7 +383,7 @@ class GraphvizStyler:
             return any(tuple(s) == shape for s in fnode.input_shapes)
         if isinstance(fnode, OpNode):
             if self._op_inputs is None:
-                self._op_inputs = _op_input_shapes(self.rec)
+                self._op_inputs = op_input_shapes(self.rec)
             return shape in self._op_inputs.get(fnode.key, ())
         return False
 
@@ -360,7 +402,7 @@ class GraphvizStyler:
         if isinstance(node, LayerNode):
             ins, outs = node.input_shapes, node.output_shapes
             shapes = self._memo(("shapes", *map(tuple, ins), None, *map(tuple, outs)),
-                                lambda: _shapes_text(ins, outs))
+                                lambda: shapes_text(ins, outs))
             text = f"{node.path or node.name} ({node.type_name}){shapes}"
             listed = listed_params(self.rec, node) if node.num_params_total else []
             if listed:
@@ -400,12 +442,13 @@ class GraphvizStyler:
         if isinstance(node, LayerNode):
             return self._layer_label(node, node.call_title())
         if isinstance(node, ParamNode):
-            return (f"<{self._text(node.name)}<BR/>"
-                    + _SMALL.format(self._text(shape_str(node.shape) + dtype_suffix(node.dtype))) + ">")
+            return stacked_label(self._row_gap("param"), [self._text(node.name),
+                             self._small.format(self._text(shape_str(node.shape)
+                                                           + dtype_suffix(node.dtype)))])
         if isinstance(node, TensorNode):
             if node.role:
                 shape = self._text(shape_str(node.shape) + dtype_suffix(node.dtype))
-                return f"<<B>{self._text(node.name)}</B><BR/>{shape}>"
+                return stacked_label(self._row_gap("io"), [f"<B>{self._text(node.name)}</B>", shape])
             key = ("tensor label", node.shape, node.dtype)
             return self._memo(
                 key, lambda: f"<{self._text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
@@ -413,7 +456,8 @@ class GraphvizStyler:
             new_shape = self._new_shape(node)
             if new_shape is None:
                 return f"<{self._text(node.op)}>"
-            return f"<{self._text(node.op)}<BR/>{_SMALL.format(self._text(new_shape))}>"
+            return stacked_label(self._row_gap("op"),
+                            [self._text(node.op), self._small.format(self._text(new_shape))])
         return f"<{self._text(node.name)}>"
 
     def _new_shape(self, node: OpNode) -> Optional[str]:
@@ -423,7 +467,7 @@ class GraphvizStyler:
             return None
         out = tuple(node.output_shapes[0])
         if self._op_inputs is None:
-            self._op_inputs = _op_input_shapes(self.rec)
+            self._op_inputs = op_input_shapes(self.rec)
         if out in self._op_inputs.get(node.key, ()):
             return None
         return shape_str(out)
@@ -434,24 +478,27 @@ class GraphvizStyler:
         lines = [f"<B>{self._text(title)}</B>"]
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
-            lines.append(self._memo(("type", type_name, total), lambda: _TYPE_LINE.format(
-                self._text(type_name + (f" · {param_lines(None, node)[-1]}" if total else "")))))
+            lines.append(self._memo(("type", type_name, total), lambda: self._type_line.format(
+                self._text(type_name + (f" · {param_lines(None, node)[-1]}"
+                                        if total and self.param_counts else "")))))
             if self.param_shapes and total:
                 listed = listed_params(self.rec, node)
                 key = ("params", total, *[(p.name, p.shape) for p in listed])
                 lines.extend(self._memo(key, lambda: tuple(
-                    _SMALL.format(self._text(p)) for p in params_text(listed, total)[:-1])))
+                    self._small.format(self._text(p)) for p in params_text(listed, total)[:-1])))
         else:  # a subclass's own lines
-            lines.append(self._memo(("type", type_name), lambda: _TYPE_LINE.format(self._text(type_name))))
-            lines.extend(_SMALL.format(self._text(p)) for p in self.param_lines(node))
+            lines.append(self._memo(("type", type_name),
+                                    lambda: self._type_line.format(self._text(type_name))))
+            lines.extend(self._small.format(self._text(p)) for p in self.param_lines(node))
         if repeat > 1:
-            lines.append(f"<B>×{repeat}</B>")
+            # no larger than the line above it: Graphviz would set a larger line's top into it
+            lines.append(self._type_line.format(f"<B>×{repeat}</B>"))
         note = node.run_note()
         if note:
-            lines.append(f"<I>{_SMALL.format(html_text(note))}</I>")
+            lines.append(f"<I>{self._small.format(html_text(note))}</I>")
         if node.error:
-            lines.append(_SMALL.format(self._text("raised " + node.error.split(":")[0])))
-        return "<" + "<BR/>".join(lines) + ">"
+            lines.append(self._small.format(self._text("raised " + node.error.split(":")[0])))
+        return stacked_label(self._row_gap("layer"), lines)
 
     def param_lines(self, node: LayerNode) -> list[str]:
         """Parameter shapes (up to three) and count of a module, from the recording's metadata."""
@@ -471,7 +518,7 @@ class GraphvizStyler:
             attrs = self.style_node(node)
             attrs["label"] = self._layer_label(node, run_title(list(run), dotted=True), len(run))
             attrs.update(self.styles["folded"])
-        attrs["tooltip"] = _tooltip_text(f"{len(run)} identical blocks: " + self.tooltip(node))
+        attrs["tooltip"] = tooltip_text(f"{len(run)} identical blocks: " + self.tooltip(node))
         return attrs
 
 
@@ -486,10 +533,11 @@ class GraphvizStyler:
         """
         bold = title + (f" ×{repeat}" if repeat > 1 else "")
         rest = node.type_name
-        if node.num_params_total:
+        if node.num_params_total and self.param_counts:
             rest += " · " + param_lines(None, node)[-1]
         note = node.run_note()
-        note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{_SMALL.format(self._text(note))}</I></TD></TR>'
+        small_note = self._small.format(self._text(note))
+        note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{small_note}</I></TD></TR>'
                     if note else "")
         # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
         # cell after the title keeps a long one inside the cluster's border
@@ -498,7 +546,8 @@ class GraphvizStyler:
         except ValueError:
             size = 14.0
         pad = 2 + round(0.03 * size * len(bold))
-        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
+        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{self._row_gap("cluster")}" '
+                'CELLPADDING="0">'
                 f'<TR><TD ALIGN="LEFT"><B>{self._text(bold)}</B></TD><TD WIDTH="{pad}"></TD></TR>'
                 f'<TR><TD ALIGN="LEFT" COLSPAN="2"><FONT COLOR="#555555">{self._text(rest)}</FONT></TD></TR>'
                 f'{note_row}</TABLE>>')
@@ -510,55 +559,12 @@ _ALIGN = {"left": "l", "center": "c", "centre": "c", "right": "r"}
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
-                    "all_ops", "direction", "param_shapes", "edge_shapes", "align")
+                    "all_ops", "direction", "margin", "param_shapes", "param_counts", "edge_shapes",
+                    "align")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 
 
-def _op_input_shapes(rec: Optional[Graph]) -> dict[Any, set[tuple[int, ...]]]:
-    """Each operation's input shapes: of the tensors (not parameters) and operations feeding it."""
-    shapes: dict[Any, set[tuple[int, ...]]] = {}
-    if rec is None:
-        return shapes
-    nodes = rec.nodes
-    for a, b in rec.edges:
-        if not isinstance(nodes.get(b), OpNode):
-            continue
-        src = nodes.get(a)
-        if isinstance(src, TensorNode) and not isinstance(src, ParamNode):
-            found: list[Any] = [src.shape]
-        elif isinstance(src, OpNode):
-            found = list(src.output_shapes)
-        else:
-            continue
-        for shape in found:
-            try:
-                shapes.setdefault(b, set()).add(tuple(shape))
-            except TypeError:  # an unhashable (symbolic) shape
-                continue
-    return shapes
-
-
-def _tooltip_text(text: object) -> str:
-    """``text`` escaped for a tooltip, shortened in the middle if Graphviz could not read it."""
-    escaped = dot_text(text)
-    if len(escaped) <= DOT_STRING_BYTES // 5:  # 4 bytes a character at most, quotes escaped
-        return escaped
-    raw = str(text)
-    while True:
-        size = len(string_quote(escaped).encode("utf-8", "surrogatepass"))
-        if size <= DOT_STRING_BYTES:
-            return escaped
-        raw = shorten(raw, max(1, len(raw) * DOT_STRING_BYTES // size - 16))
-        escaped = dot_text(raw)
-
-
-def _shapes_text(ins: list[tuple[int, ...]], outs: list[tuple[int, ...]]) -> str:
-    """`` in: 1×3, 1×4 out: 1×2`` (either part left out when empty)."""
-    text = ""
-    if ins:
-        text += " in: " + ", ".join(map(shape_str, ins))
-    if outs:
-        text += " out: " + ", ".join(map(shape_str, outs))
-    return text
-
+def _clamp(size: float, most: float) -> float:
+    """``size`` rounded to a whole point, between 6 (the smallest readable print) and ``most``."""
+    return float(max(6, min(most, round(size))))

@@ -80,17 +80,62 @@
     return k !== undefined && folded[k] ? runs[k] : null;
   }
 
+  // the DOT id of the node drawing the title of cluster i: make_dot's, "<id>::title"
+  function titleId(i) {
+    const id = S[N[i][2]];
+    return id.charAt(0) === '"' ? id.slice(0, -1) + '::title"' : '"' + id + '::title"';
+  }
+  // invisible edges that rank each title below what feeds its cluster and above the
+  // cluster's first members (and a nested cluster's title), as make_dot writes them
+  function titleEdges(drawn, titled, opened, out) {
+    if (!opened.length) return;
+    const seen = new Set(), fedInside = new Set();
+    function ancestors(i) { const a = []; for (let p = N[i][0]; p >= 0; p = N[p][0]) a.push(p); return a; }
+    function add(line) { if (!seen.has(line)) { seen.add(line); out.push(line); } }
+    for (let j = 0; j < drawn.length; j++) {
+      const a = drawn[j][0], b = drawn[j][1];
+      const outer = new Set(ancestors(a));
+      let inner = b;
+      const chain = ancestors(b);
+      for (let k = 0; k < chain.length; k++) {
+        const c = chain[k];
+        if (outer.has(c)) { fedInside.add(c * n + inner); break; }  // the innermost holding both ends
+        if (titled.has(c)) add("\t" + S[N[a][2]] + " -> " + titleId(c) + " [style=invis]");
+        inner = c;
+      }
+    }
+    for (let j = 0; j < opened.length; j++) {
+      const c = opened[j];
+      if (!titled.has(c)) continue;
+      const kids = children[c];
+      for (let k = 0; k < kids.length; k++) {
+        const kid = kids[k];
+        if (rep[kid] !== kid || fedInside.has(c * n + kid)) continue;
+        let head;
+        if (isOpen(kid)) { if (!titled.has(kid)) continue; head = titleId(kid); }
+        else head = S[N[kid][2]];
+        add("\t" + titleId(c) + " -> " + head + " [style=invis]");
+      }
+    }
+  }
+
   // the DOT of the current state
   function buildDot() {
     const hiddenEdges = resolve();
-    const out = [D.header];
+    const out = [D.header], titled = new Set(), opened = [];
     function visit(i, ind) {
       if (rep[i] !== i) return;
       const run = foldedRun(i);
       if (isOpen(i)) {
-        const attrs = run && run.cluster >= 0 ? S[run.cluster] : S[N[i][4]];
+        // the cluster's attributes, and those of the node drawing its title (NUL between)
+        const parts = (run && run.cluster >= 0 ? S[run.cluster] : S[N[i][4]]).split("\u0000");
         out.push(ind + "subgraph cluster_" + i + " {");
-        out.push(ind + "\t" + attrs + ' id="c' + i + '"');
+        out.push(ind + "\t" + parts[parts.length - 1] + ' id="c' + i + '"');
+        if (parts.length > 1) {
+          titled.add(i);
+          out.push(ind + "\t" + titleId(i) + " [" + parts[0] + ' id="t' + i + '"]');
+        }
+        opened.push(i);
         const kids = children[i];
         for (let j = 0; j < kids.length; j++) visit(kids[j], ind + "\t");
         out.push(ind + "}");
@@ -116,10 +161,13 @@
       if (degree.get(d[0]) > D.fanout && !/(^|\s)constraint=/.test(text)) text += " constraint=false";
       out.push("\t" + S[N[d[0]][2]] + " -> " + S[N[d[1]][2]] + " [" + text + "]");
     }
+    titleEdges(drawn, titled, opened, out);
     for (const role of ["input", "output"]) {
       const ids = top.filter(function (i) { return rep[i] === i && info(i).kind === role; })
         .map(function (i) { return S[N[i][2]]; });
       if (ids.length) out.push("\t{rank=" + (role === "input" ? "source" : "sink") + "; " + ids.join("; ") + "}");
+      // flat invisible edges keep them left to right in the model's order
+      for (let j = 1; j < ids.length; j++) out.push("\t" + ids[j - 1] + " -> " + ids[j] + " [style=invis]");
     }
     out.push("}");
     return out.join("\n") + "\n";
@@ -127,7 +175,10 @@
 
   // -------------------------------------------------------------- pan/zoom
   let tx = 0, ty = 0, scale = 1;
-  function applyTransform() { canvas.style.transform = "translate(" + tx + "px," + ty + "px) scale(" + scale + ")"; }
+  function applyTransform() {
+    T.scale = scale;
+    canvas.style.transform = "translate(" + tx + "px," + ty + "px) scale(" + scale + ")";
+  }
   function svgSize() {
     const svg = canvas.querySelector("svg");
     if (!svg) return [1, 1];
@@ -136,12 +187,20 @@
   }
   function fit() {
     const size = svgSize(), w = view.clientWidth, h = view.clientHeight;
-    scale = Math.min(1, (w - 20) / size[0], (h - 20) / size[1]);
+    // the whole drawing in the window, enlarged up to twice its size if it is small
+    scale = Math.min(2, (w - 20) / size[0], (h - 20) / size[1]);
     if (!(scale > 0)) scale = 1;
-    tx = Math.max(10, (w - size[0] * scale) / 2); ty = 10;
+    tx = Math.max(10, (w - size[0] * scale) / 2); ty = Math.max(10, (h - size[1] * scale) / 2);
     applyTransform();
   }
+  // until the reader zooms or pans, the first view stays fitted when the window (or the
+  // notebook cell, or the tool bar wrapping onto two lines) changes size
+  let autoFit = true;
+  if (window.ResizeObserver) {
+    new ResizeObserver(function () { if (autoFit && T.firstPaint !== null) fit(); }).observe(view);
+  }
   function zoomAt(factor, cx, cy) {
+    autoFit = false;
     const s = Math.min(8, Math.max(0.02, scale * factor));
     tx = cx - (cx - tx) * (s / scale); ty = cy - (cy - ty) * (s / scale); scale = s;
     applyTransform();
@@ -160,7 +219,7 @@
     if (!drag) return;
     const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
     if (!drag.moved && Math.abs(dx) + Math.abs(dy) > 4) { drag.moved = true; view.classList.add("tr-dragging"); }
-    if (drag.moved) { tx = drag.tx + dx; ty = drag.ty + dy; applyTransform(); }
+    if (drag.moved) { autoFit = false; tx = drag.tx + dx; ty = drag.ty + dy; applyTransform(); }
   });
   window.addEventListener("pointerup", function () {
     if (drag && drag.moved) setTimeout(function () { drag = null; }, 0); else drag = null;
@@ -304,13 +363,13 @@
   canvas.addEventListener("click", function (ev) {
     if (drag && drag.moved) return;
     const g = ev.target.closest("g.node, g.cluster");
-    if (!g || !/^[nc]\d+$/.test(g.id)) return;
+    if (!g || !/^[nct]\d+$/.test(g.id)) return;
     const i = Number(g.id.slice(1));
     if (isLayerThatOpens(i)) toggle(i); else select(i);
   });
   canvas.addEventListener("mouseover", function (ev) {
     const g = ev.target.closest("g.node, g.cluster");
-    if (g && /^[nc]\d+$/.test(g.id)) showDetails(Number(g.id.slice(1)));
+    if (g && /^[nct]\d+$/.test(g.id)) showDetails(Number(g.id.slice(1)));
   });
   canvas.addEventListener("mouseout", function (ev) {
     const to = ev.relatedTarget && ev.relatedTarget.closest ? ev.relatedTarget.closest("g.node, g.cluster") : null;
@@ -338,7 +397,7 @@
     foldBox.checked = folded.length > 0 && folded.every(function (f) { return f; });
     foldBox.indeterminate = !foldBox.checked && folded.some(function (f) { return f; });
   }
-  $("tr-fit").addEventListener("click", fit);
+  $("tr-fit").addEventListener("click", function () { autoFit = true; fit(); });
   $("tr-reset").addEventListener("click", function () {
     open = firstOpen.slice(); folded = runs.map(function () { return D.folded; }); hit = -1;
     pending = { anchor: -1 }; T.firstPaint = T.firstPaint || null;
