@@ -14,6 +14,7 @@ from typing import Any
 from . import hooks
 from .api import load_json, loads_json, make_dot, record, render_network
 from .capture import Capture, StopForward, capture
+from .diff import Diff, diff
 from .errors import GraphError, GraphvizNotFoundError
 from .graph import Graph
 from .hooks.recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
@@ -50,6 +51,7 @@ __all__ = [
     "BaseRenderer",
     "Capture",
     "ContextNode",
+    "Diff",
     "ForwardInput",
     "ForwardOutput",
     "ForwardPre",
@@ -68,6 +70,7 @@ __all__ = [
     "StopForward",
     "TensorNode",
     "capture",
+    "diff",
     "hooks",
     "load_json",
     "loads_json",
