@@ -9,16 +9,13 @@ from typing import Any, Optional
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from .match import Matching
+from .status import MARKS, STATUSES
 
 __all__ = ["DIFF_FORMAT", "DIFF_VERSION", "MARKS", "STATUSES", "Diff", "Entry"]
 
 #: the ``format`` and ``version`` fields of :meth:`Diff.to_json`
 DIFF_FORMAT = "torchrecorder.diff"
 DIFF_VERSION = 1
-#: every status, in the order reports list them
-STATUSES = ("same", "changed", "added", "removed", "renamed", "wrapped")
-#: the mark of each status in text and pictures (read without colour)
-MARKS = {"same": " ", "changed": "~", "added": "+", "removed": "−", "renamed": "↦", "wrapped": "~"}
 #: the kinds of entry counted in a module's roll-up (tensors and parameters follow their nodes)
 ROLLUP_KINDS = ("layer", "op")
 _MIRROR = {"added": "removed", "removed": "added"}

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from ..nodes import LayerNode
+from .status import MARKS
 
-if TYPE_CHECKING:
-    from .model import Diff, Entry
+# the Diff and its entries (model.py imports this module: no import back)
+Diff = Any
+Entry = Any
 
 __all__ = ["describe", "patterns", "summary_text", "title_of"]
 
@@ -57,19 +59,17 @@ def describe(d: Diff, e: Entry, wrapper_params: int = 0) -> str:
 
 def rollup_text(rollup: dict[str, int]) -> str:
     """``+2 −1 ~3 ↦1``: what changed below a module."""
-    from .model import MARKS
     out = []
     for status in ("added", "removed", "changed", "renamed", "wrapped"):
         n = rollup.get(status, 0)
         if n:
-            out.append(f"{MARKS[status]}{n}" if status != "wrapped" else f"⊐{n}")
+            out.append(f"{MARKS[status]}{n}")
     return " ".join(out)
 
 
 def _lines(d: Diff) -> list[dict[str, Any]]:
     """One line per module that changed or holds changes, and per changed op or parameter
     of a module kept; wrappers and added/removed modules as one line each."""
-    from .model import MARKS
     entries = d.entries
     children: dict[Optional[int], list[int]] = {}
     for i, e in enumerate(entries):
@@ -98,7 +98,7 @@ def _lines(d: Diff) -> list[dict[str, Any]]:
         mark = MARKS[e.status]
         descend = e.kind == "layer"
         if e.note.startswith("wrapper of"):
-            mark = "~"
+            mark = MARKS["wrapped"]
             text = describe(d, e, count_params(i, e.status))
             descend = False
         elif e.status in ("added", "removed"):
@@ -139,7 +139,7 @@ def _fold(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # join siblings: same parent, mark, text and count, patterns differing in the last name
     groups: dict[Any, list[dict[str, Any]]] = {}
     for line in folded:
-        head, _, last = line["pattern"].rpartition(".")
+        head = line["pattern"].rpartition(".")[0]
         g = (line["parent_key"], line["mark"], line["text"], line["count"], head, line["depth"])
         groups.setdefault(g, []).append(line)
     out = []
