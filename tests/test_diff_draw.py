@@ -84,6 +84,13 @@ def test_union_marks_and_colours(insert_pair: tuple[torchrecorder.Recorder, torc
     default = parse_dot(torchrecorder.make_dot(d).source)
     assert "layers.0" in default.nodes and "layers.0.fc" not in default.nodes
     assert torchrecorder.make_dot(d).source == torchrecorder.make_dot(d).source
+    # the old link from block 0 to the block now numbered 2 is drawn dashed, and only in the union/a
+    st = _parse(torchrecorder.make_dot(d).source)
+    old = [attrs for edge, attrs in zip(st.edges, st.edge_attrs, strict=True)
+           if edge == ("layers.0", "layers.2")]
+    assert len(old) == 1 and "dashed" in old[0]["style"]
+    assert old[0]["color"].strip('"') == DIFF_STYLES["removed"]["color"]
+    assert ("layers.0", "layers.2") in _parse(torchrecorder.make_dot(d, view="b").source).invisible
 
 
 def test_removed_is_dashed(insert_pair: tuple[torchrecorder.Recorder, torchrecorder.Recorder]) -> None:

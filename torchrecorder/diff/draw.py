@@ -21,7 +21,7 @@ from .._files import write_atomically
 from .._text import html_text
 from ..backend import check_format, render_source
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OrderedSet
+from ..nodes import BaseNode, Key, LayerNode, OrderedSet, TensorNode
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .model import MARKS, Diff, Entry
 from .text import describe, rollup_text
@@ -128,6 +128,7 @@ class DiffStyler(GraphvizStyler):
         self.info = info or {}
         self.view = view
         self.diff = diff
+        self._drawn_memo: Optional[dict[tuple[Key, Key], str]] = None
 
     def _hidden(self, e: Optional[Entry]) -> bool:
         if e is None or self.view == "union":
@@ -194,8 +195,47 @@ class DiffStyler(GraphvizStyler):
                 attrs["label"] = label[: -len("</TABLE>>")] + row + "</TABLE>>"
         return self._paint(attrs, e, cluster=True)
 
+    def _drawn_status(self) -> dict[tuple[Key, Key], str]:
+        """Drawn edge -> the status of the recorded edges it stands for (``same`` unless they
+        are all added or all removed); made once per drawing."""
+        got = self._drawn_memo
+        if got is not None:
+            return got
+        raw = getattr(self.rec, "edge_status", {})
+        renderer = self.renderer
+        seen: dict[tuple[Key, Key], set[str]] = {}
+        ins: dict[Key, list[tuple[Key, str]]] = {}
+        outs: dict[Key, list[tuple[Key, str]]] = {}
+        nodes = self.rec.nodes if self.rec is not None else {}
+        joined = renderer is not None and not renderer.tensor_nodes
+
+        def drawn(k: Key) -> Key:
+            n = nodes.get(k)
+            if joined and type(n) is TensorNode and not n.role:
+                return None  # a tensor written on the edge: the edge is joined across it
+            return renderer.drawn_key(k) if renderer is not None else k
+
+        for (u, v), status in raw.items():
+            du, dv = drawn(u), drawn(v)
+            if du is None and dv is not None:
+                outs.setdefault(u, []).append((dv, status))
+            elif dv is None and du is not None:
+                ins.setdefault(v, []).append((du, status))
+            elif du is not None and dv is not None and du != dv:
+                seen.setdefault((du, dv), set()).add(status)
+        for hidden, sources in ins.items():  # edges joined across a node left out (a tensor)
+            for du, s1 in sources:
+                for dv, s2 in outs.get(hidden, ()):
+                    both = (s1, s2)
+                    status = "removed" if "removed" in both else ("added" if "added" in both else "same")
+                    if du != dv:
+                        seen.setdefault((du, dv), set()).add(status)
+        memo = {k: (next(iter(v)) if len(v) == 1 else "same") for k, v in seen.items()}
+        self._drawn_memo = memo
+        return memo
+
     def _edge(self, attrs: dict[str, str], fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
-        status = getattr(self.rec, "edge_status", {}).get((fnode.key, tnode.key), "same")
+        status = self._drawn_status().get((fnode.key, tnode.key), "same")
         ends = [self.info.get(fnode.key), self.info.get(tnode.key)]
         if status == "same" and any(e is not None and e.status in ("added", "removed") for e in ends):
             status = next(e.status for e in ends if e is not None and e.status in ("added", "removed"))
