@@ -147,14 +147,14 @@ class Matching:
 def _prefix_candidates(side: Side) -> list[str]:
     """Dotted prefixes that at least half of ``side``'s module paths start with."""
     n = len(side.layers)
-    out = []
-    for layer in side.layers:
-        p = layer.path
-        if p and layer.call_index == 1 and p.count(".") < 4:
-            pre = p + "."
-            if 2 * sum(1 for q in side.layers if q.path.startswith(pre)) >= n:
-                out.append(pre)
-    return out
+    count: dict[str, int] = {}
+    for layer in side.layers:  # every dotted prefix of up to four names, counted in one pass
+        parts = layer.path.split(".")
+        for i in range(1, min(len(parts), 5)):
+            pre = ".".join(parts[:i]) + "."
+            count[pre] = count.get(pre, 0) + 1
+    paths = {layer.path for layer in side.layers if layer.call_index == 1}
+    return [pre for pre, c in count.items() if 2 * c >= n and pre[:-1] in paths]
 
 
 def _choose_prefix(a: Side, b: Side) -> None:

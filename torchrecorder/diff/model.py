@@ -79,9 +79,9 @@ def _layer_changes(m: Matching, x: LayerNode, y: LayerNode) -> dict[str, tuple[s
     if x.type_name != y.type_name:
         out["type"] = (x.type_name, y.type_name)
     for field in ("input_shapes", "output_shapes"):
-        u, v = _shapes(getattr(x, field)), _shapes(getattr(y, field))
-        if u != v:
-            out[field] = (u, v)
+        su, sv = getattr(x, field), getattr(y, field)
+        if su != sv and [tuple(s) for s in su] != [tuple(s) for s in sv]:
+            out[field] = (_shapes(su), _shapes(sv))
     pa = m.a.params.get(x.key, [])
     pb = m.b.params.get(y.key, [])
     if x.num_params != y.num_params or len(pa) != len(pb):
@@ -104,13 +104,12 @@ def _node_changes(x: BaseNode, y: BaseNode) -> dict[str, tuple[str, str]]:
     if isinstance(x, OpNode) and isinstance(y, OpNode):
         if x.op != y.op:
             out["op"] = (x.op, y.op)
-        u, v = _shapes(x.output_shapes), _shapes(y.output_shapes)
-        if u != v:
-            out["output_shapes"] = (u, v)
+        su, sv = x.output_shapes, y.output_shapes
+        if su != sv and [tuple(s) for s in su] != [tuple(s) for s in sv]:
+            out["output_shapes"] = (_shapes(su), _shapes(sv))
     elif isinstance(x, TensorNode) and isinstance(y, TensorNode):
-        u, v = shape_str(x.shape), shape_str(y.shape)
-        if u != v:
-            out["shape"] = (u, v)
+        if x.shape != y.shape and tuple(x.shape or ()) != tuple(y.shape or ()):
+            out["shape"] = (shape_str(x.shape), shape_str(y.shape))
         if x.dtype != y.dtype:
             out["dtype"] = (x.dtype, y.dtype)
         if isinstance(x, ParamNode) and isinstance(y, ParamNode) and x.requires_grad != y.requires_grad:
