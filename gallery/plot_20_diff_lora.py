@@ -83,19 +83,21 @@ class PeftLike(nn.Module):
         return self.base_model(x)
 
 
-torch.manual_seed(0)
-model = Decoder()
-before = torchrecorder.record(model, "decoder", (1, 4, 16))
-lora = copy.deepcopy(model)
-for layer in lora.layers:
-    for name in ("q_proj", "v_proj"):
-        setattr(layer.self_attn, name, LoraLinear(getattr(layer.self_attn, name)))
-after = torchrecorder.record(PeftLike(lora), "decoder", (1, 4, 16))
+def add_lora(model: Decoder) -> PeftLike:
+    """Wrap every ``q_proj`` and ``v_proj`` in a :class:`LoraLinear`, under peft's prefix."""
+    for layer in model.layers:
+        for name in ("q_proj", "v_proj"):
+            setattr(layer.self_attn, name, LoraLinear(getattr(layer.self_attn, name)))
+    return PeftLike(model)
+
 
 # %%
-# The text report folds the repeated change into one line; the prefix was found
-# and stripped on its own.
-d = torchrecorder.diff(before, after)
+# Record the model, then its LoRA variant, and compare.  The text report folds
+# the repeated change into one line; the prefix was found and stripped on its own.
+torch.manual_seed(0)
+model = Decoder()
+d = torchrecorder.diff(torchrecorder.record(model, "decoder", (1, 4, 16)),
+                       torchrecorder.record(add_lora(copy.deepcopy(model)), "decoder", (1, 4, 16)))
 print(d)
 
 # %%

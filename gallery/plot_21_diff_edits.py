@@ -89,7 +89,8 @@ torchrecorder.make_dot(fused)
 # %%
 # A refactor that only moved code around (here: ``Stack.forward`` rewritten to
 # index its blocks): the two recordings are the same, the diff is empty
-# (``bool(d)`` is false) and the summary says so.
+# (``bool(d)`` is false) and the summary says so; drawn with every module, the
+# union is all grey.
 torch.manual_seed(0)
 old = torchrecorder.record(Stack((16, 16)), "stack", (1, 16))
 
@@ -106,3 +107,4 @@ new = torchrecorder.record(Stack((16, 16)), "stack", (1, 16))
 refactor = torchrecorder.diff(old, new)
 print(refactor)
 print("the models differ:", bool(refactor))
+torchrecorder.make_dot(refactor, changes_only=False, legend=False)

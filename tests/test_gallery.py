@@ -22,7 +22,7 @@ FIGURES = {
     "plot_05_lstm_tagger": 2, "plot_06_transformer_encoder": 1, "plot_07_transformers_config": 1,
     "plot_08_dict_io": 1, "plot_09_llama70b_meta": 2, "plot_10_custom_styler": 1,
     "plot_11_custom_renderer": 1, "plot_12_activations": 1, "plot_13_interactive_html": 1,
-    "plot_20_diff_lora": 2, "plot_21_diff_edits": 2,
+    "plot_20_diff_lora": 2, "plot_21_diff_edits": 3,
 }
 
 
