@@ -135,8 +135,17 @@ class DiffStyler(GraphvizStyler):
             return False
         return (e.a is None) if self.view == "a" else (e.b is None)
 
+    @staticmethod
+    def _side(e: Optional[Entry]) -> str:
+        if e is None or (e.a is not None and e.b is not None):
+            return "side-both"
+        return "side-a" if e.a is not None else "side-b"
+
     def _paint(self, attrs: dict[str, str], e: Optional[Entry], cluster: bool = False) -> dict[str, str]:
         status = e.status if e is not None else "same"
+        if e is not None:  # for the HTML view: the entry and its status (no effect on the layout)
+            attrs["id"] = f"d{e.index}"
+            attrs["class"] = f"diff-{status} {self._side(e)}"
         if e is not None and e.status == "same" and e.rollup and cluster:
             status = "changed"
         look = DIFF_STYLES[status]
@@ -246,6 +255,8 @@ class DiffStyler(GraphvizStyler):
             style.append("dashed")
         hidden = (self.view == "a" and status == "added") or (self.view == "b" and status == "removed")
         attrs["style"] = "invis" if hidden or any(self._hidden(e) for e in ends) else ",".join(style)
+        side = "side-b" if status == "added" else ("side-a" if status == "removed" else "side-both")
+        attrs["class"] = f"diff-edge-{status} {side}"
         return attrs
 
     def style_edge(self, fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
@@ -328,7 +339,8 @@ def make_diff_dot(d: Diff, view: str = "union", render_depth: int = 256, *, chan
 def render_diff(d: Diff, path: Union[str, os.PathLike[str]], fmt: Optional[str] = None,
                 view: str = "union", **kwargs: Any) -> str:
     """Write a diff to ``path``: a picture (``svg``, ``png``, ``pdf``, any Graphviz format, or
-    ``dot``), ``json`` (:meth:`~torchrecorder.diff.Diff.to_json`) or ``txt`` (the summary);
+    ``dot``), ``html`` (the interactive page of :mod:`torchrecorder.diff.html`), ``json``
+    (:meth:`~torchrecorder.diff.Diff.to_json`) or ``txt`` (the summary);
     the format is ``fmt`` or the file's extension.  Returns the path written.
 
     Raises:
@@ -342,6 +354,9 @@ def render_diff(d: Diff, path: Union[str, os.PathLike[str]], fmt: Optional[str] 
         data: bytes = d.to_json().encode("utf-8")
     elif fmt in ("txt", "text"):
         data = (d.summary() + "\n").encode("utf-8")
+    elif fmt in ("html", "htm"):
+        from .html import make_diff_html
+        data = make_diff_html(d, **kwargs).encode("utf-8")
     else:
         fmt = check_format(fmt)
         source = make_diff_dot(d, view, **kwargs).source

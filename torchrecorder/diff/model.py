@@ -39,9 +39,11 @@ class Entry:
             status (only statuses other than ``same``).
         parent: the index in :attr:`Diff.entries` of the entry this one is drawn inside, or
             ``None`` at the top.
+        index: this entry's own index in :attr:`Diff.entries`.
     """
 
-    __slots__ = ("a", "ambiguous", "b", "changes", "kind", "note", "parent", "rollup", "status", "via")
+    __slots__ = ("a", "ambiguous", "b", "changes", "index", "kind", "note", "parent", "rollup", "status",
+                 "via")
 
     def __init__(self, a: Key, b: Key, kind: str, status: str, via: str = "") -> None:
         self.a, self.b, self.kind, self.status, self.via = a, b, kind, status, via
@@ -50,6 +52,7 @@ class Entry:
         self.ambiguous = False
         self.rollup: dict[str, int] = {}
         self.parent: Optional[int] = None
+        self.index = 0
 
     def __repr__(self) -> str:
         return f"Entry(a={self.a!r}, b={self.b!r}, kind={self.kind!r}, status={self.status!r})"
@@ -187,6 +190,8 @@ class Diff:
                 add_a_only(k)
 
     def _classify(self) -> None:
+        for i, e in enumerate(self.entries):
+            e.index = i
         m = self.matching
         ambiguous = set(m.ambiguous)
         wrappers: dict[tuple[str, Key], Key] = {}
