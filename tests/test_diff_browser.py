@@ -37,8 +37,9 @@ def page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _visible(page: Any, pane: int, entry: int) -> bool:
     return bool(page.evaluate(
-        """([p, e]) => { const g = document.querySelectorAll('.pane')[p].querySelector('g[data-entry="' + e + '"]');
-                         return !!g && getComputedStyle(g).visibility !== 'hidden'; }""", [pane, entry]))
+        """([p, e]) => {
+             const g = document.querySelectorAll('.pane')[p].querySelector('g[data-entry="' + e + '"]');
+             return !!g && getComputedStyle(g).visibility !== 'hidden'; }""", [pane, entry]))
 
 
 def test_diff_page(tr_browser: Any, page_file: Path) -> None:
