@@ -202,6 +202,7 @@ def test_output_is_deterministic_and_round_trips_json(tmp_path: object) -> None:
     one = torchrecorder.diff(a, b)
     two = torchrecorder.diff(torchrecorder.load_json(a.to_json()), b.to_json())
     assert one.to_json() == two.to_json() and one.summary() == two.summary()
+    assert torchrecorder.make_dot(one).source == torchrecorder.make_dot(two).source
     data = json.loads(one.to_json())
     assert data["format"] == "torchrecorder.diff" and data["version"] == DIFF_VERSION
     assert data["summary"]["added"] == sum(1 for n in data["nodes"] if n["status"] == "added")

@@ -139,6 +139,11 @@ def test_command_line(insert_pair: tuple[torchrecorder.Recorder, torchrecorder.R
     assert out.returncode == 0 and out.stdout.strip() == svg
     with open(svg, encoding="utf-8") as fh:
         assert "<svg" in fh.read()
+    page = os.path.join(base, "d.html")
+    assert _cli(pa, pb, "-o", page).returncode == 0
+    with open(page, encoding="utf-8") as fh:
+        text = fh.read()
+    assert text.startswith("<!DOCTYPE html>") and 'id="diff-data"' in text and "<svg" in text
     bad = os.path.join(base, "bad.json")
     with open(bad, "w", encoding="utf-8") as fh:
         fh.write("[1, 2")
