@@ -6,7 +6,7 @@ The passes, in order (each pairs only what is still unpaired):
    found and stripped, the user's ``rename={regex: repl}`` is applied to ``a``'s paths, and the
    user's ``mapping={a_path: b_path}`` pairs modules by hand;
 2. *top-down*: the two root calls are paired; inside every paired module its child calls are
-   aligned in call order (a Needleman-Wunsch alignment over a score that puts an equal subtree
+   aligned in call order (equal children at both ends paired first, the rest aligned) (a Needleman-Wunsch alignment over a score that puts an equal subtree
    signature - types, parameter shapes, child signatures, operation names - above an equal name),
    so an inserted block renumbers the blocks after it instead of changing them all; a child
    that wraps the other side's module (its ``base_layer``) pairs that module as *wrapped*;
@@ -36,6 +36,7 @@ __all__ = ["Matching", "Side", "match"]
 
 #: names under which a wrapper keeps the module it wraps (peft, torch.ao, DDP-like wrappers)
 WRAPPED_NAMES = ("base_layer", "module", "original_module", "base_model", "model", "layer")
+_NUMBER = re.compile(r"\d+")
 #: alignment scores (see :func:`_score`)
 _SIG, _NAME, _TYPE_NAME, _NAME_ONLY, _TYPE = 10.0, 1.0, 2.0, 1.5, 1.0
 
@@ -220,6 +221,26 @@ def _align(m: Matching, pa: LayerNode, pb: LayerNode) -> list[tuple[LayerNode, L
         return []
     pa_ = pa if pa.key is not None else None
     pb_ = pb if pb.key is not None else None
+    # equal children at both ends pair at once (an edit is usually local): the alignment
+    # below is quadratic in what is left between them
+    out: list[tuple[LayerNode, LayerNode, str]] = []
+    def same(x: LayerNode, y: LayerNode, renumbered: bool = False) -> bool:
+        if m.a.sig[x.key] != m.b.sig[y.key]:
+            return False
+        u, v = m.a.local(x, pa_), m.b.local(y, pb_)
+        return u == v or (renumbered and _NUMBER.sub("#", u) == _NUMBER.sub("#", v))
+    head = 0
+    while head < min(len(xs), len(ys)) and same(xs[head], ys[head]):
+        out.append((xs[head], ys[head], "aligned"))
+        head += 1
+    tail: list[tuple[LayerNode, LayerNode, str]] = []
+    while len(xs) - len(tail) > head and len(ys) - len(tail) > head \
+            and same(xs[len(xs) - 1 - len(tail)], ys[len(ys) - 1 - len(tail)], True):
+        tail.append((xs[len(xs) - 1 - len(tail)], ys[len(ys) - 1 - len(tail)], "aligned"))
+    xs, ys = xs[head:len(xs) - len(tail)], ys[head:len(ys) - len(tail)]
+    tail.reverse()
+    if not xs or not ys:
+        return out + tail
     nx, ny = len(xs), len(ys)
     scores = [[_score(m, x, pa_, y, pb_) for y in ys] for x in xs]
     best = [[0.0] * (ny + 1) for _ in range(nx + 1)]
@@ -230,7 +251,6 @@ def _align(m: Matching, pa: LayerNode, pb: LayerNode) -> list[tuple[LayerNode, L
             s = srow[j][0]
             v = below[j + 1] + s if s > 0 else -1.0
             row[j] = max(v, below[j], row[j + 1])
-    out = []
     i = j = 0
     while i < nx and j < ny:
         s, wrap = scores[i][j]
@@ -250,7 +270,7 @@ def _align(m: Matching, pa: LayerNode, pb: LayerNode) -> list[tuple[LayerNode, L
             i += 1
         else:
             j += 1
-    return out
+    return out + tail
 
 
 def _flag_ambiguous(m: Matching, pa: LayerNode, pb: LayerNode) -> None:
