@@ -10,7 +10,7 @@ layer may import only the layers below it (see docs/architecture.md):
     renderer (reads graph + projection)     export, summary
                                             hooks (recorders, layer selection)
                                             capture
-    display            diff (pairing, the Diff, its drawing)
+    display            diff (pairing, the Diff, its drawing and page)
     recorder
     api, the command line, the package itself, the docs tools (scraper, sphinxext)
 """

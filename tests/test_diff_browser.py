@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import torchrecorder
-from torchrecorder.diff.draw import render_diff
+from torchrecorder.diff.files import render_diff
 
 from .browser import launch, needs_chromium, watch
 from .diff_models import Decoder, Stack, lora_wrap

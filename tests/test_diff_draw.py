@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import torchrecorder
-from torchrecorder.diff.draw import DIFF_STYLES, render_diff
+from torchrecorder.diff.draw import DIFF_STYLES
+from torchrecorder.diff.files import render_diff
 
 from .diff_models import Decoder, Stack, lora_wrap
 from .dot_parse import parse_dot as _parse

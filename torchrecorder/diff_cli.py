@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Optional
 
 from .diff import diff
-from .diff.draw import VIEWS, render_diff
+from .diff.draw import VIEWS
+from .diff.files import render_diff
 
 __all__ = ["build_diff_parser", "main"]
 

@@ -12,21 +12,18 @@ so the three pictures give identical node positions.
 from __future__ import annotations
 
 import copy
-import os
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import graphviz
 
-from .._files import write_atomically
 from .._text import html_text
-from ..backend import check_format, render_source
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OrderedSet, TensorNode
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .model import MARKS, Diff, Entry
 from .text import describe, rollup_text
 
-__all__ = ["DIFF_STYLES", "VIEWS", "DiffRenderer", "DiffStyler", "UnionGraph", "make_diff_dot", "render_diff",
+__all__ = ["DIFF_STYLES", "VIEWS", "DiffRenderer", "DiffStyler", "UnionGraph", "make_diff_dot",
            "union_graph"]
 
 #: the drawings of one diff: both graphs in one, or the part of each graph
@@ -334,33 +331,3 @@ def make_diff_dot(d: Diff, view: str = "union", render_depth: int = 256, *, chan
     renderer = DiffRenderer(g, render_depth, changes_only=changes_only, legend=legend,
                             fold_repeats=fold_repeats, info=info, view=view, diff=d, **styler_args)
     return renderer.render()
-
-
-def render_diff(d: Diff, path: Union[str, os.PathLike[str]], fmt: Optional[str] = None,
-                view: str = "union", **kwargs: Any) -> str:
-    """Write a diff to ``path``: a picture (``svg``, ``png``, ``pdf``, any Graphviz format, or
-    ``dot``), ``html`` (the interactive page of :mod:`torchrecorder.diff.html`), ``json``
-    (:meth:`~torchrecorder.diff.Diff.to_json`) or ``txt`` (the summary);
-    the format is ``fmt`` or the file's extension.  Returns the path written.
-
-    Raises:
-        ValueError: the format is unknown, or no format is given and the path has no extension.
-    """
-    path = os.fspath(path)
-    fmt = (fmt or os.path.splitext(path)[1].lstrip(".")).lower()
-    if not fmt:
-        raise ValueError(f"cannot tell the format of {path!r}: give fmt= or an extension")
-    if fmt == "json":
-        data: bytes = d.to_json().encode("utf-8")
-    elif fmt in ("txt", "text"):
-        data = (d.summary() + "\n").encode("utf-8")
-    elif fmt in ("html", "htm"):
-        from .html import make_diff_html
-        data = make_diff_html(d, **kwargs).encode("utf-8")
-    else:
-        fmt = check_format(fmt)
-        source = make_diff_dot(d, view, **kwargs).source
-        data = source.encode("utf-8") if fmt in ("dot", "gv") else render_source(source, fmt)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    write_atomically(path, data)
-    return path

@@ -6,8 +6,9 @@ The passes, in order (each pairs only what is still unpaired):
    found and stripped, the user's ``rename={regex: repl}`` is applied to ``a``'s paths, and the
    user's ``mapping={a_path: b_path}`` pairs modules by hand;
 2. *top-down*: the two root calls are paired; inside every paired module its child calls are
-   aligned in call order (equal children at both ends paired first, the rest aligned) (a Needleman-Wunsch alignment over a score that puts an equal subtree
-   signature - types, parameter shapes, child signatures, operation names - above an equal name),
+   aligned in call order: equal children at both ends pair first, the rest by a
+   Needleman-Wunsch alignment over a score that puts an equal subtree signature - types,
+   parameter shapes, child signatures, operation names - above an equal name,
    so an inserted block renumbers the blocks after it instead of changing them all; a child
    that wraps the other side's module (its ``base_layer``) pairs that module as *wrapped*;
 3. *exact paths*: modules left over whose normalised path and call match;
