@@ -5,7 +5,9 @@
 >>> b = torchrecorder.record(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU()), "net", (1, 4))
 >>> d = torchrecorder.diff(a, b)
 >>> [(e.a, e.status) for e in d.entries if e.kind == "layer" and e.status != "same"]
-[('0', 'changed')]
+[('net', 'changed'), ('0', 'changed'), ('1', 'changed')]
+>>> d.entry_of("a", "0").changes
+{'output_shapes': ('1×4', '1×8'), 'params': ('20', '40')}
 """
 
 from __future__ import annotations

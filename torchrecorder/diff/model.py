@@ -88,7 +88,10 @@ def _layer_changes(m: Matching, x: LayerNode, y: LayerNode) -> dict[str, tuple[s
     pa = m.a.params.get(x.key, [])
     pb = m.b.params.get(y.key, [])
     if x.num_params != y.num_params or len(pa) != len(pb):
-        out["params"] = (f"{len(pa)} ({x.num_params:,})", f"{len(pb)} ({y.num_params:,})")
+        if len(pa) == len(pb):  # elements; the number of tensors too when it changed
+            out["params"] = (f"{x.num_params:,}", f"{y.num_params:,}")
+        else:
+            out["params"] = (f"{x.num_params:,} in {len(pa)}", f"{y.num_params:,} in {len(pb)}")
     da = "/".join(dict.fromkeys(p.dtype for p in pa))
     db = "/".join(dict.fromkeys(p.dtype for p in pb))
     if da != db and da and db:
