@@ -14,10 +14,11 @@ import torch
 import torchrecorder
 from torchrecorder.diff.files import render_diff
 
+from .backends import needs_backend
 from .browser import launch, needs_chromium, watch
 from .diff_models import Decoder, Stack, lora_wrap
 
-pytestmark = [needs_chromium]
+pytestmark = [needs_chromium, needs_backend]
 
 
 @pytest.fixture(scope="module")

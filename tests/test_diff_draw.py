@@ -15,6 +15,7 @@ import torchrecorder
 from torchrecorder.diff.draw import DIFF_STYLES
 from torchrecorder.diff.files import render_diff
 
+from .backends import needs_backend, needs_dot
 from .diff_models import Decoder, Stack, lora_wrap
 from .dot_parse import parse_dot as _parse
 
@@ -55,6 +56,7 @@ def _positions(source: str) -> dict[str, tuple[str, str]]:
     return pos
 
 
+@needs_dot
 def test_views_share_one_layout(lora_diff: torchrecorder.Diff) -> None:
     sources = {v: torchrecorder.make_dot(lora_diff, view=v).source for v in ("union", "a", "b")}
     positions = {v: _positions(s) for v, s in sources.items()}
@@ -103,6 +105,7 @@ def test_removed_is_dashed(insert_pair: tuple[torchrecorder.Recorder, torchrecor
     assert "−" in removed["label"]
 
 
+@needs_backend
 def test_render_diff_files(lora_diff: torchrecorder.Diff, tmp_path: object) -> None:
     base = str(tmp_path)
     png = render_diff(lora_diff, os.path.join(base, "d.png"))
@@ -123,6 +126,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, env=env)
 
 
+@needs_backend
 def test_command_line(insert_pair: tuple[torchrecorder.Recorder, torchrecorder.Recorder],
                       tmp_path: object) -> None:
     base = str(tmp_path)
@@ -150,3 +154,17 @@ def test_command_line(insert_pair: tuple[torchrecorder.Recorder, torchrecorder.R
         fh.write("[1, 2")
     err = _cli(pa, bad)
     assert err.returncode == 2 and "diff: b:" in err.stderr and not err.stdout
+
+
+@needs_backend
+def test_html_page_escapes_names(insert_pair: tuple[torchrecorder.Recorder, torchrecorder.Recorder]) -> None:
+    from torchrecorder.diff.html import make_diff_html
+
+    a, b = insert_pair
+    evil = torchrecorder.load_json(a.to_json())
+    evil.name = "</script><img src=x onerror=alert(1)>"
+    page = make_diff_html(torchrecorder.diff(evil, b))
+    assert "<img src=x" not in page
+    assert page.count("</script>") == 2  # the data element and the script element close once each
+    data = page.split('id="diff-data">')[1].split("</script>")[0]
+    assert json.loads(data)["a"] == evil.name

@@ -18,11 +18,12 @@ from typing import Any, Optional, Union
 
 from ..export import load, loads
 from ..graph import Graph
+from .files import render_diff
 from .match import Matching, match
 from .model import DIFF_FORMAT, DIFF_VERSION, MARKS, STATUSES, Diff, Entry
 
 __all__ = ["DIFF_FORMAT", "DIFF_VERSION", "MARKS", "STATUSES", "Diff", "Entry", "Matching", "diff",
-           "read_side"]
+           "read_side", "render_diff"]
 
 Side = Union[Graph, str, "os.PathLike[str]", bytes]
 
@@ -73,7 +74,8 @@ def diff(a: Side, b: Side, *, mapping: Optional[Mapping[str, str]] = None,
 
     Returns:
         a :class:`Diff`: ``print(d)`` for a tree of changes, ``d.to_json()``,
-        ``torchrecorder.make_dot(d)`` for a picture, ``bool(d)`` whether anything differs.
+        ``torchrecorder.make_dot(d)`` for a picture, ``render_diff(d, "diff.svg")`` (also
+        ``.png``, ``.html``, ``.json``, ...) for a file, ``bool(d)`` whether anything differs.
 
     Raises:
         TypeError: ``a`` or ``b`` is neither a recording nor JSON.
