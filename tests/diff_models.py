@@ -168,3 +168,44 @@ class Residual(nn.Module):
         if self.scale:
             h = h * 2
         return self.fc(h) + h
+
+
+class Features(nn.Module):
+    """A container holding one block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+
+class Trunk(nn.Module):
+    """Another container: the same block, then a norm."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = Block()
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.block(x))
+
+
+class Before(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = Features()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.features(x)
+
+
+class After(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.trunk = Trunk()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.trunk(x)

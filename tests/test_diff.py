@@ -13,6 +13,8 @@ import torchrecorder
 from torchrecorder.diff import DIFF_VERSION, Diff
 
 from .diff_models import (
+    After,
+    Before,
     Block,
     ConvBnRelu,
     Decoder,
@@ -223,3 +225,28 @@ def test_bad_inputs_fail_before_work(tmp_path: object) -> None:
         torchrecorder.diff(nn.Linear(2, 2), a)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="rename: '\\(' is not a regular expression"):
         torchrecorder.diff(a, a, rename={"(": "x"})
+
+
+def test_moved_block_found_by_signature_then_its_container_bottom_up() -> None:
+    a, b = rec(Before()), rec(After())
+    d = torchrecorder.diff(a, b)
+    block = d.entry_of("a", "features.block")
+    # same: it kept its name inside the container it moved with
+    assert (block.b, block.via, block.status) == ("trunk.block", "signature", "same")
+    container = d.entry_of("a", "features")
+    assert (container.b, container.via, container.status) == ("trunk", "bottom-up", "changed")
+    assert container.changes["type"] == ("Features", "Trunk")
+    assert container.changes["path"] == ("features", "trunk")
+    assert d.entry_of("a", "features.block.fc").b == "trunk.block.fc"
+    assert d.entry_of("b", "trunk.norm").status == "added"
+
+
+def test_strip_prefix_off_leaves_the_wrapper_paths_apart() -> None:
+    torch.manual_seed(0)
+    m = Decoder(1)
+    a, b = rec(m, (1, 3, 8), "dec"), rec(lora_wrap(copy.deepcopy(m)), (1, 3, 8), "dec")
+    d = torchrecorder.diff(a, b, strip_prefix=None)
+    assert not any("prefix" in n for n in d.notes)
+    # without the prefix nothing lines up: the models read as unrelated
+    assert d.entry_of("a", "layers.0").status == "removed"
+    assert any("share no module" in n for n in d.notes)
