@@ -10,7 +10,7 @@ layer may import only the layers below it (see docs/architecture.md):
     renderer (reads graph + projection)     export, summary
                                             hooks (recorders, layer selection)
                                             capture
-    display
+    display            diff (pairing, the Diff, its drawing and page)
     recorder
     api, the command line, the package itself, the docs tools (scraper, sphinxext)
 """
@@ -39,8 +39,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "hooks": ("torchrecorder.hooks",),
     "capture": ("torchrecorder.capture",),
     "display": ("torchrecorder.display",),
+    "diff": ("torchrecorder.diff",),
     "recorder": ("torchrecorder.recorder",),
     "api": ("torchrecorder.api", "torchrecorder.__main__", "torchrecorder.factory",
+            "torchrecorder.diff_cli",
             "torchrecorder.scraper", "torchrecorder.sphinxext", "torchrecorder"),
 }
 #: layer -> the layers it may import (besides itself)
@@ -54,9 +56,10 @@ ALLOWED: dict[str, set[str]] = {
     "hooks": {"base", "graph", "projection", "outputs"},
     "capture": {"base", "graph", "projection", "outputs", "hooks"},
     "display": {"base", "graph", "projection", "renderer", "outputs"},
+    "diff": {"base", "graph", "projection", "renderer", "outputs"},
     "recorder": {"base", "graph", "recording", "projection", "renderer", "outputs", "display"},
     "api": {"base", "graph", "recording", "projection", "renderer", "outputs", "display", "recorder",
-            "hooks", "capture"},
+            "hooks", "capture", "diff"},
 }
 MAX_LINES = 600
 

@@ -14,6 +14,7 @@ from typing import Any
 from . import hooks
 from .api import load_json, loads_json, make_dot, record, render_network
 from .capture import Capture, StopForward, capture
+from .diff import Diff, diff
 from .errors import GraphError, GraphvizNotFoundError, RenderError
 from .graph import Graph
 from .hooks.recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
@@ -56,6 +57,7 @@ __all__ = [
     "BaseRenderer",
     "Capture",
     "ContextNode",
+    "Diff",
     "ForwardInput",
     "ForwardOutput",
     "ForwardPre",
@@ -77,6 +79,7 @@ __all__ = [
     "StopForward",
     "TensorNode",
     "capture",
+    "diff",
     "hooks",
     "load_capture",
     "load_json",

@@ -148,6 +148,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ``python -m`` does), so ``torchrecorder models:Net`` finds ``./models.py``
     from the installed ``torchrecorder`` script too.
     """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["diff"]:  # the subcommand of two saved recordings
+        from .diff_cli import main as diff_main
+        return diff_main(argv[1:])
     args = build_parser().parse_args(argv)  # usage errors: message and exit status 2
     saved_path = list(sys.path)
     cwd = os.getcwd()

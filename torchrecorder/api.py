@@ -11,6 +11,8 @@ from torch import nn
 
 from ._files import write_atomically
 from .backend import check_format, render_source
+from .diff import Diff
+from .diff.draw import make_diff_dot
 from .export import load, loads
 from .graph import Graph
 from .projection import FoldRepeats
@@ -145,14 +147,17 @@ RASTER_FORMATS = frozenset(("png", "jpg", "jpeg", "jpe", "gif", "bmp", "tif", "t
 DEFAULT_RASTER_DPI = 192
 
 
-def make_dot(rec: Graph, render_depth: Optional[int] = 256,
+def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = 256,
              styler_cls: Optional[type[GraphvizStyler]] = None, *,
              fold_repeats: FoldRepeats = "auto", backward: bool = False, show_saved: bool = False,
              **styler_args: Any) -> graphviz.Digraph:
     """Produce the Graphviz representation of a recording.
 
     Args:
-        rec: a :class:`~torchrecorder.recorder.Recorder`.
+        rec: a :class:`~torchrecorder.recorder.Recorder`, or a
+            :class:`~torchrecorder.diff.Diff` (drawn as one union graph; ``view="a"|"b"``
+            the same layout showing one side, ``legend=False``, ``changes_only=False``;
+            see :func:`~torchrecorder.diff.draw.make_diff_dot`).
         render_depth: depth until which modules are drawn expanded (see
             :class:`~torchrecorder.renderer.base.BaseRenderer`); ``None``: every
             depth (the default, 256, also draws any usual model whole).
@@ -197,6 +202,11 @@ def make_dot(rec: Graph, render_depth: Optional[int] = 256,
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
         itself in Jupyter.
     """
+    if isinstance(rec, Diff):  # a diff: its union graph (view=, legend=, changes_only=)
+        if styler_cls is not None:
+            styler_args["styler_cls"] = styler_cls
+        return make_diff_dot(rec, render_depth=render_depth, fold_repeats=fold_repeats or False,
+                             **styler_args)
     styler_cls = _styler_class(styler_cls, styler_args)
     renderer_cls = GraphvizRenderer
     if backward:

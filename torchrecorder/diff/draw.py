@@ -1,0 +1,334 @@
+"""Draw a diff: one union graph through the project's Graphviz renderer and styler.
+
+:func:`union_graph` builds a plain :class:`~torchrecorder.graph.Graph` holding every pair once
+and every unpaired node of either side; :class:`DiffRenderer` (a
+:class:`~torchrecorder.renderer.GraphvizRenderer`) draws it with :class:`DiffStyler`, which
+colours each node by its status (Okabe-Ito hues, colour-blind safe) and marks it
+(``+ − ~ ↦``) so that the picture reads in black and white.  The views ``"a"`` and ``"b"`` write
+the same DOT but for colours and visibility (``style=invis`` for what the view does not hold),
+so the three pictures give identical node positions.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Optional
+
+import graphviz
+
+from .._text import html_text
+from ..graph import Graph
+from ..nodes import BaseNode, Key, LayerNode, OrderedSet, TensorNode
+from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
+from .model import MARKS, Diff, Entry
+from .text import describe, rollup_text
+
+__all__ = ["DIFF_STYLES", "VIEWS", "DiffRenderer", "DiffStyler", "UnionGraph", "make_diff_dot",
+           "union_graph"]
+
+#: the drawings of one diff: both graphs in one, or the part of each graph
+VIEWS = ("union", "a", "b")
+#: colours of each status (Okabe-Ito): border, fill, and the line style marking it
+DIFF_STYLES: dict[str, dict[str, str]] = {
+    "same": {"color": "#9a9a9a", "fillcolor": "#f4f4f4", "fontcolor": "#5a5a5a"},
+    "added": {"color": "#009E73", "fillcolor": "#d4efe5", "fontcolor": "black", "penwidth": "2.2"},
+    "removed": {"color": "#D55E00", "fillcolor": "#fbe2d3", "fontcolor": "black", "penwidth": "2.2",
+                "dash": "dashed"},
+    "changed": {"color": "#E69F00", "fillcolor": "#fdf0d2", "fontcolor": "black", "penwidth": "2.2"},
+    "renamed": {"color": "#0072B2", "fillcolor": "#dcecf8", "fontcolor": "black", "penwidth": "2.2"},
+    "wrapped": {"color": "#CC79A7", "fillcolor": "#f6e3ee", "fontcolor": "black", "penwidth": "2.2"},
+}
+_WORDS = {"added": "added", "removed": "removed", "changed": "changed", "renamed": "renamed / moved",
+          "wrapped": "wrapped", "same": "unchanged"}
+
+
+class UnionGraph(Graph):
+    """The graph of a diff's drawing: a :class:`~torchrecorder.graph.Graph` whose edges each
+    have a status (``edge_status``: edge -> ``same``, ``added`` or ``removed``)."""
+
+    def __init__(self, name: str = "net") -> None:
+        super().__init__(name)
+        self.edge_status: dict[tuple[Key, Key], str] = {}
+
+
+def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
+    """One graph holding every entry of ``d`` once (the second graph's node where there is one)
+    and the edges of both; with the entry of each of its keys.
+
+    Keys are the second graph's; a node found only in the first keeps its key, prefixed
+    ``a/`` when the second graph uses that key too.
+    """
+    g = UnionGraph(d.b.name if d.b.name == d.a.name else f"{d.a.name} → {d.b.name}")
+    ukeys: list[Key] = []
+    b_keys = d.b.nodes
+    taken: set[Key] = set()
+    for e in d.entries:
+        if e.b is not None:
+            k: Key = e.b
+        else:
+            k = e.a if e.a not in b_keys else f"a/{e.a}"
+            while k in taken:
+                k = f"a/{k}"
+        taken.add(k)
+        ukeys.append(k)
+    info: dict[Key, Entry] = {}
+    copies: list[BaseNode] = []
+    for i, e in enumerate(d.entries):
+        src = d.b.nodes[e.b] if e.b is not None else d.a.nodes[e.a]
+        node = copy.copy(src)
+        node.key = ukeys[i]
+        node.fn = None
+        node.parent = ukeys[e.parent] if e.parent is not None else None
+        if isinstance(node, LayerNode):
+            node.subnets = OrderedSet()
+        copies.append(node)
+        info[node.key] = e
+        g.nodes[node.key] = node
+        g.keys.reserve(str(node.key))
+    for node in copies:
+        parent = g.nodes[node.parent]
+        if isinstance(parent, LayerNode):
+            parent.subnets.add(node.key)
+    # depths from the top down (a node found only in the first graph may come before its parent)
+    todo: list[tuple[Key, int]] = [(k, 0) for k in g.context.subnets]
+    while todo:
+        k, depth = todo.pop()
+        node = g.nodes[k]
+        node.depth = depth
+        if isinstance(node, LayerNode):
+            todo.extend((c, depth + 1) for c in node.subnets)
+    a_to_u = {e.a: ukeys[i] for i, e in enumerate(d.entries) if e.a is not None}
+    edge_status = g.edge_status
+    for ea, eb, status in d.edges:
+        u, v = (eb[0], eb[1]) if eb is not None else (a_to_u[ea[0]], a_to_u[ea[1]])  # type: ignore[index]
+        if u != v and (u, v) not in edge_status:
+            edge_status[(u, v)] = status
+            g.edges.add((u, v))
+    return g, info
+
+
+class DiffStyler(GraphvizStyler):
+    """A :class:`~torchrecorder.renderer.GraphvizStyler` colouring nodes by their diff status.
+
+    Args:
+        info: union key -> :class:`~torchrecorder.diff.Entry` (from :func:`union_graph`).
+        view: ``"union"``, ``"a"`` or ``"b"``: in ``"a"`` what only the second graph holds is
+            invisible (and the other way round); positions stay the same.
+        **styler_args: as for :class:`~torchrecorder.renderer.GraphvizStyler`.
+    """
+
+    def __init__(self, info: Optional[dict[Key, Entry]] = None, view: str = "union",
+                 diff: Optional[Diff] = None, **styler_args: Any) -> None:
+        super().__init__(**styler_args)
+        if view not in VIEWS:
+            raise ValueError(f"view must be one of {', '.join(map(repr, VIEWS))}, got {view!r}")
+        self.info = info or {}
+        self.view = view
+        self.diff = diff
+        self._drawn_memo: Optional[dict[tuple[Key, Key], str]] = None
+
+    def _hidden(self, e: Optional[Entry]) -> bool:
+        if e is None or self.view == "union":
+            return False
+        return (e.a is None) if self.view == "a" else (e.b is None)
+
+    @staticmethod
+    def _side(e: Optional[Entry]) -> str:
+        if e is None or (e.a is not None and e.b is not None):
+            return "side-both"
+        return "side-a" if e.a is not None else "side-b"
+
+    def _paint(self, attrs: dict[str, str], e: Optional[Entry], cluster: bool = False) -> dict[str, str]:
+        status = e.status if e is not None else "same"
+        if e is not None:  # for the HTML view: the entry and its status (no effect on the layout)
+            attrs["id"] = f"d{e.index}"
+            attrs["class"] = f"diff-{status} {self._side(e)}"
+        if e is not None and e.status == "same" and e.rollup and cluster:
+            status = "changed"
+        look = DIFF_STYLES[status]
+        attrs.update({k: v for k, v in look.items() if k != "dash"})
+        style = [s for s in attrs.get("style", "").split(",") if s and s not in ("dashed", "bold", "invis")]
+        if "dash" in look:
+            style.append("dashed")
+        if cluster and "filled" not in style:
+            attrs.pop("fillcolor", None)
+        if self._hidden(e):
+            style = ["invis"]
+            attrs["fontcolor"] = "transparent"  # a cluster's label too
+        attrs["style"] = ",".join(style)
+        return attrs
+
+    def _marked(self, label: str, e: Optional[Entry]) -> str:
+        """``label`` (HTML-like) with the status mark in front and what changed below."""
+        if e is None or not (label.startswith("<") and label.endswith(">")):
+            return label
+        inner = label[1:-1]
+        mark = MARKS[e.status] if e.status != "same" else ""
+        if e.note.startswith("wrapper of"):
+            mark = MARKS["wrapped"]
+        lines = [inner if not mark else f"<B>{html_text(mark)}</B> {inner}"]
+        if e.status != "same" and self.diff is not None and e.kind == "layer":
+            text = describe(self.diff, e)
+            if e.status in ("changed", "renamed", "wrapped") and text:
+                for part in text.split(", ")[:3]:
+                    lines.append(f'<FONT POINT-SIZE="8">{self._text(part)}</FONT>')
+        elif e.status == "changed":
+            for old, new in list(e.changes.values())[:2]:
+                lines.append(f'<FONT POINT-SIZE="7">{self._text(f"{old} → {new}")}</FONT>')
+        return "<" + "<BR/>".join(lines) + ">"
+
+    def style_node(self, node: BaseNode) -> dict[str, str]:
+        """The styler's attributes, coloured and marked by the node's status."""
+        attrs = super().style_node(node)
+        e = self.info.get(node.key)
+        attrs["label"] = self._marked(attrs["label"], e)
+        return self._paint(attrs, e)
+
+    def style_cluster(self, node: LayerNode) -> dict[str, str]:
+        """The cluster's attributes, coloured by its status, its label carrying the roll-up."""
+        attrs = super().style_cluster(node)
+        e = self.info.get(node.key)
+        if e is not None:
+            extra = []
+            if e.status != "same":
+                extra.append(f"{MARKS[e.status]} {_WORDS[e.status]}")
+            if e.rollup:
+                extra.append(rollup_text(e.rollup))
+            label = attrs.get("label", "")
+            if extra and label.endswith("</TABLE>>"):
+                row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><B>{self._text("  ".join(extra))}</B>'
+                       "</TD></TR>")
+                attrs["label"] = label[: -len("</TABLE>>")] + row + "</TABLE>>"
+        return self._paint(attrs, e, cluster=True)
+
+    def _drawn_status(self) -> dict[tuple[Key, Key], str]:
+        """Drawn edge -> the status of the recorded edges it stands for (``same`` unless they
+        are all added or all removed); made once per drawing."""
+        got = self._drawn_memo
+        if got is not None:
+            return got
+        raw = getattr(self.rec, "edge_status", {})
+        renderer = self.renderer
+        seen: dict[tuple[Key, Key], set[str]] = {}
+        ins: dict[Key, list[tuple[Key, str]]] = {}
+        outs: dict[Key, list[tuple[Key, str]]] = {}
+        nodes = self.rec.nodes if self.rec is not None else {}
+        joined = renderer is not None and not renderer.tensor_nodes
+
+        def drawn(k: Key) -> Key:
+            n = nodes.get(k)
+            if joined and type(n) is TensorNode and not n.role:
+                return None  # a tensor written on the edge: the edge is joined across it
+            return renderer.drawn_key(k) if renderer is not None else k
+
+        for (u, v), status in raw.items():
+            du, dv = drawn(u), drawn(v)
+            if du is None and dv is not None:
+                outs.setdefault(u, []).append((dv, status))
+            elif dv is None and du is not None:
+                ins.setdefault(v, []).append((du, status))
+            elif du is not None and dv is not None and du != dv:
+                seen.setdefault((du, dv), set()).add(status)
+        for hidden, sources in ins.items():  # edges joined across a node left out (a tensor)
+            for du, s1 in sources:
+                for dv, s2 in outs.get(hidden, ()):
+                    both = (s1, s2)
+                    status = "removed" if "removed" in both else ("added" if "added" in both else "same")
+                    if du != dv:
+                        seen.setdefault((du, dv), set()).add(status)
+        memo = {k: (next(iter(v)) if len(v) == 1 else "same") for k, v in seen.items()}
+        self._drawn_memo = memo
+        return memo
+
+    def _edge(self, attrs: dict[str, str], fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
+        status = self._drawn_status().get((fnode.key, tnode.key), "same")
+        ends = [self.info.get(fnode.key), self.info.get(tnode.key)]
+        if status == "same" and any(e is not None and e.status in ("added", "removed") for e in ends):
+            status = next(e.status for e in ends if e is not None and e.status in ("added", "removed"))
+        look = DIFF_STYLES[status]
+        attrs["color"] = look["color"] if status != "same" else "#8a8a8a"
+        style = [s for s in attrs.get("style", "").split(",") if s and s not in ("dashed", "invis")]
+        if status == "removed":
+            style.append("dashed")
+        hidden = (self.view == "a" and status == "added") or (self.view == "b" and status == "removed")
+        attrs["style"] = "invis" if hidden or any(self._hidden(e) for e in ends) else ",".join(style)
+        side = "side-b" if status == "added" else ("side-a" if status == "removed" else "side-both")
+        attrs["class"] = f"diff-edge-{status} {side}"
+        return attrs
+
+    def style_edge(self, fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
+        """The edge coloured by its status (dashed when removed)."""
+        return self._edge(super().style_edge(fnode, tnode), fnode, tnode)
+
+    def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: Any) -> dict[str, str]:
+        """The edge carrying ``tensor``, coloured by its status."""
+        return self._edge(super().style_tensor_edge(fnode, tnode, tensor), fnode, tnode)
+
+
+class DiffRenderer(GraphvizRenderer):
+    """A :class:`~torchrecorder.renderer.GraphvizRenderer` for a union graph: by default only
+    modules holding changes open, and a legend is drawn.
+
+    Args:
+        rec: the union graph (:func:`union_graph`).
+        render_depth: as for :class:`~torchrecorder.renderer.GraphvizRenderer`.
+        changes_only: open only the modules that hold changes (within ``render_depth``).
+        legend: draw the legend of the statuses.
+        **kwargs: as for :class:`~torchrecorder.renderer.GraphvizRenderer`.
+    """
+
+    def __init__(self, rec: Graph, render_depth: Optional[int] = 256, *, changes_only: bool = True,
+                 legend: bool = True, **kwargs: Any) -> None:
+        kwargs.setdefault("styler_cls", DiffStyler)
+        super().__init__(rec, render_depth, **kwargs)
+        self.changes_only = changes_only
+        self.legend = legend
+
+    def is_expanded(self, node: BaseNode) -> bool:
+        """The default rule, and (with ``changes_only``) only modules holding changes."""
+        if not super().is_expanded(node):
+            return False
+        if not self.changes_only or node.key is None:
+            return True
+        info = getattr(self.styler, "info", {})
+        e = info.get(node.key)
+        return e is not None and bool(e.rollup)
+
+    def finish(self, g: graphviz.Digraph) -> graphviz.Digraph:
+        """Inputs first, outputs last, and the legend (the same in every view)."""
+        g = super().finish(g)
+        if self.legend:
+            rows = []
+            for status in ("added", "removed", "changed", "renamed", "wrapped", "same"):
+                look = DIFF_STYLES[status]
+                mark = MARKS[status] if status != "same" else "="
+                rows.append(f'<TR><TD BGCOLOR="{look["fillcolor"]}" COLOR="{look["color"]}" BORDER="1">'
+                            f'<B>{html_text(mark)}</B></TD><TD ALIGN="LEFT">{_WORDS[status]}</TD></TR>')
+            table = ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">'
+                     + "".join(rows) + "</TABLE>>")
+            g.body.append(f'\t"diff legend" [label={table} shape=plaintext fontsize=9 '
+                          f'fontname="Helvetica,Arial,sans-serif"]\n')
+        return g
+
+
+def make_diff_dot(d: Diff, view: str = "union", render_depth: Optional[int] = 256, *,
+                  changes_only: bool = True, legend: bool = True, fold_repeats: Any = False,
+                  **styler_args: Any) -> graphviz.Digraph:
+    """The Graphviz drawing of a diff (what :func:`torchrecorder.make_dot` returns for one).
+
+    Args:
+        d: the :class:`~torchrecorder.diff.Diff`.
+        view: ``"union"`` (both graphs in one), ``"a"`` or ``"b"``: the same layout with only
+            that graph's nodes visible, so the three pictures line up.
+        render_depth: modules deeper than this stay closed (``None``: none does).
+        changes_only: open only modules that hold changes (the default).
+        legend: draw the legend (``False`` for a paper).
+        fold_repeats: as for :func:`torchrecorder.make_dot` (off by default: blocks differ).
+        **styler_args: drawing and styler options, as for :func:`torchrecorder.make_dot`.
+    """
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(map(repr, VIEWS))}, got {view!r}")
+    g, info = union_graph(d)
+    renderer = DiffRenderer(g, render_depth, changes_only=changes_only, legend=legend,
+                            fold_repeats=fold_repeats, info=info, view=view, diff=d, **styler_args)
+    return renderer.render()

@@ -1,0 +1,368 @@
+"""The result of a diff: one :class:`Entry` per pair or unpaired node, edges, roll-ups, JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Optional
+
+from ..graph import Graph
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from .match import Matching
+from .status import MARKS, STATUSES
+
+__all__ = ["DIFF_FORMAT", "DIFF_VERSION", "MARKS", "STATUSES", "Diff", "Entry"]
+
+#: the ``format`` and ``version`` fields of :meth:`Diff.to_json`
+DIFF_FORMAT = "torchrecorder.diff"
+DIFF_VERSION = 1
+#: the kinds of entry counted in a module's roll-up (tensors and parameters follow their nodes)
+ROLLUP_KINDS = ("layer", "op")
+_MIRROR = {"added": "removed", "removed": "added"}
+
+
+class Entry:
+    """One pair of nodes, or one node found on one side only.
+
+    Attributes:
+        a, b: the node's key in the first / second graph, or ``None``.
+        kind: ``"layer"``, ``"op"``, ``"param"`` or ``"tensor"``.
+        status: one of :data:`STATUSES`.
+        via: how the pair was found (see :class:`~torchrecorder.diff.match.Matching`); ``""``
+            for an unpaired node.
+        changes: attribute -> ``(old, new)`` text, for what differs (``type``, ``output_shapes``,
+            ``shape``, ``dtype``, ``params``, ``calls``, ...).
+        note: a word on the entry: the wrapper's type of a wrapped module, ``"wrapper of X"`` on
+            the wrapper itself, ``"renumbered"``, ``"ambiguous: ..."``.
+        ambiguous: an identical sibling could stand for this unpaired call.
+        rollup: status -> how many modules and operations below this one (a module) have that
+            status (only statuses other than ``same``).
+        parent: the index in :attr:`Diff.entries` of the entry this one is drawn inside, or
+            ``None`` at the top.
+        index: this entry's own index in :attr:`Diff.entries`.
+    """
+
+    __slots__ = ("a", "ambiguous", "b", "changes", "index", "kind", "note", "parent", "rollup", "status",
+                 "via")
+
+    def __init__(self, a: Key, b: Key, kind: str, status: str, via: str = "") -> None:
+        self.a, self.b, self.kind, self.status, self.via = a, b, kind, status, via
+        self.changes: dict[str, tuple[str, str]] = {}
+        self.note = ""
+        self.ambiguous = False
+        self.rollup: dict[str, int] = {}
+        self.parent: Optional[int] = None
+        self.index = 0
+
+    def __repr__(self) -> str:
+        return f"Entry(a={self.a!r}, b={self.b!r}, kind={self.kind!r}, status={self.status!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry as JSON data."""
+        d: dict[str, Any] = {"a": self.a, "b": self.b, "kind": self.kind, "status": self.status}
+        if self.via:
+            d["via"] = self.via
+        if self.changes:
+            d["changes"] = {k: list(v) for k, v in self.changes.items()}
+        if self.note:
+            d["note"] = self.note
+        if self.ambiguous:
+            d["ambiguous"] = True
+        if self.rollup:
+            d["rollup"] = dict(self.rollup)
+        return d
+
+
+def _shapes(shapes: Any) -> str:
+    return ", ".join(shape_str(tuple(s)) for s in shapes) if shapes else "-"
+
+
+def _layer_changes(m: Matching, x: LayerNode, y: LayerNode) -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    if x.type_name != y.type_name:
+        out["type"] = (x.type_name, y.type_name)
+    for field in ("input_shapes", "output_shapes"):
+        su, sv = getattr(x, field), getattr(y, field)
+        if su != sv and [tuple(s) for s in su] != [tuple(s) for s in sv]:
+            out[field] = (_shapes(su), _shapes(sv))
+    pa = m.a.params.get(x.key, [])
+    pb = m.b.params.get(y.key, [])
+    if x.num_params != y.num_params or len(pa) != len(pb):
+        if len(pa) == len(pb):  # elements; the number of tensors too when it changed
+            out["params"] = (f"{x.num_params:,}", f"{y.num_params:,}")
+        else:
+            out["params"] = (f"{x.num_params:,} in {len(pa)}", f"{y.num_params:,} in {len(pb)}")
+    da = "/".join(dict.fromkeys(p.dtype for p in pa))
+    db = "/".join(dict.fromkeys(p.dtype for p in pb))
+    if da != db and da and db:
+        out["dtype"] = (da, db)
+    if x.call_index == 1 and y.call_index == 1:
+        ca, cb = m.a.calls.get(x.path, 1), m.b.calls.get(y.path, 1)
+        if ca != cb:
+            out["calls"] = (str(ca), str(cb))
+    if x.opaque != y.opaque:
+        out["opaque"] = (x.opaque or "-", y.opaque or "-")
+    return out
+
+
+def _node_changes(x: BaseNode, y: BaseNode) -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    if isinstance(x, OpNode) and isinstance(y, OpNode):
+        if x.op != y.op:
+            out["op"] = (x.op, y.op)
+        su, sv = x.output_shapes, y.output_shapes
+        if su != sv and [tuple(s) for s in su] != [tuple(s) for s in sv]:
+            out["output_shapes"] = (_shapes(su), _shapes(sv))
+    elif isinstance(x, TensorNode) and isinstance(y, TensorNode):
+        if x.shape != y.shape and tuple(x.shape or ()) != tuple(y.shape or ()):
+            out["shape"] = (shape_str(x.shape), shape_str(y.shape))
+        if x.dtype != y.dtype:
+            out["dtype"] = (x.dtype, y.dtype)
+        if isinstance(x, ParamNode) and isinstance(y, ParamNode) and x.requires_grad != y.requires_grad:
+            out["requires_grad"] = (str(x.requires_grad), str(y.requires_grad))
+    return out
+
+
+class Diff:
+    """What changed between two recorded graphs (made by :func:`torchrecorder.diff`).
+
+    ``str(d)`` is :meth:`summary`; ``d.to_json()`` the documented JSON; ``bool(d)`` is true
+    when the graphs differ; :func:`torchrecorder.make_dot` draws it.
+
+    Attributes:
+        a, b: the two graphs.
+        entries: one :class:`Entry` per pair or unpaired node, in drawing order (the second
+            graph's recording order, each node found only in the first after the node it
+            followed there).
+        edges: ``(a_edge, b_edge, status)``: the edge on each side (``None`` where absent),
+            status ``same``, ``added`` or ``removed``.
+        notes: what the matcher did that a reader should know (a stripped prefix, ambiguity).
+        matching: the :class:`~torchrecorder.diff.match.Matching` it was built from.
+    """
+
+    def __init__(self, matching: Matching) -> None:
+        self.matching = m = matching
+        self.a: Graph = m.a.graph
+        self.b: Graph = m.b.graph
+        self.notes: list[str] = list(m.notes)
+        self.entries: list[Entry] = []
+        self.index_a: dict[Key, int] = {}
+        self.index_b: dict[Key, int] = {}
+        self._build_entries()
+        self._classify()
+        self._parents_and_rollup()
+        self.edges: list[tuple[Optional[tuple[Key, Key]], Optional[tuple[Key, Key]], str]] = []
+        self._build_edges()
+
+    # ------------------------------------------------------------ building
+    def _build_entries(self) -> None:
+        m = self.matching
+        a_nodes, b_nodes = self.a.nodes, self.b.nodes
+        slots: dict[Key, list[Key]] = {}  # b key -> a-only keys drawn right after it
+        head: list[Key] = []
+        last_b: Key = None
+        for ka in a_nodes:
+            if ka is None:
+                continue
+            kb = m.pairs.get(ka)
+            if kb is not None:
+                last_b = kb
+            elif last_b is None:
+                head.append(ka)
+            else:
+                slots.setdefault(last_b, []).append(ka)
+
+        def add_a_only(ka: Key) -> None:
+            node = a_nodes[ka]
+            self.index_a[ka] = len(self.entries)
+            self.entries.append(Entry(ka, None, node.kind if node.kind != "context" else "layer", "removed"))
+
+        for ka in head:
+            add_a_only(ka)
+        for kb, node in b_nodes.items():
+            if kb is None:
+                continue
+            ka = m.back.get(kb)
+            e = Entry(ka, kb, node.kind, "same" if ka is not None else "added",
+                      m.via.get(ka, "") if ka else "")
+            if ka is not None:
+                self.index_a[ka] = len(self.entries)
+            self.index_b[kb] = len(self.entries)
+            self.entries.append(e)
+            for k in slots.get(kb, ()):
+                add_a_only(k)
+
+    def _classify(self) -> None:
+        for i, e in enumerate(self.entries):
+            e.index = i
+        m = self.matching
+        ambiguous = set(m.ambiguous)
+        wrappers: dict[tuple[str, Key], Key] = {}
+        for inner, (side, wrapper) in m.wrapped.items():
+            wrappers[(side, wrapper)] = inner
+        for e in self.entries:
+            if e.a is not None and e.b is not None:
+                x, y = self.a.nodes[e.a], self.b.nodes[e.b]
+                if isinstance(x, LayerNode) and isinstance(y, LayerNode):
+                    e.changes = _layer_changes(m, x, y)
+                    na, nb = m.a.norm.get(e.a, ""), m.b.norm.get(e.b, "")
+                    wrap = m.wrapped.get(e.a)
+                    if wrap is not None:
+                        e.status = "wrapped"
+                        w = (self.b if wrap[0] == "b" else self.a).nodes[wrap[1]]
+                        e.note = ("wrapped by " if wrap[0] == "b" else "unwrapped from ") + \
+                            _type_text(w)
+                    elif e.changes:
+                        e.status = "changed"
+                    elif na != nb and self._moved(x, y):
+                        e.status = "renamed"
+                        e.changes["path"] = (x.call_title(True), y.call_title(True))
+                        e.note = _renumbered(m.a.local(x, m.a.parent_layer(x)),
+                                             m.b.local(y, m.b.parent_layer(y)))
+                    if e.status == "changed" and na != nb and self._moved(x, y):
+                        e.changes["path"] = (x.call_title(True), y.call_title(True))
+                else:
+                    e.changes = _node_changes(x, y)
+                    if e.changes:
+                        e.status = "changed"
+            else:
+                side, key = ("a", e.a) if e.a is not None else ("b", e.b)
+                if (side, key) in ambiguous:
+                    e.ambiguous = True
+                    e.note = "ambiguous: an identical sibling could stand for it"
+                inner = wrappers.get((side, key))
+                if inner is not None:
+                    e.note = f"wrapper of {m.pairs.get(inner) if side == 'b' else inner}"
+
+    def _moved(self, x: LayerNode, y: LayerNode) -> bool:
+        """Whether the call ``x`` became ``y`` under another name, or in another module (not
+        only because a module around it was renamed)."""
+        m = self.matching
+        px, py = m.a.parent_layer(x), m.b.parent_layer(y)
+        if (m.pairs.get(px.key) if px is not None else None) != (py.key if py is not None else None):
+            return True
+        return m.a.local(x, px) != m.b.local(y, py)
+
+    def _parents_and_rollup(self) -> None:
+        for i, e in enumerate(self.entries):
+            if e.b is not None:
+                parent = self.b.nodes[e.b].parent
+                e.parent = self.index_b.get(parent) if parent is not None else None
+            else:
+                parent = self.a.nodes[e.a].parent
+                e.parent = self.index_a.get(parent) if parent is not None else None
+            if e.parent == i:  # never: a node is not its own parent
+                e.parent = None
+        for e in self.entries:
+            if e.status == "same" or e.kind not in ROLLUP_KINDS:
+                continue
+            p = e.parent
+            seen = 0
+            while p is not None and seen <= len(self.entries):
+                r = self.entries[p].rollup
+                r[e.status] = r.get(e.status, 0) + 1
+                p = self.entries[p].parent
+                seen += 1
+
+    def _build_edges(self) -> None:
+        m = self.matching
+        b_edges = self.b.edges
+        hit: set[tuple[Key, Key]] = set()
+        for u, v in self.a.edges:
+            mu, mv = m.pairs.get(u), m.pairs.get(v)
+            if mu is not None and mv is not None and (mu, mv) in b_edges:
+                self.edges.append(((u, v), (mu, mv), "same"))
+                hit.add((mu, mv))
+            else:
+                self.edges.append(((u, v), None, "removed"))
+        for u, v in b_edges:
+            if (u, v) not in hit:
+                self.edges.append((None, (u, v), "added"))
+
+    # ------------------------------------------------------------ reading
+    def entry_of(self, side: str, key: Key) -> Optional[Entry]:
+        """The entry holding ``key`` of side ``"a"`` or ``"b"``, if any."""
+        i = (self.index_a if side == "a" else self.index_b).get(key)
+        return self.entries[i] if i is not None else None
+
+    def counts(self, kind: Optional[str] = None) -> dict[str, int]:
+        """Entries per status (of one ``kind`` if given), every status listed."""
+        out = dict.fromkeys(STATUSES, 0)
+        for e in self.entries:
+            if kind is None or e.kind == kind:
+                out[e.status] += 1
+        return out
+
+    def changed_entries(self) -> list[Entry]:
+        """Every entry whose status is not ``same``."""
+        return [e for e in self.entries if e.status != "same"]
+
+    def __bool__(self) -> bool:
+        return any(e.status != "same" for e in self.entries) or any(s != "same" for *_, s in self.edges)
+
+    def __len__(self) -> int:
+        return len(self.changed_entries())
+
+    def mirrored(self) -> list[tuple[Key, Key, str, str]]:
+        """``(a, b, kind, status)`` of every entry as the reverse diff would state it (a test
+        helper: ``diff(b, a)``'s entries, as a set, equal ``diff(a, b).mirrored()``'s)."""
+        return [(e.b, e.a, e.kind, _MIRROR.get(e.status, e.status)) for e in self.entries]
+
+    def summary(self) -> str:
+        """An indented tree of what changed, repeated changes folded into one line."""
+        from .text import summary_text
+        return summary_text(self)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        c = self.counts()
+        return (f"<Diff {self.a.name!r} -> {self.b.name!r}: "
+                + ", ".join(f"{n} {s}" for s, n in c.items() if n and s != "same") + ">")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The diff as JSON data (see :meth:`to_json`)."""
+        from .text import patterns
+        by_kind = {k: self.counts(k) for k in ("layer", "op", "param", "tensor")}
+        edge_counts = dict.fromkeys(("same", "added", "removed"), 0)
+        for *_, s in self.edges:
+            edge_counts[s] += 1
+        return {
+            "format": DIFF_FORMAT, "version": DIFF_VERSION, "a": self.a.name, "b": self.b.name,
+            "summary": {**self.counts(), "differ": bool(self), "by_kind": by_kind, "edges": edge_counts},
+            "notes": list(self.notes),
+            "patterns": patterns(self),
+            "nodes": [e.to_dict() for e in self.entries],
+            "edges": [{"a": list(ea) if ea else None, "b": list(eb) if eb else None, "status": s}
+                      for ea, eb, s in self.edges],
+        }
+
+    def to_json(self, path: Optional[str] = None, indent: Optional[int] = 1) -> str:
+        """The diff as JSON text (written to ``path`` too, if given).
+
+        The document: ``{"format": "torchrecorder.diff", "version": 1, "a": name, "b": name,
+        "summary": {status: count, ..., "differ": bool, "by_kind": {kind: {status: count}},
+        "edges": {...}}, "notes": [...], "patterns": [{"pattern", "status", "count", "text"}],
+        "nodes": [{"a": key|null, "b": key|null, "kind", "status", "via"?, "changes"?:
+        {attr: [old, new]}, "note"?, "ambiguous"?, "rollup"?}], "edges": [{"a": [u, v]|null,
+        "b": [u, v]|null, "status"}]}``.
+        """
+        text = json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        if path is not None:
+            from .._files import write_atomically
+            write_atomically(str(path), text.encode("utf-8"))
+        return text
+
+
+def _type_text(node: BaseNode) -> str:
+    return node.type_name if isinstance(node, LayerNode) else type(node).__name__
+
+
+def _renumbered(x: str, y: str) -> str:
+    """``"renumbered +1"`` when the names differ only in one number, else ``""``."""
+    nx, ny = re.findall(r"\d+", x), re.findall(r"\d+", y)
+    if re.sub(r"\d+", "#", x) != re.sub(r"\d+", "#", y) or len(nx) != len(ny):
+        return ""
+    shifts = [int(v) - int(u) for u, v in zip(nx, ny, strict=True) if u != v]
+    return f"renumbered {shifts[0]:+d}" if len(shifts) == 1 else ""

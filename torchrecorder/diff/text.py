@@ -1,0 +1,210 @@
+"""A diff as text: an indented tree with ``+ − ~ ↦`` marks, repeated changes folded into one line."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from ..nodes import LayerNode
+from .status import MARKS
+
+# the Diff and its entries (model.py imports this module: no import back)
+Diff = Any
+Entry = Any
+
+__all__ = ["describe", "patterns", "summary_text", "title_of"]
+
+_DIGITS = re.compile(r"\d+")
+_WORDS = {"layer": "modules", "op": "operations", "param": "parameters", "tensor": "tensors"}
+
+
+def title_of(d: Diff, e: Entry) -> str:
+    """The dotted name a reader knows the entry by (the second graph's, else the first's)."""
+    side, key = ("b", e.b) if e.b is not None else ("a", e.a)
+    node = (d.b if side == "b" else d.a).nodes[key]
+    if isinstance(node, LayerNode):
+        return node.call_title(dotted=True) or (d.b if side == "b" else d.a).name
+    return str(key)
+
+
+def describe(d: Diff, e: Entry, wrapper_params: int = 0) -> str:
+    """What happened to the entry, in words (the same text for the same change)."""
+    parts: list[str] = []
+    if e.status == "wrapped":
+        parts.append(e.note)
+    elif e.note.startswith("wrapper of"):
+        node = d.b.nodes[e.b] if e.b is not None else d.a.nodes[e.a]
+        type_name = node.type_name if isinstance(node, LayerNode) else ""
+        verb = "wrapped by" if e.b is not None else "unwrapped from"
+        parts.append(f"{verb} {type_name}")
+        if wrapper_params:
+            sign = "+" if e.b is not None else "−"
+            parts.append(f"{sign}{wrapper_params} parameter{'s' if wrapper_params > 1 else ''}")
+    elif e.status in ("added", "removed"):
+        side, key = ("b", e.b) if e.b is not None else ("a", e.a)
+        node = (d.b if side == "b" else d.a).nodes[key]
+        parts.append(e.status + (f" ({node.type_name})" if isinstance(node, LayerNode) else ""))
+        if e.ambiguous:
+            parts.append("ambiguous: an identical sibling could stand for it")
+    for attr, (old, new) in e.changes.items():
+        if attr == "path":
+            continue
+        parts.append(f"{attr.replace('_', ' ')} {old} → {new}")
+    if e.status == "renamed":
+        parts.append(e.note if e.note.startswith("renumbered") else f"renamed from {e.changes['path'][0]}")
+    elif e.status != "renamed" and "path" in e.changes:
+        parts.append(f"was {e.changes['path'][0]}")
+    return ", ".join(parts)
+
+
+def rollup_text(rollup: dict[str, int]) -> str:
+    """``+2 −1 ~3 ↦1``: what changed below a module."""
+    out = []
+    for status in ("added", "removed", "changed", "renamed", "wrapped"):
+        n = rollup.get(status, 0)
+        if n:
+            out.append(f"{MARKS[status]}{n}")
+    return " ".join(out)
+
+
+def _lines(d: Diff) -> list[dict[str, Any]]:
+    """One line per module that changed or holds changes, and per changed op or parameter
+    of a module kept; wrappers and added/removed modules as one line each."""
+    entries = d.entries
+    children: dict[Optional[int], list[int]] = {}
+    for i, e in enumerate(entries):
+        children.setdefault(e.parent, []).append(i)
+    out: list[dict[str, Any]] = []
+
+    def count_params(i: int, status: str) -> int:
+        n, todo = 0, list(children.get(i, []))
+        while todo:
+            j = todo.pop()
+            if entries[j].kind == "param" and entries[j].status == status:
+                n += 1
+            todo.extend(children.get(j, []))
+        return n
+
+    todo: list[tuple[int, int, Optional[int]]] = [(i, 0, None) for i in reversed(children.get(None, []))]
+    while todo:
+        i, depth, parent_line = todo.pop()
+        e = entries[i]
+        if e.kind == "tensor" or (e.status == "same" and not e.rollup):
+            continue
+        if e.kind in ("op", "param") and e.status == "same":
+            continue
+        if e.status == "wrapped" and not e.changes:
+            continue  # its wrapper's line says it
+        mark = MARKS[e.status]
+        descend = e.kind == "layer"
+        if e.note.startswith("wrapper of"):
+            mark = MARKS["wrapped"]
+            text = describe(d, e, count_params(i, e.status))
+            descend = False
+        elif e.status in ("added", "removed"):
+            text = describe(d, e)
+            if e.kind == "layer" and e.rollup:
+                text += f" [{rollup_text(e.rollup)}]"
+            descend = any(s != e.status for s in e.rollup)  # a wrapper around kept modules
+        else:
+            text = describe(d, e) if e.status != "same" else ""
+            if e.rollup and e.kind == "layer":
+                text = (text + " " if text else "") + f"[{rollup_text(e.rollup)}]"
+        title = title_of(d, e)
+        line = {"depth": depth, "path": title, "mark": mark, "text": text, "status": e.status,
+                "parent": parent_line, "entry": i}
+        out.append(line)
+        if descend:
+            me = len(out) - 1
+            todo.extend((j, depth + 1, me) for j in reversed(children.get(i, [])))
+    return out
+
+
+def _fold(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lines equal but for the numbers in their paths folded into the first (``count``); then
+    siblings differing only in their last name joined as ``{q,v}_proj``."""
+    keys: list[Any] = []
+    first: dict[Any, dict[str, Any]] = {}
+    folded: list[dict[str, Any]] = []
+    for line in lines:
+        parent_key = keys[line["parent"]] if line["parent"] is not None else None
+        key = (parent_key, line["depth"], _DIGITS.sub("*", line["path"]), line["mark"], line["text"])
+        keys.append(key)
+        got = first.get(key)
+        if got is None:
+            got = first[key] = dict(line, pattern=key[2], count=1, key=key, parent_key=parent_key)
+            folded.append(got)
+        else:
+            got["count"] += 1
+    # join siblings: same parent, mark, text and count, patterns differing in the last name
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for line in folded:
+        head = line["pattern"].rpartition(".")[0]
+        g = (line["parent_key"], line["mark"], line["text"], line["count"], head, line["depth"])
+        groups.setdefault(g, []).append(line)
+    out = []
+    for line in folded:
+        head, dot, _ = line["pattern"].rpartition(".")
+        g = (line["parent_key"], line["mark"], line["text"], line["count"], head, line["depth"])
+        group = groups[g]
+        if len(group) == 1 or line["count"] == 1 or not head:
+            out.append(line)
+            continue
+        if group[0] is not line:
+            continue
+        names = [x["pattern"].rpartition(".")[2] for x in group]
+        line = dict(line, pattern=head + dot + _braces(names), count=line["count"] * len(group))
+        out.append(line)
+    return out
+
+
+def _braces(names: list[str]) -> str:
+    """``["q_proj", "v_proj"]`` -> ``{q,v}_proj``."""
+    pre = _common_start(names)
+    suf = _common_start([n[len(pre):][::-1] for n in names])[::-1]
+    mids = [n[len(pre): len(n) - len(suf)] for n in names]
+    return f"{pre}{{{','.join(mids)}}}{suf}"
+
+
+def _common_start(names: list[str]) -> str:
+    """The longest text every one of ``names`` starts with."""
+    first = min(names)
+    last = max(names)
+    n = 0
+    while n < len(first) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+def patterns(d: Diff) -> list[dict[str, Any]]:
+    """The folded lines of the summary as data: ``pattern``, ``status``, ``count``, ``text``."""
+    return [{"pattern": line["pattern"] if line["count"] > 1 else line["path"], "status": line["status"],
+             "count": line["count"], "text": line["text"]} for line in _fold(_lines(d))]
+
+
+def summary_text(d: Diff) -> str:
+    """The text of :meth:`~torchrecorder.diff.Diff.summary`."""
+    head = [f"diff {d.a.name!r} → {d.b.name!r}: "
+            + ("no difference" if not d else "the models differ")]
+    for kind, word in _WORDS.items():
+        c = d.counts(kind)
+        total = sum(c.values())
+        if not total:
+            continue
+        parts = [f"{c[s]} {s}" for s in ("changed", "added", "removed", "renamed", "wrapped") if c[s]]
+        head.append(f"  {word}: {total - c['same'] if parts else 0} of {total} differ"
+                    + (f" ({', '.join(parts)})" if parts else ""))
+    edges = {"added": 0, "removed": 0}
+    for *_, s in d.edges:
+        if s in edges:
+            edges[s] += 1
+    if edges["added"] or edges["removed"]:
+        head.append(f"  edges: +{edges['added']} −{edges['removed']}")
+    head.extend(f"  note: {n}" for n in d.notes)
+    body = []
+    for line in _fold(_lines(d)):
+        count = f"{line['count']} × " if line["count"] > 1 else ""
+        text = f": {line['text']}" if line["text"] else ""
+        name = line["pattern"] if line["count"] > 1 else line["path"]
+        body.append(f"{'  ' * line['depth']}{line['mark']} {count}{name}{text}")
+    return "\n".join(head + (["", *body] if body and d else []))
