@@ -11,7 +11,7 @@ from torch import nn
 
 from ._files import write_atomically
 from .backend import check_format, render_source
-from .export import load, loads
+from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
 from .recorder import Recorder, recording
@@ -336,25 +336,33 @@ def render_network(
     return path
 
 
-def load_json(path: Union[str, os.PathLike[str]]) -> Recorder:
+def load_json(path: Union[str, os.PathLike[str]], *, max_bytes: Optional[int] = MAX_JSON_BYTES) -> Recorder:
     """Read back a recording saved with ``rec.to_json(path)`` or ``fmt="json"``.
 
     ``path`` is a file name, or the JSON text itself (what ``rec.to_json()``
-    returns: a string starting with ``{``), so ``load_json(rec.to_json())``
-    works as well as :func:`loads_json`.
+    returns: a string starting with ``{``, after white space or a byte-order
+    mark), so ``load_json(rec.to_json())`` works as well as :func:`loads_json`.
+
+    Only a regular file is read (a named pipe or a device such as ``/dev/zero``
+    is refused before anything is read), and at most ``max_bytes`` of it:
+    :data:`~torchrecorder.export.MAX_JSON_BYTES` (256 MiB) unless told
+    otherwise, ``None`` for no limit.
 
     The result draws, prints and exports like the recording it was saved
     from; it holds metadata only (``fn`` is ``None`` on every node) and builds
     no recording engine.
 
     Raises:
-        ValueError: the file is not a torchrecorder graph, or a field has the
-            wrong type; :class:`~torchrecorder.errors.GraphError` (a
-            ``ValueError``) for a graph that breaks an invariant.
+        ValueError: the file is not a torchrecorder graph, is not a regular file
+            or is larger than ``max_bytes``; a field has the wrong type or a number
+            out of range (beyond 64-bit integers); an object names a key twice;
+            :class:`~torchrecorder.errors.GraphError` (a ``ValueError``) for a
+            graph that breaks an invariant.
+        OSError: the file cannot be opened (``IsADirectoryError`` for a directory).
     """
-    if isinstance(path, str) and path.lstrip().startswith("{") and not os.path.exists(path):
+    if isinstance(path, str) and path.lstrip("\ufeff \t\r\n").startswith("{") and not os.path.exists(path):
         return loads(path, Recorder)  # the JSON text itself
-    return load(path, Recorder)
+    return load(path, Recorder, max_bytes=max_bytes)
 
 
 def loads_json(text: Union[str, bytes]) -> Recorder:
