@@ -49,7 +49,7 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
 def test_a_device_is_refused_before_anything_is_read() -> None:
-    with pytest.raises(ValueError, match="not a regular file.*character device"):
+    with pytest.raises(ValueError, match=r"not a regular file.*character device"):
         torchrecorder.load_json("/dev/zero")
 
 

@@ -21,6 +21,8 @@ import stat
 from collections import deque
 from typing import Optional, Union
 
+from ._text import utf8_safe
+
 __all__ = ["files_written_after", "write_atomically"]
 
 _FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -71,20 +73,19 @@ def _open_temporary(directory: str, target: str) -> tuple[int, str]:
 
 
 def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]) -> None:
-    """Write ``data`` (text is written as UTF-8) to ``path`` atomically.
+    """Write ``data`` to ``path`` atomically.
 
-    A file already at ``path`` keeps its permission bits (a ``0600`` file stays
-    private); a new file gets ``0666`` less the umask.  If ``path`` is a symbolic
-    link, the file it points to is replaced and the link stays.
+    Text is written as UTF-8, a lone surrogate (which UTF-8 cannot encode) as ``\\uXXXX``
+    (:func:`~torchrecorder._text.utf8_safe`).  A file already at ``path`` keeps its
+    permission bits (a ``0600`` file stays private); a new file gets ``0666`` less the umask.
+    If ``path`` is a symbolic link, the file it points to is replaced and the link stays.
 
     Raises:
         OSError: the file cannot be written; ``path`` is then unchanged.
-        UnicodeEncodeError: ``data`` is text that UTF-8 cannot encode (nothing is
-            written).
     """
     target = os.fspath(path)
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = utf8_safe(data).encode("utf-8")
     if os.path.islink(target):
         target = os.path.realpath(target)
     directory = os.path.dirname(target) or "."

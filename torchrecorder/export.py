@@ -57,8 +57,8 @@ from .errors import GraphError
 from .graph import Graph
 from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
 
-__all__ = ["FORMAT_NAME", "INT_RANGE", "MAX_JSON_BYTES", "SCHEMA_VERSION", "dumps", "from_dict", "load", "loads",
-           "read_limited", "save", "to_dict"]
+__all__ = ["FORMAT_NAME", "INT_RANGE", "MAX_JSON_BYTES", "SCHEMA_VERSION", "dumps", "from_dict", "load",
+           "loads", "read_limited", "save", "to_dict"]
 
 #: value of the document's ``"format"`` field
 FORMAT_NAME = "torchrecorder.graph"

@@ -35,6 +35,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
+from ._text import shorten, utf8_safe, visible
 from .graph import Graph
 from .nodes import ContextNode, Key, LayerNode, ParamNode, TensorNode, shape_str
 from .projection import FoldPlan, FoldRepeats, fold_min
@@ -51,6 +52,13 @@ COLUMNS: dict[str, str] = {
 }
 
 _RIGHT = {"params", "share"}
+
+#: the tree margin is drawn for this many levels; a deeper row writes its depth as a number
+#: (``┆42 └─0 (Linear)``), so that the table grows linearly with the nesting depth
+MAX_TREE_LEVELS = 24
+#: a name or a type longer than this is shortened in the middle (``…``) in the table, so that
+#: one long name (or a dotted path thousands of levels deep) does not widen every row
+MAX_NAME_CHARS = 80
 
 
 def layer_labels(rec: Graph) -> dict[Key, str]:
@@ -175,6 +183,7 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
     rows: list[list[str]] = [header]
     # depth-first, keeping for each open level whether more siblings follow (for the tree margin)
     stack: list[tuple[LayerNode, str, bool]] = [(k, "", True) for k in reversed(shown_kids(rec.context))]
+    deepest = 2 * MAX_TREE_LEVELS  # characters of margin drawn at most
     top = not isinstance(rec.context, ContextNode) or len(stack) == 1
     while stack:
         layer, margin, last = stack.pop()
@@ -182,12 +191,15 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
         run = plan.runs.get(layer.key, [layer])
         is_top = top and layer.parent is None
         branch = "" if is_top else ("└─" if last else "├─")
+        type_name = _cell(layer.type_name)
         if len(run) > 1:
             title = f"{_title(run[0])} … {_title(run[-1])}"
             label = f"{labels.get(run[0].key, '')}…{labels.get(run[-1].key, '')}"
-            type_text = f"({layer.type_name}) ×{len(run)}"
+            type_text = f"({type_name}) ×{len(run)}"
         else:
-            title, label, type_text = _title(layer), labels.get(layer.key, ""), f"({layer.type_name})"
+            title, label, type_text = _title(layer), labels.get(layer.key, ""), f"({type_name})"
+        if len(margin) >= deepest and not is_top:
+            branch = f"┆{layer.depth} {branch}"  # below the drawn margin: the depth as a number
         params = counts.own.get(layer.key, 0) if kids else counts.subtree.get(layer.key, 0)
         values = {
             "label": label,
@@ -202,7 +214,7 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
         if layer.error:
             type_text += " raised"
         rows.append([f"{margin}{branch}{title} {type_text}", *[values[c] for c in cols]])
-        inner = margin if is_top else margin + ("  " if last else "│ ")
+        inner = margin if is_top or len(margin) >= deepest else margin + ("  " if last else "│ ")
         for i, kid in reversed(list(enumerate(kids))):
             stack.append((kid, inner, i == len(kids) - 1))
 
@@ -225,11 +237,17 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
         lines.append(f"Recording stopped: {rec.error}")
     lines.extend(f"Note: {note}" for note in getattr(rec, "notes", ()))
     lines.append(rule)
-    return "\n".join(lines)
+    return utf8_safe("\n".join(lines))  # (an error or a note may quote a name)
+
+
+def _cell(text: str) -> str:
+    """``text`` for one cell: control characters and lone surrogates made visible, at most
+    :data:`MAX_NAME_CHARS` characters."""
+    return utf8_safe(visible(shorten(text, MAX_NAME_CHARS)))
 
 
 def _title(layer: LayerNode) -> str:
-    """The dotted name of a call (the network's own name for the root)."""
+    """The dotted name of a call (the network's own name for the root), ready for a cell."""
     if layer.depth == 0:
-        return layer.call_title()
-    return layer.call_title(dotted=True)
+        return _cell(layer.call_title())
+    return _cell(layer.call_title(dotted=True))
