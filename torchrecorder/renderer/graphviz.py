@@ -12,6 +12,7 @@ from .._text import dot_id, dot_quote, quote_dot_id, string_quote
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
+from .attr_values import check_attribute_values
 from .base import BaseRenderer
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
@@ -85,6 +86,7 @@ class GraphvizRenderer(BaseRenderer):
             styler_args["graph_attrs"] = graph_attrs
         cls = styler_cls if styler_cls is not None else GraphvizStyler
         self.styler = cls(**styler_args)
+        check_attribute_values(self.styler.styles)  # dpi=inf, nan, -5: refused before any work
         self.styler.rec = rec
         self.styler.renderer = self
         self._indent = "\t"
