@@ -14,6 +14,7 @@ was.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import secrets
@@ -23,7 +24,7 @@ from typing import Optional, Union
 
 from ._text import utf8_safe
 
-__all__ = ["files_written_after", "write_atomically"]
+__all__ = ["files_written_after", "is_stream", "write_atomically", "write_output"]
 
 _FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -104,3 +105,36 @@ def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]
             os.unlink(tmp)
         raise
     _WRITTEN.append((next(_SERIALS), os.path.abspath(os.fspath(path))))
+
+
+def is_stream(path: Union[str, os.PathLike[str]]) -> bool:
+    """Whether ``path`` names something that is written to, never replaced: a device
+    (``/dev/null``), a named pipe, a socket, or any path under ``/dev/`` or ``/proc/``
+    (``/dev/stdout`` is one even when the shell sends it to a regular file)."""
+    target = os.path.abspath(os.fspath(path))
+    if target.startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def write_output(path: Union[str, os.PathLike[str]], data: bytes) -> None:
+    """Write ``data`` to ``path``: a stream (:func:`is_stream`) is opened and written, anything
+    else is written atomically (:func:`write_atomically`), its folder made if needed.
+
+    Raises:
+        IsADirectoryError: ``path`` is a directory.
+        OSError: the file cannot be written.
+    """
+    target = os.fspath(path)
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "is a directory: name a file to write", target)
+    if is_stream(target):
+        with open(target, "wb") as fh:
+            fh.write(data)
+        return
+    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    write_atomically(target, data)

@@ -311,29 +311,39 @@ def render_network(
     fmt = check_format(fmt)
     directory = os.fspath(directory)
     path = _target_path(directory, name, filename, fmt)
-    # every drawing option is checked on an empty graph before the model runs
-    GraphvizRenderer(Graph(name), render_depth, _styler_class(None, styler_args),
-                     fold_repeats=fold_repeats, **styler_args)
+    _check_drawing(name, render_depth, fold_repeats, styler_args)
     _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
                  dtype=dtype, unfuse_fast_paths=unfuse_fast_paths)
-    if fmt == "json":
-        data = rec.to_json().encode()
-    elif fmt == "html":
-        page = HtmlRenderer(rec, render_depth, fold_repeats=fold_repeats, **styler_args).render()
-        data = page.text.encode()
-    elif fmt == "mmd":
-        data = MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
-                               tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()
-    else:
-        if fmt in RASTER_FORMATS and "dpi" not in styler_args \
-                and "dpi" not in (styler_args.get("graph_attrs") or {}):
-            styler_args["dpi"] = DEFAULT_RASTER_DPI
-        dot = make_dot(rec, render_depth, fold_repeats=fold_repeats, **styler_args)
-        data = dot.source.encode() if fmt in ("dot", "gv") else render_source(dot.source, fmt)
+    data = _picture(rec, fmt, render_depth, fold_repeats, styler_args)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     write_atomically(path, data)
     return path
+
+
+def _check_drawing(name: str, render_depth: int, fold_repeats: FoldRepeats,
+                   styler_args: dict[str, Any]) -> None:
+    """Check every drawing option on an empty graph, before the model runs."""
+    GraphvizRenderer(Graph(name), render_depth, _styler_class(None, styler_args),
+                     fold_repeats=fold_repeats, **styler_args)
+
+
+def _picture(rec: Recorder, fmt: str, render_depth: int, fold_repeats: FoldRepeats,
+             styler_args: dict[str, Any]) -> bytes:
+    """The bytes of the ``fmt`` file of ``rec`` (``fmt`` checked by :func:`check_format`)."""
+    if fmt == "json":
+        return rec.to_json().encode()
+    if fmt == "html":
+        page = HtmlRenderer(rec, render_depth, fold_repeats=fold_repeats, **styler_args).render()
+        return page.text.encode()
+    if fmt == "mmd":
+        return MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
+                               tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()
+    if fmt in RASTER_FORMATS and "dpi" not in styler_args \
+            and "dpi" not in (styler_args.get("graph_attrs") or {}):
+        styler_args = {**styler_args, "dpi": DEFAULT_RASTER_DPI}
+    dot = make_dot(rec, render_depth, fold_repeats=fold_repeats, **styler_args)
+    return dot.source.encode() if fmt in ("dot", "gv") else render_source(dot.source, fmt)
 
 
 def load_json(path: Union[str, os.PathLike[str]], *, max_bytes: Optional[int] = MAX_JSON_BYTES) -> Recorder:
