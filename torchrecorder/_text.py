@@ -165,7 +165,8 @@ def dot_quote(text: str) -> str:
 
 def string_quote(text: str) -> str:
     """``text`` as a DOT ID that is never read as an HTML string: :func:`dot_quote`, but text
-    that starts with ``<`` and ends with ``>`` (which would be) is written in double quotes.
+    that starts with ``<`` and ends with ``>`` (or ``>`` and a newline), which would be, is
+    written in double quotes.
 
     For attributes that take plain strings, such as ``tooltip``.
 

@@ -161,6 +161,11 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
     not, their memory, and the memory of the activations passed between
     modules (every tensor a module returned).
 
+    The text grows linearly with the model: names and types are shortened to
+    :data:`MAX_NAME_CHARS`, the tree margin is drawn :data:`MAX_TREE_LEVELS` deep
+    (a deeper row writes its depth as a number), and control characters and lone
+    surrogates are written as escapes.
+
     Raises:
         ValueError: an unknown column, a negative depth, or a bad ``fold``.
     """
