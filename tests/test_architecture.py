@@ -30,12 +30,12 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(torchrecorder.__file__))
 #: layer -> module name prefixes (a module belongs to the layer of its longest matching prefix)
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("torchrecorder.errors", "torchrecorder._text", "torchrecorder.nodes", "torchrecorder.backend",
-             "torchrecorder._files"),
+             "torchrecorder._files", "torchrecorder.opnames"),
     "graph": ("torchrecorder.graph",),
     "recording": ("torchrecorder.recording",),
     "projection": ("torchrecorder.projection",),
     "renderer": ("torchrecorder.renderer",),
-    "outputs": ("torchrecorder.export", "torchrecorder.summary"),
+    "outputs": ("torchrecorder.export", "torchrecorder.summary", "torchrecorder.summary_rows"),
     "hooks": ("torchrecorder.hooks",),
     "capture": ("torchrecorder.capture",),
     "display": ("torchrecorder.display",),

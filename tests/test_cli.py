@@ -214,3 +214,68 @@ def test_a_failing_forward_names_the_module_once_prefixed(tmp_path: Path) -> Non
     assert proc.returncode == 1
     assert _clean_error(proc)
     assert "torchrecorder: raised in module '0.0' (Linear)" in proc.stderr
+
+
+# ---- issue 21: a factory's lazy modules are initialized by one pass before recording
+
+LAZY = '''
+import torch
+
+
+def build():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.LazyLinear(8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
+                               torch.nn.LazyLinear(3)).train()
+
+
+def unreached():
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.LazyLinear(2)
+            self.spare = torch.nn.LazyLinear(2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    return Net()
+'''
+
+
+def test_a_factory_with_lazy_modules_is_run_once_then_recorded(tmp_path: Path) -> None:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "lazymod.py").write_text(LAZY)
+    proc = _run(["lazymod:build", "-s", "2,4", "-f", "json", "-o", "lazy.json", "--summary"], folder)
+    assert proc.returncode == 0, proc.stderr
+    rec = torchrecorder.load_json(str(folder / "lazy.json"))
+    params = {n.path: n.shape for n in rec.nodes.values() if isinstance(n, torchrecorder.ParamNode)}
+    assert params["0.weight"] == (8, 4) and params["3.weight"] == (3, 8)
+    assert [layer.output_shapes for layer in rec.layers()][1:] == [[(2, 8)], [(2, 8)], [(2, 8)], [(2, 3)]]
+    assert f"Total params: {8 * 4 + 8 + 16 + 3 * 8 + 3}" in proc.stdout
+    # a lazy module the inputs do not reach: a clear error, no traceback
+    proc = _run(["lazymod:unreached", "-s", "2,4", "-o", "x.dot"], folder)
+    assert proc.returncode == 1
+    assert any("uninitialized" in line and "spare.weight" in line for line in _clean_error(proc)), proc.stderr
+
+
+def test_initialize_lazy_changes_only_the_lazy_tensors() -> None:
+    import torch
+    from torch import nn
+
+    from torchrecorder.factory import initialize_lazy
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.LazyLinear(3), nn.Dropout(0.5)).train()
+    net[3].eval()
+    before = {k: v.clone() for k, v in net.state_dict().items() if not isinstance(
+        v, nn.parameter.UninitializedTensorMixin)}
+    with pytest.raises(TypeError, match="uninitialized"):  # record() keeps refusing a user's lazy model
+        torchrecorder.record(net, "net", (2, 4))
+    assert initialize_lazy(net, (2, 4)) is True
+    assert net[2].weight.shape == (3, 4) and net[2].weight.requires_grad and net[2].weight.grad is None
+    after = net.state_dict()
+    assert all(torch.equal(after[k], v) for k, v in before.items())  # BatchNorm statistics too
+    assert [m.training for m in net.modules()] == [True, True, True, True, False]
+    assert initialize_lazy(net, (2, 4)) is False  # nothing lazy left: it does not run again
+    assert torchrecorder.record(net, "net", (2, 4)).summary().count("(Linear)") == 2

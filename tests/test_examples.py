@@ -31,3 +31,15 @@ def test_example_writes_its_figure(tmp_path: Path, script: str, figure: str, exp
     out = tmp_path / "figures" / figure
     texts = {t.text for t in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}text")}
     assert any(t is not None and t.split(" · ")[0] == expected for t in texts), texts
+
+
+def test_the_peer_facts_of_the_comparison_page_run() -> None:
+    """examples/peer_facts.py measures the comparison page's "measured here" cells: one line per
+    check, each with an answer (``not installed`` where the peer is missing)."""
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "peer_facts.py")], capture_output=True, text=True,
+                          check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 9 and all(len(line.split(" | ")) == 3 and line.split(" | ")[2] for line in lines)
+    no_grad = next(line for line in lines if "no_grad" in line)
+    assert "nodes under no_grad" in no_grad or "not installed" in no_grad

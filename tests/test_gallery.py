@@ -22,6 +22,7 @@ FIGURES = {
     "plot_05_lstm_tagger": 2, "plot_06_transformer_encoder": 1, "plot_07_transformers_config": 1,
     "plot_08_dict_io": 1, "plot_09_llama70b_meta": 2, "plot_10_custom_styler": 1,
     "plot_11_custom_renderer": 1, "plot_12_activations": 1, "plot_13_interactive_html": 1,
+    "plot_14_attention_maps": 2, "plot_15_gradient_norms": 4, "plot_16_backward_graph": 3,
 }
 
 
@@ -41,8 +42,9 @@ def test_gallery_script_runs_and_its_figures_are_scraped(script: Path, tmp_path:
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     if script.stem == "plot_13_interactive_html" and not hasattr(torchrecorder, "make_html"):
         pytest.skip("torchrecorder.make_html (the interactive view) is not in this version")
-    if "transformers" in script.read_text():
-        pytest.importorskip("transformers")
+    for module in ("transformers", "matplotlib", "torchviz"):
+        if f"import {module}" in script.read_text() or f"from {module}" in script.read_text():
+            pytest.importorskip(module)
     monkeypatch.chdir(script.parent)  # sphinx-gallery runs an example in its folder
     example = run_script(script, tmp_path)
     rst = "".join(example.rst)
@@ -51,7 +53,9 @@ def test_gallery_script_runs_and_its_figures_are_scraped(script: Path, tmp_path:
     for target in images:
         svg = (tmp_path / target.lstrip("/")).read_text()
         assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
-    thumb = tmp_path / "auto_examples" / "images" / f"sphx_glr_{script.stem}_001.png"
+    number = re.search(r"sphinx_gallery_thumbnail_number = (\d+)", script.read_text())
+    first = int(number[1]) if number else 1
+    thumb = tmp_path / "auto_examples" / "images" / f"sphx_glr_{script.stem}_{first:03d}.png"
     assert thumb.read_bytes().startswith(b"\x89PNG")
     if script.stem == "plot_13_interactive_html":
         assert ".. raw:: html" in rst

@@ -175,12 +175,14 @@ def test_selection_by_name_glob_label_type_and_index() -> None:
     assert _names(net, names="layer.**") == [
         "layer.0", "layer.0.attention", "layer.0.out", "layer.1", "layer.1.attention", "layer.1.out"]
     assert _names(net, names="**.out") == ["layer.0.out", "layer.1.out"]
-    # labels: the summary's (from a recording), or numbered over the module tree alike
+    # labels: the summary's (from a recording), or numbered over the module tree alike (torchinfo's
+    # numbers: the never-called ModuleList and ModuleDicts take labels, their items one level down)
     x = torch.randn(2, 4)
     graph = torchrecorder.record(net, "enc", input_data=x)
-    assert re.search(r"─layer\.1\.out \(Linear\) +1-4\n", graph.summary(columns=["label"]))
-    assert _names(net, labels=["1-4", "0-1"], rec=graph) == ["", "layer.1.out"]
-    assert _names(net, labels=["1-4", "1-5"]) == ["layer.1.out", "head"]  # the same without it
+    assert re.search(r"─layer\.1\.out \(Linear\) +3-4\n", graph.summary(columns=["label"]))
+    assert _names(net, labels=["3-4", "0-1"], rec=graph) == ["", "layer.1.out"]
+    assert _names(net, labels=["3-4", "1-2"]) == ["layer.1.out", "head"]  # the same without it
+    assert _names(net, labels=["1-1", "2-2"], rec=graph) == ["layer", "layer.1"]
     # types and indices, as torchfunc: either chooses a module
     assert _names(net, types=nn.ModuleDict) == ["layer.0", "layer.1"]
     assert _names(net, indices=[0]) == [""]  # modules() starts with net itself

@@ -42,6 +42,11 @@ def broken():
 
 def not_a_module():
     return 42
+
+
+def lazy():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.LazyLinear(8), torch.nn.ReLU(), torch.nn.LazyLinear(3))
 '''
 
 
@@ -171,3 +176,20 @@ def test_directive_in_a_myst_page_with_a_py_path(tmp_path: Path) -> None:
     assert warnings == ""
     assert len(list((out / "_images").glob("torchrecorder-*.svg"))) == 1
     assert "torchrecorder-figure" in (out / "index.html").read_text()
+
+
+def test_a_factory_with_lazy_modules_is_run_once_before_it_is_drawn(tmp_path: Path) -> None:
+    out, warnings = build(tmp_path, {"index.rst": """
+        Lazy
+        ====
+
+        .. torchrecorder:: dirmodels:lazy
+           :input-shape: 2,5
+           :depth: 1
+        """})
+    assert warnings == ""
+    svgs = sorted((out / "_images").glob("torchrecorder-*.svg"))
+    assert len(svgs) == 1
+    svg = svgs[0].read_text()
+    # both LazyLinears ran (they became Linear) and were drawn with the shapes this input gave them
+    assert svg.count("Linear") >= 2 and "2×8" in svg and "2×3" in svg and "Lazy" not in svg

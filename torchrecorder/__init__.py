@@ -17,6 +17,7 @@ from .capture import Capture, StopForward, capture
 from .errors import GraphError, GraphvizNotFoundError
 from .graph import Graph
 from .hooks.recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
+from .hooks.saved import SavedCapture, load_capture
 from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
 from .recorder import Recorder, recording
 from .renderer import (
@@ -65,10 +66,12 @@ __all__ = [
     "OpNode",
     "ParamNode",
     "Recorder",
+    "SavedCapture",
     "StopForward",
     "TensorNode",
     "capture",
     "hooks",
+    "load_capture",
     "load_json",
     "loads_json",
     "make_dot",

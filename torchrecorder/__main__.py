@@ -21,7 +21,7 @@ from ._files import is_stream, write_output
 from .api import _check_directory, _check_drawing, _picture, _target_path, record
 from .backend import check_format
 from .errors import GraphvizNotFoundError
-from .factory import ModelSpecError, load_model, parse_dtype, parse_shape
+from .factory import ModelSpecError, initialize_lazy, load_model, parse_dtype, parse_shape
 
 __all__ = ["build_parser", "load_model", "main"]
 
@@ -178,6 +178,7 @@ def _run(args: argparse.Namespace) -> Optional[str]:
         drawing["dpi"] = args.dpi
     _check_drawing(name, args.depth, args.fold, drawing)
     net = load_model(args.model)
+    initialize_lazy(net, shapes, dtype=dtype, device=args.device)  # the command line owns the model
     rec = record(net, name, shapes, dtype=dtype, device=args.device)
     data = _picture(rec, fmt, args.depth, args.fold, drawing)
     if path == "-":

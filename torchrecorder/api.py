@@ -14,10 +14,12 @@ from .backend import check_format, render_source
 from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
+from .projection.backward import backward_view
 from .recorder import Recorder, recording
 from .recording import InputShapes, gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
 from .recording.meta import check_model
 from .renderer.activations import ActivationStyler
+from .renderer.backward import BackwardRenderer
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.html import HtmlRenderer
 from .renderer.mermaid import MermaidRenderer
@@ -49,6 +51,7 @@ def record(
     dtype: Optional[torch.dtype] = None,
     keep_tensors: bool = False,
     unfuse_fast_paths: bool = False,
+    backward: bool = False,
 ) -> Recorder:
     """Record the graph by running a single forward pass of ``net``.
 
@@ -87,6 +90,9 @@ def record(
             instead, so that their insides are recorded; they are marked
             ``unfused``, and the output can differ from a plain call's by rounding
             (and in padded positions, which the fused kernels leave at zero).
+        backward: also keep the autograd graph the pass built (``grad_fn`` nodes, grouped
+            by the module call that created each; ``rec.backward``), drawn by
+            ``make_dot(rec, backward=True)``.  It needs gradients on.
 
     Returns:
         a :class:`~torchrecorder.recorder.Recorder` holding the execution graph.
@@ -119,7 +125,8 @@ def record(
     args = make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
     with model_state_kept(net) as kept, recording(net, name, keep_tensors=keep_tensors,
-                                                   unfuse_fast_paths=unfuse_fast_paths) as rec:
+                                                   unfuse_fast_paths=unfuse_fast_paths,
+                                                   backward=backward) as rec:
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write
         try:
             net(*args, **kwargs)
@@ -138,7 +145,8 @@ DEFAULT_RASTER_DPI = 192
 
 def make_dot(rec: Graph, render_depth: int = 256,
              styler_cls: Optional[type[GraphvizStyler]] = None, *,
-             fold_repeats: FoldRepeats = "auto", **styler_args: Any) -> graphviz.Digraph:
+             fold_repeats: FoldRepeats = "auto", backward: bool = False, show_saved: bool = False,
+             **styler_args: Any) -> graphviz.Digraph:
     """Produce the Graphviz representation of a recording.
 
     Args:
@@ -151,6 +159,12 @@ def make_dot(rec: Graph, render_depth: int = 256,
             ``×N``: ``"auto"`` (runs of 8 or more), ``True`` (2 or more), an
             int (that many or more) or ``False`` (see
             :class:`~torchrecorder.renderer.base.BaseRenderer`).
+        backward: draw the autograd graph of the recorded pass instead (``grad_fn``
+            nodes, as torchviz draws them, inside the clusters of the module calls whose
+            forward created them; see :func:`~torchrecorder.projection.backward.backward_view`).
+            The recording must be made with ``record(..., backward=True)``; a clear
+            ``ValueError`` otherwise, and for a pass that ran without gradients.
+        show_saved: with ``backward``, also draw the tensors each autograd node saved.
         **styler_args: the drawing options of
             :class:`~torchrecorder.renderer.GraphvizRenderer`:
             ``direction="LR"`` (the layout direction), ``tensor_nodes=True``
@@ -172,9 +186,15 @@ def make_dot(rec: Graph, render_depth: int = 256,
         itself in Jupyter.
     """
     styler_cls = _styler_class(styler_cls, styler_args)
+    renderer_cls = GraphvizRenderer
+    if backward:
+        rec, renderer_cls = backward_view(rec, saved=show_saved), BackwardRenderer
+    elif show_saved:
+        raise ValueError("show_saved=True draws the tensors saved for the backward pass: "
+                         "pass backward=True too")
     with gc_paused():  # many small objects, none of them garbage until the drawing is done
-        return GraphvizRenderer(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
-                                **styler_args).render()
+        return renderer_cls(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
+                            **styler_args).render()
 
 
 def _styler_class(styler_cls: Optional[type[GraphvizStyler]],

@@ -18,9 +18,11 @@ begins at each call of the model given to :func:`capture`.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
 from torch import nn
@@ -28,14 +30,21 @@ from torch.utils.hooks import RemovableHandle
 
 from .graph import Graph
 from .hooks._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
+from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
+from .hooks.plot import plot_stat
+from .hooks.saved import save_capture
 from .hooks.select import Names, UnknownLayerError, as_names, nearest, select_modules, split_call
+from .nodes import LayerNode, OpNode
 
-__all__ = ["STATS", "Capture", "StopForward", "capture"]
+__all__ = ["GRAD_STATS", "STATS", "Capture", "StopForward", "capture"]
 
 #: the statistics :meth:`Capture.stats` computes: the mean, the standard deviation, the fraction
 #: of zero elements, the largest magnitude, the fraction of units (positions after the batch
-#: dimension) that were zero in every sample, and the time a call took (milliseconds)
-STATS = ("mean", "std", "zeros", "absmax", "dead", "time")
+#: dimension) that were zero in every sample, the time a call took (milliseconds); and of the
+#: gradient with respect to the output (``grads=True``): its L2 norm (the mean over calls),
+#: the mean of its elements and the fraction of them that are zero
+STATS = ("mean", "std", "zeros", "absmax", "dead", "time", "grad_norm", "grad_mean", "grad_zeros")
+GRAD_STATS = ("grad_norm", "grad_mean", "grad_zeros")
 
 
 class StopForward(Exception):
@@ -88,6 +97,37 @@ class _Stats:
         return float(self.absmax)
 
 
+class _GradStats:
+    """Running statistics of the gradients reaching one output (scalars on their device)."""
+
+    __slots__ = ("calls", "count", "norms", "sum", "zeros")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.count = 0
+        self.norms: Any = 0.0
+        self.sum: Any = 0.0
+        self.zeros: Any = 0
+
+    def add(self, g: torch.Tensor) -> None:
+        with torch.no_grad():
+            d = g.detach().to(torch.float64)
+            self.calls += 1
+            self.count += d.numel()
+            self.norms = self.norms + torch.linalg.vector_norm(d)
+            self.sum = self.sum + d.sum()
+            self.zeros = self.zeros + (d == 0).sum()
+
+    def value(self, stat: str) -> Optional[float]:
+        if not self.count:
+            return None
+        if stat == "grad_norm":
+            return float(self.norms) / self.calls
+        if stat == "grad_mean":
+            return float(self.sum) / self.count
+        return float(self.zeros) / self.count
+
+
 class Capture:
     """Activations of chosen layers, captured while the ``with`` block runs the model.
 
@@ -108,10 +148,12 @@ class Capture:
                  record: bool, edit: Optional[Callable[[str, Any], Any]], stop: Optional[str],
                  condition: Optional[Callable[[], Any]], reduction: Optional[Callable[[Any, Any], Any]],
                  to: Optional[torch.device], detach: bool, clone: bool, keep: str, stats: bool,
-                 timing: bool) -> None:
+                 timing: bool, ops: Optional[list[OpRule]] = None, root: str = "net") -> None:
         self.model = model
         self._chosen = chosen
         self.names = [p for p, _ in chosen]
+        self.ops = [r.pattern for r in ops or ()]
+        self._watch = OpWatch(model, ops, root, self._on_op) if ops else None
         self._record, self._want_inputs, self._want_grads = record, inputs, grads
         self._edit, self._stop = edit, stop
         self._condition, self._reduction = condition, reduction
@@ -122,6 +164,7 @@ class Capture:
         self.grads: dict[str, Any] = {}
         self.passes = 0
         self._stats: dict[str, _Stats] = {}
+        self._grad_stats: dict[str, _GradStats] = {}
         self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
         self._handles: list[RemovableHandle] = []
         self._tensor_hooks: list[RemovableHandle] = []
@@ -137,12 +180,16 @@ class Capture:
             self._handles.append(self.model.register_forward_pre_hook(self._pass_begins, prepend=True))
             self._handles.append(self.model.register_forward_hook(self._pass_ends, always_call=True))
             hooked = dict(self._chosen)
-            stop_path = split_call(self._stop)[0] if self._stop is not None else None
+            # (an operation's key has a "/": its watch stops the pass)
+            stop_path = split_call(self._stop)[0] if self._stop is not None and "/" not in self._stop \
+                else None
             if stop_path is not None and stop_path not in hooked:
                 hooked[stop_path] = self.model.get_submodule(stop_path)
             for path, module in hooked.items():
                 self._handles.append(module.register_forward_pre_hook(self._pre(path), with_kwargs=True))
                 self._handles.append(module.register_forward_hook(self._post(path)))
+            if self._watch is not None:
+                self._watch.start()
         except BaseException:
             self.remove()
             raise
@@ -156,6 +203,8 @@ class Capture:
         """Take every hook off (the ``with`` block does this on exit, whatever happened)."""
         for h in self._handles + self._tensor_hooks:
             h.remove()
+        if self._watch is not None:
+            self._watch.stop()
         self._handles.clear()
         self._tensor_hooks.clear()
         self._open.clear()
@@ -175,10 +224,17 @@ class Capture:
             self._calls.clear()
             self._open.clear()
             self._tensor_hooks = [h for h in self._tensor_hooks if h.hooks_dict_ref() is not None]
+            if self._watch is not None:
+                self._watch.begin_pass()
         self._depth += 1
 
     def _pass_ends(self, module: nn.Module, args: Any, output: Any) -> None:
         self._depth = max(0, self._depth - 1)
+        watch = self._watch
+        if self._depth == 0 and watch is not None and sys.exc_info()[1] is None and watch.unmatched():
+            rule = watch.unmatched()[0]
+            raise UnknownLayerError(f"ops pattern {rule.pattern!r} chose no operation in a whole "
+                                    "forward pass; " + nearest_ops(rule, list(watch.seen)))
 
     def _pre(self, path: str) -> Callable[..., None]:
         chosen = path in dict(self._chosen)
@@ -208,18 +264,29 @@ class Capture:
                 total = self._times.setdefault(name, [0.0, 0])
                 total[0] += time.perf_counter() - start
                 total[1] += 1
-            replaced = None
-            if on and self._edit is not None:
-                replaced = self._edit(name, output)
-                if replaced is not None:
-                    output = replaced
-            if on:
-                self._keep_output(name, output)
-            if name == self._stop:
-                raise StopForward(f"capture stopped the forward pass after {name!r}")
-            return replaced
+            return self._finish(name, on, output)
 
         return hook
+
+    def _on_op(self, key: str, output: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A chosen operation ran (see :class:`~torchrecorder.hooks.opcapture.OpWatch`)."""
+        on = self._condition is None or bool(self._condition())
+        if on and self._record and self._want_inputs:
+            self._store(self.inputs, key, inputs_value(args, kwargs))
+        return self._finish(key, on, output)
+
+    def _finish(self, name: str, on: bool, output: Any) -> Any:
+        """Edit, keep and maybe stop after the call or operation ``name``; the replacement."""
+        replaced = None
+        if on and self._edit is not None:
+            replaced = self._edit(name, output)
+            if replaced is not None:
+                output = replaced
+        if on:
+            self._keep_output(name, output)
+        if name == self._stop:
+            raise StopForward(f"capture stopped the forward pass after {name!r}")
+        return replaced
 
     def _keep_output(self, name: str, output: Any) -> None:
         if self._record:
@@ -230,7 +297,7 @@ class Capture:
                     if t.device.type != "meta":
                         self._stats.setdefault(name, _Stats()).add(t)
                     break
-        if self._record and self._want_grads:
+        if self._want_grads and (self._record or self._want_stats):
             for i, t in enumerate(leaves(output)):
                 if t.requires_grad:
                     key = name if i == 0 else f"{name}[{i}]"
@@ -238,7 +305,11 @@ class Capture:
 
     def _grad_hook(self, key: str) -> Callable[[torch.Tensor], None]:
         def hook(grad: torch.Tensor) -> None:
-            self._store(self.grads, key, grad)
+            if self._record:
+                self._store(self.grads, key, grad)
+            if self._want_stats and grad.layout == torch.strided and (
+                    grad.is_floating_point() or grad.is_complex()) and grad.device.type != "meta":
+                self._grad_stats.setdefault(key, _GradStats()).add(grad)
 
         return hook
 
@@ -291,12 +362,37 @@ class Capture:
             return {k: 1000 * v[0] / v[1] for k, v in self._times.items() if v[1]}
         if not self._want_stats:
             raise ValueError(f"no statistics: make the capture with stats=True to get {stat!r}")
+        table: dict[str, Any] = self._stats
+        if stat in GRAD_STATS:
+            if not self._want_grads:
+                raise ValueError(f"no gradient statistics: make the capture with grads=True and "
+                                 f"stats=True (and call backward inside the block) to get {stat!r}")
+            table = self._grad_stats
         out = {}
-        for k, s in self._stats.items():
+        for k, s in table.items():
             v = s.value(stat)
             if v is not None:
                 out[k] = v
         return out
+
+    def available_stats(self) -> list[str]:
+        """The statistics :meth:`stats` can give for this capture."""
+        out = list(STATS[:5]) if self._want_stats else []
+        if self._want_stats and self._want_grads:
+            out.extend(GRAD_STATS)
+        if self._timing:
+            out.append("time")
+        return out
+
+    def save(self, path: Union[str, os.PathLike[str]]) -> str:
+        """Write what was kept (outputs, inputs, gradients, statistics) to ``path`` in the
+        safetensors format, atomically; :func:`torchrecorder.load_capture` reads it back.
+        No pickle: loading a file cannot run code.  Returns the path."""
+        return save_capture(self, path)
+
+    def plot(self, stat: str = "grad_norm", **kwargs: Any) -> Any:
+        """The bar chart of ``stat`` per captured call (see :func:`~torchrecorder.hooks.plot.plot_stat`)."""
+        return plot_stat(self, stat, **kwargs)
 
     def __repr__(self) -> str:
         return f"<Capture of {len(self.names)} layers, {self.passes} passes, {len(self.outputs)} outputs>"
@@ -316,8 +412,8 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
             condition: Optional[Callable[[], Any]] = None,
             reduction: Optional[Callable[[Any, Any], Any]] = None, to: Device = None,
             detach: bool = True, clone: bool = True, keep: str = "last", stats: bool = False,
-            timing: bool = False) -> Capture:
-    """Capture what chosen layers of ``model`` compute while a ``with`` block runs it.
+            timing: bool = False, ops: Names = None) -> Capture:
+    """Capture what chosen layers or operations of ``model`` compute while a ``with`` block runs it.
 
     >>> import torch
     >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
@@ -330,7 +426,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         model: the module whose forward passes are captured.
         names: dotted paths (``"encoder.0"``, ``""`` for ``model`` itself) or
             glob patterns (``"encoder.layer.*.attention"``, ``"**"``).  With
-            no ``names``, ``types`` or ``labels``: every module.
+            no ``names``, ``types``, ``labels`` or ``ops``: every module.
         types: a class or tuple of classes to capture.
         labels: ``depth-idx`` labels of the summary (``"1-3"``), read from
             ``rec`` (a recording of ``model``) when given.
@@ -357,6 +453,15 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         stats: gather running statistics of each output for :meth:`Capture.stats`
             (mean, std, zeros, absmax, dead) without keeping tensors.
         timing: time each call for ``cap.stats("time")``.
+        ops: operations inside modules, by the keys the recording gives them
+            (``"transformer.h.*.attn/softmax"``, ``"*/softmax"``, an op name alone
+            such as ``"softmax"``, or a list): see :mod:`torchrecorder.hooks.opcapture`.
+            They are kept, edited, reduced and summarised under their keys as layers
+            are under their names (``cap["transformer.h.0.attn/softmax"]``), so
+            ``make_dot(rec, activations=cap)`` colours their nodes.  The network's own
+            operations are named after ``rec.name`` (``"net"`` without ``rec``).  Only the
+            chosen calls run under a function mode; elsewhere the model runs as it is.
+            ``edit`` must return a tensor of the operation's shape and dtype.
 
     Returns:
         a :class:`Capture`; its hooks are on inside the ``with`` block only
@@ -365,7 +470,10 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     Raises:
         UnknownLayerError: a name, pattern or label names no layer (the
             message lists the nearest existing names); raised here, before
-            the model runs.
+            the model runs.  An ``ops`` pattern whose layer part names no layer
+            raises here too; one that chose no operation in a whole pass raises
+            at the end of that pass, with the nearest operation keys (or here,
+            checked against ``rec``, when it is given).
         TypeError, ValueError: an argument of the wrong kind.
     """
     if not isinstance(model, nn.Module):
@@ -377,13 +485,37 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         raise ValueError(f"keep must be 'last' or 'all', got {keep!r}")
     device = check_device(to)
     wanted = as_names(names)
-    chosen = select_modules(model, names=wanted or None, types=types, labels=labels, rec=rec)
+    root = rec.name if rec is not None else "net"
+    rules = parse_op_patterns(ops) if ops is not None else None
+    if rules:
+        check_call_patterns(model, rules, root)
+        if rec is not None:
+            _check_op_patterns(rec, rules)
+    if rules and not wanted and types is None and labels is None:
+        chosen: list[tuple[str, nn.Module]] = []  # operations only
+    else:
+        chosen = select_modules(model, names=wanted or None, types=types, labels=labels, rec=rec)
     if stop is not None:
         if not isinstance(stop, str):
             raise TypeError(f"stop must be a layer name, got {stop!r}")
         paths = [p for p, _ in model.named_modules()]
-        if split_call(stop)[0] not in paths:
+        if split_call(stop.rpartition("/")[0] if "/" in stop and rules else stop)[0] not in [*paths, root]:
             raise UnknownLayerError(f"stop={stop!r} names no layer; " + nearest(stop, paths))
     return Capture(model, chosen, inputs=inputs, grads=grads, record=record, edit=edit, stop=stop,
                    condition=condition, reduction=reduction, to=device, detach=detach, clone=clone,
-                   keep=keep, stats=stats, timing=timing)
+                   keep=keep, stats=stats, timing=timing, ops=rules, root=root)
+
+
+def _check_op_patterns(rec: Graph, rules: list[OpRule]) -> None:
+    """Raise :class:`UnknownLayerError` for a rule that chooses none of ``rec``'s operations."""
+    ops = [n for n in rec.nodes.values() if isinstance(n, OpNode) and isinstance(n.key, str)]
+    for rule in rules:
+        for op in ops:
+            call = rec.nodes.get(op.parent)
+            path = call.path if isinstance(call, LayerNode) else ""
+            if rule.matches_call(path, str(op.parent), rec.name) and \
+                    rule.matches_op(op.op, str(op.key).rpartition("/")[2]):
+                break
+        else:
+            raise UnknownLayerError(f"ops pattern {rule.pattern!r} chooses no operation of the "
+                                    "recording; " + nearest_ops(rule, [str(o.key) for o in ops]))

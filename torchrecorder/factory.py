@@ -4,7 +4,9 @@ The command line and the Sphinx directive (:mod:`torchrecorder.sphinxext`) both
 take a model as such a string, with input shapes such as ``1,3,224,224`` and a
 dtype name such as ``int64``; this module turns that text into a module, shapes
 and a dtype, and raises :class:`ModelSpecError` (a ``ValueError``) with a
-message a person can act on when it cannot.
+message a person can act on when it cannot.  Both own the model they build, so
+:func:`initialize_lazy` may run it once to give its lazy modules their shapes
+(:func:`torchrecorder.record` refuses a user's model that has not run yet).
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from typing import Any, Optional
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
-__all__ = ["ModelSpecError", "load_model", "parse_dtype", "parse_shape"]
+from .recording import InputShapes, integer_inputs, is_integer_dtype, make_inputs
+
+__all__ = ["ModelSpecError", "initialize_lazy", "load_model", "parse_dtype", "parse_shape"]
 
 
 class ModelSpecError(ValueError):
@@ -129,3 +134,58 @@ def load_model(spec: str) -> nn.Module:
     if not isinstance(obj, nn.Module):
         raise ModelSpecError(f"{spec} gave {type(obj).__name__} {obj!r:.60}, not a torch.nn.Module")
     return obj
+
+
+def _lazy_tensors(net: nn.Module) -> list[str]:
+    """Dotted names of the uninitialized parameters and buffers of ``net``."""
+    return [name for name, t in (*net.named_parameters(remove_duplicate=False),
+                                 *net.named_buffers(remove_duplicate=False)) if is_lazy(t)]
+
+
+def initialize_lazy(net: nn.Module, input_shapes: InputShapes, *, dtype: Optional[torch.dtype] = None,
+                    device: Any = None) -> bool:
+    """Run ``net`` once on inputs of ``input_shapes`` when it holds lazy modules (``nn.LazyLinear``,
+    ``nn.LazyConv2d``, ...), so that their parameters get their shapes before recording.
+
+    Only for models the caller built itself (the command line and the directive): it changes
+    the model as its first call would.  The pass runs under :func:`torch.no_grad` in ``eval()``
+    mode, on the inputs :func:`torchrecorder.record` would make (``dtype``, ``device`` as there);
+    afterwards each module's training flag and the values of the parameters and buffers
+    that existed before are put back, so only the lazy ones change (they are initialized as
+    their first call initializes them).
+
+    Returns:
+        whether the model ran (``False``: it held no lazy parameter or buffer).
+
+    Raises:
+        RuntimeError: the model still holds uninitialized tensors after the pass.
+        Exception: whatever the forward pass raised, with a note saying it was this pass.
+    """
+    if not _lazy_tensors(net):
+        return False
+    if is_integer_dtype(dtype) and input_shapes is not None:
+        args = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
+    else:
+        args = make_inputs(net, input_shapes, None, device, dtype)
+    modes = [(m, m.training) for m in net.modules()]
+    kept = [(t, t.detach().clone()) for t in (*net.parameters(), *net.buffers()) if not is_lazy(t)]
+    try:
+        with torch.no_grad():
+            net.eval()
+            net(*args)
+    except Exception as exc:
+        if hasattr(exc, "add_note"):  # Python 3.11+
+            exc.add_note("while running the model once to initialize its lazy modules")
+        raise
+    finally:
+        for module, training in modes:
+            module.training = training
+        with torch.no_grad():
+            for tensor, value in kept:
+                if tensor.shape == value.shape:
+                    tensor.copy_(value)
+    left = _lazy_tensors(net)
+    if left:
+        raise RuntimeError(f"the model still holds uninitialized tensors after one forward pass: "
+                           f"{', '.join(left[:5])} (a lazy module that this input does not reach)")
+    return True

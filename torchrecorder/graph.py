@@ -22,7 +22,55 @@ from typing import Any, Optional
 from .errors import GraphError
 from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet
 
-__all__ = ["Graph", "Namespace"]
+__all__ = ["AutogradGraph", "AutogradNode", "Graph", "Namespace"]
+
+
+class AutogradNode:
+    """One node of the autograd graph a recorded pass built (a ``grad_fn``), as plain data.
+
+    Attributes:
+        name: the autograd node's name, e.g. ``"AddmmBackward0"`` or ``"AccumulateGrad"``.
+        scope: key of the module call whose forward created it (``None``: the top level).
+        forward: key of the recorded operation whose output it is the ``grad_fn`` of, if any.
+        param: dotted path of the parameter an ``AccumulateGrad`` node fills, else ``""``.
+        shape: shape of the leaf tensor an ``AccumulateGrad`` node fills, else ``None``.
+        saved: ``(name, shape)`` of each tensor the node saved for the backward pass.
+    """
+
+    __slots__ = ("forward", "name", "param", "saved", "scope", "shape")
+
+    def __init__(self, name: str, scope: Key = None, forward: Key = None, param: str = "",
+                 shape: Optional[tuple[int, ...]] = None,
+                 saved: Optional[list[tuple[str, tuple[int, ...]]]] = None) -> None:
+        self.name, self.scope, self.forward, self.param = name, scope, forward, param
+        self.shape = shape
+        self.saved = saved if saved is not None else []
+
+    def __repr__(self) -> str:
+        return f"AutogradNode({self.name!r}, scope={self.scope!r})"
+
+
+class AutogradGraph:
+    """The backward graph of a recorded pass: what ``loss.backward()`` would run.
+
+    Attributes:
+        nodes: the autograd nodes in forward order: each comes after every node in its
+            ``next_functions`` (the leaves' ``AccumulateGrad`` nodes first).
+        edges: ``(i, j)`` index pairs: node ``i`` is in ``nodes[j]``'s ``next_functions``
+            (drawn ``i -> j``, in the direction of the forward pass, as torchviz draws them).
+        outputs: ``(node index, key of the output tensor node)`` for each output of the
+            recorded model that has a ``grad_fn``.
+        grad_enabled: whether the pass ran with gradients on (``False`` under
+            ``torch.no_grad()`` or ``torch.inference_mode()``: then there is no graph).
+    """
+
+    __slots__ = ("edges", "grad_enabled", "nodes", "outputs")
+
+    def __init__(self, grad_enabled: bool = True) -> None:
+        self.nodes: list[AutogradNode] = []
+        self.edges: list[tuple[int, int]] = []
+        self.outputs: list[tuple[int, Key]] = []
+        self.grad_enabled = grad_enabled
 
 
 class Namespace:
@@ -66,6 +114,8 @@ class Graph:
         notes: what the recording could not follow, in words (an edge through
             code torch's function mode does not see, a module output that could
             not be given its own identity); empty when nothing was lost.
+        backward: the pass's :class:`AutogradGraph` when recorded with
+            ``backward=True`` (``record(..., backward=True)``), else ``None``.
     """
 
     def __init__(self, name: str = "net") -> None:
@@ -76,6 +126,8 @@ class Graph:
         self.failed_key: Key = None
         self.notes: list[str] = []
         self.keys = Namespace()
+        #: the pass's autograd graph, when recorded with ``backward=True``
+        self.backward: Optional[AutogradGraph] = None
 
     # ------------------------------------------------------------ reading
     @property

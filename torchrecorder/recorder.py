@@ -53,15 +53,18 @@ class Recorder(Display, Graph):
         keep_tensors: whether tensor nodes keep the tensors in ``fn``.
         unfuse_fast_paths: whether modules with a fused fast path are recorded through
             their unfused Python path (see :func:`torchrecorder.record`).
+        record_backward: whether the pass's autograd graph is kept (``backward``, drawn by
+            ``make_dot(rec, backward=True)``).
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
     """
 
     def __init__(self, name: str = "net", *, keep_tensors: bool = False,
-                 unfuse_fast_paths: bool = False) -> None:
+                 unfuse_fast_paths: bool = False, backward: bool = False) -> None:
         super().__init__(name)
         self.keep_tensors = keep_tensors
         self.unfuse_fast_paths = unfuse_fast_paths
+        self.record_backward = backward
         self._engine: Optional[Engine] = None
 
     @property
@@ -69,7 +72,8 @@ class Recorder(Display, Graph):
         """The recording engine that fills this graph (made on first use)."""
         if self._engine is None:
             self._engine = Engine(self, keep_tensors=self.keep_tensors,
-                                  unfuse_fast_paths=self.unfuse_fast_paths)
+                                  unfuse_fast_paths=self.unfuse_fast_paths,
+                                  backward=self.record_backward)
         return self._engine
 
     def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:
@@ -125,7 +129,7 @@ class Recorder(Display, Graph):
 
 
 def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False,
-              unfuse_fast_paths: bool = False) -> AbstractContextManager[Recorder]:
+              unfuse_fast_paths: bool = False, backward: bool = False) -> AbstractContextManager[Recorder]:
     """Record every forward call of ``net`` made inside the ``with`` block.
 
     >>> import torch
@@ -146,10 +150,12 @@ def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False,
         keep_tensors: keep the tensors (activations) on the tensor nodes.
         unfuse_fast_paths: record modules with a fused fast path through their unfused
             Python path (see :func:`torchrecorder.record`).
+        backward: keep the autograd graph of the pass (see :func:`torchrecorder.record`).
     """
     if not isinstance(net, nn.Module):
         raise TypeError(f"expected a torch.nn.Module to record, got {type(net).__name__}")
     if not isinstance(name, str):
         raise TypeError(f"name must be a str (the name shown for the network), got {name!r}")
-    rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths)
+    rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
+                   backward=backward)
     return rec.engine.active(net, name, rec)

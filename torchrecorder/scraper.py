@@ -22,6 +22,9 @@ block of an example the scraper collects what the block drew:
   ``render_depth=1`` (:attr:`Scraper.render_depth`), but only where the block
   made no other figure: ``rec = record(...); dot = make_dot(rec, 2)`` gives the
   one figure of ``dot``;
+* **matplotlib figures made without pyplot** (what ``Capture.plot`` returns), bound to a
+  global name like the objects above (pyplot's own figures are left to sphinx-gallery's
+  ``"matplotlib"`` scraper);
 * **the object the block displayed**: the value of its last line when that is
   an expression (``make_dot(rec, 3)`` or ``rec``), as a notebook would show it;
 * **files the block wrote** through torchrecorder (``render_network``,
@@ -78,6 +81,14 @@ def _is_view(obj: Any) -> bool:
         cls.__module__.split(".", 1)[0] == "torchrecorder"
 
 
+def _is_plot(obj: Any) -> bool:
+    """A matplotlib figure made without pyplot (``cap.plot()`` returns one), which
+    sphinx-gallery's matplotlib scraper does not see: it collects pyplot's figures only."""
+    cls = type(obj)
+    return cls.__module__ == "matplotlib.figure" and cls.__name__ == "Figure" and \
+        getattr(getattr(obj, "canvas", None), "manager", None) is None
+
+
 def _figure_kind(obj: Any) -> Optional[str]:
     if isinstance(obj, Graph):
         return "graph"
@@ -85,6 +96,8 @@ def _figure_kind(obj: Any) -> Optional[str]:
         return "dot"
     if _is_view(obj):
         return "view"
+    if _is_plot(obj):
+        return "plot"
     return None
 
 
@@ -262,6 +275,13 @@ class Scraper:
             kind = _figure_kind(obj)
             if kind == "view":
                 rst.append(_raw_html(obj._repr_html_()))
+                continue
+            if kind == "plot":
+                target = os.path.splitext(next(paths))[0] + ".svg"
+                obj.savefig(target, format="svg")
+                if len(paths) == thumb:
+                    obj.savefig(os.path.splitext(target)[0] + ".png", format="png", dpi=self.thumbnail_dpi)
+                rst.append(figure_rst([target], src_dir, "a chart drawn with matplotlib"))
                 continue
             if kind == "graph":
                 source = GraphvizRenderer(obj, self.render_depth).render().source

@@ -68,7 +68,7 @@ from sphinx.util.docutils import SphinxDirective
 from . import renderer as _renderer
 from .api import make_dot, record
 from .backend import render_source
-from .factory import ModelSpecError, load_model, parse_dtype, parse_shape
+from .factory import ModelSpecError, initialize_lazy, load_model, parse_dtype, parse_shape
 
 __all__ = ["TorchrecorderDirective", "setup", "torchrecorder_figure"]
 
@@ -169,6 +169,7 @@ class TorchrecorderDirective(SphinxDirective):
             self.env.note_dependency(os.path.abspath(source_file))
         name = opts["name"] or spec.rpartition(":")[2]
         shapes = opts["shapes"][0] if len(opts["shapes"]) == 1 else opts["shapes"]
+        initialize_lazy(net, shapes, dtype=opts["dtype"])  # the directive owns the model
         style: dict[str, Any] = {"preset": opts["preset"], "direction": opts["direction"],
                                  "fold_repeats": opts["fold"]}
         if opts["format"] == "html":

@@ -10,8 +10,8 @@ One rule serves :func:`torchrecorder.capture` and the recorders of
   components, at least one at the end: ``"encoder.**"`` is everything inside ``encoder``);
 * ``labels``: the ``depth-idx`` labels of the summary (``"1-3"``), read from a
   recording when one is given, else numbered over the module tree in
-  definition order (the same whenever each module is called once, from its
-  parent, in that order);
+  definition order (torchinfo's numbers: the same whenever each module is
+  called once, from its parent, in that order);
 * ``types``: a class or tuple of classes (``isinstance``);
 * ``indices``: positions in the iteration (``net.modules()``, where 0 is the
   model itself, or ``net.children()``), as in torchfunc.
@@ -32,7 +32,7 @@ from typing import Any, Optional, Union
 from torch import nn
 
 from ..graph import Graph
-from ..summary import layer_labels
+from ..summary import label_paths
 
 __all__ = ["UnknownLayerError", "is_pattern", "match_names", "module_labels", "select_modules"]
 
@@ -131,36 +131,23 @@ def split_call(name: str) -> tuple[str, int]:
 
 
 def module_labels(net: nn.Module, rec: Optional[Graph] = None) -> dict[str, str]:
-    """``depth-idx`` label -> dotted path of the module it names.
+    """``depth-idx`` label -> dotted path of the module it names, as torchinfo numbers them.
 
     From ``rec`` (a recording of ``net``) when given: the summary's labels
-    exactly.  Else numbered over ``net``'s module tree in definition order,
-    containers without a ``forward`` (``ModuleList``, ``ModuleDict``) taking no
-    depth and no label, as in a recording.
+    exactly (:func:`~torchrecorder.summary.label_paths`).  Else as torchinfo
+    numbers a model it does not run: every module of ``net``'s tree in
+    definition order, at its depth in the tree, containers (``ModuleList``,
+    ``ModuleDict``) included.
     """
-    out: dict[str, str] = {}
     if rec is not None:
-        for key, label in layer_labels(rec).items():
-            layer = rec.nodes[key]
-            out.setdefault(label, getattr(layer, "path", ""))
-        return out
+        return label_paths(rec)
+    out: dict[str, str] = {}
     counters: dict[int, int] = {}
-    depths: dict[str, int] = {}
-    for path, module in net.named_modules():
-        parent = path.rpartition(".")[0] if path else None
-        depth = 0 if parent is None else depths.get(parent, -1) + 1
-        if not path or _called(module):
-            n = counters[depth] = counters.get(depth, 0) + 1
-            out[f"{depth}-{n}"] = path
-        else:  # a container that is never called (ModuleList, ModuleDict) adds no depth
-            depth -= 1
-        depths[path] = depth
+    for path, _module in net.named_modules(remove_duplicate=False):
+        depth = path.count(".") + 1 if path else 0
+        n = counters[depth] = counters.get(depth, 0) + 1
+        out[f"{depth}-{n}"] = path
     return out
-
-
-def _called(module: nn.Module) -> bool:
-    """Whether ``module`` can be called: it has a ``forward`` of its own (``ModuleList`` has none)."""
-    return getattr(type(module), "forward", None) is not nn.Module.forward
 
 
 def _types(types: Any) -> Optional[tuple[type, ...]]:

@@ -38,6 +38,7 @@ from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, sha
 from ._failure import NOTE_PREFIX, annotate, exception_text
 from ._walk import iter_tensors, named_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
+from .backward import AutogradTrace
 from .fastpath import FastPaths, has_fast_path
 from .live import LiveObjects
 from .meta import bind_arguments, shape_name, shape_of, tensor_meta
@@ -77,6 +78,7 @@ class Engine(LiveObjects):
         unfuse_fast_paths: run modules with a fused fast path through their Python path
             (recorded op by op) rather than as a plain call does (see
             :mod:`~torchrecorder.recording.fastpath`).
+        backward: keep the pass's autograd graph on ``graph.backward`` (``recording.backward``).
 
     Attributes:
         paused: above 0 while the engine's own code runs torch calls that must
@@ -85,8 +87,9 @@ class Engine(LiveObjects):
     """
 
     def __init__(self, graph: Graph, *, keep_tensors: bool = False,
-                 unfuse_fast_paths: bool = False) -> None:
+                 unfuse_fast_paths: bool = False, backward: bool = False) -> None:
         self.graph = graph
+        self.autograd = AutogradTrace() if backward else None
         self.keep_tensors = keep_tensors
         self.fast = FastPaths(self, unfuse_fast_paths, GLOBAL_POST_HOOK)
         self._hook_fns: tuple[Any, ...] = ()
@@ -184,6 +187,8 @@ class Engine(LiveObjects):
         """Drop unused ops (unless the pass failed) and forget the live objects seen."""
         if self.graph.error is None:
             self.graph.prune()
+        if self.autograd is not None:
+            self.autograd.finish(self.graph, self.untraced.root_grad, self._param_owner)
         self._sources = {a for a, _ in self.graph.edges}
         self.live.clear()
         self._stack.clear()
@@ -404,6 +409,8 @@ class Engine(LiveObjects):
                             sources.add(src)
         for o in outs:
             live[id(o)] = (weakref.ref(o), key)
+        if self.autograd is not None:
+            self.autograd.op(outs, skey, key)
         if self.untraced.grad_fns is not None:
             for o in outs:
                 self.untraced.track(o, key)
@@ -556,6 +563,10 @@ class Engine(LiveObjects):
                 sources.add(src)
                 if alias is not None:
                     aliased.append((t, alias, out_node))
+            if self.autograd is not None:
+                self.autograd.call((t,), ckey)
+                if at_root:
+                    self.autograd.output(t, out_node.key)
             if at_root:
                 out_node.role = "output"
                 if outname is not None and out_node.name == shape_str(out_node.shape):
@@ -571,6 +582,13 @@ class Engine(LiveObjects):
             for t, _, node in aliased:
                 self.bind(t, node.key)
             return None
+
+    def _param_owner(self, t: Tensor) -> Optional[tuple[str, Key]]:
+        """``(dotted path, key of the call holding its node)`` for a parameter, else ``None``."""
+        found, key = self._params.get(id(t)), self.lookup(t)
+        if found is None or found[0] is not t or key is None:
+            return None
+        return found[1], self.graph.nodes[key].parent
 
     def _inside(self, node: BaseNode, call: LayerNode) -> bool:
         """Whether ``node`` was recorded inside the scope of ``call``."""

@@ -20,11 +20,12 @@ second call) to a number.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from .._text import dot_text, html_text
-from ..nodes import BaseNode, LayerNode
+from ..nodes import BaseNode, LayerNode, OpNode
 from .styler import GraphvizStyler
 
 __all__ = ["SCALES", "ActivationStyler", "call_name"]
@@ -38,8 +39,10 @@ SCALES: Mapping[str, Sequence[str]] = {
 }
 
 _TITLES = {"mean": "mean activation", "std": "activation std", "zeros": "fraction of zeros",
-           "absmax": "max |activation|", "dead": "dead-unit fraction", "time": "time per call (ms)"}
-_FRACTIONS = ("zeros", "dead")
+           "absmax": "max |activation|", "dead": "dead-unit fraction", "time": "time per call (ms)",
+           "grad_norm": "gradient norm", "grad_mean": "mean gradient",
+           "grad_zeros": "fraction of zero gradients"}
+_FRACTIONS = ("zeros", "dead", "grad_zeros")
 
 
 def call_name(node: LayerNode) -> str:
@@ -94,17 +97,22 @@ class ActivationStyler(GraphvizStyler):
             ``"cool"`` otherwise.
         vmin, vmax: the values at the ends of the scale; default 0 to 1 for
             fractions, else the smallest and largest value shown.
+        log: place values on the scale by their logarithm (default: for ``"grad_norm"``,
+            where vanishing and exploding gradients differ by orders of magnitude,
+            when every value is positive).
         annotate: write the value in each coloured label (default).
         legend: draw the colour scale under the graph (default).
         title: the legend's title (default: a description of ``stat``).
         **styler_args: as for :class:`~torchrecorder.renderer.GraphvizStyler`.
 
-    Module calls without a value keep the default style.
+    Module calls and operations (``capture(..., ops=...)``, by their keys) without a value
+    keep the default style.
     """
 
     def __init__(self, activations: Any = None, stat: str = "zeros", *, scale: Any = None,
                  vmin: Optional[float] = None, vmax: Optional[float] = None, annotate: bool = True,
-                 legend: bool = True, title: Optional[str] = None, **styler_args: Any) -> None:
+                 legend: bool = True, title: Optional[str] = None, log: Optional[bool] = None,
+                 **styler_args: Any) -> None:
         super().__init__(**styler_args)
         if activations is None:
             raise TypeError("ActivationStyler needs activations= (a torchrecorder.capture(...) made "
@@ -136,21 +144,32 @@ class ActivationStyler(GraphvizStyler):
         fraction = stat in _FRACTIONS
         self.vmin = vmin if vmin is not None else (0.0 if fraction or not shown else min(shown))
         self.vmax = vmax if vmax is not None else (1.0 if fraction or not shown else max(shown))
+        positive = bool(shown) and min(shown) > 0 and self.vmin > 0
+        self.log = (stat == "grad_norm" and positive) if log is None else bool(log)
+        if self.log and not positive:
+            raise ValueError("log=True needs positive values and a positive vmin")
         self.annotate = annotate
         self.legend = legend
-        self.title = title if title is not None else _TITLES.get(stat, stat)
+        if title is None:
+            title = _TITLES.get(stat, stat) + (" (log scale)" if self.log else "")
+        self.title = title
 
     # ------------------------------------------------------------ values and colours
     def value_of(self, node: BaseNode) -> Optional[float]:
-        """The statistic of the call ``node``, or ``None``."""
+        """The statistic of the call or operation ``node`` (by its key), or ``None``."""
+        if isinstance(node, OpNode):
+            return self.values.get(str(node.key))
         if not isinstance(node, LayerNode):
             return None
         return self.values.get(call_name(node))
 
     def colour(self, value: float) -> str:
         """The ``#rrggbb`` colour of ``value`` on the scale."""
-        span = self.vmax - self.vmin
-        return _mix(self.scale, (value - self.vmin) / span if span else 0.0)
+        lo, hi, v = self.vmin, self.vmax, value
+        if self.log:
+            lo, hi, v = math.log10(lo), math.log10(hi), math.log10(max(value, self.vmin))
+        span = hi - lo
+        return _mix(self.scale, (v - lo) / span if span else 0.0)
 
     def _note(self, value: float) -> str:
         return f"{self.stat} {_fmt(value, self.stat)}"
@@ -163,8 +182,9 @@ class ActivationStyler(GraphvizStyler):
             attrs["fillcolor"] = colour
             if "filled" not in attrs.get("style", ""):
                 attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")
-            if _dark(colour):
+            if _dark(colour):  # white text, the grey second line a light grey
                 attrs["fontcolor"] = "white"
+                attrs["label"] = attrs.get("label", "").replace('COLOR="#555555"', 'COLOR="#e0e0e0"')
         else:
             attrs["color"] = colour
             attrs["penwidth"] = "2.5"
@@ -204,7 +224,10 @@ class ActivationStyler(GraphvizStyler):
         steps = 5
         cells = []
         for i in range(steps):
-            v = self.vmin + (self.vmax - self.vmin) * i / (steps - 1)
+            if self.log:
+                v = self.vmin * (self.vmax / self.vmin) ** (i / (steps - 1))
+            else:
+                v = self.vmin + (self.vmax - self.vmin) * i / (steps - 1)
             colour = self.colour(v)
             font = ' COLOR="white"' if _dark(colour) else ""
             cells.append(f'<TD BGCOLOR="{colour}" WIDTH="48"><FONT POINT-SIZE="9"{font}>'

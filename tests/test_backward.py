@@ -1,0 +1,191 @@
+"""The backward graph: ``record(..., backward=True)`` and ``make_dot(rec, backward=True)``."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.nodes import LayerNode, OpNode, ParamNode, TensorNode
+from torchrecorder.projection.backward import backward_view
+from torchrecorder.recorder import recording
+
+from .dot_parse import parse_dot
+from .hook_checks import hook_count
+
+
+class Block(nn.Module):
+    """A residual block with a shared activation and an op outside any submodule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(6, 6)
+        self.fc2 = nn.Linear(6, 6)
+        self.act = nn.GELU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.fc2(self.act(self.fc1(x))) * 0.5
+
+
+def net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 6), Block(), nn.LayerNorm(6), nn.Linear(6, 3))
+
+
+def autograd_walk(roots: list[torch.Tensor]) -> tuple[Counter, Counter]:
+    """Names and (from, to) name pairs of the autograd graph reached from ``roots``."""
+    seen: dict[int, object] = {}
+    stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+    for gf in stack:
+        seen[id(gf)] = gf
+    names: Counter = Counter()
+    pairs: Counter = Counter()
+    while stack:
+        gf = stack.pop()
+        names[gf.name().rpartition("::")[2]] += 1
+        for nxt, _ in gf.next_functions:
+            if nxt is None:
+                continue
+            pairs[(nxt.name().rpartition("::")[2], gf.name().rpartition("::")[2])] += 1
+            if id(nxt) not in seen:
+                seen[id(nxt)] = nxt
+                stack.append(nxt)
+    return names, pairs
+
+
+def recorded_walk(rec: torchrecorder.Recorder) -> tuple[Counter, Counter]:
+    bw = rec.backward
+    names = Counter(n.name for n in bw.nodes)
+    pairs = Counter((bw.nodes[a].name, bw.nodes[b].name) for a, b in bw.edges)
+    return names, pairs
+
+
+def test_nodes_and_edges_are_those_autograd_reaches_from_the_outputs() -> None:
+    model = net()
+    x = torch.randn(2, 4)
+    with recording(model, "net", backward=True) as rec:
+        y = model(x)
+    assert recorded_walk(rec) == autograd_walk([y])
+    assert sum(recorded_walk(rec)[1].values()) == len(rec.backward.edges) > 10
+
+
+def test_every_node_sits_in_the_call_whose_forward_made_it() -> None:
+    model = net()
+    rec = torchrecorder.record(model, "net", (2, 4), backward=True)
+    by_name = {(n.name, n.scope) for n in rec.backward.nodes}
+    assert ("GeluBackward0", "1.act") in by_name
+    assert ("NativeLayerNormBackward0", "2") in by_name
+    # the residual add and the scaling ran in the block's own forward, outside any child
+    assert ("AddBackward0", "1") in by_name and ("MulBackward0", "1") in by_name
+    # the transpose inside linear has no op of its own: it belongs to the linear's call
+    assert {n.scope for n in rec.backward.nodes if n.name == "TBackward0"} == {"0", "1.fc1", "1.fc2", "3"}
+    params = {n.param: n.scope for n in rec.backward.nodes if n.param}
+    assert params == {name: name.rpartition(".")[0] for name, _ in model.named_parameters()}
+    forward_keys = {n.forward for n in rec.backward.nodes if n.forward}
+    assert forward_keys <= set(rec.nodes) and "1.act/gelu" in forward_keys
+
+
+def test_edges_run_forward_from_parameters_to_outputs() -> None:
+    rec = torchrecorder.record(net(), "net", (2, 4), backward=True)
+    bw = rec.backward
+    assert all(a < b for a, b in bw.edges)  # forward order: every edge points later
+    (out_index, out_key), = bw.outputs
+    assert bw.nodes[out_index].name == "AddmmBackward0" and rec.nodes[out_key].role == "output"
+
+
+def test_drawing_groups_autograd_nodes_in_module_clusters() -> None:
+    rec = torchrecorder.record(net(), "net", (2, 4), backward=True)
+    view = backward_view(rec)
+    view.lint()
+    ops = [n for n in view.nodes.values() if isinstance(n, OpNode)]
+    assert len(ops) == sum(1 for n in rec.backward.nodes if not n.name.startswith("AccumulateGrad"))
+    assert {n.path for n in view.nodes.values() if isinstance(n, ParamNode)} == {
+        name for name, _ in net().named_parameters()}
+    dot = parse_dot(torchrecorder.make_dot(rec, backward=True).source)
+    assert {"cluster_1.act", "cluster_1.fc1"} <= set(dot.clusters)
+    labels = " ".join(a.get("label", "") for a in dot.node_attrs.values())
+    assert "GeluBackward0" in labels and "NativeLayerNormBackward0" in labels
+    assert len(dot.edges) >= len(rec.backward.edges) - len(ops)
+    # at depth 1 the modules are boxes and their autograd nodes hidden inside them
+    shallow = parse_dot(torchrecorder.make_dot(rec, backward=True, render_depth=1).source)
+    assert "GeluBackward0" not in " ".join(a.get("label", "") for a in shallow.node_attrs.values())
+    assert len(shallow.nodes) < len(dot.nodes)
+
+
+def test_saved_tensors_are_drawn_on_request() -> None:
+    rec = torchrecorder.record(net(), "net", (2, 4), backward=True)
+    mm = next(n for n in rec.backward.nodes if n.name == "AddmmBackward0")
+    assert ("mat1", (2, 4)) in mm.saved
+    plain = torchrecorder.make_dot(rec, backward=True).source
+    saved = torchrecorder.make_dot(rec, backward=True, show_saved=True).source
+    assert "mat1" not in plain and "mat1" in saved
+    view = backward_view(rec, saved=True)
+    assert any(isinstance(n, TensorNode) and n.name == "mat1" and n.shape == (2, 4)
+               for n in view.nodes.values())
+    with pytest.raises(ValueError, match="backward=True"):
+        torchrecorder.make_dot(rec, show_saved=True)
+
+
+def test_a_recording_without_backward_says_how_to_get_one() -> None:
+    rec = torchrecorder.record(net(), "net", (2, 4))
+    assert rec.backward is None
+    with pytest.raises(ValueError, match=r"record\(\.\.\., backward=True\)"):
+        torchrecorder.make_dot(rec, backward=True)
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])
+def test_no_backward_graph_without_gradients(mode) -> None:
+    with mode():
+        rec = torchrecorder.record(net(), "net", (2, 4), backward=True)
+    with pytest.raises(ValueError, match="without gradients"):
+        torchrecorder.make_dot(rec, backward=True)
+
+
+def test_frozen_model_and_plain_input_build_no_graph() -> None:
+    model = net().requires_grad_(False)
+    rec = torchrecorder.record(model, "net", (2, 4), backward=True)
+    with pytest.raises(ValueError, match="requires gradients"):
+        torchrecorder.make_dot(rec, backward=True)
+    assert all(not p.requires_grad for p in model.parameters())
+
+
+def test_input_leaves_that_require_grad_are_drawn_at_the_top_level() -> None:
+    x = torch.randn(2, 4, requires_grad=True)
+    rec = torchrecorder.record(net(), "net", input_data=x, backward=True)
+    leaves = [n for n in rec.backward.nodes if n.name == "AccumulateGrad" and not n.param]
+    assert [(n.scope, n.shape) for n in leaves] == [(None, (2, 4))]
+    assert x.grad is None
+
+
+def test_the_model_is_left_as_it_was_and_nothing_stays_alive() -> None:
+    model = net()
+    x = torch.randn(2, 4)
+    expected = model(x)
+    rec = torchrecorder.record(model, "net", input_data=x, backward=True)
+    assert hook_count(model) == 0
+    assert all(p.grad is None for p in model.parameters())
+    with recording(model, "net", backward=True):
+        out = model(x)
+    assert torch.equal(out, expected)
+    for node in rec.backward.nodes:  # plain data only: no autograd node, no tensor
+        assert all(isinstance(v, (str, tuple, list, type(None))) for v in
+                   (node.name, node.scope, node.forward, node.param, node.shape, node.saved))
+
+
+def test_a_module_called_twice_gives_each_call_its_nodes() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(torch.tanh(self.fc(x)))
+
+    rec = torchrecorder.record(Twice(), "twice", (1, 3), backward=True)
+    scopes = Counter(n.scope for n in rec.backward.nodes if n.name == "AddmmBackward0")
+    assert scopes == Counter({"fc": 1, "fc#2": 1})
+    view = backward_view(rec)
+    assert isinstance(view.nodes["fc#2"], LayerNode)

@@ -1,0 +1,215 @@
+"""``capture(model, ops=...)``: operations inside modules, by the recording's keys."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.hooks.select import UnknownLayerError
+from torchrecorder.nodes import OpNode
+
+from .dot_parse import parse_dot
+from .hook_checks import hook_count
+
+transformers = pytest.importorskip("transformers")
+transformers.logging.set_verbosity_error()
+
+
+def gpt2() -> nn.Module:
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=60, n_positions=32,
+                                  attn_implementation="eager", bos_token_id=0, eos_token_id=0)
+    return transformers.GPT2LMHeadModel(cfg).eval()
+
+
+def bert() -> nn.Module:
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
+                                  intermediate_size=64, vocab_size=60, attn_implementation="eager")
+    return transformers.BertModel(cfg).eval()
+
+
+IDS = torch.randint(0, 60, (2, 9), generator=torch.Generator().manual_seed(1))
+
+
+def no_modes() -> bool:
+    return torch._C._len_torch_function_stack() == 0
+
+
+class Attention(nn.Module):
+    """Single-head attention written out: scores, softmax, mix; a tanh outside any submodule."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.proj(x)
+        probs = torch.softmax(h @ h.transpose(-1, -2), dim=-1)
+        return torch.tanh(probs @ h)
+
+
+def test_attention_probabilities_of_gpt2_by_pattern_equal_those_computed_by_hand() -> None:
+    model = gpt2()
+    with torchrecorder.capture(model, ops=["transformer.h.*.attn/softmax", "transformer.h.*.attn/matmul"],
+                               inputs=True) as cap:
+        model(IDS)
+    # an op name chooses every op of that name in the call: the scores' matmul and the mix's
+    assert set(cap.keys()) == {f"transformer.h.{i}.attn/{op}" for i in (0, 1)
+                               for op in ("softmax", "matmul", "matmul_1")}
+    for i in (0, 1):
+        q, kt = cap.inputs[f"transformer.h.{i}.attn/matmul"]
+        scores = (q @ kt) / math.sqrt(q.shape[-1])
+        causal = torch.ones(9, 9, dtype=torch.bool).triu(1)
+        expected = torch.softmax(scores.masked_fill(causal, float("-inf")), dim=-1)
+        probs = cap[f"transformer.h.{i}.attn/softmax"]
+        assert probs.shape == (2, 4, 9, 9)
+        torch.testing.assert_close(probs, expected, atol=1e-6, rtol=1e-5)
+
+
+def test_attention_probabilities_of_bert_equal_those_computed_by_hand() -> None:
+    model = bert()
+    with torchrecorder.capture(model, ops="*/softmax", inputs=True) as cap:
+        model(IDS)
+    keys = cap.keys()
+    assert keys == ["encoder.layer.0.attention.self/softmax", "encoder.layer.1.attention.self/softmax"]
+    for key in keys:
+        (scores,), kwargs = cap.inputs[key]  # softmax(scores, dim=-1): args and keywords
+        assert kwargs["dim"] == -1
+        torch.testing.assert_close(cap[key], torch.softmax(scores, dim=-1))
+        assert torch.allclose(cap[key].sum(-1), torch.ones(2, 4, 9))
+
+
+def test_keys_are_the_recordings_and_colour_its_operation_nodes() -> None:
+    model = gpt2()
+    rec = torchrecorder.record(model, "gpt2", input_data=IDS)
+    ops = {k for k, n in rec.nodes.items() if isinstance(n, OpNode) and n.op != "identity"}
+    with torchrecorder.capture(model, ops="*", rec=rec, stats=True) as cap:
+        model(IDS)
+    assert ops <= set(cap.keys())  # the rest are operations the recording pruned (unused)
+    extra = set(cap.keys()) - ops
+    assert len(extra) < 0.1 * len(ops)
+    stats = cap.stats("mean")
+    assert "gpt2/add" not in ops or "gpt2/add" in stats  # the network's own ops: named after rec.name
+    dot = torchrecorder.make_dot(rec, activations=cap, stat="absmax", expand_leaves=True)
+    softmax = [a for a in parse_dot(dot.source).node_attrs.values()
+               if a.get("label", "").startswith("<softmax")]
+    assert len(softmax) == 2 and all("absmax" in a["label"] and "fillcolor" in a for a in softmax)
+
+
+def test_an_edit_of_a_softmax_changes_the_output_as_computed_by_hand() -> None:
+    torch.manual_seed(0)
+    model, x = Attention(), torch.randn(3, 5, 4)
+    uniform = torch.full((3, 5, 5), 1 / 5)
+    with torchrecorder.capture(model, ops="softmax", edit=lambda name, out: uniform) as cap:
+        y = model(x)
+    h = model.proj(x)
+    torch.testing.assert_close(y, torch.tanh(h.mean(dim=1, keepdim=True).expand(3, 5, 4)))
+    assert torch.equal(cap["net/softmax"], uniform)  # what is kept is what the model received
+
+
+def test_gradients_of_operations_equal_autograd() -> None:
+    torch.manual_seed(0)
+    model, x = Attention(), torch.randn(3, 5, 4)
+    with torchrecorder.capture(model, ops=["net/softmax", "net/tanh"], grads=True) as cap:
+        y = model(x)
+        (y ** 2).sum().backward()
+    h = model.proj(x)
+    probs = torch.softmax(h @ h.transpose(-1, -2), dim=-1)
+    out = torch.tanh(probs @ h)
+    g_probs, g_out = torch.autograd.grad((out ** 2).sum(), [probs, out])
+    torch.testing.assert_close(cap.grads["net/softmax"], g_probs)
+    torch.testing.assert_close(cap.grads["net/tanh"], g_out)
+
+
+def test_outputs_and_gradients_are_bit_identical_and_nothing_is_left() -> None:
+    model = gpt2().train()
+    torch.manual_seed(3)
+    plain = model(IDS).logits
+    plain.sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    torch.manual_seed(3)
+    with torchrecorder.capture(model, ops=["*/softmax", "transformer.h.0.mlp.act/*"], stats=True,
+                               grads=True) as cap:
+        out = model(IDS).logits
+        out.sum().backward()
+    assert torch.equal(out, plain)
+    assert all(torch.equal(p.grad, g) for p, g in zip(model.parameters(), grads, strict=True))
+    assert hook_count(model) == 0 and no_modes()
+    assert "transformer.h.0.mlp.act/mul" in cap.stats("grad_norm")
+    assert set(cap.stats("grad_norm")) == set(cap.stats("mean"))
+
+
+def test_a_pattern_that_names_no_layer_raises_before_the_model_runs() -> None:
+    model = gpt2()
+    with pytest.raises(UnknownLayerError, match=r"transformer\.h\.\*\.atn.*nearest"):
+        torchrecorder.capture(model, ops="transformer.h.*.atn/softmax")
+    rec = torchrecorder.record(model, "gpt2", input_data=IDS)
+    with pytest.raises(UnknownLayerError, match=r"softmaks.*softmax"):
+        torchrecorder.capture(model, ops="*/softmaks", rec=rec)
+    assert hook_count(model) == 0
+
+
+def test_a_pattern_that_chooses_nothing_in_a_pass_raises_with_the_nearest_keys() -> None:
+    model = Attention()
+    with pytest.raises(UnknownLayerError, match=r"softmx.*softmax"):
+        with torchrecorder.capture(model, ops="softmx"):
+            model(torch.randn(1, 2, 4))
+    assert hook_count(model) == 0 and no_modes()
+
+
+def test_an_edit_of_the_wrong_shape_or_dtype_names_the_operation() -> None:
+    model = Attention()
+    x = torch.randn(1, 2, 4)
+    with pytest.raises(ValueError, match=r"'net/softmax'.*shape \(1, 2, 2\)"):
+        with torchrecorder.capture(model, ops="softmax", edit=lambda n, out: out[..., :1]):
+            model(x)
+    with pytest.raises(ValueError, match=r"dtype torch\.float64"):
+        with torchrecorder.capture(model, ops="softmax", edit=lambda n, out: out.double()):
+            model(x)
+    assert hook_count(model) == 0 and no_modes()
+    torch.testing.assert_close(model(x), Attention.forward(model, x))
+
+
+def test_options_work_for_operations_as_for_modules() -> None:
+    torch.manual_seed(0)
+    model = Attention()
+    xs = [torch.randn(2, 3, 4) for _ in range(3)]
+    on = iter([True, False, True])
+    with torchrecorder.capture(model, ops="tanh", reduction=lambda a, b: a + b,
+                               condition=lambda: next(on)) as cap:
+        for x in xs:
+            model(x)
+    with torch.no_grad():
+        expected = model(xs[0]) + model(xs[2])
+    torch.testing.assert_close(cap["net/tanh"], expected)
+    with torchrecorder.capture(model, ops="tanh", keep="all") as cap:
+        for x in xs:
+            model(x)
+    assert len(cap["net/tanh"]) == 3 and cap.passes == 3
+    with torchrecorder.capture(model, ops="softmax", stop="net/softmax") as cap:
+        assert cap.run(xs[0]) is None
+    assert cap["net/softmax"].shape == (2, 3, 3)
+
+
+def test_modules_and_operations_together_and_a_second_call() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.att = Attention()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.att(self.att(x))
+
+    model = Twice()
+    with torchrecorder.capture(model, "att.proj", ops="att/softmax") as cap:
+        model(torch.randn(1, 3, 4))
+    assert cap.keys() == ["att.proj", "att/softmax", "att.proj#2", "att#2/softmax"]
+    with torchrecorder.capture(model, ops="att#2/softmax") as cap:
+        model(torch.randn(1, 3, 4))
+    assert cap.keys() == ["att#2/softmax"]

@@ -1,0 +1,268 @@
+"""Reach operations inside modules by the keys a recording gives them (``"h.0.attn/softmax"``).
+
+A recording names an operation ``<call>/<op>``: the key of the module call that ran it
+(its dotted path, ``path#2`` for a second call, the network's name for the top level) and
+the operation's name, with ``_1``, ``_2``, ... for later operations of the same name in
+that call (``"h.0.attn/softmax_1"``).  :class:`OpWatch` gives every operation run inside
+the chosen calls that same key while a model runs, without recording anything else:
+
+* an ``ops`` pattern is ``"<call pattern>/<op pattern>"`` or an op pattern alone (any
+  call).  The call pattern is matched one dotted component at a time as layer names are
+  (:func:`~torchrecorder.hooks.select.glob_match`: ``*`` within a component, ``**`` for any
+  number), against the module's path, or its path with ``#n`` for one call only; the op
+  pattern against the op's name (``softmax`` matches every softmax of the call) or its
+  name with its ordinal (``softmax_1``: the second only);
+* a torch function mode is on only while a chosen call, or a module called inside it,
+  runs: operations elsewhere cost nothing;
+* operations are counted as the recording counts them (the same names, the same
+  rule for what made nothing new: :mod:`torchrecorder.opnames`), so the keys agree
+  with ``make_dot``'s nodes.  Operations run inside a fused kernel that a plain call
+  takes (``nn.MultiheadAttention`` in ``eval()`` without gradients,
+  ``scaled_dot_product_attention``) are one operation: there is no softmax inside.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from fnmatch import fnmatchcase
+from threading import get_ident
+from typing import Any, Optional
+
+from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
+from torch.utils.hooks import RemovableHandle
+
+from ..opnames import op_info, op_outputs
+from .select import UnknownLayerError, glob_match, nearest, split_call
+
+__all__ = ["OpRule", "OpWatch", "check_call_patterns", "nearest_ops", "parse_op_patterns"]
+
+#: called for every chosen operation: (key, output, args, kwargs) -> replacement or None
+OpCallback = Callable[[str, Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+class OpRule:
+    """One ``ops`` pattern, split into its call part and its op part."""
+
+    __slots__ = ("call", "op", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        if not isinstance(pattern, str) or not pattern or pattern.endswith("/"):
+            raise ValueError(f"an ops pattern is '<layer pattern>/<op>' or an op name, got {pattern!r}")
+        self.pattern = pattern
+        call, sep, op = pattern.rpartition("/")
+        self.call: Optional[str] = call if sep else None  # None: any call
+        self.op = op
+
+    def matches_call(self, path: str, key: Optional[str], root: str) -> bool:
+        """Whether the call ``key`` of the module at dotted ``path`` is chosen (any of its calls
+        when ``key`` is ``None``)."""
+        if self.call is None or self.call in ("*", "**"):  # "*/softmax": in any call
+            return True
+        want, n = split_call(self.call)
+        if key is not None and n > 1 and key != f"{path or root}#{n}":
+            return False
+        if not path:  # the network: named by the recording's name, or "" as capture names it
+            return want in ("", root, "**") or fnmatchcase(root, want)
+        return glob_match(want, path)
+
+    def matches_op(self, name: str, tail: str) -> bool:
+        """Whether the op ``name`` (``tail``: with its ordinal) is chosen."""
+        return fnmatchcase(name, self.op) or fnmatchcase(tail, self.op)
+
+
+def parse_op_patterns(ops: Any) -> list[OpRule]:
+    """``ops`` (a pattern or a list of them) as rules; a clear error for anything else."""
+    if isinstance(ops, str):
+        ops = [ops]
+    try:
+        patterns = list(ops)
+    except TypeError:
+        raise TypeError(f"ops must be a pattern or a list of patterns, got {ops!r}") from None
+    if not patterns:
+        raise ValueError("ops is empty: give a pattern such as '*/softmax'")
+    return [OpRule(p) for p in patterns]
+
+
+def check_call_patterns(model: nn.Module, rules: Sequence[OpRule], root: str) -> None:
+    """Raise :class:`UnknownLayerError` for a rule whose call part names no module."""
+    paths = [p for p, _ in model.named_modules()]
+    for rule in rules:
+        if not any(rule.matches_call(p, None, root) for p in paths):
+            raise UnknownLayerError(f"ops pattern {rule.pattern!r}: {rule.call!r} names no layer; "
+                                    + nearest(rule.call or "", paths))
+
+
+def nearest_ops(rule: OpRule, keys: Sequence[str]) -> str:
+    """``"nearest: 'a/softmax', ..."`` for a rule's op part among operation ``keys``."""
+    by_name: dict[str, list[str]] = {}
+    for key in keys:
+        tail = key.rpartition("/")[2]
+        head, sep, n = tail.rpartition("_")
+        by_name.setdefault(head if sep and head and n.isdigit() else tail, []).append(key)
+    close = difflib.get_close_matches(rule.op, list(by_name), n=3, cutoff=0.5)
+    if close:
+        return "nearest: " + ", ".join(repr(k) for name in close for k in by_name[name][:2])
+    return nearest(rule.op, sorted(by_name))
+
+
+class _Mode(TorchFunctionMode):
+    """Hands each operation run in a watched call to :meth:`OpWatch._op`."""
+
+    def __init__(self, watch: OpWatch) -> None:
+        super().__init__()
+        self.watch = watch
+
+    def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (),
+                           kwargs: Optional[dict[str, Any]] = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        watch = self.watch
+        if watch.paused or watch.thread != get_ident() or not watch.stack:
+            return out
+        return watch.op(func, args, kwargs, out)
+
+
+class OpWatch:
+    """Module hooks that keep the call stack of the chosen calls, and the function mode that
+    names their operations (see the module docstring).
+
+    Args:
+        model: the model whose passes are watched.
+        rules: the parsed ``ops`` patterns.
+        root: the name of the network's own calls (the recording's name).
+        callback: ``callback(key, output, args, kwargs)`` for each chosen operation; what it
+            returns (not ``None``) replaces the output.
+    """
+
+    def __init__(self, model: nn.Module, rules: Sequence[OpRule], root: str, callback: OpCallback) -> None:
+        self.model, self.rules, self.root, self.callback = model, list(rules), root, callback
+        self.paused = 0
+        self.thread = get_ident()
+        # (call key, whether chosen, module) of each watched call open now, innermost last
+        self.stack: list[tuple[str, list[OpRule], nn.Module]] = []
+        self._calls: dict[int, int] = {}
+        self._ordinals: dict[str, int] = {}
+        self._paths: dict[int, str] = {}
+        self._handles: list[RemovableHandle] = []
+        self._mode: Optional[_Mode] = None
+        self._info: dict[Any, tuple[str, bool, Optional[int]]] = {}
+        self.seen: dict[str, None] = {}  # op keys met in chosen calls (for "did you mean")
+        self.matched: set[str] = set()  # patterns that chose at least one op
+
+    # ------------------------------------------------------------ on and off
+    def start(self) -> None:
+        """Hook the modules that may hold a chosen call, and everything called inside them."""
+        self.thread = get_ident()
+        watched: dict[int, tuple[str, nn.Module]] = {}
+        for path, module in self.model.named_modules():
+            if any(r.matches_call(path, None, self.root) for r in self.rules):
+                for sub_path, sub in module.named_modules(prefix=path):
+                    watched.setdefault(id(sub), (sub_path, sub))
+        try:
+            for path, module in watched.values():
+                self._paths[id(module)] = path
+                self._handles.append(module.register_forward_pre_hook(self._pre))
+                self._handles.append(module.register_forward_hook(self._post, prepend=True,
+                                                                  always_call=True))
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Take every hook off and the mode off the stack (also after a failed pass)."""
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+        self._leave_mode()
+        self.stack.clear()
+
+    def begin_pass(self) -> None:
+        """A new pass of the model: calls and operations are counted afresh."""
+        self._calls.clear()
+        self._ordinals.clear()
+
+    # ------------------------------------------------------------ hooks
+    def _pre(self, module: nn.Module, args: Any) -> None:
+        if self.paused or self.thread != get_ident():
+            return
+        n = self._calls[id(module)] = self._calls.get(id(module), 0) + 1
+        path = self._paths[id(module)]
+        base = path or self.root
+        key = base if n == 1 else f"{base}#{n}"
+        chosen = [r for r in self.rules if r.matches_call(path, key, self.root)]
+        self.stack.append((key, chosen, module))
+        if self._mode is None:
+            self._mode = _Mode(self)
+            self._mode.__enter__()
+
+    def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        stack = self.stack
+        if not stack or self.thread != get_ident():
+            return
+        while stack and stack[-1][2] is not module:  # left open by an exception handled inside
+            if all(entry[2] is not module for entry in stack):
+                return
+            stack.pop()
+        stack.pop()
+        if not stack:
+            self._leave_mode()
+
+    def _leave_mode(self) -> None:
+        mode, self._mode = self._mode, None
+        if mode is not None:
+            mode.__exit__(None, None, None)
+
+    # ------------------------------------------------------------ operations
+    def op(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
+        """Name the operation that returned ``out``; hand it to the callback where chosen."""
+        key, chosen, _ = self.stack[-1]
+        if not chosen:
+            return out
+        info = self._info.get(func)
+        if info is None:
+            info = self._info[func] = op_info(func)
+        self.paused += 1
+        try:
+            outs, inplace = op_outputs(info, args, kwargs, out)
+            if not outs:
+                return out
+            name = info[0]
+            candidate = f"{key}/{name}"
+            n = self._ordinals.get(candidate, -1) + 1
+            self._ordinals[candidate] = n
+            tail = name if n == 0 else f"{name}_{n}"
+            op_key = f"{key}/{tail}"
+            self.seen[op_key] = None
+            hits = [r for r in chosen if r.matches_op(name, tail)]
+            if not hits:
+                return out
+            self.matched.update(r.pattern for r in hits)
+            replaced = self.callback(op_key, out, args, kwargs)
+            if replaced is None:
+                return out
+            if inplace:
+                raise ValueError(f"edit returned a replacement for the in-place operation {op_key!r}; "
+                                 "an in-place operation's result cannot be replaced: edit the "
+                                 "operation that made its input instead")
+            _check_replacement(op_key, out, replaced)
+            return replaced
+        finally:
+            self.paused -= 1
+
+    def unmatched(self) -> list[OpRule]:
+        """The rules that have chosen no operation so far."""
+        return [r for r in self.rules if r.pattern not in self.matched]
+
+
+def _check_replacement(key: str, out: Any, new: Any) -> None:
+    """An edit must hand back what the model expects: same kind, shape and dtype."""
+    if isinstance(out, Tensor):
+        if not isinstance(new, Tensor):
+            raise TypeError(f"edit returned a {type(new).__name__} for the operation {key!r}, "
+                            "whose output is a tensor")
+        if new.shape != out.shape or new.dtype != out.dtype:
+            raise ValueError(f"edit returned a tensor of shape {tuple(new.shape)} and dtype "
+                             f"{new.dtype} for the operation {key!r}, whose output has shape "
+                             f"{tuple(out.shape)} and dtype {out.dtype}")

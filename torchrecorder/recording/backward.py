@@ -1,0 +1,164 @@
+"""The autograd graph of a recorded pass, grouped by the module calls that created it.
+
+With ``backward=True`` the engine tells an :class:`AutogradTrace` which operation (and so
+which module call) made each tensor's ``grad_fn``, and which ``grad_fn`` s the model
+returned.  When the pass ends, :meth:`AutogradTrace.build` walks ``next_functions`` from
+those outputs with an explicit stack, as ``loss.backward()`` would, and keeps the result
+as plain data (:class:`~torchrecorder.graph.AutogradGraph`): names, scopes, parameter
+paths and shapes, never the autograd nodes themselves.
+
+An autograd node that no recorded operation returned (the transpose inside ``linear``,
+the nodes of a fused kernel) belongs to the call of the node that first reaches it from the
+outputs; an ``AccumulateGrad`` node belongs to the module that owns its parameter, or to
+the top level for an input.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
+
+from torch import Tensor
+
+from ..graph import AutogradGraph, AutogradNode, Graph
+from ..nodes import Key
+
+__all__ = ["AutogradTrace"]
+
+#: where a parameter leaf belongs: tensor -> (dotted path, key of the owning call), or None
+ParamLookup = Callable[[Tensor], Optional[tuple[str, Key]]]
+
+
+class AutogradTrace:
+    """What the engine learns about ``grad_fn`` s during one pass (see the module docstring)."""
+
+    __slots__ = ("made", "roots")
+
+    def __init__(self) -> None:
+        # id(grad_fn) -> (grad_fn, scope key, forward op key); the grad_fn is held so that
+        # its id stays its own until the pass ends (the outputs hold the graph anyway)
+        self.made: dict[int, tuple[Any, Key, Key]] = {}
+        self.roots: list[tuple[Any, Key]] = []
+
+    def op(self, outs: Iterable[Tensor], scope: Key, key: Key) -> None:
+        """The operation ``key`` in ``scope`` made ``outs``."""
+        made = self.made
+        for o in outs:
+            gf = o.grad_fn
+            if gf is not None and id(gf) not in made:
+                made[id(gf)] = (gf, scope, key)
+
+    def call(self, outs: Iterable[Tensor], scope: Key) -> None:
+        """The call ``scope`` returned ``outs`` (claims what no recorded op made: fused kernels)."""
+        made = self.made
+        for o in outs:
+            gf = o.grad_fn
+            if gf is not None and id(gf) not in made:
+                made[id(gf)] = (gf, scope, None)
+
+    def output(self, t: Tensor, key: Key) -> None:
+        """The model returned ``t``, drawn as the tensor node ``key``."""
+        if t.grad_fn is not None:
+            self.roots.append((t.grad_fn, key))
+
+    def finish(self, graph: Graph, grad_enabled: bool, param_of: ParamLookup) -> None:
+        """Put the pass's autograd graph on ``graph.backward`` (unless the pass failed) and
+        forget every autograd node."""
+        try:
+            if graph.error is None:
+                graph.backward = self.build(grad_enabled, param_of)
+        finally:
+            self.made.clear()
+            self.roots.clear()
+
+    def build(self, grad_enabled: bool, param_of: ParamLookup) -> AutogradGraph:
+        """Walk the autograd graph from the outputs; the nodes in forward order."""
+        out = AutogradGraph(grad_enabled)
+        found: list[AutogradNode] = []
+        keep: list[Any] = []  # the autograd nodes met, alive until the walk ends
+        index: dict[int, int] = {}
+        edges: list[tuple[int, int]] = []
+        stack: list[Any] = []
+
+        def meet(gf: Any, inherited: Key) -> int:
+            entry = self.made.get(id(gf))
+            name = gf.name().rpartition("::")[2]  # torch::autograd::AccumulateGrad
+            if entry is not None and entry[0] is gf:
+                node = AutogradNode(name, entry[1], entry[2])
+            else:
+                node = AutogradNode(name, inherited)
+            variable = getattr(gf, "variable", None)
+            if isinstance(variable, Tensor):
+                node.shape = tuple(variable.shape)
+                owner = param_of(variable)
+                if owner is not None:
+                    node.param, node.scope = owner
+                else:
+                    node.scope = None
+            node.saved = _saved_shapes(gf)
+            index[id(gf)] = len(found)
+            found.append(node)
+            keep.append(gf)
+            stack.append(gf)
+            return index[id(gf)]
+
+        roots: list[tuple[int, Key]] = []
+        for gf, key in self.roots:
+            i = index.get(id(gf))
+            if i is None:
+                i = meet(gf, None)
+            roots.append((i, key))
+        while stack:
+            gf = stack.pop()
+            i = index[id(gf)]
+            for nxt, _ in gf.next_functions:
+                if nxt is None:
+                    continue
+                j = index.get(id(nxt))
+                if j is None:
+                    j = meet(nxt, found[i].scope)
+                edges.append((j, i))
+        order = _forward_order(len(found), edges)
+        position = {old: new for new, old in enumerate(order)}
+        out.nodes = [found[i] for i in order]
+        out.edges = [(position[a], position[b]) for a, b in edges]
+        out.outputs = [(position[i], key) for i, key in roots]
+        return out
+
+
+def _saved_shapes(gf: Any) -> list[tuple[str, tuple[int, ...]]]:
+    """``(name, shape)`` of the tensors ``gf`` saved for backward (``_saved_self`` -> ``self``)."""
+    saved = []
+    for attr in dir(gf):
+        if attr.startswith("_saved_"):
+            try:
+                value = getattr(gf, attr)
+            except (RuntimeError, AttributeError):  # freed by a backward pass already
+                continue
+            if isinstance(value, Tensor):
+                saved.append((attr[len("_saved_"):], tuple(value.shape)))
+    return saved
+
+
+def _forward_order(n: int, edges: list[tuple[int, int]]) -> list[int]:
+    """Node indices so that every edge ``a -> b`` has ``a`` first; ties in discovery order,
+    reversed (so that the inputs of the model come first)."""
+    indeg = [0] * n
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:
+        succ[a].append(b)
+        indeg[b] += 1
+    ready = deque(i for i in reversed(range(n)) if indeg[i] == 0)
+    order: list[int] = []
+    while ready:
+        i = ready.popleft()
+        order.append(i)
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    if len(order) != n:  # autograd graphs are acyclic; keep every node whatever happens
+        seen = set(order)
+        order.extend(i for i in range(n) if i not in seen)
+    return order

@@ -1,0 +1,21 @@
+"""The renderer of backward graphs (:func:`~torchrecorder.projection.backward.backward_view`)."""
+
+from __future__ import annotations
+
+from ..nodes import BaseNode, LayerNode, OpNode
+from .graphviz import GraphvizRenderer
+
+__all__ = ["BackwardRenderer"]
+
+
+class BackwardRenderer(GraphvizRenderer):
+    """A :class:`~torchrecorder.renderer.GraphvizRenderer` whose module calls above
+    ``render_depth`` open whenever they hold an autograd node, leaf modules included, so that
+    every ``grad_fn`` is drawn (a forward drawing keeps a one-op ``nn.ReLU`` a box instead)."""
+
+    def is_expanded(self, node: BaseNode) -> bool:
+        """Layers above ``render_depth`` holding an autograd node (or a child layer) open."""
+        if not isinstance(node, LayerNode) or node.depth >= self.render_depth:
+            return False
+        nodes = self.rec.nodes
+        return any(isinstance(nodes.get(k), (LayerNode, OpNode)) for k in node.subnets)
