@@ -184,6 +184,11 @@ def make_dot(rec: Graph, render_depth: int = 256,
     Returns:
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
         itself in Jupyter.
+
+    Raises:
+        ValueError: a bad option, or a Graphviz number that is not finite or out of
+            range (``dpi=float("inf")``, ``size="nan,3"``, ``nodesep=-1``; see
+            :mod:`torchrecorder.renderer.attr_values`).
     """
     styler_cls = _styler_class(styler_cls, styler_args)
     renderer_cls = GraphvizRenderer
@@ -317,7 +322,8 @@ def render_network(
             files); the file name is empty (``name=""``: no hidden ``.svg``),
             leads outside ``directory`` (``"../x"``, an absolute path) or is
             longer than 255 bytes; ``preset``, ``render_depth`` or
-            ``fold_repeats`` is invalid.
+            ``fold_repeats`` is invalid; a Graphviz number (``dpi``, ``size``,
+            ``ranksep``, ``fontsize``, ...) is not finite or out of range.
         GraphvizNotFoundError: an image format was asked for and Graphviz is
             not installed.
         OSError: ``directory`` cannot be created or written.
