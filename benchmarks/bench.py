@@ -14,13 +14,13 @@ Run ``python benchmarks/bench.py`` (about 3 minutes on 2 CPU cores) or
 * peak RSS growth of one forward pass and of one ``record``;
 * torchviz, torchview and torchlens on the same model and inputs when they are
   installed (``pip install 'torchrecorder[bench]'``);
-* the cold call on ``gpt2-w32-L2``: in a fresh process, ``import torchrecorder``
+* the cold call on ``cnn-small``: in a fresh process, ``import torchrecorder``
   (timed apart, after ``import torch``) and the first ``record`` +
   ``make_dot(...).source``, beside ``import torchviz`` and its first forward +
   ``make_dot(...).source``, each fresh process repeated ``--cold-repeats`` times;
 
-and prints a table, then each target of issue 4 with PASS/FAIL and the ratio
-measured.  Times are medians of ``--repeats`` runs after one warm-up run (the
+and prints a table, then each target of issues 22 and 4 with PASS/FAIL and the
+ratio measured.  Times are medians of ``--repeats`` runs after one warm-up run (the
 cold row: medians over its fresh processes).  The benchmark never fails a test
 suite: its exit status is 0 whatever it measures.
 """
@@ -224,8 +224,8 @@ def worker_ours(name: str, repeats: int, hf: bool, outdir: str) -> dict[str, Any
         "record_s": lambda: torchrecorder.record(model, name, input_data=args),
         "make_dot_s": lambda: torchrecorder.make_dot(rec).source,
     }
+    fns["forward_s"] = lambda: model(*args)  # on meta too: issue 22 compares record + DOT with it
     if spec.kind != "meta":
-        fns["forward_s"] = lambda: model(*args)
         fns["mechanism_s"] = lambda: _mechanism_floor(model, args)
     # repeated blocks drawn once (fold_repeats="auto", the default) hide how DOT size grows
     nofold = {"fold_repeats": False} if "fold_repeats" in inspect.signature(
@@ -274,8 +274,8 @@ def _peer_fn(peer: str, model: Any, args: tuple[Any, ...]) -> Callable[[], Any]:
     if peer == "torchview":
         import torchview
 
-        def run() -> Any:  # draw_graph with its defaults, to DOT source
-            return torchview.draw_graph(model, input_data=list(args), device="cpu",
+        def run() -> Any:  # draw_graph with its defaults (depth 3, said here), to DOT source
+            return torchview.draw_graph(model, input_data=list(args), device="cpu", depth=3,
                                         graph_name="bench").visual_graph.source
 
         return run
@@ -329,7 +329,7 @@ def worker_peer(peer: str, name: str, repeats: int, hf: bool) -> dict[str, Any]:
     return res
 
 
-COLD_MODEL = "gpt2-w32-L2"
+COLD_MODEL = "cnn-small"
 COLD_TOOLS = ("torchrecorder", "torchviz")
 
 
@@ -542,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
                 peers[name][peer] = spawn(peer, name, repeats, opts.hf, tmp, peer_timeout)
             print(f" done ({time.perf_counter() - started:.0f} s)", flush=True)
         cold: dict[str, Any] | None = None
-        if cold_repeats > 0 and COLD_MODEL in names:
+        if cold_repeats > 0:
             tools = tuple(t for t in COLD_TOOLS if t == "torchrecorder" or versions[t] is not None)
             print(f"  cold calls on {COLD_MODEL}: {cold_repeats} fresh processes per tool ...", end="",
                   flush=True)
@@ -637,7 +637,7 @@ def report(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[s
         print(_table(heads, prow))
     if cold is not None:
         print_cold(cold)
-    print_targets(results, peers)
+    print_targets(results, peers, cold)
 
 
 def print_cold(cold: dict[str, Any]) -> None:
@@ -667,8 +667,58 @@ def print_cold(cold: dict[str, Any]) -> None:
               f"(import torch: median {_fmt(cold['torch_import_s'], 1e3, 0)} ms)")
 
 
-def print_targets(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[str, Any]]]) -> None:
-    """One line per target of issue 4: PASS, FAIL or N/A, and the measured value."""
+# issue 22's targets: (model, what, bound)
+ISSUE22 = (
+    ("gpt2-small", "record / plain forward <= 1.10", 1.10),
+    ("gpt2-w32-L32", "record + make_dot <= 1.0 x torchviz (forward + make_dot)", 1.0),
+    ("gpt2-w32-L32", "record + make_dot >= 5 x faster than torchview (draw_graph, depth 3)", 5.0),
+    (COLD_MODEL, "cold first call (import + record + DOT) <= 1.5 x torchviz's (import + forward + DOT)",
+     1.5),
+    ("llama-70b-meta", "record + DOT source <= 1.5 x its meta forward", 1.5),
+)
+
+
+def issue22_targets(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[str, Any]]],
+                     cold: dict[str, Any] | None) -> list[tuple[str, str, str]]:
+    """Issue 22's five speed targets: (PASS/FAIL/N/A, what, the ratio measured)."""
+    lines: list[tuple[str, str, str]] = []
+    for name, what, bound in ISSUE22:
+        label = f"{name}: {what}"
+        r = results.get(name, {})
+        ratio: float | None = None
+        why = "not measured"
+        if "torchviz" in what and "cold" not in what:
+            p = peers.get(name, {}).get("torchviz", {})
+            ratio = p["ours_s"] / p["time_s"] if "time_s" in p else None
+            why = p.get("error", "not run")
+        elif "torchview" in what:
+            p = peers.get(name, {}).get("torchview", {})
+            ratio = p["time_s"] / p["ours_s"] if "time_s" in p else None
+            why = p.get("error", "not run")
+        elif "cold" in what:
+            ours, theirs = (cold or {}).get("torchrecorder", {}), (cold or {}).get("torchviz", {})
+            if "import_s" in ours and "import_s" in theirs:
+                mine = ours["import_s"] + ours["first_call_s"]
+                ratio = mine / (theirs["import_s"] + theirs["first_call_s"])
+            else:
+                why = ours.get("error") or theirs.get("error") or "not run"
+        elif "meta forward" in what:
+            if r.get("forward_s") and "record_s" in r:
+                ratio = (r["record_s"] + r["make_dot_s"]) / r["forward_s"]
+        elif r.get("rec_over_fwd") is not None:
+            ratio = r["rec_over_fwd"]
+        if ratio is None:
+            lines.append(("N/A ", label, why))
+        elif "faster" in what:
+            lines.append(("PASS" if ratio >= bound else "FAIL", label, f"{ratio:.2f} x faster"))
+        else:
+            lines.append(("PASS" if ratio <= bound else "FAIL", label, f"{ratio:.2f} x"))
+    return lines
+
+
+def print_targets(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[str, Any]]],
+                  cold: dict[str, Any] | None = None) -> None:
+    """One line per target of issues 22 and 4: PASS, FAIL or N/A, and the measured value."""
     lines: list[tuple[str, str, str]] = []
 
     def add(ok: bool | None, what: str, value: str) -> None:
@@ -734,10 +784,12 @@ def print_targets(results: dict[str, dict[str, Any]], peers: dict[str, dict[str,
         if r.get("rss_forward_mib") and r.get("rss_record_mib") is not None:
             ratio = r["rss_record_mib"] / max(r["rss_forward_mib"], 1.0)
             lines.append(("info", f"{name}: peak RSS of record / of the forward pass", f"{ratio:.2f} x"))
-    print("\nTargets (issue 4)")
-    width = max(len(w) for _, w, _ in lines)
-    for status, what, value in lines:
-        print(f"  {status}  {what.ljust(width)}  {value}")
+    new = issue22_targets(results, peers, cold)
+    width = max(len(w) for _, w, _ in lines + new)
+    for title, block in (("issue 22", new), ("issue 4", lines)):
+        print(f"\nTargets ({title})")
+        for status, what, value in block:
+            print(f"  {status}  {what.ljust(width)}  {value}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ installed.
 ``resnet50``       ResNet-50 built by hand, 1x3x224x224 (compute-bound)
 ``llama-70b-meta`` 70B-shaped Llama on the meta device: 80 layers, hidden 8192,
                    64 heads, 8 kv heads, intermediate 28672, 128 tokens
+``cnn-small``      a small CNN (two conv/BN/ReLU stages, pooling, a linear head) on a
+                   1x3x32x32 image: the cold first call's model
 =================  ==========================================================
 """
 
@@ -276,6 +278,27 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
+# ---------------------------------------------------------------- small CNN
+class SmallCNN(nn.Module):
+    """Two conv/BN/ReLU stages with max pooling and a linear head: a first picture's model."""
+
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2))
+        self.head = nn.Linear(32 * 8 * 8, classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(torch.flatten(self.features(x), 1))
+
+
+def _cnn(hf: bool) -> tuple[nn.Module, tuple[Any, ...]]:
+    del hf
+    torch.manual_seed(0)
+    return SmallCNN().eval(), (torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0)),)
+
+
 # ----------------------------------------------------------------- registry
 @dataclass(frozen=True)
 class ModelSpec:
@@ -352,6 +375,7 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec("gpt2-small", "compute", _gpt2(12, 768, 12, 128, 50257), layers=12),
         ModelSpec("resnet50", "compute", _resnet50),
         ModelSpec("llama-70b-meta", "meta", lambda hf: llama(hf=hf)),
+        ModelSpec("cnn-small", "compute", _cnn),
     )
 }
 

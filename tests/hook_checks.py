@@ -38,3 +38,16 @@ class Encoder(nn.Module):
         for block in self.layer:
             x = torch.relu(block["out"](block["attention"](x)))
         return self.head(x)
+
+
+def hooks_left(net: nn.Module) -> list[str]:
+    """Every module of ``net`` that still holds a hook, or whose full-backward-hook flag torch left
+    set (``_is_full_backward_hook``, which makes ``register_backward_hook`` refuse): ``"path: what"``."""
+    names = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+             "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called")
+    out = []
+    for path, m in net.named_modules():
+        out.extend(f"{path or '(root)'}: {n}" for n in names if len(getattr(m, n, {})))
+        if getattr(m, "_is_full_backward_hook", None) is not None:
+            out.append(f"{path or '(root)'}: _is_full_backward_hook={m._is_full_backward_hook}")
+    return out

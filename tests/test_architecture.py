@@ -30,7 +30,7 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(torchrecorder.__file__))
 #: layer -> module name prefixes (a module belongs to the layer of its longest matching prefix)
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("torchrecorder.errors", "torchrecorder._text", "torchrecorder.nodes", "torchrecorder.backend",
-             "torchrecorder._files", "torchrecorder.opnames"),
+             "torchrecorder._files", "torchrecorder.opnames", "torchrecorder._stack"),
     "graph": ("torchrecorder.graph",),
     "recording": ("torchrecorder.recording",),
     "projection": ("torchrecorder.projection",),

@@ -18,6 +18,7 @@ from .errors import GraphError, GraphvizNotFoundError
 from .graph import Graph
 from .hooks.recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
 from .hooks.saved import SavedCapture, load_capture
+from .layer_recorder import LayerRecorder
 from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
 from .recorder import Recorder, recording
 from .renderer import (
@@ -43,6 +44,10 @@ def _get_sg_image_scraper() -> Any:
     return get_scraper()
 
 
+# scio's wrapped network sits above capture and record, so hooks/__init__ cannot import it;
+# it is published there from here (the package runs before any of its submodules)
+setattr(hooks, "LayerRecorder", LayerRecorder)  # noqa: B010 (mypy: a module attribute set at import)
+
 __all__ = [
     "ActivationStyler",
     "BackwardInput",
@@ -62,6 +67,7 @@ __all__ = [
     "HtmlPage",
     "HtmlRenderer",
     "LayerNode",
+    "LayerRecorder",
     "MermaidRenderer",
     "OpNode",
     "ParamNode",

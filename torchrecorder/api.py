@@ -15,7 +15,7 @@ from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
 from .projection.backward import backward_view
-from .recorder import Recorder, recording
+from .recorder import Recorder
 from .recording import InputShapes, gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
 from .recording.meta import check_model
 from .renderer.activations import ActivationStyler
@@ -119,14 +119,15 @@ def record(
     if input_shapes is None and input_data is None and not input_kwargs:
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
-    check_model(net)
+    walk = check_model(net)
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
-    with model_state_kept(net) as kept, recording(net, name, keep_tensors=keep_tensors,
-                                                   unfuse_fast_paths=unfuse_fast_paths,
-                                                   backward=backward) as rec:
+    rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
+                   backward=backward)
+    rec.engine.walk = walk  # one walk of the model for the check, the state and the hooks
+    with model_state_kept(net, walk) as kept, rec.engine.active(net, name, rec):
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write
         try:
             net(*args, **kwargs)

@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Optional, Union
 
@@ -142,6 +143,8 @@ class Capture:
             value, the reduced value, or a list of every pass's with
             ``keep="all"``).
         passes: how many forward passes of the model ran while capturing.
+        unsummarised: call name -> why ``stats=True`` could not summarise its
+            output (``"a sparse_coo tensor"``, ``"a nested tensor"``).
     """
 
     def __init__(self, model: nn.Module, chosen: list[tuple[str, nn.Module]], *, inputs: bool, grads: bool,
@@ -165,6 +168,7 @@ class Capture:
         self.passes = 0
         self._stats: dict[str, _Stats] = {}
         self._grad_stats: dict[str, _GradStats] = {}
+        self.unsummarised: dict[str, str] = {}
         self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
         self._handles: list[RemovableHandle] = []
         self._tensor_hooks: list[RemovableHandle] = []
@@ -199,14 +203,21 @@ class Capture:
         self.remove()
         return exc_type is not None and issubclass(exc_type, StopForward)
 
-    def remove(self) -> None:
-        """Take every hook off (the ``with`` block does this on exit, whatever happened)."""
-        for h in self._handles + self._tensor_hooks:
+    def remove(self, grads: bool = False) -> None:
+        """Take every module hook off (the ``with`` block does this on exit, whatever happened).
+
+        The gradient hooks that ``grads=True`` put on the output tensors of the
+        passes already run stay on those tensors (and go with them), so that a
+        ``backward`` after the block still fills :attr:`grads`; ``grads=True``
+        takes them off too.
+        """
+        for h in self._handles + (self._tensor_hooks if grads else []):
             h.remove()
         if self._watch is not None:
             self._watch.stop()
         self._handles.clear()
-        self._tensor_hooks.clear()
+        self._tensor_hooks = [] if grads else [h for h in self._tensor_hooks
+                                               if h.hooks_dict_ref() is not None]
         self._open.clear()
         self._depth = 0
 
@@ -292,16 +303,27 @@ class Capture:
         if self._record:
             self._store(self.outputs, name, output)
         if self._want_stats:
-            for t in leaves(output):
-                if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
-                    if t.device.type != "meta":
-                        self._stats.setdefault(name, _Stats()).add(t)
-                    break
+            self._summarise(name, output)
         if self._want_grads and (self._record or self._want_stats):
             for i, t in enumerate(leaves(output)):
                 if t.requires_grad:
                     key = name if i == 0 else f"{name}[{i}]"
                     self._tensor_hooks.append(t.register_hook(self._grad_hook(key)))
+
+    def _summarise(self, name: str, output: Any) -> None:
+        """Add the first floating (or boolean) tensor of ``output`` to ``name``'s statistics;
+        tensors of other layouts (sparse, nested) cannot be summarised and are noted instead."""
+        for t in leaves(output):
+            if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool):
+                continue
+            if t.device.type == "meta":
+                return
+            if t.is_nested or t.layout != torch.strided:
+                kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
+                self.unsummarised.setdefault(name, f"a {kind} tensor")
+                continue
+            self._stats.setdefault(name, _Stats()).add(t)
+            return
 
     def _grad_hook(self, key: str) -> Callable[[torch.Tensor], None]:
         def hook(grad: torch.Tensor) -> None:
@@ -316,7 +338,8 @@ class Capture:
     def _store(self, table: dict[str, Any], name: str, value: Any) -> None:
         value = keep_value(value, detach=self._detach, to=self._to, clone=self._clone)
         if self._reduction is not None:
-            table[name] = value if name not in table else reduce_values(table[name], value, self._reduction)
+            table[name] = (value if name not in table
+                           else reduce_values(table[name], value, self._reduction, name))
         elif self._keep == "all":
             table.setdefault(name, []).append(value)
         else:
@@ -366,8 +389,14 @@ class Capture:
         if stat in GRAD_STATS:
             if not self._want_grads:
                 raise ValueError(f"no gradient statistics: make the capture with grads=True and "
-                                 f"stats=True (and call backward inside the block) to get {stat!r}")
+                                 f"stats=True (and call backward inside or after the block) to get "
+                                 f"{stat!r}")
             table = self._grad_stats
+        else:
+            missing = [f"{k!r} ({why})" for k, why in self.unsummarised.items() if k not in self._stats]
+            if missing:
+                warnings.warn("stats(): not summarised (no tensor of the strided layout): "
+                              + ", ".join(missing), RuntimeWarning, stacklevel=2)
         out = {}
         for k, s in table.items():
             v = s.value(stat)
@@ -432,7 +461,10 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
             ``rec`` (a recording of ``model``) when given.
         inputs: keep each call's inputs too (``cap.inputs[name]``).
         grads: keep the gradient with respect to each output
-            (``cap.grads[name]``); call ``backward`` inside the block.
+            (``cap.grads[name]``), from a ``backward`` inside the block or after
+            it (the gradient hooks stay on the captured passes' output tensors
+            until they are freed; :meth:`Capture.remove` with ``grads=True``
+            takes them off).
         record: keep outputs (and inputs, gradients); ``False`` only edits,
             stops or gathers statistics.
         edit: ``edit(name, output)`` returns a replacement for the output of
@@ -444,7 +476,9 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         condition: a callable of no arguments; calls are captured only when it
             returns true.
         reduction: merge each new value into the kept one (``lambda a, b: a +
-            b``), tensor by tensor; memory stays flat over any number of passes.
+            b``), part by part (``None`` stays ``None``; a structure that changes
+            between calls raises :class:`~torchrecorder.hooks.ReductionError`);
+            memory stays flat over any number of passes.
         to: move kept tensors to this device (``"cpu"``).
         detach, clone: detach kept tensors from autograd and copy them (both
             on by default), so that nothing the model does later alters them.

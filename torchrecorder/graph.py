@@ -126,7 +126,7 @@ class Graph:
         self.failed_key: Key = None
         self.notes: list[str] = []
         self.keys = Namespace()
-        #: the pass's autograd graph, when recorded with ``backward=True``
+        # the pass's autograd graph, when recorded with backward=True (see the class docstring)
         self.backward: Optional[AutogradGraph] = None
 
     # ------------------------------------------------------------ reading

@@ -1,19 +1,31 @@
-"""What a hook keeps of the values it sees: tensors detached, copied, moved; reductions leaf by leaf.
+"""What a hook keeps of the values it sees: tensors detached, copied, moved; reductions part by part.
 
-A value is a tensor or any nesting of tuples, lists and dicts holding tensors
-(other objects pass through unchanged).
+A value is a tensor or any nesting of containers holding tensors: tuples
+(named tuples and ``torch.return_types`` such as ``torch.max``'s keep their
+type), lists, dicts and other mappings, and dataclasses (``transformers``'
+``ModelOutput`` included).  :func:`keep_value` rebuilds every container as a
+new object of its own type, so nothing the model does to its output later
+reaches what was kept; other objects (``None``, numbers, strings, a cache
+object) are kept as they are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import copy
+import dataclasses
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, Optional, Union
 
 import torch
 
-__all__ = ["Device", "check_device", "inputs_value", "keep_value", "leaves", "reduce_values"]
+__all__ = ["Device", "ReductionError", "add_note", "check_device", "inputs_value", "keep_value", "leaves",
+           "reduce_values"]
 
 Device = Union[str, torch.device, None]
+
+
+class ReductionError(ValueError):
+    """A layer's value changed structure between two calls, so ``reduction`` cannot merge them."""
 
 
 def check_device(to: Device) -> Optional[torch.device]:
@@ -26,29 +38,92 @@ def check_device(to: Device) -> Optional[torch.device]:
         raise ValueError(f"to= must be a device such as 'cpu' or 'cuda:0', got {to!r}") from exc
 
 
+def _is_structseq(value: Any) -> bool:
+    """Whether ``value`` is a ``torch.return_types`` result (``torch.max(x, 1)``), a struct sequence."""
+    return isinstance(value, tuple) and hasattr(type(value), "n_sequence_fields")
+
+
+def _is_dataclass(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _rebuild_tuple(value: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...]:
+    if _is_structseq(value):
+        return type(value)(items)
+    if hasattr(value, "_fields"):  # a named tuple
+        return type(value)(*items)
+    if type(value) is tuple:
+        return tuple(items)
+    try:
+        return type(value)(items)
+    except TypeError:
+        return tuple(items)
+
+
+def _rebuild_dataclass(value: Any, fields: dict[str, Any]) -> Any:
+    """A new instance of ``value``'s dataclass with ``fields`` (name -> new value).
+
+    Built through ``__init__`` (so that ``ModelOutput`` rebuilds its mapping);
+    fields that ``__init__`` does not take, or a class whose ``__init__`` refuses
+    them, are set on a shallow copy instead.
+    """
+    init = {f.name: fields[f.name] for f in dataclasses.fields(value) if f.init}
+    try:
+        new = dataclasses.replace(value, **init)
+        rest = [n for n in fields if n not in init]
+    except (TypeError, ValueError):
+        new = copy.copy(value)
+        rest = list(fields)
+    for name in rest:
+        object.__setattr__(new, name, fields[name])
+    return new
+
+
+def _rebuild_mapping(value: Mapping[Any, Any], items: dict[Any, Any]) -> Mapping[Any, Any]:
+    if type(value) is dict:
+        return items
+    if isinstance(value, MutableMapping):  # a copy keeps what the type holds (a default factory)
+        try:
+            new = copy.copy(value)
+            new.clear()
+            new.update(items)
+            return new
+        except (TypeError, AttributeError, RuntimeError):
+            pass
+    try:
+        return type(value)(items)  # type: ignore[call-arg]
+    except TypeError:
+        return items
+
+
 def _map(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """``value`` rebuilt with ``fn`` applied to each tensor (containers new, other objects as they are)."""
     if isinstance(value, torch.Tensor):
         return fn(value)
+    if _is_dataclass(value):
+        return _rebuild_dataclass(value, {f.name: _map(getattr(value, f.name), fn)
+                                          for f in dataclasses.fields(value)})
     if isinstance(value, tuple):
-        items = [_map(v, fn) for v in value]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+        return _rebuild_tuple(value, [_map(v, fn) for v in value])
     if isinstance(value, list):
-        return [_map(v, fn) for v in value]
+        items = [_map(v, fn) for v in value]
+        return items if type(value) is list else _rebuild_list(value, items)
     if isinstance(value, Mapping):
-        items_d = {k: _map(v, fn) for k, v in value.items()}
-        if type(value) is dict:
-            return items_d
-        try:
-            return type(value)(**items_d)
-        except TypeError:
-            return items_d
+        return _rebuild_mapping(value, {k: _map(v, fn) for k, v in value.items()})
     return value
+
+
+def _rebuild_list(value: list[Any], items: list[Any]) -> list[Any]:
+    try:
+        return type(value)(items)
+    except TypeError:
+        return items
 
 
 def keep_value(value: Any, *, detach: bool = True, to: Optional[torch.device] = None,
                clone: bool = True) -> Any:
-    """``value`` with each tensor detached (``detach``), moved to ``to`` and copied (``clone``), so
-    that later in-place changes in the model cannot reach what was kept."""
+    """``value`` with each tensor detached (``detach``), moved to ``to`` and copied (``clone``), in
+    new containers of the same types, so that later changes in the model cannot reach what was kept."""
 
     def one(t: torch.Tensor) -> torch.Tensor:
         if detach:
@@ -67,14 +142,85 @@ def leaves(value: Any) -> list[torch.Tensor]:
     return out
 
 
-def reduce_values(acc: Any, new: Any, fn: Callable[[Any, Any], Any]) -> Any:
-    """``fn(acc, new)``, applied tensor by tensor where both are tuples, lists or dicts alike."""
-    if isinstance(acc, (tuple, list)) and isinstance(new, (tuple, list)) and len(acc) == len(new):
-        items = [reduce_values(a, b, fn) for a, b in zip(acc, new, strict=True)]
-        return type(acc)(*items) if hasattr(acc, "_fields") else type(acc)(items)
-    if isinstance(acc, Mapping) and isinstance(new, Mapping) and acc.keys() == new.keys():
-        return {k: reduce_values(acc[k], new[k], fn) for k in acc}
-    return fn(acc, new)
+def _kind(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, torch.Tensor):
+        return "a tensor"
+    if isinstance(value, (tuple, list)) and not _is_dataclass(value):
+        return f"a {type(value).__name__} of {len(value)}"
+    if isinstance(value, Mapping) and not _is_dataclass(value):
+        return f"a {type(value).__name__} with keys {list(value)!r}"
+    return f"a {type(value).__name__}"
+
+
+def reduce_values(acc: Any, new: Any, fn: Callable[[Any, Any], Any], name: str = "") -> Any:
+    """Merge ``new`` into ``acc`` part by part: ``fn(a, b)`` for each pair of tensors at the same
+    place; ``None`` stays ``None``; other parts (numbers, strings, a cache object) are kept as the
+    latest call gave them.
+
+    Both must have one structure (the same container types, lengths and keys,
+    a tensor where the other has one).
+
+    Raises:
+        ReductionError: the structures differ; the message names the layer ``name`` and where.
+        Exception: what ``fn`` raised, with a note naming the layer and the part.
+    """
+    return _reduce(acc, new, fn, name, "")
+
+
+def _reduce(acc: Any, new: Any, fn: Callable[[Any, Any], Any], name: str, where: str) -> Any:
+    def mismatch() -> ReductionError:
+        at = f" at {where}" if where else ""
+        return ReductionError(
+            f"cannot reduce the value of layer {name!r}: its structure changed between calls{at} "
+            f"(kept: {_kind(acc)}, new: {_kind(new)}); reduction needs the same structure every "
+            "call (record without reduction= to keep each call's value)")
+
+    if acc is None or new is None:
+        if acc is None and new is None:
+            return None
+        raise mismatch()
+    if isinstance(acc, torch.Tensor) or isinstance(new, torch.Tensor):
+        if not (isinstance(acc, torch.Tensor) and isinstance(new, torch.Tensor)):
+            raise mismatch()
+        return _apply(fn, acc, new, name, where)
+    if _is_dataclass(acc) or _is_dataclass(new):
+        if type(acc) is not type(new):
+            raise mismatch()
+        return _rebuild_dataclass(acc, {f.name: _reduce(getattr(acc, f.name), getattr(new, f.name), fn,
+                                                        name, f"{where}.{f.name}")
+                                        for f in dataclasses.fields(acc)})
+    if isinstance(acc, (tuple, list)) or isinstance(new, (tuple, list)):
+        if type(acc) is not type(new) or len(acc) != len(new):
+            raise mismatch()
+        pairs = enumerate(zip(acc, new, strict=True))
+        items = [_reduce(a, b, fn, name, f"{where}[{i}]") for i, (a, b) in pairs]
+        return _rebuild_tuple(acc, items) if isinstance(acc, tuple) else _rebuild_list(acc, items)
+    if isinstance(acc, Mapping) or isinstance(new, Mapping):
+        if not (isinstance(acc, Mapping) and isinstance(new, Mapping)) or list(acc) != list(new):
+            raise mismatch()
+        return _rebuild_mapping(acc, {k: _reduce(acc[k], new[k], fn, name, f"{where}[{k!r}]")
+                                      for k in acc})
+    return new  # not a tensor: kept, the latest value
+
+
+def _apply(fn: Callable[[Any, Any], Any], a: Any, b: Any, name: str, where: str) -> Any:
+    try:
+        return fn(a, b)
+    except Exception as exc:
+        shapes = (f" (shapes {tuple(a.shape)} and {tuple(b.shape)})"
+                  if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else "")
+        add_note(exc, f"torchrecorder: reduction= failed on layer {name!r}"
+                 + (f" at {where}" if where else "") + shapes)
+        raise
+
+
+def add_note(exc: BaseException, note: str) -> None:
+    """``exc.add_note(note)`` where Python has it (3.11+)."""
+    adder = getattr(exc, "add_note", None)
+    if adder is not None:
+        adder(note)
 
 
 def inputs_value(args: tuple[Any, ...], kwargs: Optional[Mapping[str, Any]]) -> Any:

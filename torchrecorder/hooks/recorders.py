@@ -34,20 +34,30 @@ tensors are detached and copied (``detach``, ``clone``) and may be moved
 
 from __future__ import annotations
 
+import io
 import os
 import pathlib
 from collections.abc import Callable, Iterator
-from typing import Any, Optional, Union
+from typing import Any, Optional, Protocol, Union
 
 import torch
 from torch import nn
+from torch.autograd.graph import register_multi_grad_hook
 from torch.utils.hooks import RemovableHandle
 
+from .._files import write_atomically
 from ..graph import Graph
-from ._values import Device, check_device, inputs_value, keep_value, reduce_values
+from ._values import Device, add_note, check_device, inputs_value, keep_value, leaves, reduce_values
 from .select import Names, select_modules
 
 __all__ = ["BackwardInput", "BackwardOutput", "ForwardInput", "ForwardOutput", "ForwardPre"]
+
+
+class _Removable(Protocol):
+    """A hook handle: :class:`torch.utils.hooks.RemovableHandle`, or a pair of them."""
+
+    def remove(self) -> None: ...
+
 
 class _Subrecorder:
     """One registered layer: its hook handle, its position in the recorder's ``data`` and how
@@ -60,7 +70,7 @@ class _Subrecorder:
         self.module = module
         self.pos = pos
         self.samples = 0
-        self.handle: Optional[RemovableHandle] = None
+        self.handle: Optional[_Removable] = None
 
 
 class _Recorder:
@@ -72,8 +82,11 @@ class _Recorder:
             batch).  ``None``: every call.
         reduction: a function of two values returning one, applied as in
             :func:`functools.reduce` to merge each new value into the kept one
-            (tensor by tensor for tuples); memory then stays flat.  ``None``:
-            every value is appended to a list.
+            (part by part for tuples, lists, dicts and dataclasses, ``None``
+            staying ``None``; a value whose structure changes between calls
+            raises :class:`~torchrecorder.hooks.ReductionError` naming the
+            layer); memory then stays flat.  ``None``: every value is appended
+            to a list.
         detach: detach kept tensors from autograd (default).
         to: move kept tensors to this device (``"cpu"`` frees accelerator
             memory).
@@ -142,7 +155,7 @@ class _Recorder:
         self.data.extend(None if self.reduction is not None else [] for _ in added)
         return self
 
-    def _hook(self, module: nn.Module, sub: _Subrecorder) -> RemovableHandle:
+    def _hook(self, module: nn.Module, sub: _Subrecorder) -> _Removable:
         raise NotImplementedError
 
     def _record(self, sub: _Subrecorder, value: Any) -> None:
@@ -156,7 +169,7 @@ class _Recorder:
         elif data[sub.pos] is None:
             data[sub.pos] = value
         else:
-            data[sub.pos] = reduce_values(data[sub.pos], value, self.reduction)
+            data[sub.pos] = reduce_values(data[sub.pos], value, self.reduction, sub.name)
 
     # ------------------------------------------------------------ reading
     @property
@@ -165,7 +178,7 @@ class _Recorder:
         return list(self._subs)
 
     @property
-    def handles(self) -> list[Optional[RemovableHandle]]:
+    def handles(self) -> list[Optional[_Removable]]:
         """The hook handles, one per subrecorder."""
         return [s.handle for s in self._subs]
 
@@ -225,6 +238,7 @@ class _Recorder:
         sub = self._subs.pop(i)
         if sub.handle is not None:
             sub.handle.remove()
+            sub.handle = None
         for later in self._subs[i:]:
             later.pos -= 1
         return self.data.pop(i)
@@ -254,12 +268,19 @@ class _Recorder:
              **kwargs: Any) -> None:
         """Save the data of subrecorder ``i`` as ``path/i.pt`` (read it with :func:`torch.load`).
 
+        Each file is written atomically: the data is serialised in memory, then
+        written to a temporary file in ``path`` and renamed over ``i.pt``, so a
+        value that cannot be pickled, or a full disk, leaves no partial file and
+        an existing ``i.pt`` as it was.
+
         The directory is created when missing; ``mkdir=True`` passes ``*args``
         and ``**kwargs`` to :meth:`pathlib.Path.mkdir` as torchfunc did
         (``exist_ok`` defaults to true).
 
         Raises:
             NotADirectoryError: ``path`` exists and is not a directory.
+            Exception: what :func:`torch.save` raised for data it cannot pickle
+                (with a note naming the subrecorder); the files before it are written.
         """
         folder = pathlib.Path(path)
         if mkdir:
@@ -271,7 +292,14 @@ class _Recorder:
         if not folder.is_dir():
             raise NotADirectoryError(f"cannot save recordings into {str(folder)!r}: not a directory")
         for i, data in enumerate(self.data):
-            torch.save(data, folder / f"{i}.pt")
+            buffer = io.BytesIO()
+            try:
+                torch.save(data, buffer)
+            except Exception as exc:
+                add_note(exc, f"torchrecorder: while saving subrecorder {i} ({self._subs[i].name!r}) "
+                              f"to {str(folder / f'{i}.pt')!r}; nothing was written for it")
+                raise
+            write_atomically(folder / f"{i}.pt", buffer.getvalue())
 
 
 def _doc(what: str) -> str:
@@ -312,22 +340,84 @@ def _grads(grads: tuple[Optional[torch.Tensor], ...]) -> Any:
     return grads[0] if len(grads) == 1 else tuple(grads)
 
 
+def _on_gradients(tensors: list[Any], record: Callable[[tuple[Optional[torch.Tensor], ...]], None]) -> None:
+    """Call ``record`` once with the gradients of ``tensors`` (``None`` for those needing none or
+    getting none) when a backward pass has computed them.
+
+    Through tensor hooks (:func:`torch.autograd.graph.register_multi_grad_hook`), not
+    ``register_full_backward_hook``: torch's full hooks wrap a module's outputs in a
+    custom function whose outputs may not be modified in place (a following
+    ``ReLU(inplace=True)`` then breaks ``backward``), and leave the module's
+    full-hook flag set.  A tensor hook registered before an in-place change gets the
+    gradient with respect to the value before the change, as the module produced it.
+    """
+    slots = [i for i, t in enumerate(tensors) if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not slots:
+        return
+
+    def hook(grads: Any) -> None:
+        out: list[Optional[torch.Tensor]] = [None] * len(tensors)
+        for i, g in zip(slots, grads, strict=True):
+            out[i] = g
+        record(tuple(out))
+
+    register_multi_grad_hook([tensors[i] for i in slots], hook, mode="all")
+
+
+class _BackwardHandle:
+    """The handles of a backward recorder's two module hooks, removed together."""
+
+    def __init__(self, *handles: RemovableHandle) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
 class BackwardInput(_Recorder):
-    __doc__ = _doc("the gradient with respect to the input of each call (``None`` where an input "
-                   "needs none)")
+    __doc__ = _doc("the gradient with respect to the input of each call: one per positional "
+                   "argument, ``None`` where one needs none (a tuple when there are several)")
 
-    def _hook(self, module: nn.Module, sub: _Subrecorder) -> RemovableHandle:
-        def hook(mod: nn.Module, grad_input: Any, grad_output: Any) -> None:
-            self._record(sub, _grads(grad_input))
+    def _hook(self, module: nn.Module, sub: _Subrecorder) -> _Removable:
+        # a fresh alias of each input (``view_as``) gives this module's share of the input's
+        # gradient, as torch's full hooks do, while a shortcut that uses the input too keeps its own
+        aliases: list[tuple[Any, ...]] = []
 
-        return module.register_full_backward_hook(hook)
+        def pre(mod: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+            new = tuple(a.view_as(a) if isinstance(a, torch.Tensor) and a.requires_grad else a
+                        for a in args)
+            aliases.append(new)
+            return new
+
+        def post(mod: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            if not aliases:
+                return
+            inputs = list(aliases.pop())
+
+            def record(grads: tuple[Optional[torch.Tensor], ...]) -> None:
+                if sub.handle is not None:  # not removed since
+                    self._record(sub, _grads(grads))
+
+            if any(isinstance(t, torch.Tensor) and t.requires_grad for t in inputs):
+                _on_gradients(inputs, record)
+            else:  # no input needs a gradient: record Nones when the output's gradient arrives
+                _on_gradients(leaves(output), lambda _: record((None,) * len(inputs)))
+
+        return _BackwardHandle(module.register_forward_pre_hook(pre),
+                               module.register_forward_hook(post, always_call=True))
 
 
 class BackwardOutput(_Recorder):
-    __doc__ = _doc("the gradient with respect to the output of each call")
+    __doc__ = _doc("the gradient with respect to the output of each call (one per output tensor, "
+                   "``None`` where one needs none)")
 
     def _hook(self, module: nn.Module, sub: _Subrecorder) -> RemovableHandle:
-        def hook(mod: nn.Module, grad_input: Any, grad_output: Any) -> None:
-            self._record(sub, _grads(grad_output))
+        def post(mod: nn.Module, args: tuple[Any, ...], output: Any) -> None:
+            def record(grads: tuple[Optional[torch.Tensor], ...]) -> None:
+                if sub.handle is not None:  # not removed since
+                    self._record(sub, _grads(grads))
 
-        return module.register_full_backward_hook(hook)
+            _on_gradients(leaves(output), record)
+
+        return module.register_forward_hook(post)

@@ -3,9 +3,16 @@ where the exception takes them.  The user always gets their own exception object
 
 from __future__ import annotations
 
-from typing import Any
+import dis
+from collections.abc import Mapping
+from types import CodeType
+from typing import Any, Optional
 
-__all__ = ["NOTE_PREFIX", "annotate", "exception_text"]
+from torch import nn
+
+from ..nodes import BaseNode, LayerNode
+
+__all__ = ["NOTE_PREFIX", "annotate", "exception_text", "module_frames", "raised_in"]
 
 NOTE_PREFIX = "torchrecorder: raised in module"
 
@@ -41,3 +48,68 @@ def annotate(exc: BaseException, graph: Any, note: str = "") -> None:
             exc.add_note(note)
     except Exception:
         pass
+
+
+def _call_codes() -> tuple[Optional[CodeType], Optional[CodeType], int]:
+    """The code of ``nn.Module._call_impl``, of its ``inner`` closure (where hooks and forward run)
+    and the line of ``inner`` that calls ``forward`` (0 where this torch differs)."""
+    call = getattr(getattr(nn.Module, "_call_impl", None), "__code__", None)
+    if not isinstance(call, CodeType):
+        return None, None, 0
+    inner = next((c for c in call.co_consts if isinstance(c, CodeType) and c.co_name == "inner"), None)
+    line = 0
+    if inner is not None:
+        offset = next((ins.offset for ins in dis.get_instructions(inner) if ins.argval == "forward_call"), -1)
+        for start, lineno in dis.findlinestarts(inner):
+            if 0 <= start <= offset and lineno is not None:
+                line = lineno
+    return call, inner, line
+
+
+_CALL_IMPL, _INNER, _FORWARD_LINE = _call_codes()
+
+
+def module_frames(exc: BaseException) -> list[tuple[Any, str]]:
+    """The module calls ``exc`` passed through on its way out, outermost first, read from its
+    traceback: ``(module, stage)``, where ``stage`` says where in the call it came from:
+    ``"pre"`` (the forward pre-hooks), ``"forward"``, ``"post"`` (the forward hooks, after
+    ``forward`` returned) or ``""`` (unknown).  Never raises."""
+    out: list[tuple[Any, str]] = []
+    if _CALL_IMPL is None:
+        return out
+    try:
+        tb = exc.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code is _CALL_IMPL:
+                module = tb.tb_frame.f_locals.get("self")
+                stage = ""
+                nxt = tb.tb_next
+                if nxt is not None and nxt.tb_frame.f_code is _INNER and _FORWARD_LINE:
+                    line = nxt.tb_lineno
+                    stage = "pre" if line < _FORWARD_LINE else "forward" if line == _FORWARD_LINE else "post"
+                out.append((module, stage))
+            tb = tb.tb_next
+    except Exception:  # a traceback is only read for the note: never fail over the user's error
+        return []
+    return out
+
+
+def raised_in(exc: BaseException, innermost: LayerNode, nodes: Mapping[Any, BaseNode],
+              modules: Mapping[int, Any]) -> LayerNode:
+    """The call ``exc`` came from: ``innermost`` (the deepest call still open when it was
+    raised), or a call inside it that had returned when one of its forward hooks raised (the
+    user's own hook, ``StopForward``), read from the traceback.  ``modules`` maps ``id(module)``
+    to its :class:`~torchrecorder.recording.meta.ModuleInfo` (``last``: its latest call)."""
+    chain: set[Any] = set()
+    node: BaseNode = innermost
+    while isinstance(node, LayerNode) and node.key is not None:
+        chain.add(node.key)
+        node = nodes[node.parent]
+    failed = innermost
+    for module, stage in module_frames(exc):
+        info = modules.get(id(module))
+        call = info.last if info is not None else None
+        if call is None or not (call.key in chain or (stage == "post" and call.parent in chain)):
+            break  # a call not opened (a pre-hook raised before the recorder's)
+        failed = call
+    return failed

@@ -32,16 +32,17 @@ from torch import Tensor, nn
 from torch.nn.modules.module import register_module_forward_hook as _register_module_forward_hook
 from torch.nn.modules.module import register_module_forward_pre_hook
 
+from .._stack import StackRoom
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ._failure import NOTE_PREFIX, annotate, exception_text
+from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
 from ._walk import iter_tensors, named_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
 from .backward import AutogradTrace
 from .fastpath import FastPaths, has_fast_path
 from .live import LiveObjects
-from .meta import bind_arguments, shape_name, shape_of, tensor_meta
+from .meta import bind_arguments, shape_of
 from .modules import ModuleInfo, index_modules
 from .ops import eager
 from .session import Session
@@ -66,6 +67,9 @@ def _global_post_hook_support() -> bool:
 # two hooks per module cost much on models of many small modules.  Pre-hooks stay per module
 # (global ones get no keyword arguments).  The global hook runs before a module's own hooks.
 GLOBAL_POST_HOOK = _global_post_hook_support()
+
+# nesting depth from which the recursion limit grows with the call stack (see ``_stack``)
+_GROW_AT = 16
 
 
 class Engine(LiveObjects):
@@ -115,6 +119,10 @@ class Engine(LiveObjects):
         self.write_guard: Optional[Callable[[Any, tuple[Any, ...], dict[str, Any]], None]] = None
         self.aliases = Aliases()
         self.untraced = Untraced(self)
+        self._room = StackRoom()  # recursion limit raised by the frames the hooks add per level
+        self._grow_at = _GROW_AT
+        # the model's modules as record() walked them just before (used by the next register_hooks)
+        self.walk: Optional[list[tuple[str, nn.Module]]] = None
 
     # ------------------------------------------------------------ the session
     def active(self, net: nn.Module, name: str, value: Any = None) -> Session[Any]:
@@ -198,6 +206,8 @@ class Engine(LiveObjects):
         self._params.clear()
         self.aliases.clear()
         self.untraced.clear()
+        self._room.release()
+        self._grow_at = _GROW_AT
 
     def fail(self, exc: BaseException) -> None:
         """Mark the innermost call that ``exc`` escaped from, and the calls around it."""
@@ -212,6 +222,8 @@ class Engine(LiveObjects):
         else:
             annotate(exc, graph)
             return  # raised outside the model's forward
+        failed = raised_in(exc, failed, graph.nodes, self._modules)
+        failed.error = failed.error or graph.error
         graph.failed_key = failed.key
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
         where = failed.path or failed.name
@@ -223,7 +235,8 @@ class Engine(LiveObjects):
         """Index ``net`` (see :func:`~torchrecorder.recording.modules.index_modules`) and, if
         ``hook``, put the engine's hooks on each module met for the first time; a TorchScript
         module takes none and runs as one closed box."""
-        new = index_modules(net, root_name, prefix, self._modules, self._params, self.untraced.buffers)
+        walk, self.walk = (self.walk if hook else None), None
+        new = index_modules(net, root_name, prefix, self._modules, self._params, self.untraced.buffers, walk)
         if not hook:
             return
         if not self._hook_fns:  # what dynamo must not compile: it mis-traces the recorder's hooks
@@ -311,49 +324,6 @@ class Engine(LiveObjects):
         return self._global_post_hook(module, args, outputs)
 
     # --------------------------------------------------------------- recording
-    def tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
-                    role: str = "") -> TensorNode:
-        """A new tensor node for ``t`` in ``scope``; ``t`` stands for it from now on."""
-        shape, dtype, device = tensor_meta(t)
-        graph = self.graph
-        key = graph.keys(candidate)
-        node = TensorNode(name or shape_name(shape), t if self.keep_tensors else None,
-                          scope.depth + 1, scope.key, key, shape=shape, dtype=dtype,
-                          device=device, role=role)
-        graph.nodes[key] = node
-        scope.subnets.add(key)
-        self.live[id(t)] = (weakref.ref(t), key)
-        if self.untraced.grad_fns is not None:
-            self.untraced.track(t, key)
-        return node
-
-    def param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> ParamNode:
-        """A new parameter node for ``param`` (dotted ``path``) in ``scope``."""
-        shape, dtype, device = tensor_meta(param)
-        graph = self.graph
-        key = graph.keys(path)
-        node = ParamNode(path.rpartition(".")[2], param, scope.depth + 1, scope.key, key,
-                         shape=shape, dtype=dtype, device=device, path=path,
-                         numel=param.numel(), requires_grad=param.requires_grad)
-        graph.nodes[key] = node
-        scope.subnets.add(key)
-        self.live[id(param)] = (weakref.ref(param), key)
-        return node
-
-    def param_path(self, param: nn.Parameter) -> str:
-        """The dotted path under which ``param`` was first found, or ``""``."""
-        return self._params.get(id(param), (None, ""))[1]
-
-    def known_source(self, t: Tensor, scope: LayerNode) -> Key:
-        """Key of the node that stands for ``t``; creates a parameter node on first use."""
-        entry = self.live.get(id(t))
-        if entry is not None and entry[0]() is t:
-            return entry[1]
-        found = self._params.get(id(t))
-        if found is not None and found[0] is t:
-            return self.param_node(t, scope, found[1]).key
-        return None
-
     def _source_of(self, t: Tensor, scope: LayerNode) -> Key:
         """Key of the node that produced ``t``, read in ``scope``: a live object, a parameter
         (its node made on first use), or what autograd says made a tensor that the function
@@ -480,6 +450,10 @@ class Engine(LiveObjects):
                 self._sources.add(src)
         stack.append(call)
         self._stack_exc.append(sys.exc_info()[1])
+        info.last = call
+        if len(stack) >= self._grow_at:  # deep nesting: one more frame per level than a plain call
+            self._grow_at = len(stack) + _GROW_AT
+            self._room.grow(self._grow_at)
 
     def _pop(self) -> LayerNode:
         """Close the innermost open call; its entry exception goes to ``_popped_exc``."""
@@ -582,13 +556,6 @@ class Engine(LiveObjects):
             for t, _, node in aliased:
                 self.bind(t, node.key)
             return None
-
-    def _param_owner(self, t: Tensor) -> Optional[tuple[str, Key]]:
-        """``(dotted path, key of the call holding its node)`` for a parameter, else ``None``."""
-        found, key = self._params.get(id(t)), self.lookup(t)
-        if found is None or found[0] is not t or key is None:
-            return None
-        return found[1], self.graph.nodes[key].parent
 
     def _inside(self, node: BaseNode, call: LayerNode) -> bool:
         """Whether ``node`` was recorded inside the scope of ``call``."""

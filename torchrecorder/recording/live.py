@@ -16,7 +16,8 @@ from torch import Tensor, nn
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
-from .meta import grad_fn_op_name, tensor_meta
+from .meta import grad_fn_op_name, shape_name, tensor_meta
+from .untraced import Untraced
 
 __all__ = ["LiveObjects"]
 
@@ -29,6 +30,9 @@ class LiveObjects:
     # id(object) -> (weak reference, or the object where it takes none; node key)
     live: dict[int, tuple[Any, Key]]
     _sources: set[Key]
+    # id(parameter) -> (the parameter, its dotted path where first found)
+    _params: dict[int, tuple[nn.Parameter, str]]
+    untraced: Untraced
 
     def lookup(self, obj: Any) -> Key:
         """The key of the node that currently stands for the live object ``obj``, or ``None``."""
@@ -96,3 +100,52 @@ class LiveObjects:
             raise KeyError(str(exc)) from None
         self._sources.add(a)
 
+    def tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
+                    role: str = "") -> TensorNode:
+        """A new tensor node for ``t`` in ``scope``; ``t`` stands for it from now on."""
+        shape, dtype, device = tensor_meta(t)
+        graph = self.graph
+        key = graph.keys(candidate)
+        node = TensorNode(name or shape_name(shape), t if self.keep_tensors else None,
+                          scope.depth + 1, scope.key, key, shape=shape, dtype=dtype,
+                          device=device, role=role)
+        graph.nodes[key] = node
+        scope.subnets.add(key)
+        self.live[id(t)] = (weakref.ref(t), key)
+        if self.untraced.grad_fns is not None:
+            self.untraced.track(t, key)
+        return node
+
+    def param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> ParamNode:
+        """A new parameter node for ``param`` (dotted ``path``) in ``scope``."""
+        shape, dtype, device = tensor_meta(param)
+        graph = self.graph
+        key = graph.keys(path)
+        node = ParamNode(path.rpartition(".")[2], param, scope.depth + 1, scope.key, key,
+                         shape=shape, dtype=dtype, device=device, path=path,
+                         numel=param.numel(), requires_grad=param.requires_grad)
+        graph.nodes[key] = node
+        scope.subnets.add(key)
+        self.live[id(param)] = (weakref.ref(param), key)
+        return node
+
+    def param_path(self, param: nn.Parameter) -> str:
+        """The dotted path under which ``param`` was first found, or ``""``."""
+        return self._params.get(id(param), (None, ""))[1]
+
+    def known_source(self, t: Tensor, scope: LayerNode) -> Key:
+        """Key of the node that stands for ``t``; creates a parameter node on first use."""
+        entry = self.live.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1]
+        found = self._params.get(id(t))
+        if found is not None and found[0] is t:
+            return self.param_node(t, scope, found[1]).key
+        return None
+
+    def _param_owner(self, t: Tensor) -> Optional[tuple[str, Key]]:
+        """``(dotted path, key of the call holding its node)`` for a parameter, else ``None``."""
+        found, key = self._params.get(id(t)), self.lookup(t)
+        if found is None or found[0] is not t or key is None:
+            return None
+        return found[1], self.graph.nodes[key].parent

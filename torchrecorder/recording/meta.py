@@ -91,17 +91,19 @@ def type_name(module: nn.Module) -> str:
 class ModuleInfo:
     """What the engine knows of one module: path, display name, parameters, calls so far."""
 
-    __slots__ = ("buffers", "calls", "name", "num_params", "params", "path", "total", "type_name")
+    __slots__ = ("buffers", "calls", "last", "name", "num_params", "params", "path", "total", "type_name")
 
     def __init__(self, path: str, name: str, type_name: str) -> None:
         self.path = path
         self.name = name
         self.type_name = type_name
-        self.params: list[tuple[str, nn.Parameter]] = []  # own (dotted path, parameter)
+        # own (dotted path, parameter); a tuple, shared empty one for most modules: fewer objects
+        self.params: tuple[tuple[str, nn.Parameter], ...] = ()
         self.num_params = 0
         self.total = 0
         self.buffers = 0
         self.calls = 0
+        self.last: Any = None  # the module's latest call (a LayerNode) in the recording
 
 
 def own_tensors(tensors: Any, module: nn.Module, path: str) -> tuple[list[tuple[str, Any]], int]:
@@ -127,17 +129,23 @@ def _lazy_error(module: nn.Module, path: str, tensor_name: str) -> TypeError:
         "initialize it, which changes the model: run one forward pass first, then record")
 
 
-def check_model(net: nn.Module) -> None:
+def check_model(net: nn.Module) -> list[tuple[str, nn.Module]]:
     """Fail before anything runs on a model that cannot be recorded as it is.
+
+    Returns:
+        ``list(net.named_modules(remove_duplicate=False))``, for the rest of the recording's
+        set-up to walk again without torch's recursive generators.
 
     Raises:
         TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
     """
-    for path, module in net.named_modules():
+    walk = list(net.named_modules(remove_duplicate=False))
+    for path, module in walk:
         for tensors in (module._parameters, module._buffers):
             for tname, t in tensors.items():
                 if t is not None and is_lazy(t):
                     raise _lazy_error(module, path, tname)
+    return walk
 
 
 def shape_name(shape: tuple[int, ...]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from torch import nn
 
 from .meta import ModuleInfo, own_tensors, type_name
@@ -10,7 +12,8 @@ __all__ = ["ModuleInfo", "index_modules"]
 
 
 def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int, ModuleInfo],
-                  params: dict[int, tuple[nn.Parameter, str]], buffers: set[int]) -> list[nn.Module]:
+                  params: dict[int, tuple[nn.Parameter, str]], buffers: set[int],
+                  walk: Optional[list[tuple[str, nn.Module]]] = None) -> list[nn.Module]:
     """One walk of ``net``: each module's path, name, own parameters and the parameter and
     buffer counts of :class:`~torchrecorder.nodes.LayerNode` (into ``modules``, by ``id``),
     every parameter's first path (into ``params``, for parameters used outside their
@@ -20,6 +23,9 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
     and ``module.buffers(recurse=False)`` summed (a shared tensor counts once per
     module), without three generator walks per module call.
 
+    ``walk``, when given, is ``list(net.named_modules(prefix=prefix, remove_duplicate=False))``
+    made just before (by :func:`~torchrecorder.recording.meta.check_model`).
+
     Returns:
         the modules met for the first time, in walk order.
     """
@@ -27,14 +33,16 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
     subtree: dict[str, dict[int, int]] = {}
     first_path: list[tuple[str, ModuleInfo]] = []
     new: list[nn.Module] = []
-    for path, module in net.named_modules(prefix=prefix, remove_duplicate=False):
+    if walk is None:
+        walk = list(net.named_modules(prefix=prefix, remove_duplicate=False))
+    for path, module in walk:
         info = modules.get(id(module))
         if info is None:
             info = ModuleInfo(path, path.rpartition(".")[2] if path else root_name, type_name(module))
             modules[id(module)] = info
             if module._parameters:
                 own, info.num_params = own_tensors(module._parameters, module, path)
-                info.params = [(f"{path}.{pname}" if path else pname, p) for pname, p in own]
+                info.params = tuple((f"{path}.{pname}" if path else pname, p) for pname, p in own)
             if module._buffers:
                 info.buffers = own_tensors(module._buffers, module, path)[1]
                 buffers.update(id(b) for b in module._buffers.values() if b is not None)

@@ -11,6 +11,7 @@ from contextlib import suppress
 from types import TracebackType
 from typing import Generic, Optional, Protocol, TypeVar
 
+import torch
 from torch import nn
 
 from .ops import OpMode, OpSink, op_mode
@@ -18,6 +19,18 @@ from .ops import OpMode, OpSink, op_mode
 __all__ = ["Session", "SessionEngine"]
 
 T = TypeVar("T")
+
+_mode_stack = getattr(torch.overrides, "_get_current_function_mode_stack", None)
+
+
+def _on_stack(mode: OpMode) -> bool:
+    """Whether ``mode`` is on torch's function-mode stack (``True`` where torch cannot say)."""
+    if _mode_stack is None:
+        return True
+    try:
+        return any(m is mode for m in _mode_stack())
+    except Exception:
+        return True
 
 
 class SessionEngine(OpSink, Protocol):
@@ -62,7 +75,8 @@ class Session(Generic[T]):
                     try:
                         self.engine.restore_mode()  # back on the stack before it leaves it
                     finally:
-                        mode.__exit__(typ, exc, tb)
+                        if _on_stack(mode):  # (a RecursionError inside torch's mode switch drops it)
+                            mode.__exit__(typ, exc, tb)
             finally:
                 if exc is not None:
                     with suppress(Exception):

@@ -93,9 +93,11 @@ _MISSING = object()
 
 
 class _Tracked:
-    """One parameter, buffer or ``.grad`` of the model, as it was before the forward pass."""
+    """One parameter, buffer or ``.grad`` of the model, as it was before the forward pass (for a
+    parameter also its ``requires_grad`` flag and ``.grad``: one object per tensor, so that a
+    recording leaves the garbage collector few objects to scan)."""
 
-    __slots__ = ("alias", "label", "saved", "tensor", "version")
+    __slots__ = ("alias", "grad", "label", "requires_grad", "saved", "tensor", "version")
 
     def __init__(self, tensor: Tensor, label: str) -> None:
         self.tensor = tensor
@@ -103,6 +105,8 @@ class _Tracked:
         self.alias = tensor.detach()  # the original storage and view, whatever forward rebinds
         self.version = _version(tensor)
         self.saved: Optional[Tensor] = None
+        self.requires_grad = False
+        self.grad: Optional[Tensor] = None
 
     def snapshot(self) -> None:
         if self.saved is None:
@@ -133,7 +137,12 @@ def _same_view(t: Tensor, alias: Tensor) -> bool:
         return True
     if t.stride() != alias.stride() or t.storage_offset() != alias.storage_offset():
         return False
-    return t.device.type == "meta" or _storage_key(t) == _storage_key(alias)
+    if t.device.type == "meta":
+        return True
+    try:  # same dtype and offset: the same storage exactly when the same data pointer
+        return bool(t.data_ptr() == alias.data_ptr())
+    except Exception:  # a tensor without a plain storage
+        return _storage_key(t) == _storage_key(alias)
 
 
 def _expanded(t: Tensor) -> bool:
@@ -167,23 +176,24 @@ class ModelState:
     is called before every torch operation of the recorded pass (by the engine's function mode).
     """
 
-    def __init__(self, net: nn.Module) -> None:
+    def __init__(self, net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]] = None) -> None:
         self.grad_mode = torch.is_grad_enabled()
-        self.modes: list[tuple[nn.Module, bool]] = []
+        self.modules: list[nn.Module] = []
+        self.training: list[bool] = []
         self.slots: list[tuple[dict[str, Any], str, Any]] = []
-        self.flags: list[tuple[Tensor, bool]] = []
-        self.grads: list[tuple[Tensor, Optional[Tensor]]] = []
+        self.params: list[_Tracked] = []  # with their requires_grad flags and .grad
         self.tracked: list[_Tracked] = []
         self.by_storage: dict[int, list[_Tracked]] = {}
         self.cuda: set[int] = set()
         seen: set[int] = set()
         eager: list[_Tracked] = []
         with torch.no_grad():
-            for path, module in net.named_modules(remove_duplicate=False):
+            for path, module in (net.named_modules(remove_duplicate=False) if walk is None else walk):
                 if id(module) in seen:
                     continue
                 seen.add(id(module))
-                self.modes.append((module, module.training))
+                self.modules.append(module)
+                self.training.append(module.training)
                 for kind, tensors in (("parameter", module._parameters), ("buffer", module._buffers)):
                     for tname, t in tensors.items():
                         self.slots.append((tensors, tname, t))
@@ -195,10 +205,11 @@ class ModelState:
                         if kind == "buffer":
                             eager.append(entry)
                         else:
-                            self.flags.append((t, t.requires_grad))
-                            self.grads.append((t, t.grad))
-                            if t.grad is not None:
-                                eager.append(self._track(t.grad, f"the gradient of '{label}'"))
+                            entry.requires_grad = t.requires_grad
+                            entry.grad = grad = t.grad
+                            self.params.append(entry)
+                            if grad is not None:
+                                eager.append(self._track(grad, f"the gradient of '{label}'"))
             budget = EAGER_COPY_BYTES
             for entry in eager:
                 t = entry.tensor
@@ -213,9 +224,10 @@ class ModelState:
     def _track(self, t: Tensor, label: str) -> _Tracked:
         entry = _Tracked(t, label)
         self.tracked.append(entry)
-        if t.device.type == "cuda":
-            self.cuda.add(t.device.index or 0)
-        key = _storage_key(t) if t.device.type != "meta" else 0
+        device = t.device
+        if device.type == "cuda":
+            self.cuda.add(device.index or 0)
+        key = _storage_key(t) if device.type != "meta" else 0
         if key:
             self.by_storage.setdefault(key, []).append(entry)
         return entry
@@ -268,16 +280,17 @@ class ModelState:
                                         "compiled graph or by autograd); it keeps its new value")
                 except Exception as exc:  # reported, the rest is still put back
                     problems.append(f"{entry.label} could not be put back: {type(exc).__name__}: {exc}")
-            for param, grad in self.grads:
+            for entry in self.params:
+                param, grad = entry.tensor, entry.grad
                 if param.grad is not grad:
                     try:
                         param.grad = grad
                     except Exception as exc:
                         problems.append(f"the gradient of a parameter could not be put back: {exc}")
-            for param, flag in self.flags:
-                if param.requires_grad is not flag:
-                    param.requires_grad_(flag)
-        for module, training in self.modes:
+            for entry in self.params:
+                if entry.tensor.requires_grad is not entry.requires_grad:
+                    entry.tensor.requires_grad_(entry.requires_grad)
+        for module, training in zip(self.modules, self.training, strict=True):
             if module.training is not training:
                 module.training = training
         torch.set_grad_enabled(self.grad_mode)
@@ -286,7 +299,7 @@ class ModelState:
     def close(self) -> None:
         """Forget every tensor and copy (the recording may live much longer than the pass)."""
         self.tracked, self.by_storage, self.slots = [], {}, []
-        self.flags, self.grads, self.modes = [], [], []
+        self.params, self.modules, self.training = [], [], []
 
     # a class, not a contextlib generator: the user's exception passes through untouched
     def __enter__(self) -> ModelState:
@@ -303,7 +316,7 @@ class ModelState:
                 warnings.warn(f"torchrecorder: {problem}", RuntimeWarning, stacklevel=3)
 
 
-def model_state_kept(net: nn.Module) -> ModelState:
+def model_state_kept(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]] = None) -> ModelState:
     """A ``with`` block that puts back what a forward pass of ``net`` may change, whatever it
     raised; ``as`` gives the :class:`ModelState`.
 
@@ -314,9 +327,10 @@ def model_state_kept(net: nn.Module) -> ModelState:
     within the copy budget), training flags, grad mode and the random state
     (:func:`random_state_kept`).  A write that torchrecorder cannot see, to a tensor it did not
     copy beforehand, is reported with a :class:`RuntimeWarning` when the tensor's version
-    counter shows it (a write through ``.numpy()`` does not).
+    counter shows it (a write through ``.numpy()`` does not).  ``walk``: the model's
+    ``named_modules(remove_duplicate=False)`` as a list, when the caller has it already.
     """
-    return ModelState(net)
+    return ModelState(net, walk)
 
 
 _RNG_LOCK = threading.Lock()

@@ -58,9 +58,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Optional
 
+from .._stack import StackRoom
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
 from ..projection import FoldPlan, FoldRepeats, Projection, default_expanded, fold_min
+
+# nesting below which a drawing needs no more stack than Python's default limit allows
+_DEEP = 64
 
 __all__ = ["BaseRenderer"]
 
@@ -142,12 +146,19 @@ class BaseRenderer:
     def render(self) -> Any:
         """Draw the whole graph: the context's children (each through :meth:`render_node`),
         then every drawn edge (through :meth:`render_edge`); return :meth:`finish` of it."""
-        g = self.new_graph()
-        for child in self.children(self.rec.context):
-            self.render_node(g, child)
-        for fnode, tnode in self.drawn_edges():
-            self.render_edge(g, fnode, tnode)
-        return self.finish(g)
+        room = StackRoom()
+        levels = min(self.render_depth, max((n.depth for n in self.rec.nodes.values()), default=0))
+        if levels > _DEEP:  # render_node -> render_recursive_node: two frames per open level
+            room.grow(2 * levels)
+        try:
+            g = self.new_graph()
+            for child in self.children(self.rec.context):
+                self.render_node(g, child)
+            for fnode, tnode in self.drawn_edges():
+                self.render_edge(g, fnode, tnode)
+            return self.finish(g)
+        finally:
+            room.release()
 
     # ------------------------------------------------------------ the rule
     def is_expanded(self, node: BaseNode) -> bool:
