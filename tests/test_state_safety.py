@@ -449,3 +449,37 @@ def test_no_warning_when_nothing_was_changed() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         torchrecorder.record(net, "net", (2, 3))
+
+
+@pytest.mark.parametrize("draws_meanwhile", [0, 7])
+def test_a_seed_set_by_another_thread_during_a_recording_stays(draws_meanwhile: int) -> None:
+    """Issue 24.4: a thread seeding torch while another records kept its seed only until the
+    recording ended, which put the state of before the recording back."""
+    torch.manual_seed(5)
+    started, go_on = threading.Event(), threading.Event()
+    seen: list[Tensor] = []
+
+    def other() -> None:
+        started.wait(30)  # the recording has drawn what it draws and waits
+        torch.manual_seed(77)
+        seen.append(torch.rand(draws_meanwhile))
+        go_on.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    torchrecorder.record(_Waits(started, go_on), "w", (1, 64))
+    thread.join()
+    after = torch.rand(5)  # the seeded stream goes on where the other thread left it
+    want = torch.Generator().manual_seed(77)
+    assert torch.equal(seen[0], torch.rand(draws_meanwhile, generator=want))
+    assert torch.equal(after, torch.rand(5, generator=want))
+
+
+def test_the_recordings_own_seed_is_still_undone_without_another_seed() -> None:
+    """The rule of 24.4 keeps the old promise: no seed from elsewhere, the state comes back."""
+    net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    torch.manual_seed(3)
+    before = torch.get_rng_state()
+    seed_before = torch.initial_seed()
+    torchrecorder.record(net, "d", (2, 4))
+    assert torch.equal(torch.get_rng_state(), before) and torch.initial_seed() == seed_before

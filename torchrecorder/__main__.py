@@ -2,9 +2,11 @@
 
 ``MODULE:FACTORY`` names a class or a function that returns an ``nn.Module`` (or a
 module instance) in an importable module (the current directory is importable) or
-in a ``.py`` file.  Errors are one line each on standard error, without a traceback;
-the exit status is 0 on success, 1 when the model cannot be loaded, run or drawn,
-and 2 for a usage error (a bad shape, an unknown option).
+in a ``.py`` file.  ``-o PATH`` is written exactly (``-`` is standard output); without
+it, ``NAME.FMT`` in the current directory.  An error is one ``torchrecorder: error:`` line
+on standard error (then a line per note), without a traceback; the exit status is 0 on
+success, 1 when the model cannot be loaded, run or drawn (an ``exit()`` in the model's
+code included: nothing is written), and 2 for a usage error (a bad shape, an unknown option).
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional, Union
 
-from .api import record, render_network
+from ._files import is_stream, write_output
+from .api import _check_directory, _check_drawing, _picture, _target_path, record
 from .backend import check_format
+from .errors import GraphvizNotFoundError
 from .factory import ModelSpecError, initialize_lazy, load_model, parse_dtype, parse_shape
 
 __all__ = ["build_parser", "load_model", "main"]
@@ -81,11 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="dtype of the inputs, e.g. float16 (default: the model's); an integer dtype "
                              "such as int64 makes valid token ids, bool makes masks")
     parser.add_argument("-o", "--output", default=None,
-                        help="file to write (default: NAME.FMT in the current directory)")
+                        help="file to write, exactly this path ('-' for standard output; an existing "
+                             "directory is an error); default: NAME.FMT in the current directory, "
+                             "path separators in NAME replaced by _")
     parser.add_argument("-f", "--format", default=None,
                         help="output format: svg, png, pdf (any of Graphviz's), html (interactive page), "
                              "json (the recorded graph), mmd (Mermaid), dot (DOT source); "
-                             "default: from the extension of -o, else svg")
+                             "default: from the extension of -o, else svg (an extension that names "
+                             "another format is an error)")
     parser.add_argument("-d", "--depth", type=_depth, default=1,
                         help="render depth (default 1), or 'all' to open every module")
     parser.add_argument("-n", "--name", default=None, help="network name (default: the factory's name)")
@@ -107,38 +114,99 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str) -> str:
+    """``text`` on one line: its lines stripped and joined with `` / ``."""
+    return " / ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
 def _report(exc: BaseException) -> None:
-    """One line per message on standard error: ``torchrecorder: error: ...``, then the notes."""
+    """One ``torchrecorder: error: ...`` line on standard error, then one line per note."""
     plain = (ModelSpecError, ValueError, TypeError, OSError)
     text = str(exc) if isinstance(exc, plain) and str(exc) else f"{type(exc).__name__}: {exc}"
-    print(f"{_PREFIX}error: {text}", file=sys.stderr)
+    print(f"{_PREFIX}error: {_one_line(text)}", file=sys.stderr)
     for note in getattr(exc, "__notes__", []):
-        note = str(note)
+        note = _one_line(str(note))
         print(note if note.startswith(_PREFIX) else _PREFIX + note, file=sys.stderr)
 
 
-def _run(args: argparse.Namespace) -> str:
-    output = args.output or ""
-    fmt = args.format or (os.path.splitext(output)[1].lstrip(".") if output else "") or "svg"
-    fmt = check_format(fmt)  # an unknown format fails before the model is imported
-    dtype = parse_dtype(args.input_dtype)
-    net = load_model(args.model)
+# names of one format: an extension and a -f that agree
+_SAME_FORMAT = {"gv": "dot", "jpeg": "jpg", "jpe": "jpg", "tif": "tiff", "htm": "html"}
+_STDOUT = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
+
+
+def _is_format(ext: str) -> bool:
+    """Whether the extension ``ext`` names an output format (known, if not installed)."""
+    try:
+        check_format(ext)
+    except GraphvizNotFoundError:
+        return True  # a Graphviz format, with no Graphviz here
+    except ValueError:
+        return False
+    return True
+
+
+def _output(args: argparse.Namespace, name: str) -> tuple[str, str]:
+    """The format and the path to write (``-`` for standard output), checked before the model
+    is imported.
+
+    Without ``-o``: ``NAME.FMT`` in the current directory, ``NAME`` with path separators
+    replaced by ``_`` (as :func:`~torchrecorder.render_network` names files).  With ``-o PATH``:
+    exactly ``PATH``; the format is ``-f``, else ``PATH``'s extension, else svg; an extension
+    that names another format than ``-f`` is an error, as is an existing directory.
+    """
+    output = args.output
+    if output is None:
+        fmt = check_format(args.format or "svg")
+        return fmt, _target_path("", name, None, fmt)
+    if not output:
+        raise ValueError("-o needs a file name ('-' for standard output)")
+    base = os.path.basename(output)
+    ext = os.path.splitext(base)[1].lstrip(".").lower() if base not in ("", ".", "..") else ""
+    if args.format is None:
+        if ext and not _is_format(ext):
+            raise ValueError(f"cannot tell the format from -o {output!r}: {ext!r} is no output "
+                             "format; pass -f (svg, png, pdf, html, json, mmd, dot, ...)")
+        fmt = check_format(ext or "svg")
+    else:
+        fmt = check_format(args.format)
+        if ext and _is_format(ext) and _SAME_FORMAT.get(ext, ext) != _SAME_FORMAT.get(fmt, fmt):
+            raise ValueError(f"-o {output!r} names a .{ext} file but -f asks for {fmt!r}: make them "
+                             "agree, or leave one out")
+    if output in _STDOUT:
+        return fmt, "-"
+    if os.path.isdir(output) or output.endswith(("/", os.sep)):
+        raise IsADirectoryError(f"-o {output!r} is a directory: name the file to write (such as "
+                                f"{os.path.join(output, _target_path('', name, None, fmt))})")
+    if not is_stream(output):
+        _check_directory(os.path.dirname(os.path.abspath(output)))
+    return fmt, output
+
+
+def _run(args: argparse.Namespace) -> Optional[str]:
+    """Do what ``args`` say; the path written, or ``None`` for standard output."""
     name = args.name or args.model.rpartition(":")[2]
-    output = output or f"{name}.{fmt}"
-    directory, filename = os.path.split(output)
-    stem = filename[: -len(fmt) - 1] if filename.lower().endswith("." + fmt) else filename
+    fmt, path = _output(args, name)  # an unknown format fails before the model is imported
+    dtype = parse_dtype(args.input_dtype)
     shapes: Any = args.input_shape[0] if len(args.input_shape) == 1 else args.input_shape
-    initialize_lazy(net, shapes, dtype=dtype, device=args.device)  # the command line owns the model
     drawing: dict[str, Any] = {"preset": args.preset, "direction": args.direction,
                                "expand_leaves": args.expand_leaves, "all_ops": args.all_ops,
-                               "tensor_nodes": args.tensor_nodes, "fold_repeats": args.fold}
+                               "tensor_nodes": args.tensor_nodes}
     if args.dpi is not None:
         drawing["dpi"] = args.dpi
-    path = render_network(net, name, shapes, directory or ".", filename=stem, fmt=fmt,
-                          render_depth=args.depth, dtype=dtype, device=args.device, **drawing)
-    if args.summary:
-        print(record(net, name, shapes, dtype=dtype, device=args.device).summary(fold=args.fold))
-    return path
+    _check_drawing(name, args.depth, args.fold, drawing)
+    net = load_model(args.model)
+    initialize_lazy(net, shapes, dtype=dtype, device=args.device)  # the command line owns the model
+    rec = record(net, name, shapes, dtype=dtype, device=args.device)
+    data = _picture(rec, fmt, args.depth, args.fold, drawing)
+    if path == "-":
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        write_output(path, data)
+    if args.summary:  # (to standard error when the picture went to standard output)
+        print(rec.summary(fold=args.fold), file=sys.stderr if path == "-" else sys.stdout)
+    return None if path == "-" else path
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -165,9 +233,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             exc.add_note(f"{_PREFIX}the model wants integer inputs (token ids): add --input-dtype int64")
         _report(exc)
         return 1
+    except SystemExit as exc:  # the model's code called exit(): an error, not a success
+        print(f"{_PREFIX}error: the model's code called exit({_one_line(repr(exc.code))}) "
+              f"(SystemExit) while {args.model} was loaded or run: nothing was written", file=sys.stderr)
+        return 1
     finally:
         sys.path[:] = saved_path
-    print(path)
+    if path is not None:  # as the file system names it (a name from undecodable bytes too)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(os.fsencode(path) + b"\n")
+        sys.stdout.flush()
     return 0
 
 

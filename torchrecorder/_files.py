@@ -14,6 +14,7 @@ was.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import secrets
@@ -21,7 +22,9 @@ import stat
 from collections import deque
 from typing import Optional, Union
 
-__all__ = ["files_written_after", "write_atomically"]
+from ._text import utf8_safe
+
+__all__ = ["files_written_after", "is_stream", "write_atomically", "write_output"]
 
 _FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -71,20 +74,19 @@ def _open_temporary(directory: str, target: str) -> tuple[int, str]:
 
 
 def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]) -> None:
-    """Write ``data`` (text is written as UTF-8) to ``path`` atomically.
+    """Write ``data`` to ``path`` atomically.
 
-    A file already at ``path`` keeps its permission bits (a ``0600`` file stays
-    private); a new file gets ``0666`` less the umask.  If ``path`` is a symbolic
-    link, the file it points to is replaced and the link stays.
+    Text is written as UTF-8, a lone surrogate (which UTF-8 cannot encode) as ``\\uXXXX``
+    (:func:`~torchrecorder._text.utf8_safe`).  A file already at ``path`` keeps its
+    permission bits (a ``0600`` file stays private); a new file gets ``0666`` less the umask.
+    If ``path`` is a symbolic link, the file it points to is replaced and the link stays.
 
     Raises:
         OSError: the file cannot be written; ``path`` is then unchanged.
-        UnicodeEncodeError: ``data`` is text that UTF-8 cannot encode (nothing is
-            written).
     """
     target = os.fspath(path)
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = utf8_safe(data).encode("utf-8")
     if os.path.islink(target):
         target = os.path.realpath(target)
     directory = os.path.dirname(target) or "."
@@ -103,3 +105,36 @@ def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]
             os.unlink(tmp)
         raise
     _WRITTEN.append((next(_SERIALS), os.path.abspath(os.fspath(path))))
+
+
+def is_stream(path: Union[str, os.PathLike[str]]) -> bool:
+    """Whether ``path`` names something that is written to, never replaced: a device
+    (``/dev/null``), a named pipe, a socket, or any path under ``/dev/`` or ``/proc/``
+    (``/dev/stdout`` is one even when the shell sends it to a regular file)."""
+    target = os.path.abspath(os.fspath(path))
+    if target.startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def write_output(path: Union[str, os.PathLike[str]], data: bytes) -> None:
+    """Write ``data`` to ``path``: a stream (:func:`is_stream`) is opened and written, anything
+    else is written atomically (:func:`write_atomically`), its folder made if needed.
+
+    Raises:
+        IsADirectoryError: ``path`` is a directory.
+        OSError: the file cannot be written.
+    """
+    target = os.fspath(path)
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "is a directory: name a file to write", target)
+    if is_stream(target):
+        with open(target, "wb") as fh:
+            fh.write(data)
+        return
+    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    write_atomically(target, data)

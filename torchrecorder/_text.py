@@ -6,12 +6,13 @@ import hashlib
 import html
 import re
 import unicodedata
+import warnings
 
-import graphviz
-from graphviz.quoting import quote
+from graphviz.exceptions import DotSyntaxWarning
+from graphviz.quoting import NoHtml
 
 __all__ = ["DOT_STRING_BYTES", "dot_id", "dot_quote", "dot_text", "html_text", "quote_dot_id",
-           "quoted_dot_text", "shorten", "string_quote", "visible"]
+           "quoted_dot_text", "shorten", "string_quote", "utf8_safe", "visible"]
 
 #: Graphviz (2.43 to 12) refuses a quoted or HTML string of 16,384 bytes or more ("syntax error
 #: ... longer than 16384?"); what torchrecorder writes stays under this
@@ -29,6 +30,67 @@ _DOT_SPECIAL = re.compile(r'[&\\"<]')
 _BARE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)")
 _NUMERAL = re.compile(r"-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)")
 _KEYWORDS = frozenset(("node", "edge", "graph", "digraph", "subgraph", "strict"))
+# what the graphviz package (0.20, 0.21) takes for an HTML string and for an ID that needs no
+# quotes: both with ``match`` and a ``$`` that also matches before a final newline
+_HTML_STRING = re.compile(r"<.*>$", re.DOTALL)
+_ID_LIKE = re.compile(r"(?:[a-zA-Z_][a-zA-Z0-9_]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?))$")
+
+
+def _odd_backslashes_at_end(text: str) -> bool:
+    """Whether ``text`` ends (or ends before a final newline) in an odd number of backslashes."""
+    for body in (text, text[:-1] if text.endswith("\n") else None):
+        if body is not None and (len(body) - len(body.rstrip("\\"))) % 2:
+            return True
+    return False
+
+
+def _quote(text: str, html_ok: bool = True) -> str:
+    r"""``text`` as a DOT ID, byte for byte as :func:`graphviz.quoting.quote` writes it, in
+    linear time (the package's regular expressions take time quadratic in the length of a
+    run of backslashes: hours for a name of 200,000).
+
+    An HTML string (``<...>``) is written as it is unless ``html_ok`` is false (as for
+    :func:`graphviz.nohtml` text); a bare ID too; anything else goes in double quotes, a
+    ``"`` not yet escaped (after an even number of backslashes) getting a backslash.  Text
+    ending in an odd number of backslashes warns as the package does.
+
+    >>> print(_quote('say "hi"'), _quote('\\"'), _quote("<b>x</b>"), _quote("<b>", html_ok=False))
+    "say \"hi\"" "\"" <b>x</b> "<b>"
+    """
+    if html_ok and not isinstance(text, NoHtml) and _HTML_STRING.match(text):
+        return text
+    if _ID_LIKE.match(text) and text.lower() not in _KEYWORDS:
+        return text
+    if _odd_backslashes_at_end(text):
+        warnings.warn(f"expect syntax error scanning invalid quoted string: {text!r}",
+                      category=DotSyntaxWarning, stacklevel=3)
+    parts = text.split('"')
+    out = []
+    for part in parts[:-1]:
+        out.append(part)
+        # an odd run of backslashes already escapes the quote
+        out.append('"' if (len(part) - len(part.rstrip("\\"))) % 2 else '\\"')
+    out.append(parts[-1])
+    return f'"{"".join(out)}"'
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_safe(text: str) -> str:
+    r"""``text`` with every lone surrogate (which UTF-8 cannot encode) written as ``\uXXXX``.
+
+    Every writer of text that leaves the program (the layer table, the HTML page, JSON,
+    files) passes it through here.  Inside a JSON string the escape reads back as the
+    very character it replaces; anywhere else it shows what the name holds, as
+    :func:`visible` writes it.  Text without surrogates comes back as it is.
+
+    >>> utf8_safe("a\ud800b"), utf8_safe("ü")
+    ('a\\ud800b', 'ü')
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def visible(text: str) -> str:
@@ -88,8 +150,8 @@ def dot_text(text: object) -> str:
 def dot_quote(text: str) -> str:
     """``text`` as a DOT ID, quoted where needed, exactly as :func:`graphviz.quoting.quote` writes it.
 
-    Text with no quote, backslash, ``<`` or newline is decided here (bare, or in
-    double quotes); anything else is left to the graphviz package.
+    Text with no quote, backslash, ``<`` or newline is decided at once (bare, or in
+    double quotes); anything else by a linear-time copy of the package's rules.
 
     >>> dot_quote("fc"), dot_quote("0.5"), dot_quote("a b"), dot_quote("node"), dot_quote("x@out")
     ('fc', '0.5', '"a b"', '"node"', '"x@out"')
@@ -98,20 +160,21 @@ def dot_quote(text: str) -> str:
         if _BARE_ID.fullmatch(text) and text.lower() not in _KEYWORDS:
             return text
         return f'"{text}"'
-    return quote(text)
+    return _quote(text)
 
 
 def string_quote(text: str) -> str:
     """``text`` as a DOT ID that is never read as an HTML string: :func:`dot_quote`, but text
-    that starts with ``<`` and ends with ``>`` (which would be) is written in double quotes.
+    that starts with ``<`` and ends with ``>`` (or ``>`` and a newline), which would be, is
+    written in double quotes.
 
     For attributes that take plain strings, such as ``tooltip``.
 
     >>> string_quote("fc"), string_quote("<x (Linear) raised: expected <int>")
     ('fc', '"<x (Linear) raised: expected <int>"')
     """
-    if text.startswith("<") and text.endswith(">"):
-        return quote(graphviz.nohtml(text))
+    if text.startswith("<") and _HTML_STRING.match(text):
+        return _quote(text, html_ok=False)
     return dot_quote(text)
 
 

@@ -13,7 +13,7 @@ from ._files import write_atomically
 from .backend import check_format, render_source
 from .diff import Diff
 from .diff.draw import make_diff_dot
-from .export import load, loads
+from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
 from .projection.backward import backward_view
@@ -201,6 +201,11 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = 256,
     Returns:
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
         itself in Jupyter.
+
+    Raises:
+        ValueError: a bad option, or a Graphviz number that is not finite or out of
+            range (``dpi=float("inf")``, ``size="nan,3"``, ``nodesep=-1``; see
+            :mod:`torchrecorder.renderer.attr_values`).
     """
     if isinstance(rec, Diff):  # a diff: its union graph (view=, legend=, changes_only=)
         if styler_cls is not None:
@@ -350,7 +355,8 @@ def render_network(
             files); the file name is empty (``name=""``: no hidden ``.svg``),
             leads outside ``directory`` (``"../x"``, an absolute path) or is
             longer than 255 bytes; ``preset``, ``render_depth`` or
-            ``fold_repeats`` is invalid.
+            ``fold_repeats`` is invalid; a Graphviz number (``dpi``, ``size``,
+            ``ranksep``, ``fontsize``, ...) is not finite or out of range.
         GraphvizNotFoundError: an image format was asked for and Graphviz is
             not installed.
         OSError: ``directory`` cannot be created or written.
@@ -364,50 +370,68 @@ def render_network(
     fmt = check_format(fmt)
     directory = os.fspath(directory)
     path = _target_path(directory, name, filename, fmt)
-    # every drawing option is checked on an empty graph before the model runs
-    GraphvizRenderer(Graph(name), render_depth, _styler_class(None, styler_args),
-                     fold_repeats=fold_repeats, **styler_args)
+    _check_drawing(name, render_depth, fold_repeats, styler_args)
     _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
                  dtype=dtype, unfuse_fast_paths=unfuse_fast_paths)
-    if fmt == "json":
-        data = rec.to_json().encode()
-    elif fmt == "html":
-        page = HtmlRenderer(rec, render_depth, fold_repeats=fold_repeats, **styler_args).render()
-        data = page.text.encode()
-    elif fmt == "mmd":
-        data = MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
-                               tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()
-    else:
-        if fmt in RASTER_FORMATS and "dpi" not in styler_args \
-                and "dpi" not in (styler_args.get("graph_attrs") or {}):
-            styler_args["dpi"] = DEFAULT_RASTER_DPI
-        dot = make_dot(rec, render_depth, fold_repeats=fold_repeats, **styler_args)
-        data = dot.source.encode() if fmt in ("dot", "gv") else render_source(dot.source, fmt)
+    data = _picture(rec, fmt, render_depth, fold_repeats, styler_args)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     write_atomically(path, data)
     return path
 
 
-def load_json(path: Union[str, os.PathLike[str]]) -> Recorder:
+def _check_drawing(name: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
+                   styler_args: dict[str, Any]) -> None:
+    """Check every drawing option on an empty graph, before the model runs."""
+    GraphvizRenderer(Graph(name), render_depth, _styler_class(None, styler_args),
+                     fold_repeats=fold_repeats, **styler_args)
+
+
+def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
+             styler_args: dict[str, Any]) -> bytes:
+    """The bytes of the ``fmt`` file of ``rec`` (``fmt`` checked by :func:`check_format`)."""
+    if fmt == "json":
+        return rec.to_json().encode()
+    if fmt == "html":
+        page = HtmlRenderer(rec, render_depth, fold_repeats=fold_repeats, **styler_args).render()
+        return page.text.encode()
+    if fmt == "mmd":
+        return MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
+                               tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()
+    if fmt in RASTER_FORMATS and "dpi" not in styler_args \
+            and "dpi" not in (styler_args.get("graph_attrs") or {}):
+        styler_args = {**styler_args, "dpi": DEFAULT_RASTER_DPI}
+    dot = make_dot(rec, render_depth, fold_repeats=fold_repeats, **styler_args)
+    return dot.source.encode() if fmt in ("dot", "gv") else render_source(dot.source, fmt)
+
+
+def load_json(path: Union[str, os.PathLike[str]], *, max_bytes: Optional[int] = MAX_JSON_BYTES) -> Recorder:
     """Read back a recording saved with ``rec.to_json(path)`` or ``fmt="json"``.
 
     ``path`` is a file name, or the JSON text itself (what ``rec.to_json()``
-    returns: a string starting with ``{``), so ``load_json(rec.to_json())``
-    works as well as :func:`loads_json`.
+    returns: a string starting with ``{``, after white space or a byte-order
+    mark), so ``load_json(rec.to_json())`` works as well as :func:`loads_json`.
+
+    Only a regular file is read (a named pipe or a device such as ``/dev/zero``
+    is refused before anything is read), and at most ``max_bytes`` of it:
+    :data:`~torchrecorder.export.MAX_JSON_BYTES` (256 MiB) unless told
+    otherwise, ``None`` for no limit.
 
     The result draws, prints and exports like the recording it was saved
     from; it holds metadata only (``fn`` is ``None`` on every node) and builds
     no recording engine.
 
     Raises:
-        ValueError: the file is not a torchrecorder graph, or a field has the
-            wrong type; :class:`~torchrecorder.errors.GraphError` (a
-            ``ValueError``) for a graph that breaks an invariant.
+        ValueError: the file is not a torchrecorder graph, is not a regular file
+            or is larger than ``max_bytes``; a field has the wrong type or a number
+            out of range (beyond 64-bit integers); an object names a key twice;
+            :class:`~torchrecorder.errors.GraphError` (a ``ValueError``) for a
+            graph that breaks an invariant.
+        OSError: the file cannot be opened (``IsADirectoryError`` for a directory).
     """
-    if isinstance(path, str) and path.lstrip().startswith("{") and not os.path.exists(path):
+    if isinstance(path, str) and path.lstrip("\ufeff \t\r\n").startswith("{") and not os.path.exists(path):
         return loads(path, Recorder)  # the JSON text itself
-    return load(path, Recorder)
+    return load(path, Recorder, max_bytes=max_bytes)
 
 
 def loads_json(text: Union[str, bytes]) -> Recorder:

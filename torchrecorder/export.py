@@ -45,9 +45,11 @@ True
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 from typing import Any, Optional, TypeVar, Union
 
 from ._files import write_atomically
@@ -55,7 +57,8 @@ from .errors import GraphError
 from .graph import Graph
 from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
 
-__all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "dumps", "from_dict", "load", "loads", "save", "to_dict"]
+__all__ = ["FORMAT_NAME", "INT_RANGE", "MAX_JSON_BYTES", "SCHEMA_VERSION", "dumps", "from_dict", "load",
+           "loads", "read_limited", "save", "to_dict"]
 
 #: value of the document's ``"format"`` field
 FORMAT_NAME = "torchrecorder.graph"
@@ -167,9 +170,14 @@ def _describe(value: Any) -> str:
     return "a JSON object" if isinstance(value, dict) else f"a {type(value).__name__}"
 
 
+#: the integers a document may hold: those of a signed 64-bit integer, as torch counts sizes
+#: (a count that does not fit would load, then fail to draw or print)
+INT_RANGE = (-(2**63), 2**63 - 1)
+
+
 def _is_int(value: Any, least: Optional[int] = None) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)
-            and (least is None or value >= least))
+            and (INT_RANGE[0] if least is None else least) <= value <= INT_RANGE[1])
 
 
 def _is_shape(value: Any) -> bool:
@@ -186,14 +194,15 @@ def _is_key(value: Any) -> bool:
 _CHECKS: dict[str, tuple[Any, str, Any]] = {
     "str": (lambda v: isinstance(v, str), "a string", None),
     "str?": (lambda v: v is None or isinstance(v, str), "a string or null", None),
-    "int": (_is_int, "an integer", None),
-    "count": (lambda v: _is_int(v, 0), "an integer >= 0", None),
-    "index": (lambda v: _is_int(v, 1), "an integer >= 1", None),
+    "int": (_is_int, "a 64-bit integer", None),
+    "count": (lambda v: _is_int(v, 0), "an integer >= 0 and < 2**63", None),
+    "index": (lambda v: _is_int(v, 1), "an integer >= 1 and < 2**63", None),
     "bool": (lambda v: isinstance(v, bool), "true or false", None),
-    "shape": (_is_shape, "a shape (a list of ints >= -1; -1 is ragged) or null",
+    "shape": (_is_shape, "a shape (a list of ints >= -1 and < 2**63; -1 is ragged) or null",
               lambda d: _is_int(d, -1)),
     "shapes": (lambda v: isinstance(v, list) and all(s is not None and _is_shape(s) for s in v),
-               "a list of shapes (lists of ints >= -1)", lambda s: s is not None and _is_shape(s)),
+               "a list of shapes (lists of ints >= -1 and < 2**63)",
+               lambda s: s is not None and _is_shape(s)),
     "keys": (lambda v: isinstance(v, list) and all(_is_key(k) for k in v),
              "a list of node keys (strings)", _is_key),
     "role": (lambda v: v in ("", "input", "output"), "one of \"\", \"input\", \"output\"", None),
@@ -351,23 +360,97 @@ def _list(data: dict[str, Any], field: str) -> list[Any]:
     return value
 
 
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused if it names a key twice (json would keep the last one silently,
+    so a second ``"format"`` could hide the first)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"not a valid torchrecorder graph: duplicate key {_describe(key)} "
+                                 "in a JSON object")
+            seen.add(key)
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"not a valid torchrecorder graph: {name} is not a JSON value "
+                     "(JSON has no NaN or Infinity)")
+
+
 def loads(text: Union[str, bytes], graph_cls: type[G] = Graph) -> G:  # type: ignore[assignment]
-    """Rebuild a graph from JSON text (see :func:`from_dict`).
+    """Rebuild a graph from JSON text (see :func:`from_dict`); a leading byte-order mark is
+    skipped.
 
     Raises:
-        ValueError: the text is not JSON (or nests too deeply to read), or see
-            :func:`from_dict`.
+        ValueError: the text is not JSON (or nests too deeply to read, names a key twice in
+            one object, or holds ``NaN`` or ``Infinity``), or see :func:`from_dict`.
     """
+    if isinstance(text, str) and text.startswith("\ufeff"):
+        text = text[1:]
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_object, parse_constant=_constant)
     except RecursionError:
         raise ValueError("not a torchrecorder graph: the JSON nests arrays or objects too "
                          "deeply to read") from None
     return from_dict(data, graph_cls)
 
 
-def load(path: Union[str, os.PathLike[str]], graph_cls: type[G] = Graph) -> G:  # type: ignore[assignment]
-    """Rebuild a graph from a JSON file written by :func:`save` or ``fmt="json"``."""
-    with open(path, encoding="utf-8") as fh:
-        return loads(fh.read(), graph_cls)
+#: the largest file :func:`load` reads unless told otherwise (``max_bytes=``): 256 MiB, some
+#: ten times the JSON of a recorded 70-billion-parameter transformer
+MAX_JSON_BYTES = 256 * 2**20
 
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def read_limited(path: Union[str, os.PathLike[str]], max_bytes: Optional[int] = MAX_JSON_BYTES) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``max_bytes`` of them (``None``: no limit).
+
+    The file is opened without blocking and checked before anything is read, so a named
+    pipe, a device (``/dev/zero``) or a socket is refused instead of waiting for a writer
+    or reading forever.
+
+    Raises:
+        ValueError: ``path`` is not a regular file, or holds more than ``max_bytes`` bytes;
+            ``max_bytes`` is not an int >= 0 or ``None``.
+        IsADirectoryError: ``path`` is a directory.
+        OSError: the file cannot be opened or read.
+    """
+    if max_bytes is not None and (not isinstance(max_bytes, int) or isinstance(max_bytes, bool)
+                                  or max_bytes < 0):
+        raise ValueError(f"max_bytes must be an int >= 0 or None (no limit), got {max_bytes!r}")
+    name = os.fspath(path)
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+                 | getattr(os, "O_BINARY", 0))
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            what = next((w for test, w in _FILE_KINDS if test(st.st_mode)), "a special file")
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "cannot read a graph from a directory", name)
+            raise ValueError(f"{name!r} is not a regular file but {what}: save the graph to a "
+                             "file and load that")
+        limit = max_bytes
+        if limit is not None and st.st_size > limit:
+            raise ValueError(f"{name!r} holds {st.st_size:,} bytes, more than the {limit:,} read "
+                             "by default: pass max_bytes=None (or a larger limit) to read it")
+        data = fh.read() if limit is None else fh.read(limit + 1)
+    if limit is not None and len(data) > limit:  # it grew while being read
+        raise ValueError(f"{name!r} holds more than {limit:,} bytes: pass max_bytes=None "
+                         "(or a larger limit) to read it")
+    return data
+
+
+def load(path: Union[str, os.PathLike[str]], graph_cls: type[G] = Graph,  # type: ignore[assignment]
+         *, max_bytes: Optional[int] = MAX_JSON_BYTES) -> G:
+    """Rebuild a graph from a JSON file written by :func:`save` or ``fmt="json"`` (UTF-8, with
+    or without a byte-order mark), reading at most ``max_bytes`` (see :func:`read_limited`)."""
+    data = read_limited(path, max_bytes)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{os.fspath(path)!r} is not UTF-8 text: {exc}") from None
+    return loads(text, graph_cls)

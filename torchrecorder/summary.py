@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Optional
 
+from ._text import shorten, utf8_safe, visible
 from .graph import Graph
 from .nodes import ContextNode, Key, LayerNode, shape_str
 from .projection import FoldPlan, FoldRepeats, fold_min
@@ -62,6 +63,13 @@ _RIGHT = {"params", "share", "mult_adds"}
 
 #: bytes in the MB of the totals (10^6, as torchinfo)
 MB = 1_000_000
+
+#: the tree margin is drawn for this many levels; a deeper row writes its depth as a number
+#: (``┆42 └─0 (Linear)``), so that the table grows linearly with the nesting depth
+MAX_TREE_LEVELS = 24
+#: a name or a type longer than this is shortened in the middle (``…``) in the table, so that
+#: one long name (or a dotted path thousands of levels deep) does not widen every row
+MAX_NAME_CHARS = 80
 
 
 def layer_labels(rec: Graph) -> dict[Key, str]:
@@ -126,11 +134,14 @@ def _shown(rows: list[Row], hidden: set[Key], depth: Optional[int]) -> list[Row]
 def _margins(rows: list[Row], single_root: bool) -> list[str]:
     """The tree drawn left of each name: ``├─``/``└─`` and the ``│`` of open levels."""
     last: list[bool] = [False] * len(rows)
-    following: set[int] = set()
+    following: list[int] = []  # the depths of the rows below, each shallower than the one before
     for i in range(len(rows) - 1, -1, -1):
         d = rows[i].depth
-        last[i] = d not in following
-        following = {x for x in following if x < d} | {d}
+        while following and following[-1] > d:
+            following.pop()
+        last[i] = not (following and following[-1] == d)
+        if last[i]:
+            following.append(d)
     top = 1 if single_root else 0
     open_last: dict[int, bool] = {}
     out = []
@@ -139,7 +150,10 @@ def _margins(rows: list[Row], single_root: bool) -> list[str]:
         if d < top:
             out.append("")
         else:
-            margin = "".join("  " if open_last.get(a, True) else "│ " for a in range(top, d))
+            drawn = range(top, min(d, top + MAX_TREE_LEVELS))  # deeper: the depth as a number
+            margin = "".join("  " if open_last.get(a, True) else "│ " for a in drawn)
+            if d > top + MAX_TREE_LEVELS:
+                margin += f"┆{d} "
             out.append(margin + ("└─" if is_last else "├─"))
         open_last[d] = is_last
     return out
@@ -171,6 +185,11 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
     Totals count every parameter once (shared weights once), trainable or
     not, their memory and the memory of the activations passed between
     modules (every tensor a module returned), in MB of 10^6 bytes, as torchinfo.
+
+    The text grows linearly with the model: names and types are shortened to
+    :data:`MAX_NAME_CHARS`, the tree margin is drawn :data:`MAX_TREE_LEVELS` deep
+    (a deeper row writes its depth as a number), and control characters and lone
+    surrogates are written as escapes.
 
     Raises:
         ValueError: an unknown column, a negative depth, or a bad ``fold``.
@@ -206,13 +225,13 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
         layer = row.layer
         run = plan.runs.get(layer.key, [layer]) if layer is not None else []
         if layer is None:
-            title, label, type_text = row.path, row.label, f"({_container_type(rec, row)})"
+            title, label, type_text = _cell(row.path), row.label, f"({_cell(_container_type(rec, row))})"
         elif len(run) > 1:
             title = f"{_title(run[0])} … {_title(run[-1])}"
             label = f"{row.label}…{label_of[run[-1].key]}"
-            type_text = f"({layer.type_name}) ×{len(run)}"
+            type_text = f"({_cell(layer.type_name)}) ×{len(run)}"
         else:
-            title, label, type_text = _title(layer), row.label, f"({layer.type_name})"
+            title, label, type_text = _title(layer), row.label, f"({_cell(layer.type_name)})"
         leafish = i in cut or (layer is not None and stats.is_leaf(row))
         if layer is not None and layer.call_index > 1:
             params = 0
@@ -261,7 +280,7 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
         lines.append(f"Recording stopped: {rec.error}")
     lines.extend(f"Note: {note}" for note in getattr(rec, "notes", ()))
     lines.append(rule)
-    return "\n".join(lines)
+    return utf8_safe("\n".join(lines))  # (an error or a note may quote a name)
 
 
 def _container_type(rec: Graph, row: Row) -> str:
@@ -277,8 +296,14 @@ def _container_type(rec: Graph, row: Row) -> str:
         return "container"
 
 
+def _cell(text: str) -> str:
+    """``text`` for one cell: control characters and lone surrogates made visible, at most
+    :data:`MAX_NAME_CHARS` characters."""
+    return utf8_safe(visible(shorten(text, MAX_NAME_CHARS)))
+
+
 def _title(layer: LayerNode) -> str:
-    """The dotted name of a call (the network's own name for the root)."""
+    """The dotted name of a call (the network's own name for the root), ready for a cell."""
     if layer.depth == 0:
-        return layer.call_title()
-    return layer.call_title(dotted=True)
+        return _cell(layer.call_title())
+    return _cell(layer.call_title(dotted=True))

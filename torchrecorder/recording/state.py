@@ -336,6 +336,7 @@ def model_state_kept(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]
 _RNG_LOCK = threading.Lock()
 _rng_users = 0
 _rng_saved: dict[int, Tensor] = {}  # -1 for the CPU generator, else the CUDA device index
+_rng_private: dict[int, int] = {}  # the seed each generator was given for the recordings
 
 
 def _private_seed(state: Tensor) -> int:
@@ -353,6 +354,10 @@ class random_state_kept:  # used like a function: ``with random_state_kept():``
     it was, two overlapping recordings (in two threads) leave it as it was, and another
     thread that draws meanwhile gets numbers of the other stream, never ones it will be
     given again.
+
+    Only what the recording itself changed is put back: a generator that was seeded (or
+    given a state) meanwhile, by another thread calling ``torch.manual_seed`` or by the
+    model itself, no longer holds the recording's stream, and keeps what it was given.
     """
 
     def __init__(self, cuda_devices: Sequence[int] = ()) -> None:
@@ -367,6 +372,7 @@ class random_state_kept:  # used like a function: ``with random_state_kept():``
                 _rng_saved[d] = torch.get_rng_state() if d < 0 else torch.cuda.get_rng_state(d)
             for d in fresh:
                 seed = _private_seed(_rng_saved[-1]) + max(d, 0)
+                _rng_private[d] = seed
                 if d < 0:
                     torch.default_generator.manual_seed(seed)
                 else:
@@ -383,13 +389,25 @@ class random_state_kept:  # used like a function: ``with random_state_kept():``
         with _RNG_LOCK:
             _rng_users -= 1
             if _rng_users == 0:
-                saved = dict(_rng_saved)
+                saved, private = dict(_rng_saved), dict(_rng_private)
                 _rng_saved.clear()
+                _rng_private.clear()
                 for d, st in saved.items():
+                    # a generator seeded meanwhile (another thread's ``torch.manual_seed``)
+                    # keeps that seed: only the recording's own stream is taken back
+                    if _initial_seed(d) != private.get(d):
+                        continue
                     if d < 0:
                         torch.set_rng_state(st)
                     else:
                         torch.cuda.set_rng_state(st, d)
+
+
+def _initial_seed(device: int) -> int:
+    """The seed that torch's default generator of ``device`` (-1: the CPU) was last given."""
+    if device < 0:
+        return torch.default_generator.initial_seed()
+    return torch.cuda.default_generators[device].initial_seed()
 
 
 @contextlib.contextmanager

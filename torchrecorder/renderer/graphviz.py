@@ -16,6 +16,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
 from ._statements import edge_ends, first_node_id, plain_id, same_id, top_level_statements
+from .attr_values import check_attribute_values
 from .base import BaseRenderer, follows_projection
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
@@ -115,6 +116,7 @@ class GraphvizRenderer(BaseRenderer):
             styler_args["graph_attrs"] = graph_attrs
         cls = styler_cls if styler_cls is not None else GraphvizStyler
         self.styler = cls(**styler_args)
+        check_attribute_values(self.styler.styles)  # dpi=inf, nan, -5: refused before any work
         self.styler.rec = rec
         self.styler.renderer = self
         self._indent = "\t"

@@ -22,6 +22,7 @@ from importlib import resources
 from typing import Any, Optional, Union
 
 from .._files import write_atomically
+from .._text import utf8_safe
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
@@ -75,7 +76,7 @@ class HtmlPage:
     def _repr_html_(self) -> str:
         """The page inline in a notebook output: an iframe holding it as ``srcdoc``."""
         return (f'<iframe srcdoc="{html.escape(self.text, quote=True)}" '
-                f'title="{html.escape(self.name, quote=True)}" '
+                f'title="{html.escape(utf8_safe(self.name), quote=True)}" '
                 f'style="width:100%;height:{int(self.height)}px;border:1px solid #ccc" '
                 'sandbox="allow-scripts allow-downloads"></iframe>')
 
@@ -475,7 +476,9 @@ def script_json(data: Any) -> str:
     >>> script_json({"name": "</script><b>"})
     '{"name":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e"}'
     """
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).translate(_SCRIPT_ESCAPE_TABLE)
+    # (a lone surrogate from a name becomes a JSON escape: the page reads back the same text)
+    return utf8_safe(json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+                     .translate(_SCRIPT_ESCAPE_TABLE))
 
 
 def page_html(data: dict[str, Any], name: str) -> str:
@@ -490,7 +493,7 @@ def page_html(data: dict[str, Any], name: str) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n",
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-        f"<title>{html.escape(name)} · torchrecorder</title>\n",
+        f"<title>{html.escape(utf8_safe(name))} · torchrecorder</title>\n",
         "<style>\n", font_face_css(), _asset("_html/page.css"), "</style>\n</head>\n<body>\n",
         _asset("_html/body.html"),
         '<script type="application/json" id="tr-data">', script_json(data), "</script>\n",
