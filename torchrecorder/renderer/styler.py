@@ -12,7 +12,7 @@ from .._text import DOT_STRING_BYTES, dot_text, html_text, shorten, string_quote
 from ..backend import GRAPHVIZ_ATTRIBUTES
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ..projection import NODE_KINDS
+from ..projection import NODE_KINDS, LoopNode
 from ..projection import kind_of as _kind_of
 from .base import BaseRenderer
 from .labels import dtype_suffix, listed_params, param_lines, params_text, run_title
@@ -446,7 +446,8 @@ class GraphvizStyler:
             attrs = self.style_node(node)
             attrs["label"] = self._layer_label(node, run_title(list(run), dotted=True), len(run))
             attrs.update(self.styles["folded"])
-        attrs["tooltip"] = _tooltip_text(f"{len(run)} identical blocks: " + self.tooltip(node))
+        what = "iterations" if isinstance(node, LoopNode) else "blocks"
+        attrs["tooltip"] = _tooltip_text(f"{len(run)} identical {what}: " + self.tooltip(node))
         return attrs
 
 
