@@ -18,6 +18,7 @@ from typing import Any, Optional, Union
 from .api import record, render_network
 from .backend import check_format
 from .factory import ModelSpecError, load_model, parse_dtype, parse_shape
+from .projection.budget import default_depth
 
 __all__ = ["build_parser", "load_model", "main"]
 
@@ -70,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output format: svg, png, pdf (any of Graphviz's), html (interactive page), "
                              "json (the recorded graph), mmd (Mermaid), dot (DOT source); "
                              "default: from the extension of -o, else svg")
-    parser.add_argument("-d", "--depth", type=int, default=1, help="render depth (default 1)")
+    parser.add_argument("-d", "--depth", type=int, default=default_depth(1),
+                        help="render depth (default 1, lowered to fit the drawing budget; "
+                             "a depth given here is drawn as asked)")
     parser.add_argument("-n", "--name", default=None, help="network name (default: the factory's name)")
     parser.add_argument("--device", default=None, help="device for inputs (default: the model's)")
     parser.add_argument("--summary", action="store_true", help="also print the layer table")

@@ -14,10 +14,12 @@ from .backend import check_format, render_source
 from .export import load, loads
 from .graph import Graph
 from .projection import FoldRepeats
+from .projection.budget import default_depth
 from .recorder import Recorder, recording
 from .recording import InputShapes, gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
 from .recording.meta import check_model
 from .renderer.activations import ActivationStyler
+from .renderer.base import DEFAULT_RENDER_DEPTH
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.html import HtmlRenderer
 from .renderer.mermaid import MermaidRenderer
@@ -135,8 +137,11 @@ RASTER_FORMATS = frozenset(("png", "jpg", "jpeg", "jpe", "gif", "bmp", "tif", "t
 #: high-density screen and in print
 DEFAULT_RASTER_DPI = 192
 
+#: render_network's default depth: the network's direct children, within the drawing budget
+RENDER_NETWORK_DEPTH = default_depth(1)
 
-def make_dot(rec: Graph, render_depth: int = 256,
+
+def make_dot(rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH,
              styler_cls: Optional[type[GraphvizStyler]] = None, *,
              fold_repeats: FoldRepeats = "auto", **styler_args: Any) -> graphviz.Digraph:
     """Produce the Graphviz representation of a recording.
@@ -144,7 +149,9 @@ def make_dot(rec: Graph, render_depth: int = 256,
     Args:
         rec: a :class:`~torchrecorder.recorder.Recorder`.
         render_depth: depth until which modules are drawn expanded (see
-            :class:`~torchrecorder.renderer.base.BaseRenderer`).
+            :class:`~torchrecorder.renderer.base.BaseRenderer`).  By default every
+            module opens, within the drawing budget (``max_nodes``); a depth
+            given explicitly is drawn as asked.
         styler_cls: styler class; ``None`` means
             :class:`~torchrecorder.renderer.GraphvizStyler`.
         fold_repeats: draw runs of identical consecutive blocks once, marked
@@ -158,7 +165,9 @@ def make_dot(rec: Graph, render_depth: int = 256,
             writing their shapes on the edges), ``expand_leaves=True`` (open
             leaf modules above ``render_depth`` into their operations),
             ``all_ops=True`` (draw data-movement operations and operations
-            without a drawn input too); and the styler's: ``preset`` (one of
+            without a drawn input too), ``max_nodes`` (the drawing budget:
+            ``"auto"``, an int, or ``None`` to draw everything; see
+            :class:`~torchrecorder.renderer.base.BaseRenderer`); and the styler's: ``preset`` (one of
             :data:`~torchrecorder.renderer.graphviz.PRESETS`),
             ``param_shapes``, ``edge_shapes``, ``KIND_attrs`` mappings, and
             Graphviz attributes (``rankdir``, ``dpi``, ``size`` and the other
@@ -249,7 +258,7 @@ def render_network(
     filename: Optional[str] = None,
     fmt: str = "svg",
     input_data: Any = None,
-    render_depth: int = 1,
+    render_depth: Optional[int] = RENDER_NETWORK_DEPTH,
     *,
     input_kwargs: Optional[dict[str, Any]] = None,
     device: Union[str, torch.device, None] = None,
@@ -324,7 +333,8 @@ def render_network(
         data = page.text.encode()
     elif fmt == "mmd":
         data = MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
-                               tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()
+                               tensor_nodes=bool(styler_args.get("tensor_nodes", True)),
+                               max_nodes=styler_args.get("max_nodes", "auto")).render().encode()
     else:
         if fmt in RASTER_FORMATS and "dpi" not in styler_args \
                 and "dpi" not in (styler_args.get("graph_attrs") or {}):

@@ -6,7 +6,7 @@ classes here name problems that only torchrecorder can detect.
 
 from __future__ import annotations
 
-__all__ = ["GraphError", "GraphvizNotFoundError"]
+__all__ = ["GraphError", "GraphvizNotFoundError", "LargeDrawingWarning"]
 
 
 class GraphError(ValueError):
@@ -20,3 +20,9 @@ class GraphError(ValueError):
 
 class GraphvizNotFoundError(RuntimeError):
     """No way to run Graphviz was found (neither the ``dot`` program nor pygraphviz)."""
+
+
+class LargeDrawingWarning(UserWarning):
+    """A drawing is larger than the drawing budget: a default one was reduced to fit (the
+    message says what was collapsed and how to draw everything), or one drawn as asked may
+    take Graphviz minutes to lay out."""

@@ -59,6 +59,7 @@ import graphviz
 from ._files import files_written_after
 from .backend import render_source
 from .graph import Graph
+from .projection.budget import default_depth
 from .renderer.graphviz import GraphvizRenderer
 
 __all__ = ["Scraper", "get_scraper", "reset_scraper"]
@@ -151,7 +152,7 @@ class Scraper:
     ``"image_scrapers": (torchrecorder.scraper.Scraper(render_depth=2),)``.
     """
 
-    def __init__(self, render_depth: int = 1, thumbnail_dpi: float = 72, *,
+    def __init__(self, render_depth: int = default_depth(1), thumbnail_dpi: float = 72, *,
                  files_since_start: bool = False) -> None:
         if isinstance(render_depth, bool) or not isinstance(render_depth, int) or render_depth < 0:
             raise ValueError(f"render_depth must be an int >= 0, got {render_depth!r}")

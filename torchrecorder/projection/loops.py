@@ -112,7 +112,7 @@ def signature(node: BaseNode, all_ops: bool) -> Hashable:
     if isinstance(node, ParamNode):
         return ("param", node.key)  # never repeats
     if isinstance(node, TensorNode):
-        return ("tensor", tuple(node.shape or ()), node.dtype, node.role)
+        return ("tensor", None if node.shape is None else tuple(node.shape), node.dtype, node.role)
     if isinstance(node, LayerNode):
         return ("layer", node.type_name, _shapes(node.input_shapes), _shapes(node.output_shapes))
     return (type(node).__name__, node.key)

@@ -55,14 +55,21 @@ output
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any, Optional
 
+from ..errors import LargeDrawingWarning
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
 from ..projection import FoldPlan, FoldRepeats, Projection, default_expanded, fold_min
+from ..projection.budget import ALL_DEPTHS, DefaultDepth, Fit, MaxNodes, budget_of, default_depth, fit
 
-__all__ = ["BaseRenderer"]
+#: the ``render_depth`` a renderer draws at when none is given: every module open, within the
+#: drawing budget (see ``max_nodes``)
+DEFAULT_RENDER_DEPTH: DefaultDepth = default_depth(256)
+
+__all__ = ["DEFAULT_RENDER_DEPTH", "BaseRenderer"]
 
 
 class BaseRenderer:
@@ -98,18 +105,37 @@ class BaseRenderer:
             and listed by :meth:`edge_ops` on the edge they sat on, and
             operations that read no drawn input (``arange``, a buffer's
             ``expand``) are left out with their edges.
+        max_nodes: the drawing budget.  When ``render_depth`` is left to its
+            default and the drawing would exceed :data:`~torchrecorder.projection.budget.MAX_NODES`
+            nodes or :data:`~torchrecorder.projection.budget.MAX_EDGES` edges
+            (``"auto"``) or ``max_nodes`` nodes (an int), repeated runs of 2
+            or more are folded (if ``fold_repeats`` is ``"auto"``) and, if that
+            is not enough, the deepest depth that fits is drawn; a note in
+            the drawing and a :class:`~torchrecorder.errors.LargeDrawingWarning`
+            say what was collapsed (:attr:`budget`).  ``None``, or a
+            ``render_depth`` given explicitly (``None``: every module open),
+            draws everything as asked, with a warning first if it is over
+            the budget.
     """
 
-    def __init__(self, rec: Graph, render_depth: int = 256, *,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = True,
-                 expand_leaves: bool = False, all_ops: bool = False) -> None:
+                 expand_leaves: bool = False, all_ops: bool = False, max_nodes: MaxNodes = "auto") -> None:
         if not isinstance(rec, Graph):
             raise TypeError(f"expected a Recorder (or Graph) to render, got {type(rec).__name__}")
-        if isinstance(render_depth, bool) or not isinstance(render_depth, int) or render_depth < 0:
-            raise ValueError(f"render_depth must be an int >= 0, got {render_depth!r}")
+        if render_depth is not None and (isinstance(render_depth, bool) or not isinstance(render_depth, int)
+                                         or render_depth < 0):
+            raise ValueError(f"render_depth must be an int >= 0 or None (every module open), "
+                             f"got {render_depth!r}")
+        budget_of(max_nodes)  # checks it
         self.rec = rec
         self._projection: Optional[Projection] = None
-        self._render_depth = render_depth
+        self._requested: Optional[int] = render_depth
+        self._render_depth: int = ALL_DEPTHS if render_depth is None else render_depth
+        self._max_nodes = max_nodes
+        self._may_fold = isinstance(fold_repeats, str) and fold_repeats == "auto"
+        #: what the drawing budget chose (see ``max_nodes``), once the projection is made
+        self.budget: Optional[Fit] = None
         self._fold_min = fold_min(fold_repeats)
         self._tensor_nodes = bool(tensor_nodes)
         self._expand_leaves = bool(expand_leaves)
@@ -171,6 +197,7 @@ class BaseRenderer:
     @render_depth.setter
     def render_depth(self, value: int) -> None:
         self._render_depth = value
+        self._requested = value
         self._projection = None
 
     @property
@@ -219,10 +246,25 @@ class BaseRenderer:
         use, and again after ``render_depth``, ``fold_min`` or ``tensor_nodes`` change."""
         p = self._projection
         if p is None:
-            p = self._projection = Projection(self.rec, self._render_depth, self.is_expanded,
-                                              min_run=self._fold_min, tensor_nodes=self._tensor_nodes,
-                                              all_ops=self._all_ops)
+            p = self._fit().projection
         return p
+
+    def _fit(self) -> Fit:
+        """Make the projection within the drawing budget (see ``max_nodes``), and say so."""
+        def make(depth: int, min_run: int) -> Projection:
+            self._render_depth = depth  # the rule reads it
+            return Projection(self.rec, depth, self.is_expanded, min_run=min_run,
+                              tensor_nodes=self._tensor_nodes, all_ops=self._all_ops)
+
+        got = fit(self.rec, self._requested, make, min_run=self._fold_min, may_fold=self._may_fold,
+                  max_nodes=self._max_nodes)
+        self._render_depth, self._fold_min = got.depth, got.min_run
+        self._projection, self.budget = got.projection, got
+        if got.reduced:
+            warnings.warn(f"{self.rec.name!r}: {got.note()}", LargeDrawingWarning, stacklevel=4)
+        elif got.over:
+            warnings.warn(f"{self.rec.name!r}: {got.message()}", LargeDrawingWarning, stacklevel=4)
+        return got
 
     @property
     def fold_plan(self) -> FoldPlan:

@@ -12,7 +12,8 @@ from .._text import dot_id, dot_quote, quote_dot_id, string_quote
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
-from .base import BaseRenderer
+from ..projection.budget import MaxNodes
+from .base import DEFAULT_RENDER_DEPTH, BaseRenderer
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
 
@@ -55,7 +56,8 @@ class GraphvizRenderer(BaseRenderer):
         tensor_nodes: see :class:`~torchrecorder.renderer.base.BaseRenderer`;
             by default the tensors passed between layers are not drawn and
             their shapes are written on the edges; ``True`` draws each as a box.
-        expand_leaves, all_ops: see :class:`~torchrecorder.renderer.base.BaseRenderer`.
+        expand_leaves, all_ops, max_nodes: see :class:`~torchrecorder.renderer.base.BaseRenderer`;
+            a drawing reduced to fit the budget carries a note saying so.
         direction: the layout direction, ``"TB"`` (top to bottom, the
             default), ``"LR"``, ``"BT"`` or ``"RL"``; the same as
             ``graph_attrs={"rankdir": ...}``.
@@ -70,13 +72,13 @@ class GraphvizRenderer(BaseRenderer):
     #: layout takes seconds instead of minutes)
     max_constraining_fanout = 8
 
-    def __init__(self, rec: Graph, render_depth: int = 256,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
-                 direction: Optional[str] = None, **styler_args: Any) -> None:
+                 direction: Optional[str] = None, max_nodes: MaxNodes = "auto", **styler_args: Any) -> None:
         super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
-                         expand_leaves=expand_leaves, all_ops=all_ops)
+                         expand_leaves=expand_leaves, all_ops=all_ops, max_nodes=max_nodes)
         if direction is not None:
             if str(direction).upper() not in DIRECTIONS:
                 raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
@@ -110,6 +112,9 @@ class GraphvizRenderer(BaseRenderer):
         positions) gets an invisible edge from the first input, so that it
         sits below the inputs, not above them.
         """
+        if self.budget is not None and self.budget.reduced:
+            text = self._attr_text(self.style_note(), "style_note")
+            g.body.append(f"\t{quote_dot_id(_NOTE_ID)} [{text}]\n")
         top = [n for n in self.children(self.rec.context) if isinstance(n, TensorNode)]
         inputs = [n for n in top if n.role == "input"]
         for role, rank in (("input", "source"), ("output", "sink")):
@@ -127,6 +132,13 @@ class GraphvizRenderer(BaseRenderer):
                 elif node.key not in fed and not (isinstance(node, TensorNode) and node.role):
                     g.body.append(f"\t{first} -> {self._quoted_id(node)} [style=invis]\n")
         return g
+
+    def style_note(self) -> dict[str, str]:
+        """Attributes of the note that says what the drawing budget collapsed."""
+        note = self.budget.note() if self.budget is not None else ""
+        return {"label": note.replace(". ", ".\n"), "shape": "note", "fontsize": "9",
+                "fontname": "Helvetica,Arial,sans-serif", "style": "filled", "fillcolor": "#fff8dc",
+                "color": "#b8a26a", "tooltip": note}
 
     def render_node(self, g: graphviz.Digraph, node: BaseNode) -> None:
         """Draw ``node`` as one Graphviz node, or as a cluster if it is an expanded layer."""
@@ -231,6 +243,9 @@ class GraphvizRenderer(BaseRenderer):
                             f"Graphviz attributes, got {type(attrs).__name__}")
         return {str(k): str(v) for k, v in attrs.items()}
 
+
+#: the DOT id of the drawing budget's note (no recorded key has a space)
+_NOTE_ID = "torchrecorder note"
 
 #: the attributes written apart from the others: they differ from node to node
 _SPLIT_OFF = frozenset(("label", "tooltip"))

@@ -26,6 +26,7 @@ from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import FoldPlan, FoldRepeats, Projection
+from ..projection.budget import MaxNodes, default_depth
 from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list
 from .labels import count_str, run_title
 
@@ -44,6 +45,10 @@ _SCRIPT_ESCAPE_TABLE = str.maketrans(_SCRIPT_ESCAPES)
 # connection, frame, font, form or base URL anywhere
 _CSP = ("default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; "
         "img-src data: blob:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+
+
+#: the depth the page opens at by default (within the drawing budget)
+HTML_DEFAULT_DEPTH = default_depth(1)
 
 
 class HtmlPage:
@@ -99,13 +104,15 @@ class HtmlRenderer(GraphvizRenderer):
     at an unlimited depth says which layers can open at all.
     """
 
-    def __init__(self, rec: Graph, render_depth: int = 1,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
-                 direction: Optional[str] = None, height: int = 640, **styler_args: Any) -> None:
+                 direction: Optional[str] = None, height: int = 640, max_nodes: MaxNodes = "auto",
+                 **styler_args: Any) -> None:
         super().__init__(rec, render_depth, styler_cls, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
-                         expand_leaves=expand_leaves, all_ops=all_ops, direction=direction, **styler_args)
+                         expand_leaves=expand_leaves, all_ops=all_ops, direction=direction,
+                         max_nodes=max_nodes, **styler_args)
         if isinstance(height, bool) or not isinstance(height, int) or height < 100:
             raise ValueError(f"height must be an int >= 100 (CSS pixels), got {height!r}")
         self.height = height
@@ -257,7 +264,7 @@ class HtmlRenderer(GraphvizRenderer):
         run of identical blocks (``fold_repeats``); the page folds each until unfolded."""
         if not self.fold_min:
             return []
-        plan = FoldPlan.build(rec, self.fold_min, opens)
+        plan = FoldPlan.build(rec, self.fold_min, opens, loops=False)
         member_of: dict[int, tuple[int, int]] = {}
         runs: list[list[Any]] = []
         for number, (lead_key, run) in enumerate(plan.runs.items()):
@@ -489,7 +496,8 @@ def page_html(data: dict[str, Any], name: str) -> str:
     ))
 
 
-def make_html(rec: Graph, render_depth: int = 1, styler_cls: Optional[type[GraphvizStyler]] = None,
+def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
+              styler_cls: Optional[type[GraphvizStyler]] = None,
               **options: Any) -> HtmlPage:
     """The interactive HTML page of a recording (``options`` as in :class:`HtmlRenderer`).
 

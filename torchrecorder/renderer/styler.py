@@ -484,7 +484,7 @@ _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
-                    "all_ops", "direction", "param_shapes", "edge_shapes")
+                    "all_ops", "direction", "param_shapes", "edge_shapes", "max_nodes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 
