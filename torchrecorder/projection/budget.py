@@ -26,11 +26,12 @@ from .drawn import Projection
 __all__ = ["ALL_DEPTHS", "MAX_EDGES", "MAX_NODES", "DefaultDepth", "Fit", "MaxNodes", "budget_of",
            "default_depth", "drawn_size", "fit", "graph_depth"]
 
-#: the most drawn nodes (boxes and clusters) of a default drawing: ``dot`` lays out such a
-#: drawing in under about 5 s (see ``benchmarks/layout_budget.py``)
-MAX_NODES = 1500
+#: the most drawn nodes (boxes and clusters) of a default drawing: ``dot`` lays out drawings
+#: of recorded models this size in 2-3 s on a loaded 2-core machine (``benchmarks/layout_budget.py``:
+#: 795 nodes of transformer layers 3.1 s, 1,002 of an MLP 1.2 s)
+MAX_NODES = 1000
 #: the most drawn edges of a default drawing
-MAX_EDGES = 2500
+MAX_EDGES = 1200
 #: a ``render_depth`` deeper than any recording
 ALL_DEPTHS = 1 << 30
 
@@ -56,10 +57,10 @@ def default_depth(depth: int) -> DefaultDepth:
 
 def budget_of(max_nodes: MaxNodes) -> Optional[tuple[int, int]]:
     """``(nodes, edges)`` of a ``max_nodes`` option: ``"auto"`` the defaults, an int that many
-    nodes (and ``5/3`` as many edges), ``None`` no budget.
+    nodes (and ``6/5`` as many edges), ``None`` no budget.
 
     >>> budget_of("auto"), budget_of(300), budget_of(None)
-    ((1500, 2500), (300, 500), None)
+    ((1000, 1200), (300, 360), None)
     """
     if max_nodes is None:
         return None
