@@ -62,7 +62,7 @@ from typing import Any, Optional
 from ..errors import LargeDrawingWarning
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
-from ..projection import FoldPlan, FoldRepeats, Projection, default_expanded, fold_min
+from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, default_expanded, fold_min
 from ..projection.budget import ALL_DEPTHS, DefaultDepth, Fit, MaxNodes, budget_of, default_depth, fit
 
 #: the ``render_depth`` a renderer draws at when none is given: every module open, within the
@@ -183,8 +183,12 @@ class BaseRenderer:
         module that calls no other module and ran at most one operation (an
         ``nn.Linear``), whose box already says all that a group would.
         Override it to change which modules open; the projection (children,
-        drawn edges, folding) follows whatever it answers.
+        drawn edges, folding) follows whatever it answers.  The group of a
+        folded loop (a :class:`~torchrecorder.projection.LoopNode`) is always
+        expanded: an override should answer ``True`` for it, as this one does.
         """
+        if isinstance(node, LoopNode):
+            return True
         return default_expanded(node, self.render_depth, self.rec.nodes,
                                 expand_leaves=self.expand_leaves)
 
