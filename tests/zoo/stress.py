@@ -182,7 +182,7 @@ class YoloStyle(nn.Module):
     """A YOLO-style detector: a C2f backbone with SPPF, an FPN/PAN neck (upsample, concat) and
     three detection heads."""
 
-    def __init__(self, w: int = 8, n: int = 1, classes: int = 4) -> None:
+    def __init__(self, w: int = 8, n: int = 2, classes: int = 4) -> None:
         super().__init__()
         self.stem = _ConvBnAct(3, w, 3, 2)
         self.stages = nn.ModuleList([
