@@ -179,7 +179,8 @@ def test_loop_calling_a_module_folds_the_module_with_its_ops() -> None:
     {"tensor_nodes": True, "all_ops": True},
     {},
 ])
-@pytest.mark.parametrize("net", [Series(30), Wrapped(30), CellLoop(12), Growing()], ids=lambda n: type(n).__name__)
+@pytest.mark.parametrize("net", [Series(30), Wrapped(30), CellLoop(12), Growing()],
+                         ids=lambda n: type(n).__name__)
 def test_folding_keeps_every_edges_endpoints(net: nn.Module, options: dict[str, bool]) -> None:
     rec = torchrecorder.record(net, "net", (1, 4))
     folded = GraphvizRenderer(rec, None, fold_repeats=True, **options)
@@ -236,5 +237,6 @@ def test_stretch_finding_matches_a_brute_force_search(seed: int) -> None:
     assert len(covered) == len(set(covered))  # no element in two loops
     for s in got:
         block = numbers[s.start:s.start + s.period]
-        assert all(numbers[s.start + k * s.period:s.start + (k + 1) * s.period] == block for k in range(s.count))
+        p = s.period
+        assert all(numbers[s.start + k * p:s.start + (k + 1) * p] == block for k in range(s.count))
     assert max((s.count * s.period for s in got), default=0) == _brute(numbers, 3)

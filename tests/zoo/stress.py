@@ -228,8 +228,8 @@ class _DecoderLayer(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         b, t, d = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
-        att = torch.softmax(q.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2) / (d // self.heads) ** 0.5,
-                            dim=-1)
+        scale = (d // self.heads) ** 0.5
+        att = torch.softmax(q.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2) / scale, dim=-1)
         y = (att @ v.transpose(1, 2)).transpose(1, 2).reshape(b, t, d)
         x = x + self.proj(y)
         return x + self.mlp(self.norm2(x))

@@ -59,6 +59,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Optional
 
+from .._progress import LONG, bar, stage
 from ..errors import LargeDrawingWarning
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
@@ -169,9 +170,13 @@ class BaseRenderer:
         """Draw the whole graph: the context's children (each through :meth:`render_node`),
         then every drawn edge (through :meth:`render_edge`); return :meth:`finish` of it."""
         g = self.new_graph()
-        for child in self.children(self.rec.context):
-            self.render_node(g, child)
-        for fnode, tnode in self.drawn_edges():
+        children = self.children(self.rec.context)
+        nodes, edges = self.budget.size if self.budget is not None else (0, 0)
+        with stage(f"drawing {self.rec.name!r}: {nodes:,} nodes", nodes + edges):
+            for child in children:
+                self.render_node(g, child)
+        drawn = self.drawn_edges()
+        for fnode, tnode in bar(drawn, len(drawn) if nodes + edges >= LONG else 0, "edges"):
             self.render_edge(g, fnode, tnode)
         return self.finish(g)
 
