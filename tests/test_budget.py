@@ -190,3 +190,20 @@ def test_command_line_default_depth_is_a_default(tmp_path) -> None:
     assert args.depth == 1 and type(args.depth).__name__ == "DefaultDepth"
     args = build_parser().parse_args(["m:f", "-s", "1,4", "-d", "1"])
     assert type(args.depth) is int
+
+
+def test_long_work_shows_its_progress_and_short_work_does_not(deep: torchrecorder.Recorder,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from torchrecorder import _progress
+    from torchrecorder.backend import render_source
+
+    source = torchrecorder.make_dot(deep, 2).source
+    render_source(source, "svg")
+    assert "torchrecorder:" not in capsys.readouterr().err
+    monkeypatch.setattr(_progress, "ENABLED", True)  # as if the drawing were long
+    source = torchrecorder.make_dot(deep, 2).source
+    render_source(source, "svg")
+    err = capsys.readouterr().err
+    assert "torchrecorder: drawing 'deep'" in err and "done in" in err
+    assert "torchrecorder: laying out with dot -Tsvg" in err

@@ -210,29 +210,32 @@ class HtmlRenderer(GraphvizRenderer):
         """``[from, to, attrs at level 0, 1, ..., edge]``: the attributes of the edge drawn from
         its source, from the source's parent's box, ... (trailing repeats left out)."""
         rows: list[list[Any]] = []
-        inside: dict[tuple[Key, int], bool] = {}
         rec_nodes = self.rec.nodes
+        ancestors: dict[Key, frozenset[Key]] = {}
         for fnode, tnode in finest.edges:
             a, b = index.get(fnode.key), index.get(tnode.key)
             if a is None or b is None:
                 continue
             tensor = finest.edge_tensor(fnode, tnode)
             ops = finest.edge_ops(fnode, tnode)
-            targets = _chain(b, parents)
+            sources, targets = _chain(a, parents), _chain(b, parents)
+            # where, going out from each end, a box first holds each op (and the tensor): the
+            # attributes change only there, so each variant is made once
+            at_a = [_first_holder(op, sources, order, rec_nodes, ancestors) for op in ops]
+            at_b = [_first_holder(op, targets, order, rec_nodes, ancestors) for op in ops]
+            t_a = _first_holder(tensor, sources, order, rec_nodes, ancestors) if tensor is not None else 0
+            t_b = _first_holder(tensor, targets, order, rec_nodes, ancestors) if tensor is not None else 0
             variants: list[Any] = []
-            for source in _chain(a, parents):
+            for i, source in enumerate(sources):
                 node = order[source]
-                # the operations a box drawn at either end does not hide
-                kept = tuple(op for op in ops if not _within(op, source, order, rec_nodes, inside))
+                kept = [n for n in range(len(ops)) if at_a[n] > i]
+                carried_here = tensor is not None and t_a > i
+                last = max([at_b[n] for n in kept] + ([t_b] if carried_here else []), default=0)
                 by_target: list[int] = []
                 made: dict[tuple[tuple[OpNode, ...], bool], int] = {}
-                for target in targets:
-                    shown = tuple(op for op in kept if not _within(op, target, order, rec_nodes, inside))
-                    # a tensor inside a box drawn at either end is not on the edge between them
-                    carried = tensor
-                    if tensor is not None and (_within(tensor, source, order, rec_nodes, inside)
-                                               or _within(tensor, target, order, rec_nodes, inside)):
-                        carried = None
+                for j in range(min(len(targets), last + 1)):
+                    shown = tuple(ops[n] for n in kept if at_b[n] > j)
+                    carried = tensor if carried_here and t_b > j else None
                     got = made.get((shown, carried is None))
                     if got is None:
                         got = attrs.add(self._edge_parts(node, tnode, carried, shown, strings))
@@ -367,25 +370,24 @@ def _runs_around(i: int, member_of: dict[int, tuple[int, int]],
         i = parents[i]
 
 
-def _within(op: BaseNode, source: int, order: list[BaseNode], nodes: Mapping[Key, BaseNode],
-            memo: dict[tuple[Key, int], bool]) -> bool:
-    """Whether ``op`` (an operation or a tensor) is inside the layer at ``source`` (then a box
-    drawn for it hides it)."""
-    if not isinstance(order[source], LayerNode):
-        return False
-    key = (op.key, source)
-    got = memo.get(key)
-    if got is None:
-        target = order[source].key
-        got = False
-        parent: Key = op.parent
+def _first_holder(item: BaseNode, chain: list[int], order: list[BaseNode], nodes: Mapping[Key, BaseNode],
+                  memo: dict[Key, frozenset[Key]]) -> int:
+    """The position in ``chain`` (a node and the layers holding it, innermost first) of the
+    first layer that holds ``item`` (an operation or a tensor); ``len(chain)`` if none does.
+    Every layer after it holds ``item`` too."""
+    above = memo.get(item.key)
+    if above is None:
+        keys = []
+        parent: Key = item.parent
         while parent is not None and parent in nodes:
-            if parent == target:
-                got = True
-                break
+            keys.append(parent)
             parent = nodes[parent].parent
-        memo[key] = got
-    return got
+        above = memo[item.key] = frozenset(keys)
+    for i, at in enumerate(chain):
+        node = order[at]
+        if isinstance(node, LayerNode) and node.key in above:
+            return i
+    return len(chain)
 
 
 def _boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[TensorNode]]]:
