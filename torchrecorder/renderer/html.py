@@ -212,6 +212,9 @@ class HtmlRenderer(GraphvizRenderer):
         rows: list[list[Any]] = []
         rec_nodes = self.rec.nodes
         ancestors: dict[Key, frozenset[Key]] = {}
+        # the stock style_edge reads of its source only whether it is a parameter: past the
+        # boxes that hold the edge's ops and tensor, every outer box gives the same attributes
+        stock = type(self.styler).style_edge is GraphvizStyler.style_edge
         for fnode, tnode in finest.edges:
             a, b = index.get(fnode.key), index.get(tnode.key)
             if a is None or b is None:
@@ -244,6 +247,8 @@ class HtmlRenderer(GraphvizRenderer):
                 while len(by_target) > 1 and by_target[-1] == by_target[-2]:
                     by_target.pop()
                 variants.append(by_target[0] if len(by_target) == 1 else by_target)
+                if stock and i >= 1 and not kept and not carried_here:
+                    break  # the same for every box further out
             while len(variants) > 1 and variants[-1] == variants[-2]:
                 variants.pop()
             rows.append([a, b, *variants])
