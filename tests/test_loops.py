@@ -240,3 +240,10 @@ def test_stretch_finding_matches_a_brute_force_search(seed: int) -> None:
         p = s.period
         assert all(numbers[s.start + k * p:s.start + (k + 1) * p] == block for k in range(s.count))
     assert max((s.count * s.period for s in got), default=0) == _brute(numbers, 3)
+
+
+def test_layer_table_marks_the_first_iteration_of_a_folded_loop() -> None:
+    rec = torchrecorder.record(CellLoop(9), "net", (1, 4))
+    folded, unfolded = rec.summary(), rec.summary(fold=False)
+    assert "cell #2 (Linear) ×8 (loop)" in folded
+    assert "cell #3" not in folded and "cell #9" in unfolded

@@ -188,6 +188,9 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             type_text = f"({layer.type_name}) ×{len(run)}"
         else:
             title, label, type_text = _title(layer), labels.get(layer.key, ""), f"({layer.type_name})"
+            group = plan.in_loop.get(layer.key)
+            if group is not None:  # the first iteration of a folded loop stands for all of them
+                type_text += f" ×{len(plan.loops[group.key])} (loop)"
         params = counts.own.get(layer.key, 0) if kids else counts.subtree.get(layer.key, 0)
         values = {
             "label": label,
