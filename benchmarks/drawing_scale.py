@@ -8,7 +8,7 @@ Graphs are built by hand with the :class:`~torchrecorder.graph.Graph` API
 
 ==========  ==============================================================
 ``fanout``  one input feeding ``n`` operations that a ``cat`` joins
-``chain``   ``n`` operations in a row at the top level
+``chain``   ``n`` operations in a row at the top level, in no repeating order
 ``nested``  ``n // 25`` modules nested in one another, each running two ops
 ``loop``    a loop of ``n // 3`` iterations (``mul, add, pow``): folded
 ==========  ==============================================================
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import sys
 import time
 from collections.abc import Callable
@@ -73,8 +74,9 @@ def fanout(n: int) -> Graph:
 def chain(n: int) -> Graph:
     g, root, x = _root("chain")
     last: object = x
-    for i in range(n):
-        last = _op(g, root, ("mul", "add", "sin", "exp")[i % 4], last)
+    pick = random.Random(0)  # no period: nothing folds
+    for _ in range(n):
+        last = _op(g, root, pick.choice(("mul", "add", "sin", "exp", "cos", "tanh")), last)
     _out(g, last)
     return g
 

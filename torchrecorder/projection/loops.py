@@ -29,6 +29,7 @@ Everything here reads node metadata only.
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Optional
@@ -136,7 +137,7 @@ def periodic_stretches(numbers: Sequence[int], min_count: int,
         need = p * (min_count - 1)
         if need <= 0:
             continue
-        eq = bytes(a == b for a, b in zip(numbers[:-p], numbers[p:], strict=True))
+        eq = bytes(map(operator.eq, numbers[:-p], numbers[p:]))  # 1 where the period holds
         for m in re.finditer(b"\x01{%d,}" % need, eq):
             start, length = m.start(), m.end() - m.start()
             out.append(Stretch(start, p, (length + p) // p))
