@@ -207,3 +207,12 @@ def test_long_work_shows_its_progress_and_short_work_does_not(deep: torchrecorde
     err = capsys.readouterr().err
     assert "torchrecorder: drawing 'deep'" in err and "done in" in err
     assert "torchrecorder: laying out with dot -Tsvg" in err
+
+
+def test_html_page_counts_loops_unfolded_and_opens_within_the_budget(zoo: Zoo) -> None:
+    rec = zoo.recorded("SeriesDecoder").rec
+    html = HtmlRenderer(rec)
+    with pytest.warns(LargeDrawingWarning, match="render_depth=1 or max_nodes=None"):
+        page = html.page_data()
+    assert html.budget is not None and html.budget.reduced and html.budget.depth == 0
+    assert html.budget.size[0] <= MAX_NODES and not any(row[5] for row in page["nodes"])

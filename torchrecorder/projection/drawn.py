@@ -116,11 +116,14 @@ class Projection:
             (:meth:`edge_ops` names them), and operations that read no drawn
             input (``arange``, a buffer's ``expand``) are left out with their
             edges, so that nothing floats without an input.
+        loops: fold Python loops too (runs of identical iterations of operations, see
+            :mod:`~.loops`), not only runs of identical blocks.
     """
 
     def __init__(self, graph: Graph, render_depth: int, expanded: Callable[[BaseNode], bool], *,
-                 min_run: int, tensor_nodes: bool, all_ops: bool = True) -> None:
+                 min_run: int, tensor_nodes: bool, all_ops: bool = True, loops: bool = True) -> None:
         self.graph = graph
+        self.loops = loops
         self.render_depth = render_depth
         self.min_run = min_run
         self.tensor_nodes = tensor_nodes
@@ -146,7 +149,8 @@ class Projection:
     def fold(self) -> FoldPlan:
         """The runs of identical blocks drawn once (see :class:`~.fold.FoldPlan`)."""
         if self._fold is None:
-            self._fold = FoldPlan.build(self.graph, self.min_run, self.is_expanded, all_ops=self.all_ops)
+            self._fold = FoldPlan.build(self.graph, self.min_run, self.is_expanded, all_ops=self.all_ops,
+                                        loops=self.loops)
         return self._fold
 
     def repeats(self, node: BaseNode) -> list[LayerNode]:

@@ -119,6 +119,10 @@ class BaseRenderer:
             the budget.
     """
 
+    #: whether ``fold_repeats`` folds Python loops (runs of identical iterations of operations,
+    #: drawn as a :class:`~torchrecorder.projection.LoopNode` group) as well as blocks
+    fold_loops = True
+
     def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = True,
                  expand_leaves: bool = False, all_ops: bool = False, max_nodes: MaxNodes = "auto") -> None:
@@ -263,7 +267,7 @@ class BaseRenderer:
         def make(depth: int, min_run: int) -> Projection:
             self._render_depth = depth  # the rule reads it
             return Projection(self.rec, depth, self.is_expanded, min_run=min_run,
-                              tensor_nodes=self._tensor_nodes, all_ops=self._all_ops)
+                              tensor_nodes=self._tensor_nodes, all_ops=self._all_ops, loops=self.fold_loops)
 
         got = fit(self.rec, self._requested, make, min_run=self._fold_min, may_fold=self._may_fold,
                   max_nodes=self._max_nodes)

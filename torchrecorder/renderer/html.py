@@ -101,8 +101,12 @@ class HtmlRenderer(GraphvizRenderer):
     The styler's ``style_node``, ``style_cluster``, ``style_repeated``,
     ``style_edge`` and ``style_tensor_edge`` make every attribute the page
     uses; :meth:`is_expanded` says which layers open first, and the same rule
-    at an unlimited depth says which layers can open at all.
+    at an unlimited depth says which layers can open at all.  The page folds
+    runs of blocks, not Python loops (``fold_loops`` is off): its first view,
+    and so the drawing budget, count every operation of a loop.
     """
+
+    fold_loops = False
 
     def __init__(self, rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
