@@ -129,7 +129,7 @@ class Fit:
         if self.full is None or self.budget is None:
             return ""
         what = []
-        asked = self.requested if self.requested is not None and self.requested < self.deepest else None
+        asked = int(self.requested) if self.requested is not None and self.requested < self.deepest else None
         if self.depth < min(self.requested if self.requested is not None else ALL_DEPTHS, self.deepest):
             what.append(f"modules deeper than render_depth={self.depth} collapsed")
         if self.min_run == 2:
