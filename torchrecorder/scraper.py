@@ -164,7 +164,7 @@ class Scraper:
         self._serial = 0 if files_since_start else files_written_after(0)[0]
 
     def __repr__(self) -> str:
-        return f"torchrecorder.scraper.Scraper(render_depth={self.render_depth})"
+        return f"torchrecorder.scraper.Scraper(render_depth={int(self.render_depth)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (Sphinx caches its configuration) as its options, without the per-example state."""

@@ -6,7 +6,7 @@ hand-written models, ``passthrough.CASES`` those of pass-through outputs and
 of edges through code torch's function mode does not see, ``hf.CASES`` the
 ``transformers`` architectures (empty when ``transformers`` is not installed);
 ``stress.CASES`` the models that stress the size of a drawing and Python loops
-(:func:`stress_cases`: drawn by ``tests/test_budget.py``, not compared with an oracle).
+(:func:`stress_cases`: drawn by ``tests/test_zoo_budget.py``, not compared with an oracle).
 """
 
 from __future__ import annotations

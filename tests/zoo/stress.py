@@ -1,6 +1,6 @@
 """Zoo models that stress the size of a drawing and Python loops in ``forward``.
 
-Each is drawn by default within the drawing budget (``tests/test_budget.py``):
+Each is drawn by default within the drawing budget (``tests/test_zoo_budget.py``):
 its loops fold (``×N``), or its depth is lowered, and a note says so.
 """
 
