@@ -3,6 +3,7 @@ with the attributes a :class:`~torchrecorder.renderer.styler.GraphvizStyler` giv
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -112,13 +113,15 @@ class GraphvizRenderer(BaseRenderer):
         positions) gets an invisible edge from the first input, so that it
         sits below the inputs, not above them.
         """
-        if self.budget is not None and self.budget.reduced:
+        note: list[str] = []
+        if self.budget is not None and self.budget.reduced:  # on the last rank, with the outputs
             text = self._attr_text(self.style_note(), "style_note")
-            g.body.append(f"\t{quote_dot_id(_NOTE_ID)} [{text}]\n")
+            note.append(quote_dot_id(_NOTE_ID))
+            g.body.append(f"\t{note[0]} [{text}]\n")
         top = [n for n in self.children(self.rec.context) if isinstance(n, TensorNode)]
         inputs = [n for n in top if n.role == "input"]
         for role, rank in (("input", "source"), ("output", "sink")):
-            ids = [self._quoted_id(n) for n in top if n.role == role]
+            ids = [self._quoted_id(n) for n in top if n.role == role] + (note if role == "output" else [])
             if ids:
                 g.body.append(f"\t{{rank={rank}; {'; '.join(ids)}}}\n")
         if inputs:
@@ -136,7 +139,7 @@ class GraphvizRenderer(BaseRenderer):
     def style_note(self) -> dict[str, str]:
         """Attributes of the note that says what the drawing budget collapsed."""
         note = self.budget.note() if self.budget is not None else ""
-        return {"label": note.replace(". ", ".\n"), "shape": "note", "fontsize": "9",
+        return {"label": "".join(line + "\\l" for line in textwrap.wrap(note, 72)), "shape": "note", "fontsize": "9",
                 "fontname": "Helvetica,Arial,sans-serif", "style": "filled", "fillcolor": "#fff8dc",
                 "color": "#b8a26a", "tooltip": note}
 
