@@ -139,7 +139,8 @@ class GraphvizRenderer(BaseRenderer):
     def style_note(self) -> dict[str, str]:
         """Attributes of the note that says what the drawing budget collapsed."""
         note = self.budget.note() if self.budget is not None else ""
-        return {"label": "".join(line + "\\l" for line in textwrap.wrap(note, 72)), "shape": "note", "fontsize": "9",
+        label = "".join(line + "\\l" for line in textwrap.wrap(note, 72))  # left-aligned lines
+        return {"label": label, "shape": "note", "fontsize": "9",
                 "fontname": "Helvetica,Arial,sans-serif", "style": "filled", "fillcolor": "#fff8dc",
                 "color": "#b8a26a", "tooltip": note}
 
