@@ -167,10 +167,11 @@ def test_deep_chain_records(chain_rec: torchrecorder.Recorder) -> None:
 
 @pytest.mark.parametrize("render_depth", [0, 1, 256])
 def test_deep_chain_make_dot(chain_rec: torchrecorder.Recorder, render_depth: int) -> None:
-    source = torchrecorder.make_dot(chain_rec, render_depth=render_depth).source
+    # every op drawn: the loop of adds unfolded
+    source = torchrecorder.make_dot(chain_rec, render_depth=render_depth, fold_repeats=False).source
     assert source.startswith("digraph")
     edges = parse_dot(source).edges
-    assert len(edges) == len(GraphvizRenderer(chain_rec, render_depth).drawn_edges())
+    assert len(edges) == len(GraphvizRenderer(chain_rec, render_depth, fold_repeats=False).drawn_edges())
     if render_depth >= 1:
         # input -> mul -> add x N_CHAIN -> output, and the parameter into mul
         assert len(edges) >= N_CHAIN + 3
@@ -184,10 +185,13 @@ def test_deep_chain_under_low_recursion_limit() -> None:
     sys.setrecursionlimit(400)
     try:
         rec = torchrecorder.record(net, "chain", input_data=x)
-        source = torchrecorder.make_dot(rec).source
+        source = torchrecorder.make_dot(rec, fold_repeats=False, max_nodes=None).source  # every op
+        folded = torchrecorder.make_dot(rec).source  # the default: the loop of adds folded
     finally:
         sys.setrecursionlimit(limit)
-    assert len(parse_dot(source).edges) == len(GraphvizRenderer(rec).drawn_edges()) >= 3_000
+    drawn = GraphvizRenderer(rec, fold_repeats=False, max_nodes=None).drawn_edges()
+    assert len(parse_dot(source).edges) == len(drawn) >= 3_000
+    assert "loop ×" in folded and len(parse_dot(folded).edges) < 10
 
 
 _EDGE_STATEMENT = re.compile(r'^\s*(?:"(?:[^"\\]|\\.)*"|[^\s"\[]+)\s*->\s')
@@ -200,8 +204,8 @@ def test_edge_count_fails_when_the_edges_are_gone() -> None:
     deleted from the DOT of a 100-op chain, the text still holds over 100 arrows.
     """
     rec = torchrecorder.record(Chain(100), "chain", (2, 4))
-    source = torchrecorder.make_dot(rec).source
-    drawn = len(GraphvizRenderer(rec).drawn_edges())
+    source = torchrecorder.make_dot(rec, fold_repeats=False).source
+    drawn = len(GraphvizRenderer(rec, fold_repeats=False).drawn_edges())
     assert len(parse_dot(source).edges) == drawn >= 101
     lines = source.splitlines()
     cut = "\n".join(line for line in lines if not _EDGE_STATEMENT.match(line))

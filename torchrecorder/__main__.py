@@ -22,6 +22,7 @@ from .api import _check_directory, _check_drawing, _picture, _target_path, recor
 from .backend import check_format
 from .errors import GraphvizNotFoundError
 from .factory import ModelSpecError, initialize_lazy, load_model, parse_dtype, parse_shape
+from .projection.budget import default_depth
 
 __all__ = ["build_parser", "load_model", "main"]
 
@@ -93,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "json (the recorded graph), mmd (Mermaid), dot (DOT source); "
                              "default: from the extension of -o, else svg (an extension that names "
                              "another format is an error)")
-    parser.add_argument("-d", "--depth", type=_depth, default=1,
-                        help="render depth (default 1), or 'all' to open every module")
+    parser.add_argument("-d", "--depth", type=_depth, default=default_depth(1),
+                        help="render depth (default 1, lowered to fit the drawing budget; a depth "
+                             "given here is drawn as asked), or 'all' to open every module")
     parser.add_argument("-n", "--name", default=None, help="network name (default: the factory's name)")
     parser.add_argument("--device", default=None, help="device for inputs (default: the model's)")
     parser.add_argument("--summary", action="store_true", help="also print the layer table")

@@ -17,11 +17,13 @@ from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
 from .projection.backward import backward_view
+from .projection.budget import default_depth
 from .recorder import Recorder
 from .recording import InputShapes, gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
 from .recording.meta import check_model
 from .renderer.activations import ActivationStyler
 from .renderer.backward import BackwardRenderer
+from .renderer.base import DEFAULT_RENDER_DEPTH
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.html import HtmlRenderer
 from .renderer.mermaid import MermaidRenderer
@@ -146,8 +148,11 @@ RASTER_FORMATS = frozenset(("png", "jpg", "jpeg", "jpe", "gif", "bmp", "tif", "t
 #: high-density screen and in print
 DEFAULT_RASTER_DPI = 192
 
+#: render_network's default depth: the network's direct children, within the drawing budget
+RENDER_NETWORK_DEPTH = default_depth(1)
 
-def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = 256,
+
+def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_RENDER_DEPTH,
              styler_cls: Optional[type[GraphvizStyler]] = None, *,
              fold_repeats: FoldRepeats = "auto", backward: bool = False, show_saved: bool = False,
              **styler_args: Any) -> graphviz.Digraph:
@@ -160,7 +165,8 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = 256,
             see :func:`~torchrecorder.diff.draw.make_diff_dot`).
         render_depth: depth until which modules are drawn expanded (see
             :class:`~torchrecorder.renderer.base.BaseRenderer`); ``None``: every
-            depth (the default, 256, also draws any usual model whole).
+            depth.  By default every module opens, within the drawing budget
+            (``max_nodes``); a depth given explicitly is drawn as asked.
         styler_cls: styler class; ``None`` means
             :class:`~torchrecorder.renderer.GraphvizStyler`.
         fold_repeats: draw runs of identical consecutive blocks once, marked
@@ -182,7 +188,9 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = 256,
             ``all_ops=True`` (draw data-movement operations and operations
             without a drawn input too), ``margin=0.25`` (white space around the
             figure, in inches; by default none beyond Graphviz's 4-point pad,
-            in PDF and PNG too); and the styler's: ``preset`` (one of
+            in PDF and PNG too), ``max_nodes`` (the drawing budget:
+            ``"auto"``, an int, or ``None`` to draw everything; see
+            :class:`~torchrecorder.renderer.base.BaseRenderer`); and the styler's: ``preset`` (one of
             :data:`~torchrecorder.renderer.graphviz.PRESETS`),
             ``param_shapes``, ``edge_shapes``, ``KIND_attrs`` mappings, and
             Graphviz attributes (``rankdir``, ``dpi``, ``size`` and the other
@@ -307,7 +315,7 @@ def render_network(
     filename: Optional[str] = None,
     fmt: str = "svg",
     input_data: Any = None,
-    render_depth: Optional[int] = 1,
+    render_depth: Optional[int] = RENDER_NETWORK_DEPTH,
     *,
     input_kwargs: Optional[dict[str, Any]] = None,
     device: Union[str, torch.device, None] = None,
@@ -397,7 +405,8 @@ def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats:
         return page.text.encode()
     if fmt == "mmd":
         return MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
-                               tensor_nodes=bool(styler_args.get("tensor_nodes", True))).render().encode()
+                               tensor_nodes=bool(styler_args.get("tensor_nodes", True)),
+                               max_nodes=styler_args.get("max_nodes", "auto")).render().encode()
     if fmt in RASTER_FORMATS and "dpi" not in styler_args \
             and "dpi" not in (styler_args.get("graph_attrs") or {}):
         styler_args = {**styler_args, "dpi": DEFAULT_RASTER_DPI}

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Optional
 
+from ._progress import LONG_LAYOUT, stage
 from .errors import GraphvizNotFoundError
 
 __all__ = [
@@ -220,6 +221,11 @@ def render_source(source: str, fmt: str, engine: str = "dot") -> bytes:
     if fmt not in formats:
         raise ValueError(f"unknown format {fmt!r}; Graphviz ({backend}) supports: "
                          + ", ".join(sorted((formats - REFUSED_FORMATS.keys()) | SOURCE_FORMATS)))
+    with stage(f"laying out with {engine} -T{fmt}", source.count("\n"), LONG_LAYOUT):
+        return _run(source, fmt, engine, backend)
+
+
+def _run(source: str, fmt: str, engine: str, backend: str) -> bytes:
     if backend == "dot":
         command = [shutil.which(engine) or engine, f"-T{fmt}"]
         if fmt == "svg":  # -v: Graphviz says which installed font it measured each fontname with

@@ -15,7 +15,7 @@ from .export import dumps
 from .graph import Graph
 from .projection import FoldRepeats
 from .renderer.graphviz import GraphvizRenderer
-from .renderer.html import HtmlPage, HtmlRenderer
+from .renderer.html import HTML_DEFAULT_DEPTH, HtmlPage, HtmlRenderer
 from .renderer.notebook import mimebundle, svg_of
 from .summary import summary_table
 
@@ -55,11 +55,11 @@ class Display:
             write_atomically(path, text)  # all or nothing: a failure leaves the old file
         return text
 
-    def show(self, render_depth: Optional[int] = 1, **options: Any) -> HtmlPage:
+    def show(self, render_depth: Optional[int] = HTML_DEFAULT_DEPTH, **options: Any) -> HtmlPage:
         """The interactive view of the graph: an :class:`~torchrecorder.renderer.html.HtmlPage` that
         shows itself inline in Jupyter (JupyterLab, Notebook, VS Code) and ``.save(path)`` writes.
 
-        ``render_depth`` is the depth it opens at; ``options`` as in
+        ``render_depth`` is the depth it opens at (by default 1, within the drawing budget); ``options`` as in
         :class:`~torchrecorder.renderer.html.HtmlRenderer` (``fold_repeats``, ``preset``, ...).
         """
         return HtmlRenderer(self._graph(), render_depth, **options).render()
@@ -67,9 +67,9 @@ class Display:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None,
                           **kwargs: Any) -> dict[str, str]:
         """Jupyter display: the graph at ``render_depth=1``, at a readable size."""
-        source = GraphvizRenderer(self._graph(), 1).render().source
+        source = GraphvizRenderer(self._graph(), HTML_DEFAULT_DEPTH).render().source
         return mimebundle(source, repr(self), include=include, exclude=exclude)
 
     def _repr_svg_(self) -> Optional[str]:
         """The graph at ``render_depth=1`` as SVG text, or ``None`` without Graphviz."""
-        return svg_of(GraphvizRenderer(self._graph(), 1).render().source)
+        return svg_of(GraphvizRenderer(self._graph(), HTML_DEFAULT_DEPTH).render().source)

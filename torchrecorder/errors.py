@@ -6,7 +6,7 @@ classes here name problems that only torchrecorder can detect.
 
 from __future__ import annotations
 
-__all__ = ["GraphError", "GraphvizNotFoundError", "RenderError"]
+__all__ = ["GraphError", "GraphvizNotFoundError", "LargeDrawingWarning", "RenderError"]
 
 
 class GraphError(ValueError):
@@ -25,3 +25,9 @@ class GraphvizNotFoundError(RuntimeError):
 class RenderError(RuntimeError):
     """A renderer's hooks drew something that does not fit together: an edge to a node
     that its ``render_node`` never drew."""
+
+
+class LargeDrawingWarning(UserWarning):
+    """A drawing is larger than the drawing budget: a default one was reduced to fit (the
+    message says what was collapsed and how to draw everything), or one drawn as asked may
+    take Graphviz minutes to lay out."""

@@ -62,6 +62,7 @@ import graphviz
 from ._files import files_written_after
 from .backend import render_source
 from .graph import Graph
+from .projection.budget import default_depth
 from .renderer.graphviz import GraphvizRenderer
 
 __all__ = ["Scraper", "get_scraper", "reset_scraper"]
@@ -164,7 +165,7 @@ class Scraper:
     ``"image_scrapers": (torchrecorder.scraper.Scraper(render_depth=2),)``.
     """
 
-    def __init__(self, render_depth: int = 1, thumbnail_dpi: float = 72, *,
+    def __init__(self, render_depth: int = default_depth(1), thumbnail_dpi: float = 72, *,
                  files_since_start: bool = False) -> None:
         if isinstance(render_depth, bool) or not isinstance(render_depth, int) or render_depth < 0:
             raise ValueError(f"render_depth must be an int >= 0, got {render_depth!r}")
@@ -176,7 +177,7 @@ class Scraper:
         self._serial = 0 if files_since_start else files_written_after(0)[0]
 
     def __repr__(self) -> str:
-        return f"torchrecorder.scraper.Scraper(render_depth={self.render_depth})"
+        return f"torchrecorder.scraper.Scraper(render_depth={int(self.render_depth)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (Sphinx caches its configuration) as its options, without the per-example state."""

@@ -69,6 +69,7 @@ from . import renderer as _renderer
 from .api import make_dot, record
 from .backend import render_source
 from .factory import ModelSpecError, initialize_lazy, load_model, parse_dtype, parse_shape
+from .projection.budget import default_depth
 
 __all__ = ["TorchrecorderDirective", "setup", "torchrecorder_figure"]
 
@@ -124,7 +125,8 @@ class TorchrecorderDirective(SphinxDirective):
         if ":" not in spec:
             raise ModelSpecError(f"the model {spec!r} must look like 'package.module:factory' or "
                                  "'file.py:factory'")
-        opts: dict[str, Any] = {"shapes": [], "depth": 1, "preset": "default", "direction": None,
+        opts: dict[str, Any] = {"shapes": [], "depth": default_depth(1), "preset": "default",
+                                "direction": None,
                                 "fold": "auto", "format": "svg", "dtype": None, "caption": None,
                                 "alt": None, "name": None}
         for name, value in pairs:

@@ -232,6 +232,9 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             type_text = f"({_cell(layer.type_name)}) ×{len(run)}"
         else:
             title, label, type_text = _title(layer), row.label, f"({_cell(layer.type_name)})"
+            group = plan.in_loop.get(layer.key)
+            if group is not None:  # the first iteration of a folded loop stands for all of them
+                type_text += f" ×{len(plan.loops[group.key])} (loop)"
         leafish = i in cut or (layer is not None and stats.is_leaf(row))
         if layer is not None and layer.call_index > 1:
             params = 0

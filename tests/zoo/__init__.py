@@ -4,7 +4,9 @@ Every entry is a :class:`Case`: a factory for the model, a factory for its
 inputs, and what the checks may expect of it.  ``handwritten.CASES`` holds the
 hand-written models, ``passthrough.CASES`` those of pass-through outputs and
 of edges through code torch's function mode does not see, ``hf.CASES`` the
-``transformers`` architectures (empty when ``transformers`` is not installed).
+``transformers`` architectures (empty when ``transformers`` is not installed);
+``stress.CASES`` the models that stress the size of a drawing and Python loops
+(:func:`stress_cases`: drawn by ``tests/test_zoo_budget.py``, not compared with an oracle).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, Optional
 
 from torch import nn
 
-__all__ = ["Case", "all_cases"]
+__all__ = ["Case", "all_cases", "stress_cases"]
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -66,3 +68,10 @@ def all_cases() -> list[Case]:
     from . import handwritten, hf, passthrough
 
     return [*handwritten.CASES, *passthrough.CASES, *hf.CASES]
+
+
+def stress_cases() -> list[Case]:
+    """The models that stress drawing size and loops (``stress.CASES``)."""
+    from . import stress
+
+    return list(stress.CASES)

@@ -22,7 +22,7 @@ import torchrecorder
 
 from ..graph_checks import snapshot
 from ..oracle import compare, export_relation, fx_relation, recorded_relation
-from . import Case, all_cases
+from . import Case, all_cases, stress_cases
 
 __all__ = ["MODES", "OracleRow", "Recorded", "Zoo", "restored"]
 
@@ -72,10 +72,13 @@ class Zoo:
         return list(self._cases.values())
 
     def case(self, name: str) -> Case:
-        """The case called ``name``."""
+        """The case called ``name`` (a stress case too)."""
         if not self._cases:
             self.cases()
-        return self._cases[name]
+        got = self._cases.get(name)
+        if got is None:
+            got = {c.name: c for c in stress_cases()}[name]
+        return got
 
     def recorded(self, name: str) -> Recorded:
         """The model ``name``, built, snapshotted and recorded (on the first request only)."""

@@ -4,7 +4,9 @@
   drawn children, re-attached edges, edge tensors, out-degrees) and the kind
   vocabulary of nodes;
 * :mod:`~torchrecorder.projection.fold`: runs of structurally identical blocks
-  drawn once (:class:`FoldPlan`).
+  drawn once (:class:`FoldPlan`);
+* :mod:`~torchrecorder.projection.loops`: repeated operation patterns (the
+  iterations of a Python loop) drawn once, as a :class:`LoopNode` group.
 """
 
 from .drawn import (
@@ -19,6 +21,7 @@ from .drawn import (
     kind_of,
 )
 from .fold import FoldPlan, structure_ids
+from .loops import LoopNode
 
 __all__ = [
     "AUTO_FOLD_MIN",
@@ -26,6 +29,7 @@ __all__ = [
     "NODE_KINDS",
     "FoldPlan",
     "FoldRepeats",
+    "LoopNode",
     "Projection",
     "default_expanded",
     "fold_min",

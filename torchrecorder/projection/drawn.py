@@ -20,6 +20,7 @@ from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 from .fold import FoldPlan
+from .loops import DATA_MOVEMENT_OPS, LoopNode
 
 __all__ = ["AUTO_FOLD_MIN", "DATA_MOVEMENT_OPS", "NODE_KINDS", "FoldRepeats", "Projection",
            "default_expanded", "fold_min", "is_passed_tensor", "kind_of"]
@@ -29,15 +30,6 @@ AUTO_FOLD_MIN = 8
 
 FoldRepeats = Union[bool, int, str, None]
 
-#: Operations that only move, select or re-type data (no arithmetic).  Unless every op is
-#: drawn (``all_ops``), they are left out and named on the edge they sat on.
-DATA_MOVEMENT_OPS: frozenset[str] = frozenset((
-    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose", "t",
-    "permute", "movedim", "moveaxis", "swapaxes", "swapdims", "squeeze", "unsqueeze",
-    "contiguous", "expand", "expand_as", "getitem", "narrow", "select", "identity", "clone",
-    "detach", "to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long",
-    "short", "bool", "byte", "char", "cpu", "cuda",
-))
 
 #: The kinds every renderer tells apart, by node class (searched along a node's MRO).  A
 #: tensor with a ``role`` (the network's inputs and outputs) is of kind ``"io"``.  A
@@ -124,14 +116,17 @@ class Projection:
             (:meth:`edge_ops` names them), and operations that read no drawn
             input (``arange``, a buffer's ``expand``) are left out with their
             edges, so that nothing floats without an input.
+        loops: fold Python loops too (runs of identical iterations of operations, see
+            :mod:`~.loops`), not only runs of identical blocks.
     """
 
     def __init__(self, graph: Graph, render_depth: int, expanded: Callable[[BaseNode], bool], *,
-                 min_run: int, tensor_nodes: bool, all_ops: bool = True) -> None:
+                 min_run: int, tensor_nodes: bool, all_ops: bool = True, loops: bool = True) -> None:
         self.graph = graph
         # the nodes as a plain dict: lookups in the loops below stay on CPython's fast path
         # (graph.nodes is a NodeTable, a dict subclass)
         self.nodes: dict[Key, BaseNode] = dict(graph.nodes)
+        self.loops = loops
         self.render_depth = render_depth
         self.min_run = min_run
         self.tensor_nodes = tensor_nodes
@@ -150,22 +145,25 @@ class Projection:
         """The ``expanded`` rule's answer for ``node``, asked once per node."""
         got = self._expanded.get(node.key)
         if got is None:
-            got = self._expanded[node.key] = bool(self._rule(node))
+            got = self._expanded[node.key] = isinstance(node, LoopNode) or bool(self._rule(node))
         return got
 
     @property
     def fold(self) -> FoldPlan:
         """The runs of identical blocks drawn once (see :class:`~.fold.FoldPlan`)."""
         if self._fold is None:
-            self._fold = FoldPlan.build(self.graph, self.min_run, self.is_expanded)
+            self._fold = FoldPlan.build(self.graph, self.min_run, self.is_expanded, all_ops=self.all_ops,
+                                        loops=self.loops)
         return self._fold
 
     def repeats(self, node: BaseNode) -> list[LayerNode]:
         """The blocks the drawn ``node`` stands for: a folded run, ``[node]`` for another layer,
-        ``[]`` for a node that is not a layer."""
+        ``[]`` for a node that is not a layer.  Of a folded loop's group
+        (:class:`~.loops.LoopNode`): one ``LoopNode`` per iteration."""
         if not isinstance(node, LayerNode):
             return []
-        run = self.fold.runs.get(node.key)
+        fold = self.fold
+        run = fold.loops.get(node.key) if isinstance(node, LoopNode) else fold.runs.get(node.key)
         return run if run is not None else [node]
 
     def children(self, node: BaseNode) -> list[BaseNode]:
@@ -173,8 +171,19 @@ class Projection:
         if not isinstance(node, LayerNode):
             return []
         nodes = self.nodes
-        hidden = self.fold.hidden
+        fold = self.fold
+        hidden = fold.hidden
         kids = [nodes[k] for k in node.subnets if k in nodes and k not in hidden]
+        if fold.in_loop:  # a folded loop's group stands for the children of its first iteration
+            in_loop = fold.in_loop
+            grouped: list[BaseNode] = []
+            for kid in kids:
+                group = in_loop.get(kid.key)
+                if group is None or group is node:
+                    grouped.append(kid)
+                elif kid.key == next(iter(group.subnets)):
+                    grouped.append(group)
+            kids = grouped
         if not self.tensor_nodes or not self.all_ops:
             left_out = self.left_out
             kids = [n for n in kids if n.key not in left_out]
@@ -247,6 +256,7 @@ class Projection:
             drawn = self._drawn if self._drawn is not None else self._drawn_map()
             pairs: dict[tuple[Key, Key], None] = {}
             get = drawn.get
+            iteration = self.fold.iteration
             for a, b in self.graph.edges:
                 da = get(a)
                 if da is None:
@@ -254,6 +264,12 @@ class Projection:
                 db = get(b)
                 if db is None or da == db:
                     continue
+                if iteration:  # an edge between two iterations of a folded loop: not drawn
+                    ia = iteration.get(a)
+                    if ia is not None:
+                        ib = iteration.get(b)
+                        if ib is not None and ia[0] == ib[0] and ia[1] != ib[1]:
+                            continue
                 pairs[(da, db)] = None
             if not self.tensor_nodes or not self.all_ops:
                 pairs = self._join_left_out(list(pairs))
@@ -330,13 +346,17 @@ class Projection:
 
         result: dict[tuple[Key, Key], None] = {}
         via, edge_ops = self._via, self._ops
+        memo: dict[Key, list[tuple[Key, Optional[TensorNode], tuple[OpNode, ...]]]] = {}
         for a, b in pairs:
             if a in through or a in dropped or b in dropped:
                 continue
             if b not in through:
                 result[(a, b)] = None
                 continue
-            for c, tensor, ops in reached(b):
+            got = memo.get(b)
+            if got is None:  # several producers feeding one left-out node walk its chain once
+                got = memo[b] = reached(b)
+            for c, tensor, ops in got:
                 if c != a and (a, c) not in result:
                     result[(a, c)] = None
                     if tensor is not None:
@@ -357,7 +377,7 @@ class Projection:
                 node = nodes[k]
                 if isinstance(node, OpNode) or is_passed_tensor(node):
                     candidates.add(k)
-        fed = [a for a, _ in pairs if a not in candidates]
+        fed = list(dict.fromkeys(a for a, _ in pairs if a not in candidates))  # each once
         sourced: set[Key] = set()
         while fed:
             for b in succ.get(fed.pop(), ()):

@@ -10,11 +10,12 @@ identity do not matter: the 32 decoder layers of a transformer match, and so do
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, Optional
 
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from .loops import LoopNode, Stretch, find_stretches
 
 __all__ = ["FoldPlan", "structure_ids"]
 
@@ -108,23 +109,36 @@ class FoldPlan:
             the tensors passed between its blocks).
         alias: key of a node inside a later block -> key of its counterpart in
             the first block; ``None`` for nodes that stand for nothing drawn.
+        loops: key of each folded loop's group (a :class:`~.loops.LoopNode`) -> one
+            ``LoopNode`` per iteration, the first being the drawn group.
+        in_loop: key of each child of a folded loop's first iteration -> its group.
+        iteration: key of every node of a folded loop (inside layers too) ->
+            ``(loop number, iteration)``: an edge between two iterations of one
+            loop is the loop's carried value, not drawn.
     """
 
     def __init__(self) -> None:
         self.runs: dict[Key, list[LayerNode]] = {}
         self.hidden: set[Key] = set()
         self.alias: dict[Key, Optional[Key]] = {}
+        self.loops: dict[Key, list[LayerNode]] = {}
+        self.in_loop: dict[Key, LoopNode] = {}
+        self.iteration: dict[Key, tuple[int, int]] = {}
 
     @classmethod
-    def build(cls, rec: Graph, min_run: int, expanded: Callable[[BaseNode], bool]) -> FoldPlan:
-        """Fold every chain of at least ``min_run`` identical blocks among drawn children.
+    def build(cls, rec: Graph, min_run: int, expanded: Callable[[BaseNode], bool], *,
+              loops: bool = True, all_ops: bool = False) -> FoldPlan:
+        """Fold every chain of at least ``min_run`` identical blocks among drawn children, and
+        (``loops``) every run of at least ``min_run`` identical iterations of a sequence of
+        children (a Python loop: see :mod:`~torchrecorder.projection.loops`).
 
         A chain is a run of consecutive identical blocks each of which takes
         its input from the one before (directly or through the tensor between
         them); identical blocks side by side (parallel branches) are not folded.
 
         Structures are compared only for the blocks that may fold: runs of at
-        least ``min_run`` blocks alike in type and shapes.
+        least ``min_run`` blocks alike in type and shapes.  ``all_ops``: every
+        operation is drawn, so data-movement operations must match in shape too.
         """
         plan = cls()
         if min_run < 2:
@@ -145,6 +159,10 @@ class FoldPlan:
                     for chain, chain_gaps, insides in _chains(blocks, run, gaps):
                         if len(chain) >= min_run:
                             plan._fold(blocks, chain, chain_gaps, insides)
+            if loops and len(kids) >= 2 * min_run:
+                if blocks is None:
+                    blocks = _Blocks(rec)
+                plan._fold_loops(blocks, layer, [k for k in kids if k.key not in hidden], min_run, all_ops)
             for kid in kids:
                 if isinstance(kid, LayerNode) and kid.key not in hidden and expanded(kid):
                     stack.append(kid)
@@ -165,6 +183,50 @@ class FoldPlan:
                 if produced:  # an output of the block before it, passed to the next
                     self.hidden.add(tensor.key)
                     alias[tensor.key] = None
+
+
+    def _fold_loops(self, blocks: _Blocks, layer: LayerNode, kids: list[BaseNode], min_run: int,
+                    all_ops: bool) -> None:
+        """Fold the loops among ``kids``, the children of ``layer`` left after blocks folded."""
+        runs = self.runs
+
+        def same_layer(a: LayerNode, b: LayerNode) -> bool:
+            return (blocks.number(a) == blocks.number(b)
+                    and len(runs.get(a.key, ())) == len(runs.get(b.key, ())))
+
+        def insides(node: BaseNode) -> Sequence[Key]:
+            return blocks.preorder(node) if isinstance(node, LayerNode) else (node.key,)
+
+        preds = blocks.preds
+        for s in find_stretches(kids, min_run, all_ops, same_layer, insides, lambda k: preds.get(k, ())):
+            self._fold_loop(blocks, layer, kids, s, insides)
+
+    def _fold_loop(self, blocks: _Blocks, layer: LayerNode, kids: list[BaseNode], s: Stretch,
+                   insides: Callable[[BaseNode], Sequence[Key]]) -> None:
+        number = len(self.loops)
+        p = s.period
+        lead = kids[s.start:s.start + p]
+        group = LoopNode(layer, f"{lead[0].key}#loop", lead)
+        iterations: list[LayerNode] = [group]
+        iterations.extend(LoopNode(layer, f"{lead[0].key}#loop{k + 1}", (), call_index=k + 1)
+                          for k in range(1, s.count))
+        self.loops[group.key] = iterations
+        for member in lead:
+            self.in_loop[member.key] = group
+        lead_insides = [insides(m) for m in lead]
+        iteration, alias, hidden = self.iteration, self.alias, self.hidden
+        for keys in lead_insides:
+            iteration.update(dict.fromkeys(keys, (number, 0)))
+        for k in range(1, s.count):
+            base = s.start + k * p
+            for j in range(p):
+                member = kids[base + j]
+                keys = insides(member)
+                hidden.add(member.key)
+                iteration.update(dict.fromkeys(keys, (number, k)))
+                alias.update(zip(keys, lead_insides[j], strict=True))
+                if isinstance(member, LayerNode):
+                    alias.update(dict.fromkeys(blocks.params_inside(member)))
 
 
 #: marks, in a preorder walk, the end of a layer's children

@@ -60,22 +60,27 @@ output
 from __future__ import annotations
 
 import functools
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Optional
 
+from .._progress import LONG, bar, stage
 from .._stack import StackRoom
+from ..errors import LargeDrawingWarning
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
-from ..projection import FoldPlan, FoldRepeats, Projection, default_expanded, fold_min
+from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, default_expanded, fold_min
+from ..projection.budget import ALL_DEPTHS, DefaultDepth, Fit, MaxNodes, budget_of, default_depth, fit
 
 # nesting below which a drawing needs no more stack than Python's default limit allows
 _DEEP = 64
 
-__all__ = ["ALL_DEPTHS", "BaseRenderer", "follows_projection"]
+#: the ``render_depth`` a renderer draws at when none is given: every module open, within the
+#: drawing budget (see ``max_nodes``)
+DEFAULT_RENDER_DEPTH: DefaultDepth = default_depth(256)
 
-#: the render depth that ``render_depth=None`` stands for: deeper than any model nests
-ALL_DEPTHS = 1 << 30
+__all__ = ["ALL_DEPTHS", "DEFAULT_RENDER_DEPTH", "BaseRenderer", "follows_projection"]
 
 
 class BaseRenderer:
@@ -112,20 +117,41 @@ class BaseRenderer:
             and listed by :meth:`edge_ops` on the edge they sat on, and
             operations that read no drawn input (``arange``, a buffer's
             ``expand``) are left out with their edges.
+        max_nodes: the drawing budget.  When ``render_depth`` is left to its
+            default and the drawing would exceed :data:`~torchrecorder.projection.budget.MAX_NODES`
+            nodes or :data:`~torchrecorder.projection.budget.MAX_EDGES` edges
+            (``"auto"``) or ``max_nodes`` nodes (an int), repeated runs of 2
+            or more are folded (if ``fold_repeats`` is ``"auto"``) and, if that
+            is not enough, the deepest depth that fits is drawn; a note in
+            the drawing and a :class:`~torchrecorder.errors.LargeDrawingWarning`
+            say what was collapsed (:attr:`budget`).  ``None``, or a
+            ``render_depth`` given explicitly (``None``: every module open),
+            draws everything as asked, with a warning first if it is over
+            the budget.
     """
 
-    def __init__(self, rec: Graph, render_depth: Optional[int] = 256, *,
+    #: whether ``fold_repeats`` folds Python loops (runs of identical iterations of operations,
+    #: drawn as a :class:`~torchrecorder.projection.LoopNode` group) as well as blocks
+    fold_loops = True
+
+    def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = True,
-                 expand_leaves: bool = False, all_ops: bool = False) -> None:
+                 expand_leaves: bool = False, all_ops: bool = False, max_nodes: MaxNodes = "auto") -> None:
         if not isinstance(rec, Graph):
             raise TypeError(f"expected a Recorder (or Graph) to render, got {type(rec).__name__}")
-        if render_depth is None:  # everything
-            render_depth = ALL_DEPTHS
-        if isinstance(render_depth, bool) or not isinstance(render_depth, int) or render_depth < 0:
-            raise ValueError(f"render_depth must be an int >= 0, got {render_depth!r}")
+        if render_depth is not None and (isinstance(render_depth, bool) or not isinstance(render_depth, int)
+                                         or render_depth < 0):
+            raise ValueError(f"render_depth must be an int >= 0 or None (every module open), "
+                             f"got {render_depth!r}")
+        budget_of(max_nodes)  # checks it
         self.rec = rec
         self._projection: Optional[Projection] = None
-        self._render_depth = render_depth
+        self._requested: Optional[int] = render_depth
+        self._render_depth: int = ALL_DEPTHS if render_depth is None else render_depth
+        self._max_nodes = max_nodes
+        self._may_fold = isinstance(fold_repeats, str) and fold_repeats == "auto"
+        #: what the drawing budget chose (see ``max_nodes``), once the projection is made
+        self.budget: Optional[Fit] = None
         self._fold_min = fold_min(fold_repeats)
         self._tensor_nodes = bool(tensor_nodes)
         self._expand_leaves = bool(expand_leaves)
@@ -206,10 +232,14 @@ class BaseRenderer:
             self._begin(g)
             self._processed = None
             self._recursed.clear()
-            for child in self.children(self.rec.context):
-                self.render_node(g, child)
+            children = self.children(self.rec.context)
+            nodes, edges = self.budget.size if self.budget is not None else (0, 0)
+            with stage(f"drawing {self.rec.name!r}: {nodes:,} nodes", nodes + edges):
+                for child in children:
+                    self.render_node(g, child)
             todo = self._processed
-            for fnode, tnode in self.drawn_edges():
+            drawn = self.drawn_edges()
+            for fnode, tnode in bar(drawn, len(drawn) if nodes + edges >= LONG else 0, "edges"):
                 if todo is None or fnode in todo:
                     self.render_edge(g, fnode, tnode)
             if todo is not None:
@@ -228,8 +258,12 @@ class BaseRenderer:
         module that calls no other module and ran at most one operation (an
         ``nn.Linear``), whose box already says all that a group would.
         Override it to change which modules open; the projection (children,
-        drawn edges, folding) follows whatever it answers.
+        drawn edges, folding) follows whatever it answers.  The group of a
+        folded loop (a :class:`~torchrecorder.projection.LoopNode`) is always
+        expanded: an override should answer ``True`` for it, as this one does.
         """
+        if isinstance(node, LoopNode):
+            return True
         return default_expanded(node, self.render_depth, self.rec.nodes,
                                 expand_leaves=self.expand_leaves)
 
@@ -242,6 +276,7 @@ class BaseRenderer:
     @render_depth.setter
     def render_depth(self, value: int) -> None:
         self._render_depth = value
+        self._requested = value
         self._opened.clear()
         self._closed.clear()
         self._projection = None
@@ -293,15 +328,31 @@ class BaseRenderer:
         layer is opened (:meth:`open`)."""
         p = self._projection
         if p is None:
-            rule: Callable[[BaseNode], bool] = self.is_expanded
-            if self._opened or self._closed:
-                opened, closed, asked = self._opened, self._closed, self.is_expanded
-                rule = lambda node: node.key not in closed and (  # noqa: E731
-                    node.key in opened or asked(node))
-            p = self._projection = Projection(self.rec, self._render_depth, rule,
-                                              min_run=self._fold_min, tensor_nodes=self._tensor_nodes,
-                                              all_ops=self._all_ops)
+            p = self._fit().projection
         return p
+
+    def _fit(self) -> Fit:
+        """Make the projection within the drawing budget (see ``max_nodes``), and say so."""
+        rule: Callable[[BaseNode], bool] = self.is_expanded
+        if self._opened or self._closed:
+            opened, closed, asked = self._opened, self._closed, self.is_expanded
+            rule = lambda node: node.key not in closed and (  # noqa: E731
+                node.key in opened or asked(node))
+
+        def make(depth: int, min_run: int) -> Projection:
+            self._render_depth = depth  # the rule reads it
+            return Projection(self.rec, depth, rule, min_run=min_run, tensor_nodes=self._tensor_nodes,
+                              all_ops=self._all_ops, loops=self.fold_loops)
+
+        got = fit(self.rec, self._requested, make, min_run=self._fold_min, may_fold=self._may_fold,
+                  max_nodes=self._max_nodes)
+        self._render_depth, self._fold_min = got.depth, got.min_run
+        self._projection, self.budget = got.projection, got
+        if got.reduced:
+            warnings.warn(f"{self.rec.name!r}: {got.note()}", LargeDrawingWarning, stacklevel=4)
+        elif got.over:
+            warnings.warn(f"{self.rec.name!r}: {got.message()}", LargeDrawingWarning, stacklevel=4)
+        return got
 
     def open(self, node: LayerNode) -> None:
         """Draw the layer ``node`` as a group from now on, whatever :meth:`is_expanded` says.

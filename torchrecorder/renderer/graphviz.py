@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
@@ -15,9 +16,10 @@ from ..errors import RenderError
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
+from ..projection.budget import MaxNodes
 from ._statements import edge_ends, first_node_id, plain_id, same_id, top_level_statements
 from .attr_values import check_attribute_values
-from .base import BaseRenderer, follows_projection
+from .base import DEFAULT_RENDER_DEPTH, BaseRenderer, follows_projection
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
 
@@ -60,7 +62,8 @@ class GraphvizRenderer(BaseRenderer):
         tensor_nodes: see :class:`~torchrecorder.renderer.base.BaseRenderer`;
             by default the tensors passed between layers are not drawn and
             their shapes are written on the edges; ``True`` draws each as a box.
-        expand_leaves, all_ops: see :class:`~torchrecorder.renderer.base.BaseRenderer`.
+        expand_leaves, all_ops, max_nodes: see :class:`~torchrecorder.renderer.base.BaseRenderer`;
+            a drawing reduced to fit the budget carries a note saying so.
         direction: the layout direction, ``"TB"`` (top to bottom, the
             default), ``"LR"``, ``"BT"`` or ``"RL"``; the same as
             ``graph_attrs={"rankdir": ...}``.
@@ -90,14 +93,14 @@ class GraphvizRenderer(BaseRenderer):
     #: layout takes seconds instead of minutes)
     max_constraining_fanout = 8
 
-    def __init__(self, rec: Graph, render_depth: Optional[int] = 256,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
                  direction: Optional[str] = None, margin: Optional[float] = None,
-                 **styler_args: Any) -> None:
+                 max_nodes: MaxNodes = "auto", **styler_args: Any) -> None:
         super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
-                         expand_leaves=expand_leaves, all_ops=all_ops)
+                         expand_leaves=expand_leaves, all_ops=all_ops, max_nodes=max_nodes)
         if margin is not None:
             try:
                 inches = float(margin)
@@ -122,6 +125,7 @@ class GraphvizRenderer(BaseRenderer):
         self._indent = "\t"
         # expanded layer key -> its drawn children, for the title edges
         self._clusters: dict[Any, list[BaseNode]] = {}
+        self._cluster_nodes: dict[Any, BaseNode] = {}  # key -> the layer (or loop group) drawn
         self._titled: set[Any] = set()
         self._qids: dict[Any, str] = {}
         # attribute text of everything but the label and the tooltip, by the attributes' items:
@@ -157,6 +161,7 @@ class GraphvizRenderer(BaseRenderer):
     def _begin(self, g: Any) -> None:
         self._drawn.clear()
         self._clusters.clear()
+        self._cluster_nodes.clear()
         self._titled.clear()
         self._drawn_names = (set(), 0)
         self.recursion_trace.clear()
@@ -191,10 +196,15 @@ class GraphvizRenderer(BaseRenderer):
         """
         self._title_edges(g)
         drawn = self._drawn
+        note: list[str] = []
+        if self.budget is not None and self.budget.reduced:  # on the last rank, with the outputs
+            text = self._attr_text(self.style_note(), "style_note")
+            note.append(quote_dot_id(_NOTE_ID))
+            g.body.append(f"\t{note[0]} [{text}]\n")
         top = [n for n in self.children(self.rec.context) if isinstance(n, TensorNode) and n.key in drawn]
         inputs = [n for n in top if n.role == "input"]
         for role, rank in (("input", "source"), ("output", "sink")):
-            ids = [drawn[n.key] for n in top if n.role == role]
+            ids = [drawn[n.key] for n in top if n.role == role] + (note if role == "output" else [])
             if ids:
                 g.body.append(f"\t{{rank={rank}; {'; '.join(ids)}}}\n")
             # flat invisible edges keep them left to right in the model's order
@@ -211,6 +221,14 @@ class GraphvizRenderer(BaseRenderer):
                       and not (isinstance(node, TensorNode) and node.role)):
                     g.body.append(f"\t{first} -> {drawn[node.key]} [style=invis]\n")
         return g
+
+    def style_note(self) -> dict[str, str]:
+        """Attributes of the note that says what the drawing budget collapsed."""
+        note = self.budget.note() if self.budget is not None else ""
+        label = "".join(line + "\\l" for line in textwrap.wrap(note, 72))  # left-aligned lines
+        return {"label": label, "shape": "note", "fontsize": "9",
+                "fontname": "Helvetica,Arial,sans-serif", "style": "filled", "fillcolor": "#fff8dc",
+                "color": "#b8a26a", "tooltip": note}
 
     @follows_projection
     def render_node(self, g: graphviz.Digraph, node: BaseNode) -> None:
@@ -247,6 +265,7 @@ class GraphvizRenderer(BaseRenderer):
             g.body.append(f"{indent}\t{_cluster_attr_list(attrs)}\n")
         children = self.children(node)
         self._clusters[node.key] = children
+        self._cluster_nodes[node.key] = node
         if title is not None:
             self._titled.add(node.key)
             g.body.append(f"{indent}\t{self._title_id(node)} [{self._attr_text(title, 'style_cluster')}]\n")
@@ -292,12 +311,12 @@ class GraphvizRenderer(BaseRenderer):
                     break
                 tail = self._drawn.get(fnode.key)
                 if key in titled and tail is not None:
-                    lines[f"\t{tail} -> {self._title_id(self.rec.nodes[key])} [style=invis]\n"] = None
+                    lines[f"\t{tail} -> {self._title_id(self._cluster_nodes[key])} [style=invis]\n"] = None
                 inner = key
         for key, children in self._clusters.items():
             if key not in titled:
                 continue
-            tid = self._title_id(self.rec.nodes[key])
+            tid = self._title_id(self._cluster_nodes[key])
             for child in children:
                 if (key, child.key) in fed_inside:
                     continue
@@ -507,6 +526,10 @@ def title_attrs(attrs: dict[str, str]) -> Optional[dict[str, str]]:
     title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
     title.update(shape="plain", label=label)
     return title
+
+
+#: the DOT id of the drawing budget's note (no recorded key has a space)
+_NOTE_ID = "torchrecorder note"
 
 
 #: the attributes written apart from the others: they differ from node to node

@@ -27,6 +27,7 @@ from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import FoldPlan, FoldRepeats, Projection
+from ..projection.budget import MaxNodes, default_depth
 from .base import ALL_DEPTHS
 from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list, title_attrs
 from .labels import count_str, run_title
@@ -46,6 +47,10 @@ _SCRIPT_ESCAPE_TABLE = str.maketrans(_SCRIPT_ESCAPES)
 # connection, frame, font, form or base URL anywhere
 _CSP = ("default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; "
         "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+
+
+#: the depth the page opens at by default (within the drawing budget)
+HTML_DEFAULT_DEPTH = default_depth(1)
 
 
 class HtmlPage:
@@ -98,16 +103,22 @@ class HtmlRenderer(GraphvizRenderer):
     The styler's ``style_node``, ``style_cluster``, ``style_repeated``,
     ``style_edge`` and ``style_tensor_edge`` make every attribute the page
     uses; :meth:`is_expanded` says which layers open first, and the same rule
-    at an unlimited depth says which layers can open at all.
+    at an unlimited depth says which layers can open at all.  The page folds
+    runs of blocks, not Python loops (``fold_loops`` is off): its first view,
+    and so the drawing budget, count every operation of a loop.
     """
 
-    def __init__(self, rec: Graph, render_depth: Optional[int] = 1,
+    fold_loops = False
+
+    def __init__(self, rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
-                 direction: Optional[str] = None, height: int = 640, **styler_args: Any) -> None:
+                 direction: Optional[str] = None, height: int = 640, max_nodes: MaxNodes = "auto",
+                 **styler_args: Any) -> None:
         super().__init__(rec, render_depth, styler_cls, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
-                         expand_leaves=expand_leaves, all_ops=all_ops, direction=direction, **styler_args)
+                         expand_leaves=expand_leaves, all_ops=all_ops, direction=direction,
+                         max_nodes=max_nodes, **styler_args)
         if isinstance(height, bool) or not isinstance(height, int) or height < 100:
             raise ValueError(f"height must be an int >= 100 (CSS pixels), got {height!r}")
         self.height = height
@@ -214,29 +225,35 @@ class HtmlRenderer(GraphvizRenderer):
         """``[from, to, attrs at level 0, 1, ..., edge]``: the attributes of the edge drawn from
         its source, from the source's parent's box, ... (trailing repeats left out)."""
         rows: list[list[Any]] = []
-        inside: dict[tuple[Key, int], bool] = {}
         rec_nodes = self.rec.nodes
+        ancestors: dict[Key, frozenset[Key]] = {}
+        # the stock style_edge reads of its source only whether it is a parameter: past the
+        # boxes that hold the edge's ops and tensor, every outer box gives the same attributes
+        stock = type(self.styler).style_edge is GraphvizStyler.style_edge
         for fnode, tnode in finest.edges:
             a, b = index.get(fnode.key), index.get(tnode.key)
             if a is None or b is None:
                 continue
             tensor = finest.edge_tensor(fnode, tnode)
             ops = finest.edge_ops(fnode, tnode)
-            targets = _chain(b, parents)
+            sources, targets = _chain(a, parents), _chain(b, parents)
+            # where, going out from each end, a box first holds each op (and the tensor): the
+            # attributes change only there, so each variant is made once
+            at_a = [_first_holder(op, sources, order, rec_nodes, ancestors) for op in ops]
+            at_b = [_first_holder(op, targets, order, rec_nodes, ancestors) for op in ops]
+            t_a = _first_holder(tensor, sources, order, rec_nodes, ancestors) if tensor is not None else 0
+            t_b = _first_holder(tensor, targets, order, rec_nodes, ancestors) if tensor is not None else 0
             variants: list[Any] = []
-            for source in _chain(a, parents):
+            for i, source in enumerate(sources):
                 node = order[source]
-                # the operations a box drawn at either end does not hide
-                kept = tuple(op for op in ops if not _within(op, source, order, rec_nodes, inside))
+                kept = [n for n in range(len(ops)) if at_a[n] > i]
+                carried_here = tensor is not None and t_a > i
+                last = max([at_b[n] for n in kept] + ([t_b] if carried_here else []), default=0)
                 by_target: list[int] = []
                 made: dict[tuple[tuple[OpNode, ...], bool], int] = {}
-                for target in targets:
-                    shown = tuple(op for op in kept if not _within(op, target, order, rec_nodes, inside))
-                    # a tensor inside a box drawn at either end is not on the edge between them
-                    carried = tensor
-                    if tensor is not None and (_within(tensor, source, order, rec_nodes, inside)
-                                               or _within(tensor, target, order, rec_nodes, inside)):
-                        carried = None
+                for j in range(min(len(targets), last + 1)):
+                    shown = tuple(ops[n] for n in kept if at_b[n] > j)
+                    carried = tensor if carried_here and t_b > j else None
                     got = made.get((shown, carried is None))
                     if got is None:
                         got = attrs.add(self._edge_parts(node, tnode, carried, shown, strings))
@@ -245,6 +262,8 @@ class HtmlRenderer(GraphvizRenderer):
                 while len(by_target) > 1 and by_target[-1] == by_target[-2]:
                     by_target.pop()
                 variants.append(by_target[0] if len(by_target) == 1 else by_target)
+                if stock and i >= 1 and not kept and not carried_here:
+                    break  # the same for every box further out
             while len(variants) > 1 and variants[-1] == variants[-2]:
                 variants.pop()
             rows.append([a, b, *variants])
@@ -268,7 +287,7 @@ class HtmlRenderer(GraphvizRenderer):
         run of identical blocks (``fold_repeats``); the page folds each until unfolded."""
         if not self.fold_min:
             return []
-        plan = FoldPlan.build(rec, self.fold_min, opens)
+        plan = FoldPlan.build(rec, self.fold_min, opens, loops=False)
         member_of: dict[int, tuple[int, int]] = {}
         runs: list[list[Any]] = []
         for number, (lead_key, run) in enumerate(plan.runs.items()):
@@ -371,25 +390,24 @@ def _runs_around(i: int, member_of: dict[int, tuple[int, int]],
         i = parents[i]
 
 
-def _within(op: BaseNode, source: int, order: list[BaseNode], nodes: Mapping[Key, BaseNode],
-            memo: dict[tuple[Key, int], bool]) -> bool:
-    """Whether ``op`` (an operation or a tensor) is inside the layer at ``source`` (then a box
-    drawn for it hides it)."""
-    if not isinstance(order[source], LayerNode):
-        return False
-    key = (op.key, source)
-    got = memo.get(key)
-    if got is None:
-        target = order[source].key
-        got = False
-        parent: Key = op.parent
+def _first_holder(item: BaseNode, chain: list[int], order: list[BaseNode], nodes: Mapping[Key, BaseNode],
+                  memo: dict[Key, frozenset[Key]]) -> int:
+    """The position in ``chain`` (a node and the layers holding it, innermost first) of the
+    first layer that holds ``item`` (an operation or a tensor); ``len(chain)`` if none does.
+    Every layer after it holds ``item`` too."""
+    above = memo.get(item.key)
+    if above is None:
+        keys = []
+        parent: Key = item.parent
         while parent is not None and parent in nodes:
-            if parent == target:
-                got = True
-                break
+            keys.append(parent)
             parent = nodes[parent].parent
-        memo[key] = got
-    return got
+        above = memo[item.key] = frozenset(keys)
+    for i, at in enumerate(chain):
+        node = order[at]
+        if isinstance(node, LayerNode) and node.key in above:
+            return i
+    return len(chain)
 
 
 def _boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[TensorNode]]]:
@@ -502,7 +520,8 @@ def page_html(data: dict[str, Any], name: str) -> str:
     ))
 
 
-def make_html(rec: Graph, render_depth: Optional[int] = 1, styler_cls: Optional[type[GraphvizStyler]] = None,
+def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
+              styler_cls: Optional[type[GraphvizStyler]] = None,
               **options: Any) -> HtmlPage:
     """The interactive HTML page of a recording (``options`` as in :class:`HtmlRenderer`).
 

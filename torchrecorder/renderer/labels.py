@@ -8,6 +8,7 @@ from typing import Any, Optional
 from .._text import DOT_STRING_BYTES, dot_text, shorten, string_quote
 from ..graph import Graph
 from ..nodes import LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..projection import LoopNode
 
 __all__ = ["count_str", "dtype_suffix", "edge_label", "listed_params", "op_input_shapes", "param_lines",
            "params_text", "run_title", "shapes_text", "stacked_label", "tooltip_text"]
@@ -63,8 +64,11 @@ def listed_params(rec: Optional[Graph], node: LayerNode) -> list[ParamNode]:
 
 
 def run_title(run: list[LayerNode], dotted: bool) -> str:
-    """``"layers.0 … layers.11"`` (``dotted``: paths) or ``"0 … 11"`` for a folded run."""
+    """``"layers.0 … layers.11"`` (``dotted``: paths) or ``"0 … 11"`` for a folded run;
+    ``"loop"`` for the iterations of a folded loop."""
     first, last = run[0], run[-1]
+    if isinstance(first, LoopNode):
+        return first.name
     a = (first.path or first.name) if dotted else first.name
     b = (last.path or last.name) if dotted else last.name
     if first.call_index > 1 or last.call_index > 1 or a == b:  # calls of one module: number both

@@ -34,7 +34,8 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import FoldRepeats
 from ..projection import kind_of as _kind_of
-from .base import BaseRenderer, follows_projection
+from ..projection.budget import MaxNodes
+from .base import DEFAULT_RENDER_DEPTH, BaseRenderer, follows_projection
 from .labels import dtype_suffix, param_lines, run_title
 
 __all__ = ["MERMAID_MAX_EDGES", "MERMAID_STYLES", "MermaidRenderer", "make_mermaid", "mermaid_id",
@@ -122,7 +123,7 @@ class MermaidRenderer(BaseRenderer):
     Args:
         rec: the recording.
         render_depth: see :class:`~torchrecorder.renderer.base.BaseRenderer`.
-        fold_repeats: see :class:`~torchrecorder.renderer.base.BaseRenderer`.
+        fold_repeats, max_nodes: see :class:`~torchrecorder.renderer.base.BaseRenderer`.
         tensor_nodes: see :class:`~torchrecorder.renderer.base.BaseRenderer`;
             with ``False`` tensor shapes are written on the edges.
         direction: ``"TB"`` (top to bottom, the default), ``"LR"``, ``"BT"`` or ``"RL"``.
@@ -136,10 +137,12 @@ class MermaidRenderer(BaseRenderer):
     ``fold_repeats`` or with ``tensor_nodes=False``.
     """
 
-    def __init__(self, rec: Graph, render_depth: Optional[int] = 256, *, fold_repeats: FoldRepeats = "auto",
-                 tensor_nodes: bool = True, direction: str = "TB",
-                 styles: Optional[Mapping[str, str]] = None, edge_shapes: bool = False) -> None:
-        super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes)
+    def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH, *,
+                 fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = True, direction: str = "TB",
+                 styles: Optional[Mapping[str, str]] = None, edge_shapes: bool = False,
+                 max_nodes: MaxNodes = "auto") -> None:
+        super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
+                         max_nodes=max_nodes)
         if direction not in ("TB", "TD", "BT", "LR", "RL"):
             raise ValueError(f"direction must be one of TB, TD, BT, LR, RL, got {direction!r}")
         self.direction = direction
@@ -211,6 +214,8 @@ class MermaidRenderer(BaseRenderer):
             warnings.warn(f"the Mermaid chart of {self.rec.name!r} has {g.edges} edges; Mermaid draws at "
                           f"most {MERMAID_MAX_EDGES} unless configured with a larger maxEdges. Use a "
                           "smaller render_depth, fold_repeats=True or tensor_nodes=False.", stacklevel=3)
+        if self.budget is not None and self.budget.reduced:
+            g.add(f"n_torchrecorder_note>\"{mermaid_text(self.budget.note())}\"]")
         for kind in self.styles:
             ids = g.classes.get(kind)
             if ids:

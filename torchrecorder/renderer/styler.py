@@ -13,7 +13,7 @@ from .._text import html_text, shorten
 from ..backend import GRAPHVIZ_ATTRIBUTES
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ..projection import NODE_KINDS
+from ..projection import NODE_KINDS, LoopNode
 from ..projection import kind_of as _kind_of
 from ._styletable import StyleTable
 from .base import BaseRenderer
@@ -518,7 +518,8 @@ class GraphvizStyler:
             attrs = self.style_node(node)
             attrs["label"] = self._layer_label(node, run_title(list(run), dotted=True), len(run))
             attrs.update(self.styles["folded"])
-        attrs["tooltip"] = tooltip_text(f"{len(run)} identical blocks: " + self.tooltip(node))
+        what = "iterations" if isinstance(node, LoopNode) else "blocks"
+        attrs["tooltip"] = tooltip_text(f"{len(run)} identical {what}: " + self.tooltip(node))
         return attrs
 
 
@@ -560,7 +561,7 @@ _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
                     "all_ops", "direction", "margin", "param_shapes", "param_counts", "edge_shapes",
-                    "align")
+                    "align", "max_nodes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 

@@ -123,8 +123,13 @@
   function buildDot() {
     const hiddenEdges = resolve();
     const out = [D.header], titled = new Set(), opened = [];
-    function visit(i, ind) {
-      if (rep[i] !== i) return;
+    // depth first with an explicit stack (no recursion: any nesting depth); -1 closes a cluster
+    const todo = [];
+    for (let j = top.length - 1; j >= 0; j--) todo.push([top[j], "\t"]);
+    while (todo.length) {
+      const [i, ind] = todo.pop();
+      if (i === -1) { out.push(ind + "}"); continue; }
+      if (rep[i] !== i) continue;
       const run = foldedRun(i);
       if (isOpen(i)) {
         // the cluster's attributes, and those of the node drawing its title (NUL between)
@@ -136,14 +141,13 @@
           out.push(ind + "\t" + titleId(i) + " [" + parts[0] + ' id="t' + i + '"]');
         }
         opened.push(i);
+        todo.push([-1, ind]);
         const kids = children[i];
-        for (let j = 0; j < kids.length; j++) visit(kids[j], ind + "\t");
-        out.push(ind + "}");
+        for (let j = kids.length - 1; j >= 0; j--) todo.push([kids[j], ind + "\t"]);
       } else {
         out.push(ind + S[N[i][2]] + " [" + attrText(run ? run.box : N[i][3]) + ' id="n' + i + '"]');
       }
     }
-    for (let j = 0; j < top.length; j++) visit(top[j], "\t");
     const seen = new Set(), drawn = [], degree = new Map();
     for (let e = 0; e < E.length; e++) {
       const row = E[e], a = rep[row[0]], b = rep[row[1]];

@@ -1,0 +1,249 @@
+"""Folding repeated operation patterns (Python loops in ``forward``) into one group marked ×N."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.projection import LoopNode, Projection
+from torchrecorder.projection.loops import choose, periodic_stretches
+from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
+
+from .dot_parse import parse_dot
+
+
+class Series(nn.Module):
+    """``acc = acc + (h * c) ** 2`` for ``n`` terms, at the top level of ``forward``."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        acc = torch.zeros_like(h)
+        for k in range(self.n):
+            acc = acc + (h * (1.0 / (k + 1))) ** 2
+        return acc
+
+
+class Inner(nn.Module):
+    """A module whose own ``forward`` runs the loop (and then a Linear): folded inside it."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.n):
+            x = torch.sin(x) * 0.5 + x
+        return self.fc(x)
+
+
+class Wrapped(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.pre = nn.Linear(4, 4)
+        self.body = Inner(n)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(self.pre(x))
+
+
+class Growing(nn.Module):
+    """A loop whose tensor grows for the first iterations and then keeps its shape."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(5):
+            x = torch.cat([x, x[:, :1]], dim=1) * 2.0
+        for _ in range(10):
+            x = torch.relu(x) + 1.0
+        return x
+
+
+class CellLoop(nn.Module):
+    """A module called in a loop with an op after it: the pattern (cell, add) repeats."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.cell = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.n):
+            x = torch.tanh(self.cell(x)) + x
+        return x
+
+
+def _loops(r: GraphvizRenderer) -> list[LoopNode]:
+    out: list[LoopNode] = []
+    todo = list(r.children(r.rec.context))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, LoopNode):
+            out.append(node)
+        if r.projection.is_expanded(node):
+            todo.extend(r.children(node))
+    return out
+
+
+def _folded_map(folded: Projection, unfolded: Projection) -> set[tuple[str, str]]:
+    """The unfolded drawing's edges, each end taken to the folded node that stands for it;
+    edges between two iterations of a loop (the carried value) left out."""
+    out: set[tuple[str, str]] = set()
+    iteration = folded.fold.iteration
+    for a, b in unfolded.edges:
+        ia, ib = iteration.get(a.key), iteration.get(b.key)
+        if ia is not None and ib is not None and ia[0] == ib[0] and ia[1] != ib[1]:
+            continue
+        fa, fb = folded.drawn_key(a.key), folded.drawn_key(b.key)
+        if fa is not None and fb is not None and fa != fb:
+            out.add((str(fa), str(fb)))
+    return out
+
+
+def test_series_loop_folds_into_one_group_marked_with_its_count() -> None:
+    rec = torchrecorder.record(Series(40), "series", (1, 4))
+    r = GraphvizRenderer(rec)
+    source = r.render().source
+    (loop,) = _loops(r)
+    assert len(r.repeats(loop)) == 40
+    assert [n.op for n in r.children(loop)] == ["mul", "pow", "add"]
+    parsed = parse_dot(source)
+    assert sum(1 for c in parsed.clusters if c.endswith("#loop")) == 1
+    assert "loop ×40" in source
+    # nothing of a later iteration is drawn, and the edges in and out of the loop are kept
+    ops = [k for k in parsed.nodes if k.startswith("series/")]
+    assert sorted(ops) == ["series/add", "series/mul", "series/pow", "series/zeros_like"]
+    assert ("lin", "series/mul") in parsed.edges
+    assert ("series/add", "series@out") in parsed.edges
+
+
+def test_fold_repeats_false_draws_every_operation() -> None:
+    rec = torchrecorder.record(Series(12), "series", (1, 4))
+    source = GraphvizRenderer(rec, fold_repeats=False).render().source
+    parsed = parse_dot(source)
+    assert not any(c.endswith("#loop") for c in parsed.clusters)
+    assert sum(1 for k in parsed.nodes if k.startswith("series/add")) == 12
+    assert "#loop" not in source and "loop ×" not in source
+
+
+def test_auto_folds_only_runs_of_eight_or_more() -> None:
+    assert _loops(_rendered(Series(7))) == []
+    assert len(_loops(_rendered(Series(8)))) == 1
+    assert len(_loops(_rendered(Series(3), fold_repeats=True))) == 1
+
+
+def _rendered(net: nn.Module, **options: object) -> GraphvizRenderer:
+    r = GraphvizRenderer(torchrecorder.record(net, "net", (1, 4)), **options)  # type: ignore[arg-type]
+    r.render()
+    return r
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_loop_inside_a_module_folds_at_every_depth_that_opens_it(depth: int) -> None:
+    r = _rendered(Wrapped(20), render_depth=depth)
+    (loop,) = _loops(r)
+    assert loop.parent == "body"
+    assert len(r.repeats(loop)) == 20
+    assert [n.op for n in r.children(loop)] == ["sin", "mul", "add"]
+    # at depth 1 the module is one box: nothing to fold
+    assert _loops(_rendered(Wrapped(20), render_depth=1)) == []
+
+
+def test_a_loop_whose_shape_changes_folds_only_the_identical_stretch() -> None:
+    r = _rendered(Growing())
+    (loop,) = _loops(r)
+    assert len(r.repeats(loop)) == 10  # the growing iterations differ in shape: drawn one by one
+    assert [n.op for n in r.children(loop)] == ["relu", "add"]
+    assert sum(1 for n in r.children(r.rec.nodes["net"]) if isinstance(n, type(r.rec.nodes["net/cat"]))
+               and getattr(n, "op", "") == "cat") == 5
+
+
+def test_loop_calling_a_module_folds_the_module_with_its_ops() -> None:
+    r = _rendered(CellLoop(9))
+    (loop,) = _loops(r)
+    assert len(r.repeats(loop)) >= 8
+    kids = r.children(loop)
+    assert any(getattr(k, "type_name", "") == "Linear" for k in kids)
+    assert {getattr(k, "op", None) for k in kids} >= {"tanh", "add"}
+
+
+@pytest.mark.parametrize("options", [
+    {"tensor_nodes": True, "all_ops": True},
+    {},
+])
+@pytest.mark.parametrize("net", [Series(30), Wrapped(30), CellLoop(12), Growing()],
+                         ids=lambda n: type(n).__name__)
+def test_folding_keeps_every_edges_endpoints(net: nn.Module, options: dict[str, bool]) -> None:
+    rec = torchrecorder.record(net, "net", (1, 4))
+    folded = GraphvizRenderer(rec, None, fold_repeats=True, **options)
+    unfolded = GraphvizRenderer(rec, None, fold_repeats=False, **options)
+    drawn = {(str(a.key), str(b.key)) for a, b in folded.drawn_edges()}
+    assert drawn
+    mapped = _folded_map(folded.projection, unfolded.projection)
+    # every folded edge stands for an unfolded one ...
+    assert drawn <= mapped | _joined(folded.projection), drawn - mapped
+    if options:  # ... and, every node drawn, every unfolded edge is drawn
+        assert mapped <= drawn, mapped - drawn
+
+
+def _joined(p: Projection) -> set[tuple[str, str]]:
+    """Edges joined across a node left out (a data-movement op), as drawn."""
+    return {(str(a.key), str(b.key)) for a, b in p.edges if p.edge_ops(a, b) or p.edge_tensor(a, b)}
+
+
+def test_mermaid_draws_the_loop_as_a_subgraph() -> None:
+    rec = torchrecorder.record(Series(10), "series", (1, 4))
+    text = MermaidRenderer(rec).render()
+    assert 'subgraph n_series_mul_loop["loop : mul · pow · add ×10"]' in text
+    assert text.count("subgraph") == 2  # the network and its loop
+
+
+def test_same_recording_same_drawing() -> None:
+    a = GraphvizRenderer(torchrecorder.record(Series(20), "s", (1, 4))).render().source
+    b = GraphvizRenderer(torchrecorder.record(Series(20), "s", (1, 4))).render().source
+    assert a == b
+
+
+def _brute(numbers: list[int], min_count: int) -> int:
+    """The most elements covered by one periodic stretch (period <= 48), the slow way."""
+    best = 0
+    n = len(numbers)
+    for p in range(1, 49):
+        for i in range(n):
+            k = 1
+            while i + (k + 1) * p <= n and numbers[i + k * p:i + (k + 1) * p] == numbers[i:i + p]:
+                k += 1
+            if k >= min_count:
+                best = max(best, k * p)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_stretch_finding_matches_a_brute_force_search(seed: int) -> None:
+    rnd = random.Random(seed)
+    body = [rnd.randrange(4) for _ in range(rnd.randrange(1, 6))]
+    numbers = ([rnd.randrange(4) for _ in range(rnd.randrange(0, 6))] + body * rnd.randrange(1, 12)
+               + [rnd.randrange(4) for _ in range(rnd.randrange(0, 6))])
+    got = choose(periodic_stretches(numbers, 3), 3)
+    covered = [i for s in got for i in range(s.start, s.start + s.count * s.period)]
+    assert len(covered) == len(set(covered))  # no element in two loops
+    for s in got:
+        block = numbers[s.start:s.start + s.period]
+        p = s.period
+        assert all(numbers[s.start + k * p:s.start + (k + 1) * p] == block for k in range(s.count))
+    assert max((s.count * s.period for s in got), default=0) == _brute(numbers, 3)
+
+
+def test_layer_table_marks_the_first_iteration_of_a_folded_loop() -> None:
+    rec = torchrecorder.record(CellLoop(9), "net", (1, 4))
+    folded, unfolded = rec.summary(), rec.summary(fold=False)
+    assert "cell #2 (Linear) ×8 (loop)" in folded
+    assert "cell #3" not in folded and "cell #9" in unfolded

@@ -1,0 +1,218 @@
+"""The drawing budget: every default drawing stays within it, says what it collapsed, and an
+explicit request is drawn as asked."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.errors import LargeDrawingWarning
+from torchrecorder.projection import LoopNode
+from torchrecorder.projection.budget import MAX_EDGES, MAX_NODES, default_depth, drawn_size
+from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
+from torchrecorder.renderer.html import HtmlRenderer
+
+from .dot_parse import parse_dot
+from .zoo import all_cases, stress_cases
+from .zoo.session import Zoo
+
+NOTE = "torchrecorder note"
+
+
+def _size(source: str) -> tuple[int, int]:
+    """Drawn nodes (boxes and clusters, the note left out) and edges, counted in the DOT."""
+    parsed = parse_dot(source)
+    return len([n for n in parsed.nodes if n != NOTE]) + len(parsed.clusters), len(parsed.edges)
+
+
+def _quiet_dot(rec: torchrecorder.Recorder, *args: object, **kwargs: object) -> tuple[str, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        source = torchrecorder.make_dot(rec, *args, **kwargs).source  # type: ignore[arg-type]
+    return source, [str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning)]
+
+
+@pytest.mark.parametrize("case", [c.name for c in all_cases() + stress_cases()])
+def test_every_zoo_models_default_drawings_are_within_the_budget(zoo: Zoo, case: str) -> None:
+    rec = zoo.recorded(case).rec
+    source, said = _quiet_dot(rec)
+    nodes, edges = _size(source)
+    assert nodes <= MAX_NODES and edges <= MAX_EDGES, (nodes, edges)
+    assert (NOTE in parse_dot(source).nodes) == bool(said)  # reduced: the drawing says so too
+    # the notebook's and the page's first view (depth 1 by default)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LargeDrawingWarning)
+        first = GraphvizRenderer(rec, default_depth(1)).render().source
+    nodes, edges = _size(first)
+    assert nodes <= MAX_NODES and edges <= MAX_EDGES, (nodes, edges)
+
+
+def _endpoints_kept(rec: torchrecorder.Recorder, depth: int) -> None:
+    """Every drawn edge of the folded drawing stands for an edge of the unfolded one, and every
+    edge of the unfolded one (but the values carried from one iteration to the next) is drawn."""
+    every = {"tensor_nodes": True, "all_ops": True, "max_nodes": None}
+    folded = GraphvizRenderer(rec, depth, fold_repeats=True, **every)  # type: ignore[arg-type]
+    unfolded = GraphvizRenderer(rec, depth, fold_repeats=False, **every)  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LargeDrawingWarning)
+        fp, up = folded.projection, unfolded.projection
+    iteration = fp.fold.iteration
+    mapped = set()
+    for a, b in up.edges:
+        ia, ib = iteration.get(a.key), iteration.get(b.key)
+        if ia is not None and ib is not None and ia[0] == ib[0] and ia[1] != ib[1]:
+            continue
+        fa, fb = fp.drawn_key(a.key), fp.drawn_key(b.key)
+        if fa is not None and fb is not None and fa != fb:
+            mapped.add((fa, fb))
+    drawn = {(a.key, b.key) for a, b in fp.edges}
+    assert drawn and drawn <= mapped, sorted(drawn - mapped)[:5]
+    folded_runs = [k for k in fp.fold.hidden]
+    assert folded_runs, "nothing folded"
+    # the folded drawing draws runs once: all blocks' edges end on drawn nodes
+    assert mapped <= drawn, sorted(mapped - drawn)[:5]
+
+
+@pytest.mark.parametrize("case,depth", [
+    ("FarthestPointSampling", 1), ("SeriesDecoder", 1), ("DartsSupernet", 3), ("YoloStyle", 3),
+    ("Transformer48", 3)])
+def test_stress_models_fold_and_keep_every_edges_endpoints(zoo: Zoo, case: str, depth: int) -> None:
+    _endpoints_kept(zoo.recorded(case).rec, depth)
+
+
+@pytest.mark.parametrize("case,iterations", [("FarthestPointSampling", 999), ("SeriesDecoder", 1000)])
+def test_loop_models_are_drawn_with_their_loop_folded(zoo: Zoo, case: str, iterations: int) -> None:
+    rec = zoo.recorded(case).rec
+    r = GraphvizRenderer(rec)
+    source = r.render().source
+    assert r.budget is not None and not r.budget.reduced  # folding alone brings it within budget
+    loops = [n for n in r.children(rec.nodes[next(iter(rec.context.subnets))]) if isinstance(n, LoopNode)]
+    assert [len(r.repeats(n)) for n in loops] == [iterations]
+    assert f"loop ×{iterations}" in source
+
+
+class Chain(nn.Module):
+    """``n`` different operations in a row at the top level: nothing folds, depth 1 is too big."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.fc(x)
+        for i in range(self.n):
+            x = (torch.sin, torch.cos, torch.tanh, torch.exp, torch.sigmoid)[i % 5](x)
+            x = x[:, : 4 - (i % 3)] if i % 7 == 0 else x
+            x = torch.nn.functional.pad(x, (0, 4 - x.shape[1]))
+        return x
+
+
+class Deep(nn.Module):
+    """Modules nested ``levels`` deep, each running a few ops."""
+
+    def __init__(self, levels: int) -> None:
+        super().__init__()
+        self.inner = Deep(levels - 1) if levels > 1 else None
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.fc(x)) * 2.0 + 1.0
+        return self.inner(x) if self.inner is not None else x
+
+
+@pytest.fixture(scope="module")
+def deep() -> torchrecorder.Recorder:
+    return torchrecorder.record(Deep(40), "deep", (1, 4))
+
+
+def test_default_drawing_over_the_budget_draws_the_deepest_depth_that_fits(
+        deep: torchrecorder.Recorder) -> None:
+    source, said = _quiet_dot(deep, max_nodes=60)
+    assert len(said) == 1 and "render_depth=" in said[0] and "max_nodes=None" in said[0]
+    parsed = parse_dot(source)
+    assert NOTE in parsed.nodes
+    assert "max_nodes=None" in parsed.node_attrs[NOTE]["label"]
+    assert _size(source)[0] <= 60
+    r = GraphvizRenderer(deep, max_nodes=60)
+    with pytest.warns(LargeDrawingWarning):
+        r.render()
+    assert r.budget is not None and r.budget.reduced
+    # one level deeper does not fit
+    deeper = GraphvizRenderer(deep, r.budget.depth + 1, max_nodes=None)
+    assert drawn_size(deeper.projection)[0] > 60
+
+
+def test_explicit_depth_or_no_budget_draws_everything_with_a_warning(deep: torchrecorder.Recorder) -> None:
+    full, _ = _quiet_dot(deep, None, max_nodes=None)
+    assert NOTE not in parse_dot(full).nodes
+    explicit, said_explicit = _quiet_dot(deep, 41, max_nodes=60)
+    assert explicit == full
+    assert len(said_explicit) == 1 and "over the budget" in said_explicit[0]
+    quiet, said_quiet = _quiet_dot(deep, 41)  # within the default budget: nothing said
+    assert quiet == full and said_quiet == []
+
+
+def test_budget_folds_runs_of_two_before_lowering_the_depth() -> None:
+    net = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4)) for _ in range(4)])
+    rec = torchrecorder.record(net, "seq", (1, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LargeDrawingWarning)
+        r = GraphvizRenderer(rec, max_nodes=10)
+        r.render()
+    assert r.budget is not None and r.budget.min_run == 2 and r.budget.depth == 256
+    assert "every repeated run of 2 or more folded" in r.budget.note()
+
+
+def test_the_other_renderers_and_entry_points_keep_the_budget(deep: torchrecorder.Recorder, tmp_path) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mmd = MermaidRenderer(deep, max_nodes=60).render()
+        html = HtmlRenderer(deep, max_nodes=4)
+        page = html.page_data()
+    assert "n_torchrecorder_note" in mmd
+    # the page opens collapsed at the budget: nothing open at depth 0
+    assert html.budget is not None and html.budget.depth == 0 and html.budget.size[0] <= 4
+    assert not any(row[5] for row in page["nodes"])
+    assert sum(issubclass(w.category, LargeDrawingWarning) for w in caught) == 2
+    with pytest.raises(ValueError, match="max_nodes"):
+        GraphvizRenderer(deep, max_nodes=0)
+
+
+def test_command_line_default_depth_is_a_default(tmp_path) -> None:
+    from torchrecorder.__main__ import build_parser
+
+    args = build_parser().parse_args(["m:f", "-s", "1,4"])
+    assert args.depth == 1 and type(args.depth).__name__ == "DefaultDepth"
+    args = build_parser().parse_args(["m:f", "-s", "1,4", "-d", "1"])
+    assert type(args.depth) is int
+
+
+def test_long_work_shows_its_progress_and_short_work_does_not(deep: torchrecorder.Recorder,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from torchrecorder import _progress
+    from torchrecorder.backend import render_source
+
+    source = torchrecorder.make_dot(deep, 2).source
+    render_source(source, "svg")
+    assert "torchrecorder:" not in capsys.readouterr().err
+    monkeypatch.setattr(_progress, "ENABLED", True)  # as if the drawing were long
+    source = torchrecorder.make_dot(deep, 2).source
+    render_source(source, "svg")
+    err = capsys.readouterr().err
+    assert "torchrecorder: drawing 'deep'" in err and "done in" in err
+    assert "torchrecorder: laying out with dot -Tsvg" in err
+
+
+def test_html_page_counts_loops_unfolded_and_opens_within_the_budget(zoo: Zoo) -> None:
+    rec = zoo.recorded("SeriesDecoder").rec
+    html = HtmlRenderer(rec)
+    with pytest.warns(LargeDrawingWarning, match="render_depth=1 or max_nodes=None"):
+        page = html.page_data()
+    assert html.budget is not None and html.budget.reduced and html.budget.depth == 0
+    assert html.budget.size[0] <= MAX_NODES and not any(row[5] for row in page["nodes"])

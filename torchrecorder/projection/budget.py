@@ -1,0 +1,197 @@
+"""The drawing budget: a default drawing that Graphviz (or the browser) lays out in seconds.
+
+Graphviz's ``dot`` takes seconds for a few thousand nodes and edges and
+minutes past that (``benchmarks/layout_budget.py`` measures where).  A
+drawing the caller did not size itself (the default ``render_depth`` of
+``make_dot``, ``render_network``, the notebook, the HTML page, the command
+line, the directive and the scraper: a :class:`DefaultDepth`) is fitted to
+:data:`MAX_NODES` nodes and :data:`MAX_EDGES` edges by :func:`fit`: it keeps
+the depth asked for if the drawing fits, else folds every repeated run of two
+or more (when folding was left to ``"auto"``), else draws the deepest depth
+that fits.  :func:`fit` says what it collapsed; the renderer writes that in
+the drawing and in a :class:`~torchrecorder.errors.LargeDrawingWarning`.  A
+depth given explicitly (an ``int`` or ``None`` for everything) is drawn as
+asked, with a warning first when it exceeds the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Optional, Union
+
+from ..graph import Graph
+from ..nodes import LayerNode
+from .drawn import Projection
+
+__all__ = ["ALL_DEPTHS", "MAX_EDGES", "MAX_NODES", "DefaultDepth", "Fit", "MaxNodes", "budget_of",
+           "default_depth", "drawn_size", "fit", "graph_depth"]
+
+#: the most drawn nodes (boxes and clusters) of a default drawing: ``dot`` lays out drawings
+#: of recorded models this size in 2-3 s on a loaded 2-core machine (``benchmarks/layout_budget.py``:
+#: 795 nodes of transformer layers 3.1 s, 1,002 of an MLP 1.2 s)
+MAX_NODES = 1000
+#: the most drawn edges of a default drawing
+MAX_EDGES = 1200
+#: a ``render_depth`` deeper than any recording
+ALL_DEPTHS = 1 << 30
+
+MaxNodes = Union[int, str, None]
+
+
+class DefaultDepth(int):
+    """A ``render_depth`` the caller did not choose: an ``int`` that the budget may lower.
+
+    >>> d = default_depth(256)
+    >>> d == 256, isinstance(d, DefaultDepth), isinstance(256, DefaultDepth)
+    (True, True, False)
+    """
+
+    def __repr__(self) -> str:
+        return f"default_depth({int(self)})"
+
+
+def default_depth(depth: int) -> DefaultDepth:
+    """``depth`` marked as a default (see :class:`DefaultDepth`)."""
+    return DefaultDepth(depth)
+
+
+def budget_of(max_nodes: MaxNodes) -> Optional[tuple[int, int]]:
+    """``(nodes, edges)`` of a ``max_nodes`` option: ``"auto"`` the defaults, an int that many
+    nodes (and ``6/5`` as many edges), ``None`` no budget.
+
+    >>> budget_of("auto"), budget_of(300), budget_of(None)
+    ((1000, 1200), (300, 360), None)
+    """
+    if max_nodes is None:
+        return None
+    if max_nodes == "auto":
+        return MAX_NODES, MAX_EDGES
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
+        raise ValueError(f"max_nodes must be 'auto', None or an int >= 1, got {max_nodes!r}")
+    return max_nodes, max_nodes * MAX_EDGES // MAX_NODES
+
+
+def drawn_size(p: Projection) -> tuple[int, int]:
+    """``(nodes, edges)`` a renderer draws from ``p``: boxes and groups, and edges."""
+    count = 0
+    todo = list(p.children(p.graph.context))
+    while todo:
+        node = todo.pop()
+        count += 1
+        if isinstance(node, LayerNode) and p.is_expanded(node):
+            todo.extend(p.children(node))
+    return count, len(p.edges)
+
+
+def graph_depth(graph: Graph) -> int:
+    """One more than the deepest module call's depth: the ``render_depth`` that opens all."""
+    return max((n.depth + 1 for n in graph.layers()), default=0)
+
+
+class Fit:
+    """What :func:`fit` chose, and what it left out.
+
+    Attributes:
+        projection: the projection drawn.
+        depth: the ``render_depth`` drawn.
+        min_run: the shortest folded run drawn (0: none).
+        size: ``(nodes, edges)`` drawn.
+        budget: ``(nodes, edges)`` allowed, or ``None``.
+        requested: the ``render_depth`` asked for (``None``: everything).
+        full: ``(nodes, edges)`` of the drawing asked for, when it did not fit.
+        deepest: the ``render_depth`` that opens every module.
+    """
+
+    def __init__(self, projection: Projection, depth: int, min_run: int, size: tuple[int, int],
+                 budget: Optional[tuple[int, int]], requested: Optional[int],
+                 full: Optional[tuple[int, int]], deepest: int) -> None:
+        self.projection = projection
+        self.depth = depth
+        self.min_run = min_run
+        self.size = size
+        self.budget = budget
+        self.requested = requested
+        self.full = full
+        self.deepest = deepest
+
+    @property
+    def reduced(self) -> bool:
+        """Whether less is drawn than was asked for."""
+        return self.full is not None
+
+    @property
+    def over(self) -> bool:
+        """Whether the drawing exceeds the budget (possible only when drawn as asked)."""
+        return self.budget is not None and not _fits(self.size, self.budget)
+
+    def note(self) -> str:
+        """What was collapsed and how to draw everything, in words (``""`` if nothing was)."""
+        if self.full is None or self.budget is None:
+            return ""
+        what = []
+        asked = int(self.requested) if self.requested is not None and self.requested < self.deepest else None
+        if self.depth < min(self.requested if self.requested is not None else ALL_DEPTHS, self.deepest):
+            what.append(f"modules deeper than render_depth={self.depth} collapsed")
+        if self.min_run == 2:
+            what.append("every repeated run of 2 or more folded")
+        all_depth = asked if asked is not None else self.deepest
+        return (f"{' and '.join(what) or 'folded'} to keep the drawing to {self.size[0]:,} nodes and "
+                f"{self.size[1]:,} edges (budget {self.budget[0]:,} / {self.budget[1]:,}; asked for: "
+                f"{self.full[0]:,} nodes, {self.full[1]:,} edges). Draw everything with "
+                f"render_depth={all_depth} or max_nodes=None (the layout may take minutes).")
+
+    def message(self) -> str:
+        """The warning before a layout that may take long (a drawing over budget, as asked)."""
+        if self.budget is None:
+            return ""
+        return (f"drawing {self.size[0]:,} nodes and {self.size[1]:,} edges, over the budget of "
+                f"{self.budget[0]:,} / {self.budget[1]:,}: Graphviz may take minutes to lay it out")
+
+
+def _fits(size: tuple[int, int], budget: tuple[int, int]) -> bool:
+    return size[0] <= budget[0] and size[1] <= budget[1]
+
+
+def fit(graph: Graph, requested: Optional[int], make: Callable[[int, int], Projection], *,
+        min_run: int, may_fold: bool, max_nodes: MaxNodes = "auto") -> Fit:
+    """The drawing to make of ``graph``.
+
+    Args:
+        graph: the graph.
+        requested: the ``render_depth`` asked for: a :class:`DefaultDepth` may be lowered;
+            an int or ``None`` (everything) is drawn as asked.
+        make: ``make(depth, min_run)`` -> the projection at that depth and folding.
+        min_run: the folding asked for (the shortest run folded, 0: none).
+        may_fold: whether the budget may fold runs of 2 or more (folding was left to ``"auto"``).
+        max_nodes: the budget (see :func:`budget_of`).
+    """
+    budget = budget_of(max_nodes)
+    deepest = graph_depth(graph)
+    asked = ALL_DEPTHS if requested is None else int(requested)
+    first = make(asked, min_run)
+    size = drawn_size(first)
+    if budget is None or _fits(size, budget) or not isinstance(requested, DefaultDepth):
+        # drawn as asked; over the budget (the default one without a budget), it says so
+        return Fit(first, asked, min_run, size, budget or (MAX_NODES, MAX_EDGES), requested, None, deepest)
+    runs = [min_run]
+    if may_fold and min_run != 2:
+        runs.append(2)
+        folded = make(asked, 2)
+        folded_size = drawn_size(folded)
+        if _fits(folded_size, budget):
+            return Fit(folded, asked, 2, folded_size, budget, requested, size, deepest)
+    run = runs[-1]
+    lo, hi = -1, min(asked, deepest)  # depth lo fits (-1: none known), depth hi does not
+    best: Optional[tuple[Projection, int, tuple[int, int]]] = None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        p = make(mid, run)
+        got = drawn_size(p)
+        if _fits(got, budget):
+            best, lo = (p, mid, got), mid
+        else:
+            hi = mid
+    if best is None:
+        p = make(0, run)
+        best = (p, 0, drawn_size(p))
+    return Fit(best[0], best[1], run, best[2], budget, requested, size, deepest)

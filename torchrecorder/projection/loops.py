@@ -1,0 +1,269 @@
+"""Find repeated operation patterns (the iterations of a Python loop) among a layer's children.
+
+A loop in ``forward`` leaves, in the recording, the same sequence of
+children again and again: ``mul, add, pow, mul, add, pow, ...``.  Such a
+stretch is *folded* when at least ``min_run`` consecutive iterations
+
+* hold the same sequence of children: operations of one name and output
+  shapes (only the name, for data-movement operations that are not drawn),
+  tensors of one shape and dtype, layers of one structure
+  (:meth:`~.fold._Blocks.number`);
+* are wired alike: the edges between the children of an iteration (and into
+  the layers among them) join the same positions in every iteration, and the
+  edges from earlier iterations come from the same positions, as many
+  iterations back, in every iteration after the first;
+* form a chain: every iteration after the first uses a value of the one
+  before (as folded blocks do; iterations side by side, such as the ``q``,
+  ``k`` and ``v`` projections of an attention, are not a loop to fold).
+
+Detection is exact and deterministic: every child gets a number per
+signature; for each period ``p`` up to :data:`MAX_PERIOD` the stretches where
+the numbers repeat with period ``p`` are found with one comparison of the
+sequence against itself shifted by ``p`` (linear in the number of children);
+the stretches that cover most are taken first, trimmed to the children no
+other took; then the wiring of each is checked, iteration by iteration, and a
+stretch whose iterations stop matching (a shape that changes) is cut there.
+Everything here reads node metadata only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+import re
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Optional
+
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+
+__all__ = ["DATA_MOVEMENT_OPS", "MAX_PERIOD", "LoopNode", "Stretch", "find_stretches", "loop_title"]
+
+#: Operations that only move, select or re-type data (no arithmetic).  Unless every op is
+#: drawn (``all_ops``), they are left out and named on the edge they sat on.
+DATA_MOVEMENT_OPS: frozenset[str] = frozenset((
+    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose", "t",
+    "permute", "movedim", "moveaxis", "swapaxes", "swapdims", "squeeze", "unsqueeze",
+    "contiguous", "expand", "expand_as", "getitem", "narrow", "select", "identity", "clone",
+    "detach", "to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long",
+    "short", "bool", "byte", "char", "cpu", "cuda",
+))
+
+#: the longest loop body (in children of one layer) that is looked for
+MAX_PERIOD = 48
+
+
+class LoopNode(LayerNode):
+    """The drawn group of a folded loop: the first iteration's children, marked ``×N``.
+
+    It is not a recorded node (no key of the graph names it): a
+    :class:`~torchrecorder.projection.Projection` makes one per folded loop and
+    lists it among the children of the layer that ran the loop, in place of
+    the first iteration's children, which it holds (``subnets``).  A renderer
+    draws it as a group, like an expanded layer; ``repeats()`` of it lists one
+    ``LoopNode`` per iteration (``call_index`` 1, 2, ...).
+
+    Attributes:
+        ops: the names of the operations of one iteration, in order.
+    """
+
+    kind = "loop"
+    __slots__ = ("ops",)
+
+    def __init__(self, parent: LayerNode, key: str, members: Sequence[BaseNode], call_index: int = 1) -> None:
+        ops = [n.op for n in members if isinstance(n, OpNode)]
+        moving = DATA_MOVEMENT_OPS
+        names = list(dict.fromkeys(op for op in ops if op not in moving)) or list(dict.fromkeys(ops))
+        summary = " · ".join(names[:6]) + (" …" if len(names) > 6 else "")
+        super().__init__("loop", None, parent.depth + 1, parent.key, key,
+                         type_name=summary or "repeated layers", path="", call_index=call_index)
+        self.ops = ops
+        for n in members:
+            self.subnets.add(n.key)
+        shapes = [n for n in members if isinstance(n, LayerNode)]
+        self.input_shapes = list(shapes[0].input_shapes) if shapes else []
+        self.output_shapes = list(shapes[-1].output_shapes) if shapes else []
+
+
+def loop_title(run: Sequence[LayerNode]) -> str:
+    """``"loop"``: the title of a folded loop (its count is written beside it)."""
+    return run[0].name
+
+
+class Stretch:
+    """One folded loop: ``count`` iterations of ``period`` children from ``start`` in a list."""
+
+    __slots__ = ("count", "period", "start")
+
+    def __init__(self, start: int, period: int, count: int) -> None:
+        self.start = start
+        self.period = period
+        self.count = count
+
+    def __repr__(self) -> str:
+        return f"Stretch(start={self.start}, period={self.period}, count={self.count})"
+
+
+def signature(node: BaseNode, all_ops: bool) -> Hashable:
+    """What two children must share to be the same position of two iterations (before their
+    structure and wiring are compared)."""
+    if type(node) is OpNode or isinstance(node, OpNode):
+        if not all_ops and node.op in DATA_MOVEMENT_OPS:
+            return ("op", node.op)
+        return ("op", node.op, _shapes(node.output_shapes))
+    if isinstance(node, ParamNode):
+        return ("param", node.key)  # never repeats
+    if isinstance(node, TensorNode):
+        return ("tensor", None if node.shape is None else tuple(node.shape), node.dtype, node.role)
+    if isinstance(node, LayerNode):
+        return ("layer", node.type_name, _shapes(node.input_shapes), _shapes(node.output_shapes))
+    return (type(node).__name__, node.key)
+
+
+def _shapes(shapes: Sequence[Sequence[int]]) -> Hashable:
+    return tuple(map(tuple, shapes))
+
+
+def periodic_stretches(numbers: Sequence[int], min_count: int,
+                       max_period: int = MAX_PERIOD) -> list[Stretch]:
+    """Candidate loops: maximal stretches of ``numbers`` periodic with a period ``p`` (each
+    at least ``min_count`` periods long), for every ``p`` up to ``max_period``.
+
+    >>> periodic_stretches([7, 1, 2, 1, 2, 1, 2, 9], 3)
+    [Stretch(start=1, period=2, count=3)]
+    """
+    n = len(numbers)
+    out: list[Stretch] = []
+    for p in range(1, min(max_period, n // max(min_count, 1)) + 1):
+        need = p * (min_count - 1)
+        if need <= 0:
+            continue
+        eq = bytes(map(operator.eq, numbers[:-p], numbers[p:]))  # 1 where the period holds
+        for m in re.finditer(b"\x01{%d,}" % need, eq):
+            start, length = m.start(), m.end() - m.start()
+            out.append(Stretch(start, p, (length + p) // p))
+    return out
+
+
+def choose(stretches: list[Stretch], min_count: int) -> list[Stretch]:
+    """Non-overlapping stretches, those covering most taken first (then the shorter period,
+    then the earlier start), each trimmed to whole periods no other took; in order."""
+    ranked = sorted(stretches, key=lambda s: (-s.count * s.period, s.period, s.start))
+    starts: list[int] = []
+    ends: list[int] = []
+    taken: list[Stretch] = []
+    for s in ranked:
+        lo, hi = s.start, s.start + s.count * s.period
+        # the free interval of [lo, hi) that is longest
+        i = bisect.bisect_right(starts, lo) - 1
+        free_lo = lo if i < 0 or ends[i] <= lo else ends[i]
+        best: Optional[tuple[int, int]] = None
+        j = i + 1
+        while True:
+            nxt = starts[j] if j < len(starts) else hi
+            seg_hi = min(nxt, hi)
+            if seg_hi > free_lo:
+                a = lo + -(-(free_lo - lo) // s.period) * s.period  # aligned to an iteration
+                count = (seg_hi - a) // s.period
+                if count >= min_count and (best is None or count > best[1]):
+                    best = (a, count)
+            if nxt >= hi:
+                break
+            free_lo = max(free_lo, ends[j])
+            j += 1
+        if best is None:
+            continue
+        cut = Stretch(best[0], s.period, best[1])
+        at = bisect.bisect_left(starts, cut.start)
+        starts.insert(at, cut.start)
+        ends.insert(at, cut.start + cut.count * cut.period)
+        taken.insert(at, cut)
+    return taken
+
+
+def find_stretches(kids: Sequence[BaseNode], min_count: int, all_ops: bool,
+                   same_layer: Callable[[LayerNode, LayerNode], bool],
+                   insides: Callable[[BaseNode], Sequence[Key]],
+                   preds: Callable[[Key], Sequence[Key]]) -> Iterator[Stretch]:
+    """The loops to fold among ``kids`` (a layer's drawn children, in order).
+
+    Args:
+        kids: the children.
+        min_count: the fewest iterations folded.
+        all_ops: whether every operation is drawn (data-movement ones compare their shapes too).
+        same_layer: whether two layer children have the same structure.
+        insides: the keys a child stands for (itself and, for a layer, everything inside it
+            but parameters), in a fixed order.
+        preds: the predecessors of a key.
+    """
+    if len(kids) < 2 * min_count or min_count < 2:
+        return
+    interned: dict[Hashable, int] = {}
+    numbers = [interned.setdefault(signature(kid, all_ops), len(interned)) for kid in kids]
+    if len(interned) == len(numbers):
+        return
+    for s in choose(periodic_stretches(numbers, min_count), min_count):
+        yield from _wired_alike(kids, s, min_count, same_layer, insides, preds)
+
+
+def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
+                 same_layer: Callable[[LayerNode, LayerNode], bool],
+                 insides: Callable[[BaseNode], Sequence[Key]],
+                 preds: Callable[[Key], Sequence[Key]]) -> Iterator[Stretch]:
+    """``s`` cut where an iteration is not wired (or built) like the ones before it."""
+    p = s.period
+    if all(isinstance(kid, TensorNode) for kid in kids[s.start:s.start + p]):
+        return  # tensors alone are no loop
+    owner: dict[Key, tuple[int, int, int]] = {}  # key -> (iteration, position, index inside)
+    for k in range(s.count):
+        base = s.start + k * p
+        for j in range(p):
+            for t, key in enumerate(insides(kids[base + j])):
+                owner[key] = (k, j, t)
+    intra: list[tuple[tuple[int, ...], ...]] = []
+    cross: list[tuple[tuple[int, ...], ...]] = []
+    reach: list[int] = []
+    chained: list[bool] = []
+    for k in range(s.count):
+        base = s.start + k * p
+        inside: list[tuple[int, ...]] = []
+        before: list[tuple[int, ...]] = []
+        back = 0
+        for j in range(p):
+            for t, key in enumerate(insides(kids[base + j])):
+                for src in preds(key):
+                    got = owner.get(src)
+                    if got is None:
+                        continue
+                    dk = k - got[0]
+                    entry = (j, t, dk, got[1], got[2])
+                    if dk == 0:
+                        inside.append(entry)
+                    else:
+                        before.append(entry)
+                        back = max(back, dk if dk > 0 else s.count)
+        inside.sort()
+        before.sort()
+        intra.append(tuple(inside))
+        cross.append(tuple(before))
+        reach.append(back)
+        chained.append(any(entry[2] == 1 for entry in before))
+    first = 0
+    for k in range(1, s.count + 1):
+        if k < s.count:
+            alike = (chained[k] and intra[k] == intra[first] and reach[k] <= k - first
+                     and (k == first + 1 or cross[k] == cross[first + 1])
+                     and _same_layers(kids, s.start + first * p, s.start + k * p, p, same_layer))
+            if alike:
+                continue
+        if k - first >= min_count:
+            yield Stretch(s.start + first * p, p, k - first)
+        first = k
+
+
+def _same_layers(kids: Sequence[BaseNode], a: int, b: int, p: int,
+                 same_layer: Callable[[LayerNode, LayerNode], bool]) -> bool:
+    for j in range(p):
+        x, y = kids[a + j], kids[b + j]
+        if isinstance(x, LayerNode) and isinstance(y, LayerNode) and not same_layer(x, y):
+            return False
+    return True
