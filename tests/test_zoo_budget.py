@@ -14,6 +14,7 @@ from torchrecorder.errors import LargeDrawingWarning
 from torchrecorder.projection import LoopNode
 from torchrecorder.projection.budget import MAX_EDGES, MAX_NODES, default_depth, drawn_size
 from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
+from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 from torchrecorder.renderer.html import HtmlRenderer
 
 from .dot_parse import parse_dot
@@ -26,7 +27,9 @@ NOTE = "torchrecorder note"
 def _size(source: str) -> tuple[int, int]:
     """Drawn nodes (boxes and clusters, the note left out) and edges, counted in the DOT."""
     parsed = parse_dot(source)
-    return len([n for n in parsed.nodes if n != NOTE]) + len(parsed.clusters), len(parsed.edges)
+    # a cluster's title node is part of drawing the cluster: counted once, as the cluster
+    drawn = [n for n in parsed.nodes if n != NOTE and not n.endswith(TITLE_SUFFIX)]
+    return len(drawn) + len(parsed.clusters), len(parsed.edges)
 
 
 def _quiet_dot(rec: torchrecorder.Recorder, *args: object, **kwargs: object) -> tuple[str, list[str]]:
