@@ -204,7 +204,9 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
             says so if even that prints under 6 points.
             ``activations=`` (a :func:`~torchrecorder.capture` made with
             ``stats=True``) with ``stat=`` colours modules by a statistic of
-            their activations (:class:`~torchrecorder.renderer.activations.ActivationStyler`).
+            their activations (:class:`~torchrecorder.renderer.activations.ActivationStyler`);
+            such a drawing folds nothing unless ``fold_repeats`` says so, since each
+            call has its own value.
 
     Returns:
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
@@ -221,6 +223,8 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
         return make_diff_dot(rec, render_depth=render_depth, fold_repeats=fold_repeats or False,
                              **styler_args)
     styler_cls = _styler_class(styler_cls, styler_args)
+    if "activations" in styler_args and isinstance(fold_repeats, str) and fold_repeats == "auto":
+        fold_repeats = False  # coloured by each call's own value: nothing folded unless asked
     renderer_cls = GraphvizRenderer
     if backward:
         rec, renderer_cls = backward_view(rec, saved=show_saved), BackwardRenderer

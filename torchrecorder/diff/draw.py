@@ -20,6 +20,7 @@ from .._text import html_text
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OrderedSet, TensorNode
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
+from ..renderer.labels import stacked_label
 from .model import MARKS, Diff, Entry
 from .text import describe, rollup_text
 
@@ -158,7 +159,7 @@ class DiffStyler(GraphvizStyler):
         attrs["style"] = ",".join(style)
         return attrs
 
-    def _marked(self, label: str, e: Optional[Entry]) -> str:
+    def _marked(self, label: str, e: Optional[Entry], kind: str) -> str:
         """``label`` (HTML-like) with the status mark in front and what changed below."""
         if e is None or not (label.startswith("<") and label.endswith(">")):
             return label
@@ -166,22 +167,30 @@ class DiffStyler(GraphvizStyler):
         mark = MARKS[e.status] if e.status != "same" else ""
         if e.note.startswith("wrapper of"):
             mark = MARKS["wrapped"]
-        lines = [inner if not mark else f"<B>{html_text(mark)}</B> {inner}"]
+        below: list[str] = []
         if e.status != "same" and self.diff is not None and e.kind == "layer":
             text = describe(self.diff, e)
             if e.status in ("changed", "renamed", "wrapped") and text:
                 for part in text.split(", ")[:3]:
-                    lines.append(f'<FONT POINT-SIZE="8">{self._text(part)}</FONT>')
+                    below.append(f'<FONT POINT-SIZE="8">{self._text(part)}</FONT>')
         elif e.status == "changed":
             for old, new in list(e.changes.values())[:2]:
-                lines.append(f'<FONT POINT-SIZE="7">{self._text(f"{old} → {new}")}</FONT>')
-        return "<" + "<BR/>".join(lines) + ">"
+                below.append(f'<FONT POINT-SIZE="7">{self._text(f"{old} → {new}")}</FONT>')
+        if inner.startswith("<TABLE") and inner.endswith("</TABLE>"):
+            # stacked lines (table rows): the mark goes into the first cell, the changes below
+            if mark:
+                cell = inner.index(">", inner.index("<TD")) + 1
+                inner = f"{inner[:cell]}<B>{html_text(mark)}</B> {inner[cell:]}"
+            rows = "".join(f"<TR><TD>{line}</TD></TR>" for line in below)
+            return f"<{inner[: -len('</TABLE>')]}{rows}</TABLE>>"
+        first = inner if not mark else f"<B>{html_text(mark)}</B> {inner}"
+        return stacked_label(self._row_gap(kind), [first, *below])
 
     def style_node(self, node: BaseNode) -> dict[str, str]:
         """The styler's attributes, coloured and marked by the node's status."""
         attrs = super().style_node(node)
         e = self.info.get(node.key)
-        attrs["label"] = self._marked(attrs["label"], e)
+        attrs["label"] = self._marked(attrs["label"], e, self.kind_of(node))
         return self._paint(attrs, e)
 
     def style_cluster(self, node: LayerNode) -> dict[str, str]:

@@ -513,7 +513,8 @@ _TITLE_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
 
 def title_attrs(attrs: dict[str, str]) -> Optional[dict[str, str]]:
     """The attributes of the node that draws the title of a cluster styled ``attrs``, whose
-    ``label`` it takes out of ``attrs``; ``None`` for a cluster without a label.
+    ``label`` it takes out of ``attrs`` (leaving an empty one); ``None`` for a cluster
+    without a label.
 
     The title is a node on a rank of its own, above everything that enters the
     cluster (invisible edges put it there): Graphviz routes edges around nodes,
@@ -525,6 +526,8 @@ def title_attrs(attrs: dict[str, str]) -> Optional[dict[str, str]]:
         return None
     title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
     title.update(shape="plain", label=label)
+    # an empty label of its own: a cluster without one would show the graph's (a legend)
+    attrs["label"] = ""
     return title
 
 
