@@ -478,6 +478,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hf", action="store_true",
                         help="GPT-2 and Llama from transformers configs instead of the hand-written ones")
     parser.add_argument("--json", default=None, help="also write all results to this JSON file")
+    parser.add_argument("--capture", action=argparse.BooleanOptionalAction, default=None,
+                        help="also run capture_bench.py (operation capture vs the forward pass and "
+                             "TorchLens on gpt2-small); default: on for a full run, off with "
+                             "--quick or --models")
     parser.add_argument("--stat", choices=("median", "min"), default="median",
                         help="statistic of the repeats in tables and targets (min resists a busy machine)")
     opts = parser.parse_args(argv)
@@ -554,6 +558,11 @@ def main(argv: list[str] | None = None) -> int:
     _choose_stat(results, peers, opts.stat)
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     report(results, peers, opts, repeats, cold)
+    capture = opts.capture if opts.capture is not None else not (opts.quick or opts.models)
+    if capture:  # issue 26's ratios, in a process of their own
+        print("\n## Operation capture (benchmarks/capture_bench.py)", flush=True)
+        subprocess.run([sys.executable, os.path.join(HERE, "capture_bench.py"), "--repeats", str(repeats)]
+                       + (["--no-peers"] if opts.no_peers else []), check=False)
     print(f"\ntotal benchmark time {time.perf_counter() - started:.0f} s")
     if opts.json:
         with open(opts.json, "w", encoding="utf-8") as fh:
