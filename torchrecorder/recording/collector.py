@@ -16,7 +16,8 @@ the objects set aside waits until the recording ends, and it cannot grow during
 the pass, since every object the pass makes is a new one.
 
 Nothing is set aside when the process has frozen objects of its own (``gc.freeze``
-called before the recording): unfreezing at the end would put theirs back too.
+called before the recording): unfreezing at the end would put theirs back too.  Objects
+that code frozen *during* a recording are put back with the rest when it ends.
 """
 
 from __future__ import annotations
