@@ -45,6 +45,7 @@ from collections.abc import Callable
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)  # the checkout this script belongs to: its torchrecorder is the one measured
 PEERS = ("torchviz", "torchview", "torchlens")
 SERIES = ("gpt2-w32-L2", "gpt2-w32-L8", "gpt2-w32-L32")  # the linear-growth series
 MARK = "BENCHJSON "
@@ -393,7 +394,7 @@ def cold_calls(repeats: int, hf: bool, tools: tuple[str, ...], tmp: str, timeout
 def run_worker(argv: list[str]) -> None:
     """Entry point of a ``--worker`` subprocess: print one JSON result line."""
     warnings.filterwarnings("ignore")
-    sys.path.insert(0, HERE)
+    sys.path[:0] = [HERE, ROOT]
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
     kind, name, repeats, hf, outdir = argv[0], argv[1], int(argv[2]), argv[3] == "1", argv[4]
     if kind == "ours":
@@ -411,8 +412,9 @@ def spawn(kind: str, name: str, repeats: int, hf: bool, outdir: str, timeout: fl
     """Run a worker in a fresh interpreter; its result, or an ``error`` saying what went wrong."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, name, str(repeats),
            "1" if hf else "0", outdir]
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
-           "PYTHONWARNINGS": "ignore"}
+           "PYTHONWARNINGS": "ignore", "PYTHONPATH": path}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -484,9 +486,17 @@ def main(argv: list[str] | None = None) -> int:
                              "--quick or --models")
     parser.add_argument("--stat", choices=("median", "min"), default="median",
                         help="statistic of the repeats in tables and targets (min resists a busy machine)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch's intra-op threads in every process (OMP_NUM_THREADS; default: torch's "
+                             "choice).  On a machine busy with other work, 1 keeps tiny operations from "
+                             "waiting on a descheduled second thread")
     opts = parser.parse_args(argv)
+    if opts.threads is not None:
+        if opts.threads < 1:
+            parser.error(f"--threads must be at least 1, got {opts.threads}")
+        os.environ["OMP_NUM_THREADS"] = str(opts.threads)  # inherited by every worker
 
-    sys.path.insert(0, HERE)
+    sys.path[:0] = [HERE, ROOT]
     from models import MODELS
 
     repeats = opts.repeats or (3 if opts.quick else 9)
@@ -505,7 +515,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torchrecorder
 
-    print(f"torchrecorder {torchrecorder.__version__}, torch {torch.__version__}, Python "
+    print(f"torchrecorder {torchrecorder.__version__} ({os.path.dirname(torchrecorder.__file__)}), "
+          f"torch {torch.__version__}, Python "
           f"{platform.python_version()}, {os.cpu_count()} CPUs, torch threads {torch.get_num_threads()}, "
           f"{'transformers' if opts.hf else 'hand-written'} models, median of {repeats} runs")
     versions = {}

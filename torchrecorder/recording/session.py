@@ -14,6 +14,7 @@ from typing import Generic, Optional, Protocol, TypeVar
 import torch
 from torch import nn
 
+from .collector import old_objects_aside, old_objects_back
 from .ops import OpMode, OpSink, op_mode
 
 __all__ = ["Session", "SessionEngine"]
@@ -56,7 +57,12 @@ class Session(Generic[T]):
 
     def __enter__(self) -> T:
         engine = self.engine
-        engine.register_hooks(self.net, self.name)
+        old_objects_aside()  # the collector scans only what the pass makes (see ``collector``)
+        try:
+            engine.register_hooks(self.net, self.name)
+        except BaseException:
+            old_objects_back()
+            raise
         try:
             mode = op_mode(engine)
             mode.__enter__()
@@ -90,4 +96,7 @@ class Session(Generic[T]):
         try:
             engine.remove_hooks()
         finally:
-            engine.finish()
+            try:
+                engine.finish()
+            finally:
+                old_objects_back()

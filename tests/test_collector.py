@@ -1,0 +1,124 @@
+"""The garbage collector during a recording: objects older than the pass set aside, the
+pass's own cycles collected, everything as it was afterwards."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+
+
+class Cycle:
+    """An object in a reference cycle with itself; counts the live ones."""
+
+    live = 0
+
+    def __init__(self) -> None:
+        Cycle.live += 1
+        self.me = self
+
+    def __del__(self) -> None:
+        Cycle.live -= 1
+
+
+class Cyclic(nn.Module):
+    """Leaves ``n`` dropped reference cycles per call, and notes the most alive at a time."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.n = n
+        self.most_alive = 0
+        self.frozen: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.frozen.append(gc.get_freeze_count())
+        for _ in range(self.n):
+            Cycle()
+            self.most_alive = max(self.most_alive, Cycle.live)
+        return self.fc(x).relu()
+
+
+@pytest.fixture(autouse=True)
+def _collector_on():
+    was = gc.isenabled()
+    gc.enable()
+    gc.collect()
+    yield
+    gc.enable() if was else gc.disable()
+
+
+def test_cycles_made_by_the_pass_are_collected_during_it() -> None:
+    net = Cyclic(50_000)
+    rec = torchrecorder.record(net, "cyclic", (1, 4))
+    assert "fc" in rec.nodes
+    # a paused collector would hold all 50,000 until the end
+    assert net.most_alive < 10_000, net.most_alive
+    # the objects older than the pass were set aside while it ran, and put back after
+    assert net.frozen[0] > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_failing_pass_puts_the_old_objects_back() -> None:
+    class Fails(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError, match="no"):
+        torchrecorder.record(Fails(), "f", (1, 2))
+    assert gc.get_freeze_count() == 0
+
+
+def test_objects_the_caller_froze_stay_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        net = Cyclic(1)
+        torchrecorder.record(net, "cyclic", (1, 4))
+        assert net.frozen == [frozen]  # nothing more set aside: unfreezing would free theirs
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
+def test_recording_block_and_nested_and_threaded_recordings_put_everything_back() -> None:
+    net = Cyclic(1)
+    with torchrecorder.recording(net, "outer"):
+        net(torch.randn(1, 4))
+        inner = torchrecorder.record(Cyclic(1), "inner", (1, 4))
+        assert gc.get_freeze_count() > 0  # the outer block is still active
+    assert "fc" in inner.nodes
+    assert gc.get_freeze_count() == 0
+
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(5):
+                torchrecorder.record(Cyclic(100), "t", (1, 4))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert gc.get_freeze_count() == 0
+
+
+def test_collector_off_stays_off_and_on_stays_on() -> None:
+    gc.disable()
+    net = Cyclic(10)
+    torchrecorder.record(net, "cyclic", (1, 4))
+    assert not gc.isenabled()
+    gc.enable()
+    torchrecorder.record(net, "cyclic", (1, 4))
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
