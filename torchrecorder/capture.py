@@ -22,7 +22,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Optional, Union
 
 import torch
@@ -33,7 +33,7 @@ from .graph import Graph
 from .hooks._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
 from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
 from .hooks.plot import plot_stat
-from .hooks.saved import save_capture
+from .hooks.saved import KeptOutputs, save_capture
 from .hooks.select import Names, UnknownLayerError, as_names, nearest, select_modules, split_call
 from .nodes import LayerNode, OpNode
 
@@ -129,7 +129,7 @@ class _GradStats:
         return float(self.zeros) / self.count
 
 
-class Capture:
+class Capture(KeptOutputs):
     """Activations of chosen layers, captured while the ``with`` block runs the model.
 
     Made by :func:`capture` (see there for the arguments).  Read by the names
@@ -359,19 +359,6 @@ class Capture:
                                     "not called, or condition= said no); recorded: "
                                     + ", ".join(map(repr, self.outputs)))
         raise UnknownLayerError(f"{name!r} is not a captured layer; " + nearest(name, self.names))
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.outputs
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.outputs)
-
-    def __len__(self) -> int:
-        return len(self.outputs)
-
-    def keys(self) -> list[str]:
-        """The names of the recorded calls, in the order they ran."""
-        return list(self.outputs)
 
     def stats(self, stat: str = "mean") -> dict[str, float]:
         """One statistic per captured call (made with ``stats=True``, or ``timing=True`` for

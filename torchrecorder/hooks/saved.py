@@ -23,7 +23,7 @@ import torch
 
 from .._files import write_atomically
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "SavedCapture", "load_capture", "save_capture"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "KeptOutputs", "SavedCapture", "load_capture", "save_capture"]
 
 #: the ``format`` field of a saved capture's metadata, and the newest version this package reads
 FORMAT = "torchrecorder-capture"
@@ -187,7 +187,27 @@ def load_capture(path: Union[str, os.PathLike[str]]) -> SavedCapture:
     return out
 
 
-class SavedCapture:
+class KeptOutputs:
+    """Reading what a capture kept, by name: ``name in cap``, ``iter(cap)``, ``len(cap)``,
+    ``cap.keys()`` (shared by :class:`~torchrecorder.capture.Capture` and :class:`SavedCapture`)."""
+
+    outputs: dict[str, Any]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.outputs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.outputs)
+
+    def __len__(self) -> int:
+        return len(self.outputs)
+
+    def keys(self) -> list[str]:
+        """The names of the kept calls and operations, in the order they ran."""
+        return list(self.outputs)
+
+
+class SavedCapture(KeptOutputs):
     """A capture read back from a file: what it kept, readable as the capture was.
 
     Attributes:
@@ -213,19 +233,6 @@ class SavedCapture:
             return self.outputs[name]
         except KeyError:
             raise KeyError(f"{name!r} is not in this capture; it holds {list(self.outputs)[:5]}") from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.outputs
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.outputs)
-
-    def __len__(self) -> int:
-        return len(self.outputs)
-
-    def keys(self) -> list[str]:
-        """The names of the kept calls and operations, in the order they ran."""
-        return list(self.outputs)
 
     def available_stats(self) -> list[str]:
         """The statistics the file holds."""
