@@ -137,3 +137,26 @@ def test_a_forged_viewer_never_runs(tr_browser: Any, pages: tuple[HtmlPage, Html
     assert frame.evaluate("document.title") == "cnn · torchrecorder"
     assert w.page_errors == [] and w.outside_requests(path.as_uri()) == []
     page.close()
+
+
+def test_a_later_view_hands_the_viewer_on(tr_browser: Any, pages: tuple[HtmlPage, HtmlPage],
+                                          tmp_path: Path) -> None:
+    """The first view unloaded (cleared, or out of sight in JupyterLab's windowing): a view
+    that already took the viewer hands it to a view that loads after."""
+    path = _notebook(tmp_path, pages[0].notebook_page(True), pages[1].notebook_page(False))
+    page = tr_browser.new_page()
+    w = watch(page)
+    page.goto(path.as_uri())
+    wait_layouts(page.frames[2], 0)
+    page.evaluate("document.querySelector('iframe').remove()")  # the first view is gone
+    assert page.evaluate("document.querySelectorAll('iframe').length") == 1
+    page.evaluate("""doc => { const f = document.createElement('iframe');
+                              f.setAttribute('sandbox', 'allow-scripts allow-downloads');
+                              f.srcdoc = doc; document.body.appendChild(f); }""",
+                  pages[0].notebook_page(False))
+    frame = page.query_selector_all("iframe")[-1].content_frame()
+    wait_layouts(frame, 0)
+    assert _drawn(frame)[0] == 5 and frame.evaluate("document.getElementById('tr-wait')") is None
+    assert w.console_errors == [] and w.page_errors == []
+    assert w.outside_requests(path.as_uri()) == []
+    page.close()

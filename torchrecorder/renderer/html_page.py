@@ -5,10 +5,11 @@ WebAssembly (``viz-global.js``), the page's script and the data.  In a notebook 
 of a kernel session is that page plus a small script that hands the viewer (fonts, viz.js, the
 page's script, as text) to later views on request (:func:`provider_html`); a later view carries
 only its data and a loader (:func:`client_html`).  The loader asks the frames of the notebook
-for the viewer with ``postMessage`` and inserts what it gets; its Content-Security-Policy lists
-the SHA-256 of each script it may run (no ``'unsafe-inline'``), so nothing but the exact viewer
-of this version of torchrecorder can run there, and, as in every form, no request can leave the
-page.  Without an answer the loader says in the page what is missing.
+for the viewer with ``postMessage``, inserts what it gets and then hands it on in turn; its
+Content-Security-Policy lists the SHA-256 of each script it may run (no ``'unsafe-inline'``),
+so nothing but the exact viewer of this version of torchrecorder can run there, and, as in
+every form, no request can leave the page.  Without an answer the loader says in the page
+what is missing.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ _CSP = "default-src 'none'; script-src 'unsafe-inline' " + _CSP_REST
 ASK_TRIES = 40
 
 MISSING = ("This view uses the viewer carried by the first torchrecorder view shown in its kernel "
-           "session, and no view on this page carries it: that output was cleared, or has not "
-           "loaded, or this notebook shows each output apart. Run the cell of that first view "
-           "again, or set torchrecorder.HtmlPage.share_viewer = False and run this cell again.")
+           "session, and no view on this page hands it over: that output was cleared or has not "
+           "loaded (JupyterLab unloads outputs out of sight unless Settings > Notebook > Windowing "
+           "mode is 'defer' or 'none'), or this notebook shows each output apart. Scroll to a "
+           "view that draws, run the cell of the first view again, or set "
+           "torchrecorder.HtmlPage.share_viewer = False and run this cell again.")
 
 
 @cache

@@ -1,7 +1,8 @@
 // torchrecorder's notebook view without its own viewer: it asks the frames of the notebook for
 // the viewer that the first view of its kernel session carries, then runs it on its own data.
 // The page's Content-Security-Policy names the SHA-256 of each viewer script: a frame that
-// answers with any other code cannot run it here.  Without an answer the page says so.
+// answers with any other code cannot run it here.  Without an answer the page says so.  Once
+// it runs, it hands the viewer on to the views that ask, as the first view does.
 (function () {
   "use strict";
   const need = JSON.parse(document.getElementById("tr-need").textContent);
@@ -58,6 +59,15 @@
     document.body.appendChild(page);
     if (!window.__tr) { page.remove(); style.remove(); refused(); return; }
     wait.remove();
+    // from now on this view hands the viewer on, as the first view does: a notebook that
+    // unloads outputs out of sight (JupyterLab's windowing) keeps it while any view is loaded
+    const viewer = { torchrecorder: "viewer", version: need.version, fonts: m.fonts, scripts: m.scripts };
+    window.addEventListener("message", function (ask) {
+      const q = ask.data;
+      if (ask.source && q && typeof q === "object" && q.torchrecorder === "viewer?" && q.version === need.version) {
+        ask.source.postMessage(viewer, "*");
+      }
+    });
   });
   ask();
 })();
