@@ -17,8 +17,6 @@ import html
 import json
 import os
 from collections.abc import Iterable, Mapping
-from functools import cache
-from importlib import resources
 from typing import Any, Optional, Union
 
 from .._files import write_atomically
@@ -30,27 +28,23 @@ from ..projection import FoldPlan, FoldRepeats, Projection
 from ..projection.budget import MaxNodes, default_depth
 from .base import ALL_DEPTHS
 from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list, title_attrs
+from .html_page import client_html, page_html, provider_html, script_json
 from .labels import count_str, run_title
-from .webfonts import font_face_css, web_fontname
+from .notebook_viewer import SESSION, current_cell, listen_if_running
+from .webfonts import web_fontname
 
-__all__ = ["HtmlPage", "HtmlRenderer", "make_html"]
+__all__ = ["HtmlPage", "HtmlRenderer", "make_html", "page_html", "script_json"]
 
 #: the render depth at which every module that can open is open (the finest drawing)
 #: node kinds as numbers in the page's data
 _KINDS = {"layer": 0, "op": 1, "tensor": 2, "io": 3, "param": 4}
-#: what a browser must not see inside a ``<script>`` element, and its JSON escape
-_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_SCRIPT_ESCAPE_TABLE = str.maketrans(_SCRIPT_ESCAPES)
-
-# the page's Content-Security-Policy: scripts and styles only from the page itself, WebAssembly
-# compiled from the inlined bytes, images only from the page's own data/blob URLs, no
-# connection, frame, font, form or base URL anywhere
-_CSP = ("default-src 'none'; script-src 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'unsafe-inline'; "
-        "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
-
+#: what a page's text escapes inside a single-quoted attribute (one pass: nothing escaped twice)
+_SRCDOC_ESCAPES = str.maketrans({"&": "&amp;", "'": "&#39;", "<": "&lt;", ">": "&gt;"})
 
 #: the depth the page opens at by default (within the drawing budget)
 HTML_DEFAULT_DEPTH = default_depth(1)
+
+listen_if_running()
 
 
 class HtmlPage:
@@ -58,18 +52,30 @@ class HtmlPage:
 
     In a notebook (JupyterLab, classic Notebook, VS Code) the page is shown
     inline in an ``<iframe srcdoc=...>``, sandboxed to run its own scripts and
-    downloads only.  :meth:`save` writes it to a file that opens from disk.
+    downloads only.  The first view of a kernel session carries the viewer
+    (about 1.4 MB); a later one, shown from another cell, carries only its data
+    and borrows that viewer in the browser (see
+    :mod:`~torchrecorder.renderer.html_page`), or says in its frame that the
+    first view is not on the page.  :meth:`save` writes the whole page to a
+    file that opens from disk.
 
     Attributes:
         text: the whole page, one self-contained HTML document.
         name: the recording's name (the default file name of downloads).
         height: the height of the inline view in notebooks, in CSS pixels.
+        share_viewer: whether notebook views share one viewer (a class
+            attribute: set ``HtmlPage.share_viewer = False`` for every view to
+            carry its own, as where outputs are cleared or shown apart).
     """
 
-    def __init__(self, text: str, name: str, height: int = 640) -> None:
+    share_viewer: bool = True
+
+    def __init__(self, text: str, name: str, height: int = 640, *,
+                 data: Optional[dict[str, Any]] = None) -> None:
         self.text = text
         self.name = name
         self.height = height
+        self._data = data
 
     def save(self, path: Union[str, os.PathLike[str]]) -> str:
         """Write the page to ``path`` (UTF-8, atomically, as every file torchrecorder writes)
@@ -78,9 +84,24 @@ class HtmlPage:
         write_atomically(path, self.text.encode("utf-8"))
         return path
 
+    def notebook_page(self, carries_viewer: bool) -> str:
+        """The document a notebook view shows: the whole page sharing its viewer, or (when
+        ``carries_viewer`` is false) the data and a loader of a shared viewer.  A page made
+        from text alone is always shown whole."""
+        if self._data is None:
+            return self.text
+        if carries_viewer:
+            return provider_html(self._data, self.name)
+        return client_html(self._data, self.name)
+
     def _repr_html_(self) -> str:
         """The page inline in a notebook output: an iframe holding it as ``srcdoc``."""
-        return (f'<iframe srcdoc="{html.escape(self.text, quote=True)}" '
+        carries = True
+        if self.share_viewer and self._data is not None:
+            carries = SESSION.carries_viewer(current_cell())
+        # single-quoted: the page's many double quotes stay one byte each
+        doc = self.notebook_page(carries).translate(_SRCDOC_ESCAPES)
+        return (f"<iframe srcdoc='{doc}' "
                 f'title="{html.escape(utf8_safe(self.name), quote=True)}" '
                 f'style="width:100%;height:{int(self.height)}px;border:1px solid #ccc" '
                 'sandbox="allow-scripts allow-downloads"></iframe>')
@@ -138,7 +159,8 @@ class HtmlRenderer(GraphvizRenderer):
 
     def render(self) -> HtmlPage:
         """The page: the data of :meth:`page_data` in the page template."""
-        return HtmlPage(page_html(self.page_data(), self.rec.name), self.rec.name, self.height)
+        data = self.page_data()
+        return HtmlPage(page_html(data, self.rec.name), self.rec.name, self.height, data=data)
 
     # ----------------------------------------------------------------- data
     def expandable(self) -> dict[Key, bool]:
@@ -479,45 +501,6 @@ def _info(rec: Graph, node: BaseNode,
         return {"kind": "operation", "name": node.op, "path": where,
                 "out": [shape_str(s) for s in node.output_shapes]}
     return {"kind": type(node).__name__, "name": node.name}
-
-
-@cache
-def _asset(name: str) -> str:
-    """The text of a file shipped beside this module (``_html/...``, ``_vendor/...``)."""
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-
-
-def script_json(data: Any) -> str:
-    """``data`` as JSON that is safe inside a ``<script>`` element: no ``<``, ``>``, ``&`` or
-    line separators (escaped as ``\\u003c``, ...), so no name can end the element.
-
-    >>> script_json({"name": "</script><b>"})
-    '{"name":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e"}'
-    """
-    # (a lone surrogate from a name becomes a JSON escape: the page reads back the same text)
-    return utf8_safe(json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-                     .translate(_SCRIPT_ESCAPE_TABLE))
-
-
-def page_html(data: dict[str, Any], name: str) -> str:
-    """The page holding ``data`` (see :meth:`HtmlRenderer.page_data`): styles, the vendored
-    Graphviz, the page's script and the data, all inline."""
-    viz = _asset("_vendor/viz-global.js")
-    script = _asset("_html/page.js")
-    for label, text in (("viz-global.js", viz), ("page.js", script)):
-        if "</script" in text.lower() or "<!--" in text:
-            raise GraphError(f"{label} holds '</script' or '<!--' and cannot be inlined")
-    return "".join((
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n",
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-        f"<title>{html.escape(utf8_safe(name))} · torchrecorder</title>\n",
-        "<style>\n", font_face_css(), _asset("_html/page.css"), "</style>\n</head>\n<body>\n",
-        _asset("_html/body.html"),
-        '<script type="application/json" id="tr-data">', script_json(data), "</script>\n",
-        "<script>\n", viz, "\n</script>\n",
-        "<script>\n", script, "\n</script>\n</body></html>\n",
-    ))
 
 
 def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
