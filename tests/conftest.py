@@ -1,4 +1,5 @@
-"""Shared fixtures: the golden-file comparison and the ``--update-golden`` option; the zoo."""
+"""Shared fixtures: the golden-file comparison and the ``--update-golden`` option; the zoo; two
+notebook views."""
 
 from __future__ import annotations
 
@@ -6,6 +7,11 @@ import os
 from collections.abc import Callable
 
 import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.renderer.html import HtmlPage
 
 from .zoo.session import Zoo
 
@@ -56,3 +62,14 @@ def zoo() -> Zoo:
     torch.export on the first request.  Any test may ask first.
     """
     return Zoo()
+
+
+@pytest.fixture(scope="module")
+def pages() -> tuple[HtmlPage, HtmlPage]:
+    """Two notebook views (``rec.show()``) of two small models, made once per test module in
+    the order a notebook would show them."""
+    torch.manual_seed(0)
+    mlp = torchrecorder.record(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), "mlp", (1, 4))
+    cnn = torchrecorder.record(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten()), "cnn",
+                               (1, 3, 8, 8))
+    return mlp.show(), cnn.show()

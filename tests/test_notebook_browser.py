@@ -10,10 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-from torch import nn
 
-import torchrecorder
 from torchrecorder.renderer.html import HtmlPage
 from torchrecorder.renderer.html_page import ASK_TRIES, MISSING, viewer_version
 
@@ -25,15 +22,6 @@ pytestmark = needs_chromium
 @pytest.fixture(scope="module")
 def tr_browser() -> Iterator[Any]:
     yield from launch()
-
-
-@pytest.fixture(scope="module")
-def pages() -> tuple[HtmlPage, HtmlPage]:
-    torch.manual_seed(0)
-    mlp = torchrecorder.record(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), "mlp", (1, 4))
-    cnn = torchrecorder.record(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten()), "cnn",
-                               (1, 3, 8, 8))
-    return mlp.show(), cnn.show()
 
 
 def _iframe(doc: str) -> str:

@@ -10,8 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
-from torch import nn
 
 import torchrecorder
 from torchrecorder.renderer import html as html_module
@@ -44,15 +42,6 @@ def cells(monkeypatch: pytest.MonkeyPatch) -> Cells:
     monkeypatch.setattr(html_module, "SESSION", session)
     monkeypatch.setattr(html_module, "current_cell", lambda: got.now)
     return got
-
-
-@pytest.fixture(scope="module")
-def pages() -> tuple[HtmlPage, HtmlPage]:
-    torch.manual_seed(0)
-    mlp = torchrecorder.record(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), "mlp", (1, 4))
-    cnn = torchrecorder.record(nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten()), "cnn",
-                               (1, 3, 8, 8))
-    return mlp.show(), cnn.show()
 
 
 def _srcdoc(shown: str) -> str:
