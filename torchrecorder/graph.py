@@ -17,7 +17,7 @@ A test can build one by hand:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Iterator, KeysView
+from collections.abc import Iterable, Iterator, KeysView, Set
 from typing import Any, Optional
 
 from .errors import GraphError
@@ -285,9 +285,17 @@ class Graph:
                 parent.subnets.discard(k)
         self.edges = OrderedSet(e for e in self.edges if e[0] not in dead and e[1] not in dead)
 
-    def prune(self) -> None:
+    def prune(self, sources: Optional[Set[Key]] = None) -> None:
         """Drop operations whose results nothing used (``x.sum().item()`` checks and the like),
-        and the operations that then feed nothing, transitively."""
+        and the operations that then feed nothing, transitively.
+
+        ``sources``, when the caller keeps it (the recording engine does), is the set of keys
+        that some edge leaves; a graph in which every operation feeds something is then
+        checked without a pass over the edges.
+        """
+        if sources is not None and all(k in sources for k, n in self.nodes.items()
+                                       if isinstance(n, OpNode)):
+            return
         outdeg: dict[Key, int] = {}
         preds: dict[Key, list[Key]] = {}
         for a, b in self.edges:

@@ -287,7 +287,16 @@ class ParamNode(TensorNode):
         numel: int = 0,
         requires_grad: bool = True,
     ) -> None:
-        TensorNode.__init__(self, name, fn, depth, parent, key, shape=shape, dtype=dtype, device=device)
+        # fields assigned here rather than through TensorNode.__init__ (one node per parameter)
+        self.name = name
+        self.fn = fn
+        self.depth = depth
+        self.parent = parent
+        self.key = key
+        self.shape = shape
+        self.dtype = dtype
+        self.device = device
+        self.role = ""
         self.path = path
         self.numel = numel
         self.requires_grad = requires_grad

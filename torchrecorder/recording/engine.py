@@ -194,10 +194,12 @@ class Engine(LiveObjects):
     def finish(self) -> None:
         """Drop unused ops (unless the pass failed) and forget the live objects seen."""
         if self.graph.error is None:
-            self.graph.prune()
+            edges = len(self.graph.edges)
+            self.graph.prune(self._sources)
+            if len(self.graph.edges) != edges:
+                self._sources = {a for a, _ in self.graph.edges}
         if self.autograd is not None:
             self.autograd.finish(self.graph, self.untraced.root_grad, self._param_owner)
-        self._sources = {a for a, _ in self.graph.edges}
         self.hand_over()
         self.live.clear()
         self._stack.clear()
@@ -345,17 +347,28 @@ class Engine(LiveObjects):
                   outs: list[Tensor], inplace: bool) -> None:
         """Record one torch operation that made ``outs`` (or changed ``outs[-1]`` in place)."""
         # runs inside OpMode.__torch_function__, where torch calls do not come back to the mode
+        # (the hottest code of a recording: OrderedSet.add and Namespace.__call__ inlined)
         stack = self._stack
         graph = self.graph
+        nodes = graph.nodes
         scope = stack[-1] if stack else graph.context
         skey = scope.key
-        key = graph.keys(f"{skey}/{opname}" if skey else opname)
-        node = OpNode(opname, func, scope.depth + 1, skey, key, op=opname,
-                      output_shapes=[shape_of(o) for o in outs])
-        graph.nodes[key] = node
-        scope.subnets.add(key)
+        candidate = f"{skey}/{opname}" if skey else opname
+        used = graph.keys.used
+        if candidate in used:
+            key = graph.keys(candidate)
+        else:
+            used[candidate] = 0
+            key = candidate
+        if len(outs) == 1:
+            o = outs[0]
+            shapes = [tuple(o.shape) if not o.is_nested else shape_of(o)]
+        else:
+            shapes = [shape_of(o) for o in outs]
+        nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, op=opname, output_shapes=shapes)
+        scope.subnets._items[key] = None
         live = self.live
-        edges = graph.edges
+        edges = graph.edges._items
         sources = self._sources
         pending = self.untraced.pending
         for value in (args if not kwargs else (*args, *kwargs.values())):
@@ -369,17 +382,18 @@ class Engine(LiveObjects):
                     src = self._source_of(value, scope)
                     if src is None:
                         continue
-                edges.add((src, key))
+                edges[(src, key)] = None
                 sources.add(src)
             elif isinstance(value, (list, tuple)):
                 for item in value:
                     if isinstance(item, Tensor):
                         src = self._source_of(item, scope)
                         if src is not None:
-                            edges.add((src, key))
+                            edges[(src, key)] = None
                             sources.add(src)
+        ref = weakref.ref
         for o in outs:
-            live[id(o)] = (weakref.ref(o), key)
+            live[id(o)] = (ref(o), key)
         if self.autograd is not None:
             self.autograd.op(outs, skey, key)
         if self.untraced.grad_fns is not None:
@@ -400,8 +414,9 @@ class Engine(LiveObjects):
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         stack = self._stack
         graph = self.graph
-        ctx = graph.context
-        scope = stack[-1] if stack else ctx
+        nodes, live = graph.nodes, self.live
+        at_root = not stack
+        scope = graph.context if at_root else stack[-1]
         info = self._modules.get(id(module)) or self.module_info(module)
         info.calls += 1
         count = info.calls
@@ -409,9 +424,8 @@ class Engine(LiveObjects):
         key = graph.keys(base if count == 1 else f"{base}#{count}")
         call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, type_name=info.type_name,
                          path=info.path, call_index=count)
-        nodes, live = graph.nodes, self.live
         nodes[key] = call
-        scope.subnets.add(key)
+        scope.subnets._items[key] = None
         if count == 1:
             call.num_params, call.num_params_total, call.num_buffers = (
                 info.num_params, info.total, info.buffers)
@@ -419,7 +433,7 @@ class Engine(LiveObjects):
             entry = live.get(id(param))
             if entry is None or entry[0]() is not param:
                 self.param_node(param, call, ppath)
-        if scope is ctx:
+        if at_root:
             tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "")
             self.untraced.root_grad = torch.is_grad_enabled()
         elif not kwargs and len(args) == 1 and type(args[0]) is Tensor:  # the common case
@@ -435,7 +449,7 @@ class Engine(LiveObjects):
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
             if src is None:
-                if scope is not ctx and id(t) not in self._params:
+                if not at_root and id(t) not in self._params:
                     src = untraced.recover(t, scope)  # made by code the function mode cannot see
             elif untraced.pending and type(t.grad_fn) in untraced.pending:
                 src = untraced.function_output(t, src, scope)

@@ -130,7 +130,7 @@ class LiveObjects:
                           scope.depth + 1, scope.key, key, shape=shape, dtype=dtype,
                           device=device, role=role)
         graph.nodes[key] = node
-        scope.subnets.add(key)
+        scope.subnets._items[key] = None  # OrderedSet.add, inlined (one call per tensor node)
         self.live[id(t)] = (weakref.ref(t), key)
         if self.untraced.grad_fns is not None:
             self.untraced.track(t, key)
@@ -145,7 +145,7 @@ class LiveObjects:
                          shape=shape, dtype=dtype, device=device, path=path,
                          numel=param.numel(), requires_grad=param.requires_grad)
         graph.nodes[key] = node
-        scope.subnets.add(key)
+        scope.subnets._items[key] = None
         self.live[id(param)] = (weakref.ref(param), key)
         return node
 

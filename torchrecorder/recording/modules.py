@@ -29,12 +29,13 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
     Returns:
         the modules met for the first time, in walk order.
     """
-    # dotted module path -> {id(parameter): numel} of the subtree below it
-    subtree: dict[str, dict[int, int]] = {}
     first_path: list[tuple[str, ModuleInfo]] = []
     new: list[nn.Module] = []
     if walk is None:
         walk = list(net.named_modules(prefix=prefix, remove_duplicate=False))
+    # each module's own parameters, by path: (path, {id(parameter): numel})
+    owned: list[tuple[str, dict[int, int]]] = []
+    occurrences = 0
     for path, module in walk:
         info = modules.get(id(module))
         if info is None:
@@ -48,23 +49,52 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
                 buffers.update(id(b) for b in module._buffers.values() if b is not None)
             first_path.append((path, info))
             new.append(module)
+        if not module._parameters:
+            continue
+        mine: dict[int, int] = {}
         for pname, param in module._parameters.items():
             if param is None:
                 continue
-            ppath = f"{path}.{pname}" if path else pname
             if id(param) not in params:
-                params[id(param)] = (param, ppath)
-            numel = param.numel()
-            owner = path
-            while True:
-                ids = subtree.get(owner)
-                if ids is None:
-                    ids = subtree[owner] = {}
-                ids[id(param)] = numel
-                if not owner:
-                    break
-                owner = owner.rpartition(".")[0]
+                params[id(param)] = (param, f"{path}.{pname}" if path else pname)
+            mine[id(param)] = param.numel()
+            occurrences += 1
+        owned.append((path, mine))
+    if len(params) == occurrences and len(walk) == len(modules):
+        totals = _added_totals(owned, walk)  # nothing shared: a subtree's total is a sum
+    else:
+        totals = _distinct_totals(owned)
     for path, info in first_path:
-        ids = subtree.get(path)
-        info.total = sum(ids.values()) if ids else 0
+        info.total = totals.get(path, 0)
     return new
+
+
+def _added_totals(owned: list[tuple[str, dict[int, int]]],
+                  walk: list[tuple[str, nn.Module]]) -> dict[str, int]:
+    """Parameter elements below each module path, when no parameter or module is reachable by
+    two paths: each module's own count added to every ancestor's, children before parents."""
+    totals = {path: sum(mine.values()) for path, mine in owned}
+    for path, _ in reversed(walk):
+        if path:
+            n = totals.get(path)
+            if n:
+                parent = path.rpartition(".")[0]
+                totals[parent] = totals.get(parent, 0) + n
+    return totals
+
+
+def _distinct_totals(owned: list[tuple[str, dict[int, int]]]) -> dict[str, int]:
+    """Parameter elements below each module path, each parameter counted once per module."""
+    # dotted module path -> {id(parameter): numel} of the subtree below it
+    subtree: dict[str, dict[int, int]] = {}
+    for path, mine in owned:
+        owner = path
+        while True:
+            ids = subtree.get(owner)
+            if ids is None:
+                ids = subtree[owner] = {}
+            ids.update(mine)
+            if not owner:
+                break
+            owner = owner.rpartition(".")[0]
+    return {path: sum(ids.values()) for path, ids in subtree.items()}

@@ -21,7 +21,7 @@ from ..opnames import op_info, op_outputs
 from .meta import Memo
 from .untraced import TO_PYTHON_OPS
 
-__all__ = ["OpMode", "OpSink", "eager", "op_info", "op_mode"]
+__all__ = ["OpMode", "OpSink", "eager", "op_info", "op_mode", "write_info"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,8 +53,41 @@ class OpSink(Protocol):
 
     def to_python(self, opname: str) -> None: ...
 
-# func -> op_info(func); shared by all recordings (torch callables live as long as the process)
-_OP_INFO: Memo[Any, tuple[str, bool, Optional[int]]] = Memo(8192)
+# the batch-norm kernels update the running statistics when their 6th argument is true
+_WRITES_RUNNING_STATS = frozenset({"batch_norm", "instance_norm"})
+
+# func -> (positions of arguments it may write, position of its ``inplace`` flag, writes the
+# running statistics); () / None / False for the many that write nothing
+_WRITE_INFO: Memo[Any, tuple[tuple[int, ...], Optional[int], bool]] = Memo(8192)
+
+
+def write_info(func: Any) -> tuple[tuple[int, ...], Optional[int], bool]:
+    """What ``func`` may write in place: the positions of the arguments it writes, the position
+    of its ``inplace`` flag (``F.relu(x, inplace=True)``) and whether it updates running
+    statistics (``batch_norm`` in training); besides these, any call can write its ``out=``."""
+    got = _WRITE_INFO.get(func)
+    if got is not None:
+        return got
+    name, inplace, flag = op_info(func)
+    positions: tuple[int, ...] = (0,) if inplace else ()
+    schema = getattr(func, "_schema", None)  # torch.ops.*.overload: the schema says what it writes
+    if schema is not None:
+        try:
+            positions = tuple(i for i, a in enumerate(schema.arguments)
+                              if a.alias_info is not None and a.alias_info.is_write)
+        except Exception:
+            pass
+    return _WRITE_INFO.put(func, (positions, flag, name in _WRITES_RUNNING_STATS))
+
+
+def _call_info(func: Any) -> tuple[str, bool, Optional[int], bool]:
+    """``op_info(func)`` and whether ``func`` can write an argument other than ``out=``."""
+    positions, flag, stats = write_info(func)
+    return (*op_info(func), bool(positions) or flag is not None or stats)
+
+
+# func -> _call_info(func); shared by all recordings (torch callables live as long as the process)
+_OP_INFO: Memo[Any, tuple[str, bool, Optional[int], bool]] = Memo(8192)
 
 
 class OpMode(TorchFunctionMode):
@@ -76,15 +109,23 @@ class OpMode(TorchFunctionMode):
         if kwargs is None:
             kwargs = {}
         engine = self.engine
-        if engine.write_guard is not None:  # record() copies what the op may write first
-            engine.write_guard(func, args, kwargs)
+        info = _OP_INFO.get(func)
+        if info is None:
+            info = _OP_INFO.put(func, _call_info(func))
+        guard = engine.write_guard
+        if guard is not None and (info[3] or (kwargs and "out" in kwargs)):
+            guard(func, args, kwargs)  # record() copies what the op may write first
         out = func(*args, **kwargs)
         if engine.paused or engine.thread != get_ident():
             return out
-        info = _OP_INFO.get(func)
-        if info is None:
-            info = _OP_INFO.put(func, op_info(func))
-        outs, inplace = op_outputs(info, args, kwargs, out)
+        if type(out) is Tensor and not info[1] and info[2] is None and not kwargs:
+            # the common case, op_outputs inlined: one new tensor (unless an argument came back)
+            for a in args:
+                if a is out:
+                    return out
+            engine.record_op(func, info[0], args, kwargs, [out], False)
+            return out
+        outs, inplace = op_outputs(info[:3], args, kwargs, out)
         if outs:
             engine.record_op(func, info[0], args, kwargs, outs, inplace)
         elif info[0] in TO_PYTHON_OPS:  # .item(), .tolist(): values leave the tensors

@@ -15,8 +15,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
-from .meta import Memo
-from .ops import op_info
+from .ops import write_info
 
 __all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "make_inputs",
            "model_state_kept", "normalise_shapes", "random_state_kept"]
@@ -87,26 +86,31 @@ def make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any,
 EAGER_COPY_BYTES = 32 << 20
 
 # torch callables that write tensors they are given without a trailing ``_`` or ``out=``:
-# the batch-norm kernels update the running statistics when their 6th argument is true
-_WRITES_RUNNING_STATS = frozenset({"batch_norm", "instance_norm"})
 _MISSING = object()
 
 
 class _Tracked:
     """One parameter, buffer or ``.grad`` of the model, as it was before the forward pass (for a
     parameter also its ``requires_grad`` flag and ``.grad``: one object per tensor, so that a
-    recording leaves the garbage collector few objects to scan)."""
+    recording leaves the garbage collector few objects to scan).  ``what`` says what it is, in
+    words, for a warning (``("parameter", "fc.weight")``; the text is made only when needed)."""
 
-    __slots__ = ("alias", "grad", "label", "requires_grad", "saved", "tensor", "version")
+    __slots__ = ("alias", "grad", "requires_grad", "saved", "tensor", "version", "what")
 
-    def __init__(self, tensor: Tensor, label: str) -> None:
+    def __init__(self, tensor: Tensor, what: tuple[str, str]) -> None:
         self.tensor = tensor
-        self.label = label
+        self.what = what
         self.alias = tensor.detach()  # the original storage and view, whatever forward rebinds
         self.version = _version(tensor)
         self.saved: Optional[Tensor] = None
         self.requires_grad = False
         self.grad: Optional[Tensor] = None
+
+    @property
+    def label(self) -> str:
+        """``parameter 'fc.weight'``, ``buffer 'bn.running_mean'``, ``the gradient of 'fc.weight'``."""
+        kind, path = self.what
+        return f"the gradient of '{path}'" if kind == "grad" else f"{kind} '{path}'"
 
     def snapshot(self) -> None:
         if self.saved is None:
@@ -152,24 +156,6 @@ def _expanded(t: Tensor) -> bool:
     return any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape, strict=True))
 
 
-# func -> (positions of arguments it may write, position of its ``inplace`` flag, writes the
-# running statistics); () / None / False for the many that write nothing
-_WRITE_INFO: Memo[Any, tuple[tuple[int, ...], Optional[int], bool]] = Memo(8192)
-
-
-def _write_info(func: Any) -> tuple[tuple[int, ...], Optional[int], bool]:
-    name, inplace, flag = op_info(func)
-    positions: tuple[int, ...] = (0,) if inplace else ()
-    schema = getattr(func, "_schema", None)  # torch.ops.*.overload: the schema says what it writes
-    if schema is not None:
-        try:
-            positions = tuple(i for i, a in enumerate(schema.arguments)
-                              if a.alias_info is not None and a.alias_info.is_write)
-        except Exception:
-            pass
-    return positions, flag, name in _WRITES_RUNNING_STATS
-
-
 class ModelState:
     """The model's parameters, buffers, gradients, flags and modes before a forward pass, and
     what :func:`model_state_kept` puts back afterwards (a ``with`` block).  :meth:`before_write`
@@ -183,25 +169,33 @@ class ModelState:
         self.slots: list[tuple[dict[str, Any], str, Any]] = []
         self.params: list[_Tracked] = []  # with their requires_grad flags and .grad
         self.tracked: list[_Tracked] = []
-        self.by_storage: dict[int, list[_Tracked]] = {}
+        self._by_storage: Optional[dict[int, list[_Tracked]]] = None  # made on the first write
         self.cuda: set[int] = set()
+        # a walk made by check_model has refused lazy tensors already
+        lazy_possible = walk is None
         seen: set[int] = set()
         eager: list[_Tracked] = []
+        modules, training, slots, tracked = self.modules, self.training, self.slots, self.tracked
         with torch.no_grad():
             for path, module in (net.named_modules(remove_duplicate=False) if walk is None else walk):
                 if id(module) in seen:
                     continue
                 seen.add(id(module))
-                self.modules.append(module)
-                self.training.append(module.training)
+                modules.append(module)
+                training.append(module.training)
                 for kind, tensors in (("parameter", module._parameters), ("buffer", module._buffers)):
+                    if not tensors:
+                        continue
                     for tname, t in tensors.items():
-                        self.slots.append((tensors, tname, t))
-                        if t is None or id(t) in seen or is_lazy(t):
+                        slots.append((tensors, tname, t))
+                        if t is None or id(t) in seen or (lazy_possible and is_lazy(t)):
                             continue
                         seen.add(id(t))
                         label = f"{path}.{tname}" if path else tname
-                        entry = self._track(t, f"{kind} '{label}'")
+                        entry = _Tracked(t, (kind, label))
+                        tracked.append(entry)
+                        if t.is_cuda:
+                            self.cuda.add(t.device.index or 0)
                         if kind == "buffer":
                             eager.append(entry)
                         else:
@@ -209,7 +203,7 @@ class ModelState:
                             entry.grad = grad = t.grad
                             self.params.append(entry)
                             if grad is not None:
-                                eager.append(self._track(grad, f"the gradient of '{label}'"))
+                                eager.append(self._track(grad, ("grad", label)))
             budget = EAGER_COPY_BYTES
             for entry in eager:
                 t = entry.tensor
@@ -221,23 +215,32 @@ class ModelState:
                     entry.snapshot()
         self.rng = random_state_kept(sorted(self.cuda))
 
-    def _track(self, t: Tensor, label: str) -> _Tracked:
-        entry = _Tracked(t, label)
+    def _track(self, t: Tensor, what: tuple[str, str]) -> _Tracked:
+        entry = _Tracked(t, what)
         self.tracked.append(entry)
-        device = t.device
-        if device.type == "cuda":
-            self.cuda.add(device.index or 0)
-        key = _storage_key(t) if device.type != "meta" else 0
-        if key:
-            self.by_storage.setdefault(key, []).append(entry)
+        if t.is_cuda:
+            self.cuda.add(t.device.index or 0)
         return entry
 
+    @property
+    def by_storage(self) -> dict[int, list[_Tracked]]:
+        """The tracked tensors by storage address (meta tensors and tensors without a storage
+        left out), indexed on first use: most passes write no tensor in place."""
+        got = self._by_storage
+        if got is None:
+            got = self._by_storage = {}
+            for entry in self.tracked:  # the original storage, whatever forward rebound since
+                t = entry.alias
+                key = _storage_key(t) if t.device.type != "meta" else 0
+                if key:
+                    got.setdefault(key, []).append(entry)
+        return got
+
     def before_write(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Copy each tracked tensor that ``func(*args, **kwargs)`` may write, before it runs."""
-        info = _WRITE_INFO.get(func)
-        if info is None:
-            info = _WRITE_INFO.put(func, _write_info(func))
-        positions, flag, stats = info
+        """Copy each tracked tensor that ``func(*args, **kwargs)`` may write, before it runs
+        (:class:`~torchrecorder.recording.ops.OpMode` calls it only for a ``func`` that can
+        write an argument (:func:`~torchrecorder.recording.ops.write_info`) or with ``out=``)."""
+        positions, flag, stats = write_info(func)
         if flag is not None:  # F.relu(x, inplace=True) writes x
             on = kwargs["inplace"] if "inplace" in kwargs else len(args) > flag and args[flag]
             if on is True:
@@ -298,7 +301,7 @@ class ModelState:
 
     def close(self) -> None:
         """Forget every tensor and copy (the recording may live much longer than the pass)."""
-        self.tracked, self.by_storage, self.slots = [], {}, []
+        self.tracked, self._by_storage, self.slots = [], {}, []
         self.params, self.modules, self.training = [], [], []
 
     # a class, not a contextlib generator: the user's exception passes through untouched

@@ -10,7 +10,7 @@ from ..graph import Graph
 from ..nodes import LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import LoopNode
 
-__all__ = ["count_str", "dtype_suffix", "edge_label", "listed_params", "op_input_shapes", "param_lines",
+__all__ = ["count_str", "dtype_suffix", "edge_label", "listed_params", "OpInputShapes", "param_lines",
            "params_text", "run_title", "shapes_text", "stacked_label", "tooltip_text"]
 
 
@@ -100,28 +100,52 @@ def edge_label(lines: Sequence[str]) -> str:
     return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{rows}</TABLE>>'
 
 
-def op_input_shapes(rec: Optional[Graph]) -> dict[Any, set[tuple[int, ...]]]:
-    """Each operation's input shapes: of the tensors (not parameters) and operations feeding it."""
-    shapes: dict[Any, set[tuple[int, ...]]] = {}
-    if rec is None:
-        return shapes
-    nodes = rec.nodes
-    for a, b in rec.edges:
-        if not isinstance(nodes.get(b), OpNode):
-            continue
-        src = nodes.get(a)
-        if isinstance(src, TensorNode) and not isinstance(src, ParamNode):
-            found: list[Any] = [src.shape]
-        elif isinstance(src, OpNode):
-            found = list(src.output_shapes)
-        else:
-            continue
-        for shape in found:
-            try:
-                shapes.setdefault(b, set()).add(tuple(shape))
-            except TypeError:  # an unhashable (symbolic) shape
+class OpInputShapes:
+    """Each operation's input shapes: of the tensors (not parameters) and operations feeding it,
+    found on first request (a drawing labels a few of the graph's operations).
+
+    ``shapes.get(key)`` is the set of input shapes of the operation ``key`` (empty for any other
+    node); one pass over the edges indexes each node's predecessors on the first request.
+    """
+
+    def __init__(self, rec: Optional[Graph]) -> None:
+        self.rec = rec
+        self._preds: Optional[dict[Any, list[Any]]] = None
+        self._memo: dict[Any, set[tuple[int, ...]]] = {}
+
+    def get(self, key: Any) -> set[tuple[int, ...]]:
+        """The input shapes of operation ``key``."""
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        got = self._memo[key] = set()
+        rec = self.rec
+        if rec is None or not isinstance(rec.nodes.get(key), OpNode):
+            return got
+        preds = self._preds
+        if preds is None:
+            preds = self._preds = {}
+            for a, b in rec.edges:
+                found = preds.get(b)
+                if found is None:
+                    preds[b] = [a]
+                else:
+                    found.append(a)
+        nodes = rec.nodes
+        for a in preds.get(key, ()):
+            src = nodes.get(a)
+            if isinstance(src, TensorNode) and not isinstance(src, ParamNode):
+                found_shapes: list[Any] = [src.shape]
+            elif isinstance(src, OpNode):
+                found_shapes = list(src.output_shapes)
+            else:
                 continue
-    return shapes
+            for shape in found_shapes:
+                try:
+                    got.add(tuple(shape))
+                except TypeError:  # an unhashable (symbolic) shape
+                    continue
+        return got
 
 
 def tooltip_text(text: object) -> str:

@@ -18,10 +18,10 @@ from ..projection import kind_of as _kind_of
 from ._styletable import StyleTable
 from .base import BaseRenderer
 from .labels import (
+    OpInputShapes,
     dtype_suffix,
     edge_label,
     listed_params,
-    op_input_shapes,
     param_lines,
     params_text,
     run_title,
@@ -234,7 +234,7 @@ class GraphvizStyler:
         # label and tooltip text of tensors and ops, by what they show (many nodes share one)
         self._text_memo: dict[Any, Any] = {}
         # op key -> the shapes of the tensors and ops that fed it (made when first needed)
-        self._op_inputs: Optional[dict[Any, set[tuple[int, ...]]]] = None
+        self._op_inputs: Optional[OpInputShapes] = None
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.styles: dict[str, dict[str, str]] = StyleTable(
@@ -383,8 +383,8 @@ class GraphvizStyler:
             return any(tuple(s) == shape for s in fnode.input_shapes)
         if isinstance(fnode, OpNode):
             if self._op_inputs is None:
-                self._op_inputs = op_input_shapes(self.rec)
-            return shape in self._op_inputs.get(fnode.key, ())
+                self._op_inputs = OpInputShapes(self.rec)
+            return shape in self._op_inputs.get(fnode.key)
         return False
 
     def _edge_ops_text(self, fnode: BaseNode, tnode: BaseNode) -> str:
@@ -467,8 +467,8 @@ class GraphvizStyler:
             return None
         out = tuple(node.output_shapes[0])
         if self._op_inputs is None:
-            self._op_inputs = op_input_shapes(self.rec)
-        if out in self._op_inputs.get(node.key, ()):
+            self._op_inputs = OpInputShapes(self.rec)
+        if out in self._op_inputs.get(node.key):
             return None
         return shape_str(out)
 
