@@ -20,7 +20,9 @@ Run ``python benchmarks/bench.py`` (about 3 minutes on 2 CPU cores) or
   ``make_dot(...).source``, each fresh process repeated ``--cold-repeats`` times;
 
 and prints a table, then each target of issues 22 and 4 with PASS/FAIL and the
-ratio measured.  Times are medians of ``--repeats`` runs after one warm-up run (the
+ratio measured; a full run then adds ``layout_bench.py`` (the layout time of the
+default drawing of the stress zoo's largest and loop-heavy models) and
+``capture_bench.py``.  Times are medians of ``--repeats`` runs after one warm-up run (the
 cold row: medians over its fresh processes).  The benchmark never fails a test
 suite: its exit status is 0 whatever it measures.
 """
@@ -484,6 +486,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run capture_bench.py (operation capture vs the forward pass and "
                              "TorchLens on gpt2-small); default: on for a full run, off with "
                              "--quick or --models")
+    parser.add_argument("--layout", action=argparse.BooleanOptionalAction, default=None,
+                        help="also run layout_bench.py (the layout time of the default drawing of the "
+                             "stress zoo's largest and loop-heavy models); default: on for a full run, "
+                             "off with --quick or --models")
     parser.add_argument("--stat", choices=("median", "min"), default="median",
                         help="statistic of the repeats in tables and targets (min resists a busy machine)")
     parser.add_argument("--threads", type=int, default=None,
@@ -574,6 +580,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\n## Operation capture (benchmarks/capture_bench.py)", flush=True)
         subprocess.run([sys.executable, os.path.join(HERE, "capture_bench.py"), "--repeats", str(repeats)]
                        + (["--no-peers"] if opts.no_peers else []), check=False)
+    layout = opts.layout if opts.layout is not None else not (opts.quick or opts.models)
+    if layout:  # issue 22's layout times of the default drawing, in a process of their own
+        print("\n## Layout of the default drawing, stress zoo (benchmarks/layout_bench.py)", flush=True)
+        subprocess.run([sys.executable, os.path.join(HERE, "layout_bench.py")], check=False)
     print(f"\ntotal benchmark time {time.perf_counter() - started:.0f} s")
     if opts.json:
         with open(opts.json, "w", encoding="utf-8") as fh:
