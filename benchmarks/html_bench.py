@@ -26,7 +26,14 @@ when installed, else the hand-written ones of ``models.py``):
                        render_depth 3; the toggle opens ``h.5``
 ``gpt2-12``            GPT-2 with 12 layers (width 64), render_depth 3, folded ×12;
                        the toggle opens the folded block
+``series-loop``        the zoo's ``SeriesDecoder`` (``tests/zoo/stress.py``: a loop of 1,000
+                       ``mul, add, pow`` at the top level), the default page; the toggle
+                       opens ``proj``
+``fps-loop``           the zoo's ``FarthestPointSampling`` (a loop of 1,000 iterations of six
+                       operations), the default page; the toggle opens ``mlp``
 =====================  =============================================================
+
+``--models series-loop,fps-loop`` measures only those.
 
 The script is not a test: it prints what it measures and exits 0 (1 only when
 no Chromium is found).
@@ -52,6 +59,7 @@ sys.path.insert(0, HERE)
 from models import build, llama  # noqa: E402
 
 import torchrecorder  # noqa: E402
+from tests.zoo.stress import CASES as STRESS  # noqa: E402
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -69,23 +77,53 @@ def _gpt2(layers: int, width: int, heads: int, tokens: int, vocab: int) -> tuple
     return model, torch.randint(0, vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
 
 
-def models() -> list[tuple[str, Any, dict[str, Any], str]]:
-    """(name, recording, make_html options, path of the module the toggle opens)."""
-    out = []
+def _stress(case: str, toggle: str) -> tuple[Any, dict[str, Any], str]:
+    spec = next(c for c in STRESS if c.name == case)
+    args, kwargs = spec.inputs()
+    rec = torchrecorder.record(spec.build(), case, input_data=args, input_kwargs=kwargs)
+    return rec, {}, toggle
+
+
+def _llama() -> tuple[Any, dict[str, Any], str]:
     net, args = llama()
     rec = torchrecorder.record(net, "llama-70b", input_data=args[0] if len(args) == 1 else args)
     lead = next(n for n in rec.layers() if n.path.endswith("layers.0"))
-    out.append(("llama-70b-meta", rec, {"render_depth": 3}, lead.path))
+    return rec, {"render_depth": 3}, lead.path
+
+
+def _gpt2_small() -> tuple[Any, dict[str, Any], str]:
     net, ids = _gpt2(12, 768, 12, 128, 50257)
     with torch.no_grad():
         rec = torchrecorder.record(net, "gpt2-small", input_data=ids)
     block = next(n for n in rec.layers() if n.path.endswith("h.5"))
-    out.append(("gpt2-small-unfolded", rec, {"render_depth": 3, "fold_repeats": False}, block.path))
+    return rec, {"render_depth": 3, "fold_repeats": False}, block.path
+
+
+def _gpt2_12() -> tuple[Any, dict[str, Any], str]:
     net, ids = _gpt2(12, 64, 4, 16, 1000)
     rec = torchrecorder.record(net, "gpt2", input_data=ids)
     lead = next(n for n in rec.layers() if n.path.endswith("h.0"))
-    out.append(("gpt2-12", rec, {"render_depth": 3}, lead.path))
-    return out
+    return rec, {"render_depth": 3}, lead.path
+
+
+#: name -> () -> (recording, make_html options, path of the module the toggle opens)
+MODELS = {
+    "llama-70b-meta": _llama,
+    "gpt2-small-unfolded": _gpt2_small,
+    "gpt2-12": _gpt2_12,
+    "series-loop": lambda: _stress("SeriesDecoder", "proj"),
+    "fps-loop": lambda: _stress("FarthestPointSampling", "mlp"),
+}
+
+
+def models(only: Any = None) -> list[tuple[str, Any, dict[str, Any], str]]:
+    """(name, recording, make_html options, path of the module the toggle opens), of the models
+    named in ``only`` (all if ``None``)."""
+    names = list(MODELS) if only is None else only
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        raise SystemExit(f"unknown model(s) {unknown}; choose from {list(MODELS)}")
+    return [(name, *MODELS[name]()) for name in names]
 
 
 def _wait_drawn(page: Any, timeout: float = 120.0) -> None:
@@ -156,7 +194,10 @@ def main() -> int:
     parser.add_argument("--screenshot", default=None, help="write a PNG of the GPT-2 page here")
     parser.add_argument("--chromium", default=os.environ.get("TORCHRECORDER_CHROMIUM")
                         or shutil.which("chromium") or shutil.which("chromium-browser"))
+    parser.add_argument("--models", default=None,
+                        help="comma-separated names of the models to measure (default: all)")
     args = parser.parse_args()
+    only = None if args.models is None else args.models.split(",")
     if not args.chromium:
         print("no Chromium found (apt-get install chromium, or --chromium PATH)")
         return 1
@@ -165,7 +206,7 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
-        for name, rec, options, toggle in models():
+        for name, rec, options, toggle in models(only):
             t0 = time.perf_counter()
             page = torchrecorder.make_html(rec, **options)
             made = time.perf_counter() - t0
