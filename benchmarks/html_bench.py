@@ -7,6 +7,8 @@ For each model it records one forward pass, writes the page with
 ``torchrecorder.make_html`` and prints:
 
 * the page's size (the target: under 3 MB for the 70B Llama);
+* the time ``make_html`` takes to build the page, and how many nodes its first
+  view draws (``drawn``);
 * first paint: from the start of navigation to the first drawing inserted into
   the page (``window.__tr.firstPaint``: parsing the page, starting Graphviz's
   WebAssembly, building and laying out the first view), median over fresh tabs
@@ -14,7 +16,8 @@ For each model it records one forward pass, writes the page with
 * a toggle: opening one module with a click (closing it, if it is open in the
   first view), until the browser has painted the new layout (the page's own
   layout time beside it), and the click back (target: under 1 s for a
-  12-layer GPT-2).
+  12-layer GPT-2); ``nan`` where the module is not drawn in the first view (a
+  loop model's page that opens collapsed).
 
 Models (random weights, nothing downloaded; ``transformers`` builds the GPT-2s
 when installed, else the hand-written ones of ``models.py``):
@@ -148,8 +151,11 @@ _TOGGLE = """async i => {
   return [performance.now() - t0, window.__tr.lastLayoutMs]; }"""
 
 
+_DRAWN = "i => !!(document.querySelector('#n' + i) || document.querySelector('#c' + i + ' text'))"
+
+
 def measure(browser: Any, path: str, toggle_path: str, repeats: int) -> dict[str, float]:
-    paints, walls, toggles, layouts, closes = [], [], [], [], []
+    paints, walls, toggles, layouts, closes, drawn = [], [], [], [], [], []
     for _ in range(repeats):
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         requests: list[str] = []
@@ -159,18 +165,22 @@ def measure(browser: Any, path: str, toggle_path: str, repeats: int) -> dict[str
         _wait_drawn(page)
         walls.append(time.perf_counter() - t0)
         paints.append(page.evaluate("window.__tr.firstPaint"))
+        drawn.append(page.evaluate("document.querySelectorAll('#tr-canvas g.node').length"))
         i = page.evaluate(_INDEX, toggle_path)
-        took, layout = page.evaluate(_TOGGLE, i)  # open it (or close it, if open at first)
-        toggles.append(took)
-        layouts.append(layout)
-        closes.append(page.evaluate(_TOGGLE, i)[0])  # and back
+        if page.evaluate(_DRAWN, i):  # (a module inside a box that the first view keeps closed: not)
+            took, layout = page.evaluate(_TOGGLE, i)  # open it (or close it, if open at first)
+            toggles.append(took)
+            layouts.append(layout)
+            closes.append(page.evaluate(_TOGGLE, i)[0])  # and back
         others = [u for u in requests if u != "file://" + path]
         if others:
             print(f"  requests besides the page: {others}")
         page.close()
+    nan = float("nan")
     return {"paint": statistics.median(paints), "wall": statistics.median(walls),
-            "toggle": statistics.median(toggles), "layout": statistics.median(layouts),
-            "close": statistics.median(closes)}
+            "toggle": statistics.median(toggles) if toggles else nan,
+            "layout": statistics.median(layouts) if layouts else nan,
+            "close": statistics.median(closes) if closes else nan, "nodes": statistics.median(drawn)}
 
 
 def screenshot(browser: Any, path: str, toggle_path: str, out: str) -> None:
@@ -217,10 +227,10 @@ def main() -> int:
                 screenshot(browser, path, toggle, args.screenshot)
                 print(f"wrote {args.screenshot}")
         browser.close()
-    print(f"\n{'model':<22}{'page':>10}{'make_html':>11}{'first paint':>13}{'goto→drawn':>12}"
+    print(f"\n{'model':<22}{'page':>10}{'make_html':>11}{'drawn':>7}{'first paint':>13}{'goto→drawn':>12}"
           f"{'toggle':>9}{'(layout)':>10}{'back':>9}")
     for name, size, made, got in rows:
-        print(f"{name:<22}{size / 1e6:>8.2f}MB{made:>10.2f}s{got['paint'] / 1000:>12.2f}s"
+        print(f"{name:<22}{size / 1e6:>8.2f}MB{made:>10.2f}s{got['nodes']:>7.0f}{got['paint'] / 1000:>12.2f}s"
               f"{got['wall']:>11.2f}s"
               f"{got['toggle'] / 1000:>8.2f}s{got['layout'] / 1000:>9.2f}s{got['close'] / 1000:>8.2f}s")
     print("\ntargets (issue 13): page < 3 MB for llama-70b-meta; first paint < 2 s for llama-70b-meta and "

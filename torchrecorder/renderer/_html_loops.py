@@ -97,12 +97,12 @@ def loop_rows(plan: FoldPlan, top: Key, order: Sequence[BaseNode], parents: Sequ
     aliases: list[list[int]] = [[] for _ in groups]
     alias = plan.alias
     for key, (loop, k) in iteration.items():
-        i = index.get(key)
-        if k == 0 or i is None:
+        at = index.get(key)
+        if k == 0 or at is None:
             continue
         target = alias.get(key)
-        j = index.get(target) if target is not None else None
-        aliases[loop].extend((i, -1 if j is None else j))
+        to = index.get(target) if target is not None else None
+        aliases[loop].extend((at, -1 if to is None else to))
     rows: list[list[Any]] = []
     for number, (_, iterations) in enumerate(groups):
         if not first[number] and not later[number]:
