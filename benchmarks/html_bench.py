@@ -144,14 +144,15 @@ _INDEX = """p => { const D = JSON.parse(document.getElementById('tr-data').textC
 
 # click the element, then wait for the frame after the new layout to be painted
 _TOGGLE = """async i => {
-  const el = document.querySelector('#n' + i) || document.querySelector('#c' + i + ' text');
+  const el = document.querySelector('#n' + i) || document.querySelector('#t' + i + ' text')
+    || document.querySelector('#c' + i);
   const t0 = performance.now();
   el.dispatchEvent(new MouseEvent('click', {bubbles: true}));
   await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
   return [performance.now() - t0, window.__tr.lastLayoutMs]; }"""
 
 
-_DRAWN = "i => !!(document.querySelector('#n' + i) || document.querySelector('#c' + i + ' text'))"
+_DRAWN = "i => !!(document.querySelector('#n' + i) || document.querySelector('#c' + i))"
 
 
 def measure(browser: Any, path: str, toggle_path: str, repeats: int) -> dict[str, float]:
