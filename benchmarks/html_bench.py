@@ -7,8 +7,8 @@ For each model it records one forward pass, writes the page with
 ``torchrecorder.make_html`` and prints:
 
 * the page's size (the target: under 3 MB for the 70B Llama);
-* the time ``make_html`` takes to build the page, and how many nodes its first
-  view draws (``drawn``);
+* the time ``make_html`` takes to build the page (median of ``--repeats``
+  builds), and how many nodes its first view draws (``drawn``);
 * first paint: from the start of navigation to the first drawing inserted into
   the page (``window.__tr.firstPaint``: parsing the page, starting Graphviz's
   WebAssembly, building and laying out the first view), median over fresh tabs
@@ -30,8 +30,8 @@ when installed, else the hand-written ones of ``models.py``):
 ``gpt2-12``            GPT-2 with 12 layers (width 64), render_depth 3, folded ×12;
                        the toggle opens the folded block
 ``series-loop``        the zoo's ``SeriesDecoder`` (``tests/zoo/stress.py``: a loop of 1,000
-                       ``mul, add, pow`` at the top level), the default page; the toggle
-                       opens ``proj``
+                       ``mul, add, pow`` at the top level), the default page; no toggle (no
+                       module inside opens)
 ``fps-loop``           the zoo's ``FarthestPointSampling`` (a loop of 1,000 iterations of six
                        operations), the default page; the toggle opens ``mlp``
 =====================  =============================================================
@@ -80,7 +80,7 @@ def _gpt2(layers: int, width: int, heads: int, tokens: int, vocab: int) -> tuple
     return model, torch.randint(0, vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
 
 
-def _stress(case: str, toggle: str) -> tuple[Any, dict[str, Any], str]:
+def _stress(case: str, toggle: Any) -> tuple[Any, dict[str, Any], Any]:
     spec = next(c for c in STRESS if c.name == case)
     args, kwargs = spec.inputs()
     rec = torchrecorder.record(spec.build(), case, input_data=args, input_kwargs=kwargs)
@@ -114,12 +114,12 @@ MODELS = {
     "llama-70b-meta": _llama,
     "gpt2-small-unfolded": _gpt2_small,
     "gpt2-12": _gpt2_12,
-    "series-loop": lambda: _stress("SeriesDecoder", "proj"),
+    "series-loop": lambda: _stress("SeriesDecoder", None),
     "fps-loop": lambda: _stress("FarthestPointSampling", "mlp"),
 }
 
 
-def models(only: Any = None) -> list[tuple[str, Any, dict[str, Any], str]]:
+def models(only: Any = None) -> list[tuple[str, Any, dict[str, Any], Any]]:
     """(name, recording, make_html options, path of the module the toggle opens), of the models
     named in ``only`` (all if ``None``)."""
     names = list(MODELS) if only is None else only
@@ -155,7 +155,7 @@ _TOGGLE = """async i => {
 _DRAWN = "i => !!(document.querySelector('#n' + i) || document.querySelector('#c' + i))"
 
 
-def measure(browser: Any, path: str, toggle_path: str, repeats: int) -> dict[str, float]:
+def measure(browser: Any, path: str, toggle_path: Any, repeats: int) -> dict[str, float]:
     paints, walls, toggles, layouts, closes, drawn = [], [], [], [], [], []
     for _ in range(repeats):
         page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -167,8 +167,8 @@ def measure(browser: Any, path: str, toggle_path: str, repeats: int) -> dict[str
         walls.append(time.perf_counter() - t0)
         paints.append(page.evaluate("window.__tr.firstPaint"))
         drawn.append(page.evaluate("document.querySelectorAll('#tr-canvas g.node').length"))
-        i = page.evaluate(_INDEX, toggle_path)
-        if page.evaluate(_DRAWN, i):  # (a module inside a box that the first view keeps closed: not)
+        i = page.evaluate(_INDEX, toggle_path) if toggle_path is not None else -1
+        if i >= 0 and page.evaluate(_DRAWN, i):  # (not a module the first view keeps in a closed box)
             took, layout = page.evaluate(_TOGGLE, i)  # open it (or close it, if open at first)
             toggles.append(took)
             layouts.append(layout)
@@ -218,9 +218,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
         for name, rec, options, toggle in models(only):
-            t0 = time.perf_counter()
-            page = torchrecorder.make_html(rec, **options)
-            made = time.perf_counter() - t0
+            builds = []
+            for _ in range(args.repeats):  # the median of as many builds as tabs
+                t0 = time.perf_counter()
+                page = torchrecorder.make_html(rec, **options)
+                builds.append(time.perf_counter() - t0)
+            made = statistics.median(builds)
             path = page.save(os.path.join(tmp, name + ".html"))
             got = measure(browser, path, toggle, args.repeats)
             rows.append((name, len(page.text.encode("utf-8")), made, got))
