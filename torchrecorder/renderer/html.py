@@ -5,8 +5,9 @@ that, instead of one DOT text, writes the module hierarchy, the finest drawn
 nodes and edges and each element's Graphviz attribute text (made by the same
 styler hooks, so the page looks like the static figure) into a page.  The
 page's script applies the reader's open/closed state (edges re-attached to the
-nearest visible ancestor, folded runs of blocks and Python loops drawn once),
-builds the DOT of that state and lays it out with Graphviz compiled to WebAssembly (``viz-global.js`` of
+nearest visible ancestor, folded runs of blocks and Python loops drawn once,
+each unfolded and folded again by the reader), builds the DOT of that state and
+lays it out with Graphviz compiled to WebAssembly (``viz-global.js`` of
 ``@viz-js/viz``, vendored in ``_vendor/``).  Everything is inlined: the page
 makes no network request.
 """
@@ -186,10 +187,11 @@ class HtmlRenderer(GraphvizRenderer):
         edges as ``[from, to, attrs...]``, one attribute set per level the
         source may be shown at (itself, its parent's box, ...); ``runs`` the
         folded runs with the aliases of their later blocks; ``loops`` (when
-        there are any) the folded Python loops, as
-        :func:`~torchrecorder.renderer._html_loops.loop_rows` describes them,
-        each followed by its cluster's attributes, its DOT id, its count of
-        iterations and its summary (``mul · add · pow``).
+        there are any) the folded Python loops (``_html_loops.loop_rows``:
+        the layer that ran it, the nodes of its first and later iterations,
+        what those stand for, the edges between iterations), each followed by
+        its cluster's attributes, its DOT id, its count of iterations and its
+        summary (``mul · pow · add``).
         """
         rec = self.rec
         can_open = self.expandable()
