@@ -212,10 +212,18 @@ def test_long_work_shows_its_progress_and_short_work_does_not(deep: torchrecorde
     assert "torchrecorder: laying out with dot -Tsvg" in err
 
 
-def test_html_page_counts_loops_unfolded_and_opens_within_the_budget(zoo: Zoo) -> None:
+def test_html_page_counts_loops_folded_and_opens_within_the_budget(zoo: Zoo) -> None:
     rec = zoo.recorded("SeriesDecoder").rec
     html = HtmlRenderer(rec)
-    with pytest.warns(LargeDrawingWarning, match="render_depth=1 or max_nodes=None"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LargeDrawingWarning)
         page = html.page_data()
-    assert html.budget is not None and html.budget.reduced and html.budget.depth == 0
-    assert html.budget.size[0] <= MAX_NODES and not any(row[5] for row in page["nodes"])
+    # the loop folded, depth 1 fits: the network opens on its loop, drawn once
+    assert html.budget is not None and not html.budget.reduced and html.budget.depth == 1
+    assert html.budget.size[0] <= MAX_NODES and page["nodes"][0][5] == 1 and len(page["loops"]) == 1
+    # unfolded (fold_repeats=False) every operation counts, and the page opens collapsed
+    plain = HtmlRenderer(rec, fold_repeats=False)
+    with pytest.warns(LargeDrawingWarning, match="render_depth=1 or max_nodes=None"):
+        page = plain.page_data()
+    assert plain.budget is not None and plain.budget.reduced and plain.budget.depth == 0
+    assert plain.budget.size[0] <= MAX_NODES and not any(row[5] for row in page["nodes"])

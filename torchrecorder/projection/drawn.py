@@ -187,6 +187,8 @@ class Projection:
         if not self.tensor_nodes or not self.all_ops:
             left_out = self.left_out
             kids = [n for n in kids if n.key not in left_out]
+            if fold.in_loop:  # a loop of operations all left out (a getitem each time): no group
+                kids = [n for n in kids if not isinstance(n, LoopNode) or self.children(n)]
         return kids
 
     @property

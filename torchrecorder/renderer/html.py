@@ -5,8 +5,9 @@ that, instead of one DOT text, writes the module hierarchy, the finest drawn
 nodes and edges and each element's Graphviz attribute text (made by the same
 styler hooks, so the page looks like the static figure) into a page.  The
 page's script applies the reader's open/closed state (edges re-attached to the
-nearest visible ancestor, folded runs drawn once), builds the DOT of that state
-and lays it out with Graphviz compiled to WebAssembly (``viz-global.js`` of
+nearest visible ancestor, folded runs of blocks and Python loops drawn once,
+each unfolded and folded again by the reader), builds the DOT of that state and
+lays it out with Graphviz compiled to WebAssembly (``viz-global.js`` of
 ``@viz-js/viz``, vendored in ``_vendor/``).  Everything is inlined: the page
 makes no network request.
 """
@@ -24,8 +25,9 @@ from .._text import utf8_safe
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ..projection import FoldPlan, FoldRepeats, Projection
+from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection
 from ..projection.budget import MaxNodes, default_depth
+from ._html_loops import loop_rows
 from .base import ALL_DEPTHS
 from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list, title_attrs
 from .html_page import client_html, page_html, provider_html, script_json
@@ -118,18 +120,20 @@ class HtmlRenderer(GraphvizRenderer):
 
     Arguments as :class:`~torchrecorder.renderer.graphviz.GraphvizRenderer`;
     ``render_depth`` (default 1) is the depth the page opens at, and
-    ``fold_repeats`` says which runs of identical blocks start folded (each can
-    be unfolded in the page).  ``height`` is the height of the notebook view.
+    ``fold_repeats`` says which runs of identical blocks and which Python loops
+    (runs of identical iterations of operations, drawn as a group ``loop ×N``
+    as in :func:`~torchrecorder.make_dot`) start folded; each can be unfolded
+    in the page, and folded again.  ``height`` is the height of the notebook
+    view.
 
     The styler's ``style_node``, ``style_cluster``, ``style_repeated``,
     ``style_edge`` and ``style_tensor_edge`` make every attribute the page
     uses; :meth:`is_expanded` says which layers open first, and the same rule
-    at an unlimited depth says which layers can open at all.  The page folds
-    runs of blocks, not Python loops (``fold_loops`` is off): its first view,
-    and so the drawing budget, count every operation of a loop.
+    at an unlimited depth says which layers can open at all.  The first view,
+    which the drawing budget counts, has its runs and loops folded: a model
+    whose loops make thousands of operations opens at the depth asked for
+    when its folded drawing fits the budget.
     """
-
-    fold_loops = False
 
     def __init__(self, rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
@@ -182,7 +186,12 @@ class HtmlRenderer(GraphvizRenderer):
         (indices into ``strings`` and ``attrs``); ``edges`` the finest drawn
         edges as ``[from, to, attrs...]``, one attribute set per level the
         source may be shown at (itself, its parent's box, ...); ``runs`` the
-        folded runs with the aliases of their later blocks.
+        folded runs with the aliases of their later blocks; ``loops`` (when
+        there are any) the folded Python loops (``_html_loops.loop_rows``:
+        the layer that ran it, the nodes of its first and later iterations,
+        what those stand for, the edges between iterations), each followed by
+        its cluster's attributes, its DOT id, its count of iterations and its
+        summary (``mul · pow · add``).
         """
         rec = self.rec
         can_open = self.expandable()
@@ -212,14 +221,18 @@ class HtmlRenderer(GraphvizRenderer):
             rows.append([parent, kind, strings.add(self._quoted_id(node)), box, cluster, is_open, info])
         edges = self._edge_rows(finest, order, parents, index, attrs, strings)
         runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings)
+        loops = self._loop_rows(rec, opens, order, parents, index, edges, strings)
         header = self.new_graph().source.rstrip()
         if not header.endswith("}"):
             raise GraphError(f"unexpected DOT header from new_graph(): {header[-40:]!r}")
-        return {
+        data = {
             "version": 1, "name": rec.name, "header": header[:-1], "fanout": self.max_constraining_fanout,
             "folded": bool(self.fold_min), "strings": strings.items,
             "attrs": attrs.items, "nodes": rows, "edges": edges, "runs": runs,
         }
+        if loops:
+            data["loops"] = loops
+        return data
 
     def _parts(self, attrs: Any, method: str, strings: _Interner) -> tuple[int, int, int]:
         """A node's attributes as three strings (label, the rest, tooltip), each interned."""
@@ -351,6 +364,23 @@ class HtmlRenderer(GraphvizRenderer):
                     if where_a[0] == where_b[0] and where_a[1] != where_b[1] and where_a[0] in by_number:
                         by_number[where_a[0]][3].append(e)
         return [row[:-1] for row in runs]
+
+
+    def _loop_rows(self, rec: Graph, opens: Any, order: list[BaseNode], parents: list[int],
+                   index: dict[Key, int], edges: list[list[Any]], strings: _Interner) -> list[list[Any]]:
+        """One row per folded Python loop (``fold_repeats``), as ``make_dot`` folds them: the
+        page draws each once, marked ``×N``, until it is unfolded."""
+        if not self.fold_min:
+            return []
+        plan = FoldPlan.build(rec, self.fold_min, opens, loops=True, all_ops=self.all_ops)
+
+        def describe(group: LoopNode, iterations: list[Any]) -> list[Any]:
+            attrs = self.styler.style_repeated(group, iterations, True)
+            cluster = self._cluster_text(attrs, "style_repeated")
+            return [strings.add(cluster), strings.add(self._quoted_id(group)), len(iterations),
+                    strings.add(group.type_name)]
+
+        return loop_rows(plan, rec.context.key, order, parents, index, edges, describe)
 
 
 class _Interner:

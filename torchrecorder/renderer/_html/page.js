@@ -27,12 +27,26 @@
     runOfLead.set(r.lead, k);
     r.members.forEach(function (m, pos) { blockOf.set(m, [k, pos]); });
   });
+  // Python loops: loop k is drawn, while folded, as the cluster numbered n + k holding the
+  // children of its first iteration; the children of its later iterations stand for their
+  // counterparts in the first (or for nothing)
+  const loops = (D.loops || []).map(function (r) {
+    return { holder: r[0], first: r[1], later: r[2], alias: r[3], cross: r[4], cluster: r[5],
+             id: S[r[6]], count: r[7], ops: S[r[8]] };
+  });
+  const loopOf = new Int32Array(n).fill(-1), laterIteration = new Uint8Array(n);
+  loops.forEach(function (r, k) {
+    r.first.forEach(function (i) { loopOf[i] = k; });
+    r.later.forEach(function (i) { loopOf[i] = k; laterIteration[i] = 1; });
+    r.anchor = r.first.length ? r.first[0] : r.later[0];  // where the folded loop is drawn
+  });
   const infos = new Array(n);
   function info(i) { if (infos[i] === undefined) infos[i] = JSON.parse(S[N[i][6]]); return infos[i]; }
 
   // ------------------------------------------------------------------ state
   let open = firstOpen.slice();
   let folded = runs.map(function () { return D.folded; });
+  let loopFolded = loops.map(function () { return D.folded; });
   let rep = new Int32Array(n), lvl = new Int32Array(n);
   let selected = -1, hit = -1;
 
@@ -43,10 +57,18 @@
   function isOpen(i) { return kind[i] === LAYER && canOpen[i] === 1 && open[i] === 1; }
 
   // which drawn node stands for each node: itself, the closed module holding it, its
-  // counterpart in the first block of a folded run, or nothing (-1)
+  // counterpart in the first block of a folded run or the first iteration of a folded loop,
+  // or nothing (-1)
   function resolve() {
     const alias = new Map();
     const hiddenEdges = new Set();
+    loops.forEach(function (r, k) {
+      if (!loopFolded[k]) return;
+      // a later iteration's hidden blocks of a run stand for nothing, unless the run is folded too
+      r.later.forEach(function (i) { alias.set(i, -1); });
+      for (let j = 0; j < r.alias.length; j += 2) alias.set(r.alias[j], r.alias[j + 1]);
+      r.cross.forEach(function (e) { hiddenEdges.add(e); });
+    });
     runs.forEach(function (r, k) {
       if (!folded[k]) return;
       for (let j = 0; j < r.alias.length; j += 2) alias.set(r.alias[j], r.alias[j + 1]);
@@ -80,26 +102,30 @@
     return k !== undefined && folded[k] ? runs[k] : null;
   }
 
+  // the DOT id of node i (of loop i - n's group, past n)
+  function idOf(i) { return i < n ? S[N[i][2]] : loops[i - n].id; }
   // the DOT id of the node drawing the title of cluster i: make_dot's, "<id>::title"
   function titleId(i) {
-    const id = S[N[i][2]];
+    const id = idOf(i);
     return id.charAt(0) === '"' ? id.slice(0, -1) + '::title"' : '"' + id + '::title"';
   }
   // invisible edges that rank each title below what feeds its cluster and above the
-  // cluster's first members (and a nested cluster's title), as make_dot writes them
-  function titleEdges(drawn, titled, opened, out) {
+  // cluster's first members (and a nested cluster's title), as make_dot writes them; inCluster
+  // holds the cluster each drawn node and cluster is in (-1: none), inside the drawn members
+  // of each cluster
+  function titleEdges(drawn, titled, opened, inCluster, inside, out) {
     if (!opened.length) return;
-    const seen = new Set(), fedInside = new Set();
-    function ancestors(i) { const a = []; for (let p = N[i][0]; p >= 0; p = N[p][0]) a.push(p); return a; }
+    const seen = new Set(), fedInside = new Set(), m = n + loops.length;
+    function clusters(i) { const a = []; for (let c = inCluster.get(i); c >= 0; c = inCluster.get(c)) a.push(c); return a; }
     function add(line) { if (!seen.has(line)) { seen.add(line); out.push(line); } }
     for (let j = 0; j < drawn.length; j++) {
       const a = drawn[j][0], b = drawn[j][1];
-      const outer = new Set(ancestors(a));
+      const outer = new Set(clusters(a));
       let inner = b;
-      const chain = ancestors(b);
+      const chain = clusters(b);
       for (let k = 0; k < chain.length; k++) {
         const c = chain[k];
-        if (outer.has(c)) { fedInside.add(c * n + inner); break; }  // the innermost holding both ends
+        if (outer.has(c)) { fedInside.add(c * m + inner); break; }  // the innermost holding both ends
         if (titled.has(c)) add("\t" + S[N[a][2]] + " -> " + titleId(c) + " [style=invis]");
         inner = c;
       }
@@ -107,15 +133,36 @@
     for (let j = 0; j < opened.length; j++) {
       const c = opened[j];
       if (!titled.has(c)) continue;
-      const kids = children[c];
+      const kids = inside.get(c);
       for (let k = 0; k < kids.length; k++) {
         const kid = kids[k];
-        if (rep[kid] !== kid || fedInside.has(c * n + kid)) continue;
+        if (fedInside.has(c * m + kid)) continue;
         let head;
-        if (isOpen(kid)) { if (!titled.has(kid)) continue; head = titleId(kid); }
+        if (inside.has(kid)) { if (!titled.has(kid)) continue; head = titleId(kid); }
         else head = S[N[kid][2]];
         add("\t" + titleId(c) + " -> " + head + " [style=invis]");
       }
+    }
+  }
+  // the children of an open cluster (or of the top level) as drawn: a folded loop's children
+  // give way to the loop, drawn where its first child is
+  function drawnKids(kids) {
+    const out = [];
+    for (let j = 0; j < kids.length; j++) {
+      const kid = kids[j], k = loopOf[kid];
+      if (k < 0 || !loopFolded[k]) out.push(kid);
+      else if (kid === loops[k].anchor) out.push(n + k);
+    }
+    return out;
+  }
+  // the cluster's lines: its attributes, and the node drawing its title (NUL between them)
+  function openCluster(i, text, ind, titled, out) {
+    const parts = text.split("\u0000");
+    out.push(ind + "subgraph cluster_" + i + " {");
+    out.push(ind + "\t" + parts[parts.length - 1] + ' id="c' + i + '"');
+    if (parts.length > 1) {
+      titled.add(i);
+      out.push(ind + "\t" + titleId(i) + " [" + parts[0] + ' id="t' + i + '"]');
     }
   }
 
@@ -123,27 +170,31 @@
   function buildDot() {
     const hiddenEdges = resolve();
     const out = [D.header], titled = new Set(), opened = [];
-    // depth first with an explicit stack (no recursion: any nesting depth); -1 closes a cluster
+    const inCluster = new Map(), inside = new Map();
+    // depth first with an explicit stack (no recursion: any nesting depth) of [what, indent,
+    // the cluster it is in]; -1 closes a cluster, n + k opens the cluster of loop k
     const todo = [];
-    for (let j = top.length - 1; j >= 0; j--) todo.push([top[j], "\t"]);
+    function push(kids, ind, c) { for (let j = kids.length - 1; j >= 0; j--) todo.push([kids[j], ind, c]); }
+    push(drawnKids(top), "\t", -1);
     while (todo.length) {
-      const [i, ind] = todo.pop();
+      const [i, ind, c] = todo.pop();
       if (i === -1) { out.push(ind + "}"); continue; }
-      if (rep[i] !== i) continue;
+      if (i < n && rep[i] !== i) continue;
+      inCluster.set(i, c);
+      if (c >= 0) inside.get(c).push(i);
+      if (i >= n) {  // a folded loop: the children of its first iteration
+        openCluster(i, S[loops[i - n].cluster], ind, titled, out);
+        opened.push(i); inside.set(i, []);
+        todo.push([-1, ind, -1]);
+        push(loops[i - n].first, ind + "\t", i);
+        continue;
+      }
       const run = foldedRun(i);
       if (isOpen(i)) {
-        // the cluster's attributes, and those of the node drawing its title (NUL between)
-        const parts = (run && run.cluster >= 0 ? S[run.cluster] : S[N[i][4]]).split("\u0000");
-        out.push(ind + "subgraph cluster_" + i + " {");
-        out.push(ind + "\t" + parts[parts.length - 1] + ' id="c' + i + '"');
-        if (parts.length > 1) {
-          titled.add(i);
-          out.push(ind + "\t" + titleId(i) + " [" + parts[0] + ' id="t' + i + '"]');
-        }
-        opened.push(i);
-        todo.push([-1, ind]);
-        const kids = children[i];
-        for (let j = kids.length - 1; j >= 0; j--) todo.push([kids[j], ind + "\t"]);
+        openCluster(i, run && run.cluster >= 0 ? S[run.cluster] : S[N[i][4]], ind, titled, out);
+        opened.push(i); inside.set(i, []);
+        todo.push([-1, ind, -1]);
+        push(drawnKids(children[i]), ind + "\t", i);
       } else {
         out.push(ind + S[N[i][2]] + " [" + attrText(run ? run.box : N[i][3]) + ' id="n' + i + '"]');
       }
@@ -165,7 +216,7 @@
       if (degree.get(d[0]) > D.fanout && !/(^|\s)constraint=/.test(text)) text += " constraint=false";
       out.push("\t" + S[N[d[0]][2]] + " -> " + S[N[d[1]][2]] + " [" + text + "]");
     }
-    titleEdges(drawn, titled, opened, out);
+    titleEdges(drawn, titled, opened, inCluster, inside, out);
     for (const role of ["input", "output"]) {
       const ids = top.filter(function (i) { return rep[i] === i && info(i).kind === role; })
         .map(function (i) { return S[N[i][2]]; });
@@ -304,9 +355,28 @@
     items.forEach(function (t) { ul.appendChild(el("li", t)); });
     return [el("h3", title), ul];
   }
+  // the innermost loop whose iterations hold node i (-1: none)
+  function loopAround(i) {
+    for (let c = i; c >= 0; c = parent[c]) if (loopOf[c] >= 0) return loopOf[c];
+    return -1;
+  }
+  function loopButton(k, text) {
+    const b = el("button", text);
+    b.type = "button"; b.dataset.action = "fold-loop";
+    b.addEventListener("click", function () { toggleLoop(k); });
+    return b;
+  }
+  function showLoop(k) {
+    const r = loops[k], actions = el("div", null, "tr-actions");
+    const where = r.holder >= 0 ? info(r.holder).path || info(r.holder).name : D.name;
+    actions.appendChild(loopButton(k, (loopFolded[k] ? "Show the " : "Fold the ") + r.count + " iterations"));
+    details.replaceChildren(el("h2", "loop ×" + r.count), el("div", "Python loop in " + where, "tr-sub"), actions,
+                            el("p", r.count + " identical iterations of: " + r.ops));
+  }
   function showDetails(i) {
     const parts = [];
     if (i < 0) { details.replaceChildren(el("p", "Click a module to open or close it; hover or click any node for its details.", "tr-hint")); return; }
+    if (i >= n) { showLoop(i - n); return; }
     const d = info(i), run = runOfLead.has(i) ? runs[runOfLead.get(i)] : null;
     parts.push(el("h2", d.path || d.name));
     let sub = d.kind;
@@ -327,6 +397,8 @@
       b.addEventListener("click", function () { folded[k] = !folded[k]; select(i); layout(i); });
       actions.appendChild(b);
     }
+    const k = loopAround(i);
+    if (k >= 0) actions.appendChild(loopButton(k, (loopFolded[k] ? "Show the " : "Fold the ") + loops[k].count + " iterations of its loop"));
     if (actions.childNodes.length) parts.push(actions);
     if (run && folded[runOfLead.get(i)]) parts.push(el("p", run.members.length + " identical blocks: " + run.title));
     if (d.kind === "module") {
@@ -364,12 +436,19 @@
     select(i);
     layout(i);
   }
+  // fold or unfold loop k; its first child stays where it is on screen
+  function toggleLoop(k) {
+    loopFolded[k] = !loopFolded[k];
+    const r = loops[k];
+    if (selected < n) showDetails(selected); else select(n + k);
+    layout(r.first.length ? r.first[0] : -1);
+  }
   canvas.addEventListener("click", function (ev) {
     if (drag && drag.moved) return;
     const g = ev.target.closest("g.node, g.cluster");
     if (!g || !/^[nct]\d+$/.test(g.id)) return;
     const i = Number(g.id.slice(1));
-    if (isLayerThatOpens(i)) toggle(i); else select(i);
+    if (i >= n) { select(i); toggleLoop(i - n); } else if (isLayerThatOpens(i)) toggle(i); else select(i);
   });
   canvas.addEventListener("mouseover", function (ev) {
     const g = ev.target.closest("g.node, g.cluster");
@@ -392,18 +471,25 @@
     setDepth(d); layout();
   });
   const foldBox = $("tr-fold");
-  if (!runs.length) $("tr-fold-label").style.display = "none";
-  foldBox.addEventListener("change", function () { folded = runs.map(function () { return foldBox.checked; }); layout(); });
+  if (!runs.length && !loops.length) $("tr-fold-label").style.display = "none";
+  foldBox.addEventListener("change", function () {
+    folded = runs.map(function () { return foldBox.checked; });
+    loopFolded = loops.map(function () { return foldBox.checked; });
+    if (selected >= 0) showDetails(selected);
+    layout();
+  });
   function syncControls() {
     let d = 0;
     for (let i = 0; i < n; i++) if (isOpen(i) && depth[i] + 1 > d) d = depth[i] + 1;
     if (document.activeElement !== depthInput) depthInput.value = String(d);
-    foldBox.checked = folded.length > 0 && folded.every(function (f) { return f; });
-    foldBox.indeterminate = !foldBox.checked && folded.some(function (f) { return f; });
+    const all = folded.concat(loopFolded);
+    foldBox.checked = all.length > 0 && all.every(function (f) { return f; });
+    foldBox.indeterminate = !foldBox.checked && all.some(function (f) { return f; });
   }
   $("tr-fit").addEventListener("click", function () { autoFit = true; fit(); });
   $("tr-reset").addEventListener("click", function () {
     open = firstOpen.slice(); folded = runs.map(function () { return D.folded; }); hit = -1;
+    loopFolded = loops.map(function () { return D.folded; });
     pending = { anchor: -1 }; T.firstPaint = T.firstPaint || null;
     layout(); setTimeout(fit, 0);
   });
@@ -429,6 +515,7 @@
     }
     const b = blockOf.get(i);
     if (b && b[1] > 0) folded[b[0]] = false;
+    for (let c = i; c >= 0; c = parent[c]) if (laterIteration[c]) loopFolded[loopOf[c]] = false;
   }
   function goTo(q) {
     if (q !== lastQuery) { matches = q ? findAll(q) : []; at = -1; lastQuery = q; }
