@@ -12,7 +12,7 @@ from torch import nn
 import torchrecorder
 from torchrecorder.errors import LargeDrawingWarning
 from torchrecorder.projection import LoopNode
-from torchrecorder.projection.budget import MAX_EDGES, MAX_NODES, default_depth, drawn_size
+from torchrecorder.projection.budget import MAX_EDGES, MAX_NODES, MAX_SPANS, default_depth, drawn_size, edge_spans
 from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
 from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 from torchrecorder.renderer.html import HtmlRenderer
@@ -46,6 +46,9 @@ def test_every_zoo_models_default_drawings_are_within_the_budget(zoo: Zoo, case:
     nodes, edges = _size(source)
     assert nodes <= MAX_NODES and edges <= MAX_EDGES, (nodes, edges)
     assert (NOTE in parse_dot(source).nodes) == bool(said)  # reduced: the drawing says so too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LargeDrawingWarning)
+        assert edge_spans(GraphvizRenderer(rec).projection) <= MAX_SPANS
     # the notebook's and the page's first view (depth 1 by default)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LargeDrawingWarning)
@@ -227,3 +230,47 @@ def test_html_page_counts_loops_folded_and_opens_within_the_budget(zoo: Zoo) -> 
         page = plain.page_data()
     assert plain.budget is not None and plain.budget.reduced and plain.budget.depth == 0
     assert plain.budget.size[0] <= MAX_NODES and not any(row[5] for row in page["nodes"])
+
+
+class _Reader(nn.Module):
+    """Every step reads the input again: each edge from ``x`` reaches further back."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps = steps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x
+        for _ in range(self.steps):
+            y = torch.sin(y) * x
+        return y
+
+
+def test_edge_spans_count_the_ranks_that_long_edges_pass() -> None:
+    chain = torchrecorder.record(nn.Sequential(*[nn.ReLU() for _ in range(40)]), "chain", (1, 4))
+    reader = torchrecorder.record(_Reader(40), "reader", (1, 4))
+    everything = {"fold_repeats": False, "max_nodes": None}
+    assert edge_spans(GraphvizRenderer(chain, **everything).projection) == 0  # type: ignore[arg-type]
+    # x at rank 0 (just above its first consumer, sin_1), sin_k at rank 2k-1, mul_k at 2k:
+    # the edge x -> mul_k passes the 2k-1 ranks between, 1 + 3 + ... + 79 = 40² in all
+    spans = edge_spans(GraphvizRenderer(reader, **everything).projection)  # type: ignore[arg-type]
+    assert spans == 40 ** 2, spans
+
+
+def test_default_drawing_keeps_to_the_span_budget_and_says_why() -> None:
+    """Few boxes, long edges (a DARTS cell: every step reads every earlier state): ``dot`` takes
+    seconds to minutes, so the default drawing goes shallower and names the ranks passed."""
+    reader = torchrecorder.record(_Reader(120), "reader", (1, 4))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        renderer = GraphvizRenderer(reader, default_depth(256), fold_repeats=False)
+        source = renderer.render().source
+    said = [str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning)]
+    assert said and "ranks" in said[0], said
+    assert renderer.budget is not None and renderer.budget.reduced
+    assert edge_spans(renderer.projection) <= MAX_SPANS
+    assert NOTE in parse_dot(source).nodes
+    with warnings.catch_warnings(record=True) as caught:  # asked for: drawn, with a warning first
+        warnings.simplefilter("always")
+        GraphvizRenderer(reader, None, fold_repeats=False).render()
+    assert any("ranks" in str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning))

@@ -8,7 +8,13 @@ line, the directive and the scraper: a :class:`DefaultDepth`) is fitted to
 :data:`MAX_NODES` nodes and :data:`MAX_EDGES` edges by :func:`fit`: it keeps
 the depth asked for if the drawing fits, else folds every repeated run of two
 or more (when folding was left to ``"auto"``), else draws the deepest depth
-that fits.  :func:`fit` says what it collapsed; the renderer writes that in
+that fits.  Counting nodes and edges is not enough: ``dot`` routes an edge
+that skips ranks through one virtual node per rank it passes, and a drawing
+of a few hundred boxes whose edges reach far back (a DARTS cell, where every
+step reads every earlier state; a loop whose every iteration reads the same
+input) lays out as slowly as one of thousands of nodes.  So a drawing also
+fits only when its edges pass at most :data:`MAX_SPANS` ranks in all
+(:func:`edge_spans`).  :func:`fit` says what it collapsed; the renderer writes that in
 the drawing and in a :class:`~torchrecorder.errors.LargeDrawingWarning`.  A
 depth given explicitly (an ``int`` or ``None`` for everything) is drawn as
 asked, with a warning first when it exceeds the budget.
@@ -20,11 +26,11 @@ from collections.abc import Callable
 from typing import Optional, Union
 
 from ..graph import Graph
-from ..nodes import LayerNode
+from ..nodes import Key, LayerNode
 from .drawn import Projection
 
-__all__ = ["ALL_DEPTHS", "MAX_EDGES", "MAX_NODES", "DefaultDepth", "Fit", "MaxNodes", "budget_of",
-           "default_depth", "drawn_size", "fit", "graph_depth"]
+__all__ = ["ALL_DEPTHS", "MAX_EDGES", "MAX_NODES", "MAX_SPANS", "DefaultDepth", "Fit", "MaxNodes",
+           "budget_of", "default_depth", "drawn_size", "edge_spans", "fit", "graph_depth"]
 
 #: the most drawn nodes (boxes and clusters) of a default drawing: ``dot`` lays out drawings
 #: of recorded models this size in 2-3 s on a loaded 2-core machine (``benchmarks/layout_budget.py``:
@@ -32,6 +38,11 @@ __all__ = ["ALL_DEPTHS", "MAX_EDGES", "MAX_NODES", "DefaultDepth", "Fit", "MaxNo
 MAX_NODES = 1000
 #: the most drawn edges of a default drawing
 MAX_EDGES = 1200
+#: the most ranks the edges of a default drawing pass in all (:func:`edge_spans`): ``dot``
+#: lays out a loop whose every iteration reads one input in 0.8 s at 2,146 of them, 3.5 s at
+#: 3,404 and 22 s at 4,951, and a DARTS supernet's cells (736 boxes) in 10-15 s at 7,238, on
+#: a loaded 2-core machine (``benchmarks/layout_budget.py``)
+MAX_SPANS = 2500
 #: a ``render_depth`` deeper than any recording
 ALL_DEPTHS = 1 << 30
 
@@ -83,6 +94,46 @@ def drawn_size(p: Projection) -> tuple[int, int]:
     return count, len(p.edges)
 
 
+def edge_spans(p: Projection) -> int:
+    """How many ranks the edges drawn from ``p`` pass without stopping, in all: the virtual
+    nodes ``dot`` adds to route them, which drive its layout time as boxes do.
+
+    Ranks are estimated as ``dot`` would rank the drawn graph: each node one below its lowest
+    predecessor (longest path), a node without predecessors just above its first consumer.
+    Linear in nodes and edges; edges on a cycle (boxes of modules that feed each other) count
+    nothing.
+    """
+    succ: dict[Key, list[Key]] = {}
+    indegree: dict[Key, int] = {}
+    pairs = [(a.key, b.key) for a, b in p.edges]
+    for a, b in pairs:
+        got = succ.get(a)
+        if got is None:
+            succ[a] = [b]
+        else:
+            got.append(b)
+        indegree[b] = indegree.get(b, 0) + 1
+        indegree.setdefault(a, 0)
+    rank = dict.fromkeys(indegree, 0)
+    sources = [k for k, n in indegree.items() if n == 0]
+    order = list(sources)
+    for k in order:  # Kahn's order: grows while it is walked
+        r = rank[k] + 1
+        for b in succ.get(k, ()):
+            if rank[b] < r:
+                rank[b] = r
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                order.append(b)
+    ranked = set(order)
+    for k in sources:  # pulled down to just above its first consumer
+        below = [rank[b] for b in succ.get(k, ()) if b in ranked]
+        if below:
+            rank[k] = min(below) - 1
+    return sum(rank[b] - rank[a] - 1 for a, b in pairs
+               if a in ranked and b in ranked and rank[b] - rank[a] > 1)
+
+
 def graph_depth(graph: Graph) -> int:
     """One more than the deepest module call's depth: the ``render_depth`` that opens all."""
     return max((n.depth + 1 for n in graph.layers()), default=0)
@@ -100,11 +151,14 @@ class Fit:
         requested: the ``render_depth`` asked for (``None``: everything).
         full: ``(nodes, edges)`` of the drawing asked for, when it did not fit.
         deepest: the ``render_depth`` that opens every module.
+        spans: the ranks the drawn edges pass (:func:`edge_spans`).
+        full_spans: the same of the drawing asked for, when it did not fit.
     """
 
     def __init__(self, projection: Projection, depth: int, min_run: int, size: tuple[int, int],
                  budget: Optional[tuple[int, int]], requested: Optional[int],
-                 full: Optional[tuple[int, int]], deepest: int) -> None:
+                 full: Optional[tuple[int, int]], deepest: int, spans: int = 0,
+                 full_spans: Optional[int] = None) -> None:
         self.projection = projection
         self.depth = depth
         self.min_run = min_run
@@ -113,6 +167,8 @@ class Fit:
         self.requested = requested
         self.full = full
         self.deepest = deepest
+        self.spans = spans
+        self.full_spans = full_spans
 
     @property
     def reduced(self) -> bool:
@@ -122,7 +178,13 @@ class Fit:
     @property
     def over(self) -> bool:
         """Whether the drawing exceeds the budget (possible only when drawn as asked)."""
-        return self.budget is not None and not _fits(self.size, self.budget)
+        return self.budget is not None and not _fits(self.size, self.spans, self.budget)
+
+    def _asked_text(self, size: tuple[int, int], spans: Optional[int]) -> str:
+        text = f"{size[0]:,} nodes, {size[1]:,} edges"
+        if self.budget is not None and spans is not None and spans > _max_spans(self.budget):
+            text += f" passing {spans:,} ranks (at most {_max_spans(self.budget):,})"
+        return text
 
     def note(self) -> str:
         """What was collapsed and how to draw everything, in words (``""`` if nothing was)."""
@@ -137,19 +199,28 @@ class Fit:
         all_depth = asked if asked is not None else self.deepest
         return (f"{' and '.join(what) or 'folded'} to keep the drawing to {self.size[0]:,} nodes and "
                 f"{self.size[1]:,} edges (budget {self.budget[0]:,} / {self.budget[1]:,}; asked for: "
-                f"{self.full[0]:,} nodes, {self.full[1]:,} edges). Draw everything with "
+                f"{self._asked_text(self.full, self.full_spans)}). Draw everything with "
                 f"render_depth={all_depth} or max_nodes=None (the layout may take minutes).")
 
     def message(self) -> str:
         """The warning before a layout that may take long (a drawing over budget, as asked)."""
         if self.budget is None:
             return ""
-        return (f"drawing {self.size[0]:,} nodes and {self.size[1]:,} edges, over the budget of "
+        return (f"drawing {self._asked_text(self.size, self.spans)}, over the budget of "
                 f"{self.budget[0]:,} / {self.budget[1]:,}: Graphviz may take minutes to lay it out")
 
 
-def _fits(size: tuple[int, int], budget: tuple[int, int]) -> bool:
-    return size[0] <= budget[0] and size[1] <= budget[1]
+def _max_spans(budget: tuple[int, int]) -> int:
+    """The ranks the edges of a drawing within ``budget`` may pass (:data:`MAX_SPANS`, scaled)."""
+    return budget[0] * MAX_SPANS // MAX_NODES
+
+
+def _fits(size: tuple[int, int], spans: int, budget: tuple[int, int]) -> bool:
+    return size[0] <= budget[0] and size[1] <= budget[1] and spans <= _max_spans(budget)
+
+
+def _measure(p: Projection) -> tuple[tuple[int, int], int]:
+    return drawn_size(p), edge_spans(p)
 
 
 def fit(graph: Graph, requested: Optional[int], make: Callable[[int, int], Projection], *,
@@ -169,29 +240,30 @@ def fit(graph: Graph, requested: Optional[int], make: Callable[[int, int], Proje
     deepest = graph_depth(graph)
     asked = ALL_DEPTHS if requested is None else int(requested)
     first = make(asked, min_run)
-    size = drawn_size(first)
-    if budget is None or _fits(size, budget) or not isinstance(requested, DefaultDepth):
+    size, spans = _measure(first)
+    if budget is None or _fits(size, spans, budget) or not isinstance(requested, DefaultDepth):
         # drawn as asked; over the budget (the default one without a budget), it says so
-        return Fit(first, asked, min_run, size, budget or (MAX_NODES, MAX_EDGES), requested, None, deepest)
+        return Fit(first, asked, min_run, size, budget or (MAX_NODES, MAX_EDGES), requested, None, deepest,
+                   spans)
     runs = [min_run]
     if may_fold and min_run != 2:
         runs.append(2)
         folded = make(asked, 2)
-        folded_size = drawn_size(folded)
-        if _fits(folded_size, budget):
-            return Fit(folded, asked, 2, folded_size, budget, requested, size, deepest)
+        folded_size, folded_spans = _measure(folded)
+        if _fits(folded_size, folded_spans, budget):
+            return Fit(folded, asked, 2, folded_size, budget, requested, size, deepest, folded_spans, spans)
     run = runs[-1]
     lo, hi = -1, min(asked, deepest)  # depth lo fits (-1: none known), depth hi does not
-    best: Optional[tuple[Projection, int, tuple[int, int]]] = None
+    best: Optional[tuple[Projection, int, tuple[int, int], int]] = None
     while hi - lo > 1:
         mid = (lo + hi) // 2
         p = make(mid, run)
-        got = drawn_size(p)
-        if _fits(got, budget):
-            best, lo = (p, mid, got), mid
+        got, got_spans = _measure(p)
+        if _fits(got, got_spans, budget):
+            best, lo = (p, mid, got, got_spans), mid
         else:
             hi = mid
     if best is None:
         p = make(0, run)
-        best = (p, 0, drawn_size(p))
-    return Fit(best[0], best[1], run, best[2], budget, requested, size, deepest)
+        best = (p, 0, *_measure(p))
+    return Fit(best[0], best[1], run, best[2], budget, requested, size, deepest, best[3], spans)
