@@ -38,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import torchrecorder  # noqa: E402
-from torchrecorder.projection.budget import MAX_EDGES, MAX_NODES  # noqa: E402
+from torchrecorder.projection.budget import MAX_EDGES, MAX_NODES, MAX_SPANS  # noqa: E402
 
 
 class Series(nn.Module):
@@ -87,8 +87,9 @@ SHAPES: dict[str, Callable[[int], tuple[nn.Module, tuple[int, ...]]]] = {
     "loop": _loop, "mlp": _mlp, "decoder": _decoder}
 
 
-def measure(shape: str, size: int, timeout: float) -> tuple[int, int, float]:
-    """``(drawn nodes, drawn edges, seconds of dot -Tsvg)`` (``inf`` past ``timeout``)."""
+def measure(shape: str, size: int, timeout: float) -> tuple[int, int, int, float]:
+    """``(drawn nodes, drawn edges, ranks the edges pass, seconds of dot -Tsvg)`` (``inf`` past
+    ``timeout``)."""
     net, shapes = SHAPES[shape](size)
     with torch.no_grad():
         rec = torchrecorder.record(net, shape, shapes, unfuse_fast_paths=True)
@@ -99,13 +100,14 @@ def measure(shape: str, size: int, timeout: float) -> tuple[int, int, float]:
         source = renderer.render().source
     budget = renderer.budget
     nodes, edges = budget.size if budget is not None else (0, 0)
+    spans = budget.spans if budget is not None else 0
     start = time.perf_counter()
     try:
         subprocess.run(["dot", "-Tsvg", "-o", os.devnull], input=source.encode(), check=True,
                        timeout=timeout)
     except subprocess.TimeoutExpired:
-        return nodes, edges, float("inf")
-    return nodes, edges, time.perf_counter() - start
+        return nodes, edges, spans, float("inf")
+    return nodes, edges, spans, time.perf_counter() - start
 
 
 def main() -> None:
@@ -116,19 +118,21 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds before dot is stopped")
     parser.add_argument("--limit", type=float, default=5.0, help="the layout time the budget aims at")
     args = parser.parse_args()
-    print(f"{'shape':8} {'nodes':>6} {'edges':>6} {'dot -Tsvg':>10}")
-    largest: dict[str, tuple[int, int]] = {}
+    print(f"{'shape':8} {'nodes':>6} {'edges':>6} {'spans':>7} {'dot -Tsvg':>10}")
+    largest: dict[str, tuple[int, int, int]] = {}
     for shape in args.shapes.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
-            nodes, edges, seconds = measure(shape, size, args.timeout)
-            print(f"{shape:8} {nodes:6} {edges:6} {seconds:9.2f}s", flush=True)
+            nodes, edges, spans, seconds = measure(shape, size, args.timeout)
+            print(f"{shape:8} {nodes:6} {edges:6} {spans:7} {seconds:9.2f}s", flush=True)
             if seconds <= args.limit:
-                largest[shape] = (nodes, edges)
+                largest[shape] = (nodes, edges, spans)
             elif seconds == float("inf"):
                 break
-    for shape, (nodes, edges) in largest.items():
-        print(f"{shape}: laid out in under {args.limit:g} s up to {nodes} nodes, {edges} edges")
-    print(f"budget in force: {MAX_NODES} nodes, {MAX_EDGES} edges")
+    for shape, (nodes, edges, spans) in largest.items():
+        print(f"{shape}: laid out in under {args.limit:g} s up to {nodes} nodes, {edges} edges, "
+              f"{spans} ranks passed")
+    print(f"budget in force: {MAX_NODES} nodes, {MAX_EDGES} edges, {MAX_SPANS} ranks passed "
+          "(budget.edge_spans)")
 
 
 if __name__ == "__main__":

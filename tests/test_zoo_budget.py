@@ -12,7 +12,14 @@ from torch import nn
 import torchrecorder
 from torchrecorder.errors import LargeDrawingWarning
 from torchrecorder.projection import LoopNode
-from torchrecorder.projection.budget import MAX_EDGES, MAX_NODES, MAX_SPANS, default_depth, drawn_size, edge_spans
+from torchrecorder.projection.budget import (
+    MAX_EDGES,
+    MAX_NODES,
+    MAX_SPANS,
+    default_depth,
+    drawn_size,
+    edge_spans,
+)
 from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
 from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 from torchrecorder.renderer.html import HtmlRenderer
