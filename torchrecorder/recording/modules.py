@@ -35,7 +35,8 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
         walk = list(net.named_modules(prefix=prefix, remove_duplicate=False))
     # each module's own parameters, by path: (path, {id(parameter): numel})
     owned: list[tuple[str, dict[int, int]]] = []
-    occurrences = 0
+    occurrences = 0  # parameters met in this walk, and the distinct ones among them
+    distinct: set[int] = set()
     for path, module in walk:
         info = modules.get(id(module))
         if info is None:
@@ -58,9 +59,10 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
             if id(param) not in params:
                 params[id(param)] = (param, f"{path}.{pname}" if path else pname)
             mine[id(param)] = param.numel()
+            distinct.add(id(param))
             occurrences += 1
         owned.append((path, mine))
-    if len(params) == occurrences and len(walk) == len(modules):
+    if len(distinct) == occurrences and len({id(m) for _, m in walk}) == len(walk):
         totals = _added_totals(owned, walk)  # nothing shared: a subtree's total is a sum
     else:
         totals = _distinct_totals(owned)
