@@ -53,6 +53,7 @@ class OpSink(Protocol):
 
     def to_python(self, opname: str) -> None: ...
 
+# torch callables that write tensors they are given without a trailing ``_`` or ``out=``:
 # the batch-norm kernels update the running statistics when their 6th argument is true
 _WRITES_RUNNING_STATS = frozenset({"batch_norm", "instance_norm"})
 

@@ -85,7 +85,6 @@ def make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any,
 # into ``.grad``) is put back; the rest is copied only when the forward is about to write it.
 EAGER_COPY_BYTES = 32 << 20
 
-# torch callables that write tensors they are given without a trailing ``_`` or ``out=``:
 _MISSING = object()
 
 
