@@ -1,0 +1,193 @@
+"""Progress of long recordings: shown once a recording runs long (a ``tqdm`` bar, or lines on
+standard error), never for a short one, forced on or off by ``_progress.ENABLED``, and
+gone when the recording ends, however it ends."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Optional
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder import _progress
+
+
+def _shown() -> bool:
+    return any(job.shown for job in list(_progress._jobs))
+
+
+class Waits(nn.Module):
+    """Holds the pass until the progress of the recording shows (at most 30 s), so that the
+    test does not depend on how fast the machine is; then raises ``raises`` if given."""
+
+    def __init__(self, raises: Optional[BaseException] = None) -> None:
+        super().__init__()
+        self.raises = raises
+        self.waited = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if _progress.ENABLED is not False:
+            deadline = time.monotonic() + 30
+            while not _shown() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.waited = _shown()
+            time.sleep(3 * _progress.POLL)  # the bar is updated meanwhile
+        if self.raises is not None:
+            raise self.raises
+        return x.relu()
+
+
+def slow_net(raises: Optional[BaseException] = None) -> nn.Sequential:
+    """Thirty linear layers, the waiting module, thirty more: 62 modules with the root."""
+    return nn.Sequential(*[nn.Linear(3, 3) for _ in range(30)], Waits(raises),
+                         *[nn.Linear(3, 3) for _ in range(30)])
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A recording counts as long after 0.05 s; the progress thread ends once idle."""
+    monkeypatch.setattr(_progress, "RECORD_AFTER", 0.05)
+    monkeypatch.setattr(_progress, "IDLE_EXIT", 0.05)
+    yield
+
+
+@pytest.fixture
+def lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As where tqdm is not installed."""
+    monkeypatch.setattr(_progress, "_tqdm", lambda: None)
+
+
+def _no_progress_left(capsys: pytest.CaptureFixture[str]) -> None:
+    """No job is watched, no bar is open, the progress thread ends, and nothing more is printed."""
+    assert not _progress._jobs
+    for thread in threading.enumerate():
+        if thread.name == "torchrecorder-progress":
+            thread.join(timeout=10)
+    assert not any(t.name == "torchrecorder-progress" for t in threading.enumerate())
+    assert capsys.readouterr().err == ""
+
+
+def test_a_long_recording_shows_a_bar_of_modules_called(quick: None,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")
+    net = slow_net()
+    rec = torchrecorder.record(net, "slow", (1, 3))
+    assert net[30].waited
+    err = capsys.readouterr().err
+    assert "torchrecorder: recording 'slow'" in err
+    assert "/62 [" in err  # modules called of the model's 62
+    assert "module calls" in err and " nodes" in err
+    assert len(list(rec.layers())) == 62
+    _no_progress_left(capsys)
+
+
+def test_without_tqdm_a_long_recording_prints_a_line_at_the_start_and_the_end(
+        quick: None, lines: None, capsys: pytest.CaptureFixture[str]) -> None:
+    torchrecorder.record(slow_net(), "slow", (1, 3))
+    out = capsys.readouterr().err.splitlines()
+    assert len(out) == 2, out
+    assert out[0].startswith("torchrecorder: recording 'slow': ") and out[0].endswith(" ...")
+    assert "/62 modules, " in out[0]
+    assert out[1].startswith("torchrecorder: recording 'slow': done in ")
+    assert ", 62/62 modules, 62 module calls, " in out[1]
+    _no_progress_left(capsys)
+
+
+def test_lines_come_every_line_every_seconds(quick: None, lines: None, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(_progress, "LINE_EVERY", 0.0)  # a line at every poll
+    torchrecorder.record(slow_net(), "slow", (1, 3))
+    out = capsys.readouterr().err.splitlines()
+    assert len(out) >= 3 and all(line.endswith(" ...") for line in out[:-1])
+    assert "done in" in out[-1]
+
+
+def test_a_short_recording_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    net = nn.Sequential(*[nn.Linear(3, 3) for _ in range(50)])
+    for _ in range(20):
+        torchrecorder.record(net, "net", (1, 3))
+    assert not _progress._jobs
+    time.sleep(3 * _progress.POLL)
+    assert capsys.readouterr().err == ""
+
+
+def test_enabled_false_shows_nothing_however_long(quick: None, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(_progress, "ENABLED", False)
+    seen: list[int] = []
+
+    class Sleeps(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            time.sleep(0.5)  # ten times the threshold
+            seen.append(len(_progress._jobs))
+            return x + 1
+
+    torchrecorder.record(Sleeps(), "net", (1, 3))
+    assert seen == [0]  # not even watched
+    _no_progress_left(capsys)
+
+
+def test_enabled_true_shows_a_short_recording_from_its_start(lines: None, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(_progress, "ENABLED", True)
+    rec = torchrecorder.record(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), "tiny", (1, 3))
+    out = capsys.readouterr().err.splitlines()
+    assert out[0] == "torchrecorder: recording 'tiny': 0.0 s, 0/3 modules, 0 module calls, 0 nodes ..."
+    assert out[1].startswith("torchrecorder: recording 'tiny': done in ")
+    assert out[1].endswith(f" s, 3/3 modules, 3 module calls, {len(rec.nodes) - 1} nodes")
+
+
+def test_the_recording_context_shows_progress_too(lines: None, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(_progress, "ENABLED", True)
+    net = nn.Linear(3, 3)
+    with torchrecorder.recording(net, "fc"):
+        net(torch.randn(1, 3))
+        net(torch.randn(1, 3))
+    out = capsys.readouterr().err.splitlines()
+    assert len(out) == 2 and ", 1/1 modules, 2 module calls, " in out[1]
+
+
+@pytest.mark.parametrize("raised", [RuntimeError("boom"), KeyboardInterrupt()], ids=["error", "interrupt"])
+def test_progress_ends_with_the_recording_that_raises(quick: None, lines: None, raised: BaseException,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    net = slow_net(raised)
+    with pytest.raises(type(raised)) as info:
+        torchrecorder.record(net, "slow", (1, 3))
+    assert info.value is raised and net[30].waited
+    out = capsys.readouterr().err.splitlines()
+    assert len(out) == 2, out
+    assert out[1].startswith(f"torchrecorder: recording 'slow': stopped by {type(raised).__name__} after ")
+    assert ", 32/62 modules, 32 module calls, " in out[1]
+    time.sleep(3 * _progress.POLL)
+    _no_progress_left(capsys)
+
+
+def test_a_bar_closes_when_the_recording_raises(quick: None, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")
+    net = slow_net(KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        torchrecorder.record(net, "slow", (1, 3))
+    assert net[30].waited
+    assert "torchrecorder: recording 'slow'" in capsys.readouterr().err
+    from tqdm import tqdm
+
+    assert not [bar for bar in list(tqdm._instances) if "recording 'slow'" in str(bar.desc)]
+    time.sleep(3 * _progress.POLL)
+    _no_progress_left(capsys)
+
+
+def test_the_progress_thread_reads_counters_only(quick: None, lines: None, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Torch calls made by the progress thread would be recorded (or refused by the engine's
+    thread check): a recording watched with its progress shown equals one made without."""
+    net = slow_net()
+    watched = torchrecorder.make_dot(torchrecorder.record(net, "net", (1, 3))).source
+    assert net[30].waited and "done in" in capsys.readouterr().err
+    monkeypatch.setattr(_progress, "ENABLED", False)
+    assert torchrecorder.make_dot(torchrecorder.record(net, "net", (1, 3))).source == watched
