@@ -191,3 +191,29 @@ def test_the_progress_thread_reads_counters_only(quick: None, lines: None, monke
     assert net[30].waited and "done in" in capsys.readouterr().err
     monkeypatch.setattr(_progress, "ENABLED", False)
     assert torchrecorder.make_dot(torchrecorder.record(net, "net", (1, 3))).source == watched
+
+
+def test_a_job_left_finished_by_an_interrupted_unwatch_is_cleared_silently(
+        quick: None, lines: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(_progress, "ENABLED", True)
+    job = _progress.watch("work", lambda: (1, 2, ""), "step")
+    assert job is not None and job.shown
+    assert capsys.readouterr().err == "torchrecorder: work: 0.0 s, 1/2 steps ...\n"
+    job.finished = True  # as unwatch does before an interrupt keeps it from the lock
+    deadline = time.monotonic() + 30
+    while job in _progress._jobs and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert job not in _progress._jobs and not job.shown
+    _progress.unwatch(job)  # (when it comes after all, it shows nothing either)
+    _no_progress_left(capsys)
+
+
+def test_no_thread_to_be_had_leaves_the_recording_unwatched(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    def refuse() -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(_progress, "_start_worker", refuse)
+    rec = torchrecorder.record(nn.Linear(3, 3), "fc", (1, 3))
+    assert [layer.key for layer in rec.layers()] == ["fc"]
+    assert not _progress._jobs and capsys.readouterr().err == ""

@@ -116,7 +116,7 @@ class Watch:
         finished: set by :func:`unwatch`; nothing of the job is shown after it.
     """
 
-    __slots__ = ("bar", "finished", "next_line", "poll", "read", "shown", "start", "unit", "what")
+    __slots__ = ("bar", "finished", "next_line", "orphan", "poll", "read", "shown", "start", "unit", "what")
 
     def __init__(self, what: str, read: Callable[[], Counts], unit: str) -> None:
         self.what, self.read, self.unit = what, read, unit
@@ -126,6 +126,7 @@ class Watch:
         self.bar: Any = None
         self.next_line = 0.0
         self.poll = POLL
+        self.orphan = False  # finished but still watched at a poll: unwatch was interrupted
 
 
 _cond = threading.Condition(threading.Lock())  # guards everything below and all output of jobs
@@ -147,9 +148,13 @@ def watch(what: str, read: Callable[[], Counts], unit: str = "item") -> Optional
             if ENABLED:
                 _show(job, job.start)
             _start_worker()
+        except Exception:  # no thread to be had (at exit, or a limit): the work goes on unwatched
+            job.finished = True
+            _end(job, None, quiet=True)
+            return None
         except BaseException:  # an interrupt meanwhile: nobody would end the job
             job.finished = True
-            _end(job, None)
+            _end(job, None, quiet=True)
             raise
         if job.start + (job.poll if job.shown else RECORD_AFTER) < _wake_at:
             _cond.notify()
@@ -158,7 +163,8 @@ def watch(what: str, read: Callable[[], Counts], unit: str = "item") -> Optional
 
 def unwatch(job: Optional[Watch], error: Optional[BaseException] = None) -> None:
     """End ``job``: close its bar or print its last line (``error``: the work stopped on it).
-    Nothing of ``job`` is shown after this returns, nor after an interrupt meanwhile."""
+    Nothing of ``job`` is printed after this returns; an interrupt meanwhile leaves the progress
+    thread to clear its bar (silently where there is none)."""
     if job is None:
         return
     job.finished = True  # first: the progress thread shows no more of it, lock or not
@@ -189,8 +195,11 @@ def _run() -> None:
             now = time.perf_counter()
             wake = now + IDLE_EXIT
             for job in list(_jobs):
-                if job.finished:  # ended where unwatch could not take the lock (an interrupt)
-                    _end(job, None)
+                if job.finished:  # unwatch is taking the lock; or could not (an interrupt)
+                    if job.orphan:
+                        _end(job, None, quiet=True)
+                    job.orphan = True
+                    wake = min(wake, now + job.poll)
                     continue
                 if not job.shown:
                     due = job.start + RECORD_AFTER
@@ -268,7 +277,7 @@ def _update(job: Watch, now: float) -> None:  # under _cond
         pass
 
 
-def _end(job: Watch, error: Optional[BaseException]) -> None:  # under _cond
+def _end(job: Watch, error: Optional[BaseException], quiet: bool = False) -> None:  # under _cond
     if job in _jobs:
         _jobs.remove(job)
     if not job.shown:
@@ -280,6 +289,8 @@ def _end(job: Watch, error: Optional[BaseException]) -> None:  # under _cond
             bar.close()
         except Exception:
             pass
+        return
+    if quiet:
         return
     seconds = time.perf_counter() - job.start
     how = f"done in {seconds:.1f} s" if error is None else \
