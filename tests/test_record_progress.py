@@ -4,8 +4,10 @@ gone when the recording ends, however it ends."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Optional
 
@@ -137,7 +139,7 @@ def test_enabled_true_shows_a_short_recording_from_its_start(lines: None, monkey
     monkeypatch.setattr(_progress, "ENABLED", True)
     rec = torchrecorder.record(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), "tiny", (1, 3))
     out = capsys.readouterr().err.splitlines()
-    assert out[0] == "torchrecorder: recording 'tiny': 0.0 s, 0/3 modules, 0 module calls, 0 nodes ..."
+    assert out[0] == "torchrecorder: recording 'tiny': 0.0 s, 0 modules, 0 module calls, 0 nodes ..."
     assert out[1].startswith("torchrecorder: recording 'tiny': done in ")
     assert out[1].endswith(f" s, 3/3 modules, 3 module calls, {len(rec.nodes) - 1} nodes")
 
@@ -194,7 +196,8 @@ def test_the_progress_thread_reads_counters_only(quick: None, lines: None, monke
 
 
 def test_a_job_left_finished_by_an_interrupted_unwatch_is_cleared_silently(
-        quick: None, lines: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        quick: None, lines: None, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(_progress, "ENABLED", True)
     job = _progress.watch("work", lambda: (1, 2, ""), "step")
     assert job is not None and job.shown
@@ -217,3 +220,23 @@ def test_no_thread_to_be_had_leaves_the_recording_unwatched(monkeypatch: pytest.
     rec = torchrecorder.record(nn.Linear(3, 3), "fc", (1, 3))
     assert [layer.key for layer in rec.layers()] == ["fc"]
     assert not _progress._jobs and capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("long", [False, True], ids=["short", "shown"])
+def test_the_progress_thread_keeps_no_recording_alive(long: bool, quick: None, lines: None,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(_progress, "IDLE_EXIT", 60.0)  # the thread stays, waiting for the next job
+    if long:
+        net: nn.Module = slow_net()
+    else:
+        monkeypatch.setattr(_progress, "RECORD_AFTER", 60.0)
+        net = nn.Linear(3, 3)
+    rec = torchrecorder.record(net, "net", (1, 3))
+    time.sleep(3 * _progress.POLL)  # the thread has looked at the job (and waits again)
+    assert any(t.name == "torchrecorder-progress" for t in threading.enumerate())
+    ref = weakref.ref(rec)
+    del rec
+    gc.collect()
+    assert ref() is None
+    assert ("done in" in capsys.readouterr().err) is long

@@ -20,14 +20,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Optional, TypeVar
 
-__all__ = ["ENABLED", "LINE_EVERY", "LONG", "LONG_LAYOUT", "RECORD_AFTER", "Watch", "bar", "stage",
-           "unwatch", "watch"]
+__all__ = ["ENABLED", "IDLE_EXIT", "LINE_EVERY", "LONG", "LONG_LAYOUT", "POLL", "RECORD_AFTER", "Counts",
+           "Watch", "bar", "hold", "stage", "unwatch", "watch"]
 
 T = TypeVar("T")
 
 #: work of this many items or more shows its progress
 LONG = 20_000
-#: ``None``: by size; ``True`` / ``False``: always / never
+#: ``None``: by size (drawing) or time (recording); ``True`` / ``False``: always / never
 ENABLED: Optional[bool] = None
 
 
@@ -114,9 +114,11 @@ class Watch:
         unit: what ``done`` counts, singular (``"module"``).
         start: when the work began (``time.perf_counter()``).
         finished: set by :func:`unwatch`; nothing of the job is shown after it.
+        held: set by :func:`hold`: the counts shown no longer change.
     """
 
-    __slots__ = ("bar", "finished", "next_line", "orphan", "poll", "read", "shown", "start", "unit", "what")
+    __slots__ = ("bar", "finished", "held", "next_line", "orphan", "poll", "read", "shown", "start", "unit",
+                 "what")
 
     def __init__(self, what: str, read: Callable[[], Counts], unit: str) -> None:
         self.what, self.read, self.unit = what, read, unit
@@ -127,6 +129,7 @@ class Watch:
         self.next_line = 0.0
         self.poll = POLL
         self.orphan = False  # finished but still watched at a poll: unwatch was interrupted
+        self.held = False  # see hold()
 
 
 _cond = threading.Condition(threading.Lock())  # guards everything below and all output of jobs
@@ -172,6 +175,18 @@ def unwatch(job: Optional[Watch], error: Optional[BaseException] = None) -> None
         _end(job, error)
 
 
+def hold(job: Optional[Watch]) -> None:
+    """The work of ``job`` is done but for tidying up, which may clear its counters: show the
+    counts as they are now until :func:`unwatch` (a job not shown yet is not shown at all)."""
+    if job is None:
+        return
+    with _cond:
+        job.held = True
+        if job.shown:
+            counts = _read(job)
+            job.read = lambda: counts
+
+
 def _start_worker() -> None:  # under _cond
     global _worker
     if _worker is None or not _worker.is_alive():
@@ -192,26 +207,34 @@ def _run() -> None:
                     if _worker is threading.current_thread():
                         _worker = None
                     return
-            now = time.perf_counter()
-            wake = now + IDLE_EXIT
-            for job in list(_jobs):
-                if job.finished:  # unwatch is taking the lock; or could not (an interrupt)
-                    if job.orphan:
-                        _end(job, None, quiet=True)
-                    job.orphan = True
-                    wake = min(wake, now + job.poll)
-                    continue
-                if not job.shown:
-                    due = job.start + RECORD_AFTER
-                    if now < due:
-                        wake = min(wake, due)
-                        continue
-                    _show(job, now)
-                else:
-                    _update(job, now)
-                wake = min(wake, time.perf_counter() + job.poll)
-            _wake_at = wake
+            _wake_at = wake = _visit()
             _cond.wait(max(0.0, wake - time.perf_counter()))
+
+
+def _visit() -> float:  # under _cond
+    """Show or update each job that is due; when the next is due.  (A function of its own: the
+    thread keeps no job, nor the recording it reads, alive while it waits.)"""
+    now = time.perf_counter()
+    wake = now + IDLE_EXIT
+    for job in list(_jobs):
+        if job.finished:  # unwatch is taking the lock; or could not (an interrupt)
+            if job.orphan:
+                _end(job, None, quiet=True)
+            job.orphan = True
+            wake = min(wake, now + job.poll)
+            continue
+        if not job.shown:
+            if job.held:  # tidying up: over in a moment
+                continue
+            due = job.start + RECORD_AFTER
+            if now < due:
+                wake = min(wake, due)
+                continue
+            _show(job, now)
+        else:
+            _update(job, now)
+        wake = min(wake, time.perf_counter() + job.poll)
+    return wake
 
 
 def _read(job: Watch) -> Counts:

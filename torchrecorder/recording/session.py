@@ -55,7 +55,8 @@ class Session(Generic[T]):
 
     A recording that runs long shows its progress (:func:`torchrecorder._progress.watch`:
     modules called so far of the model's modules, module calls and nodes recorded), read by
-    the progress thread from the engine's counters; it ends first thing on leaving."""
+    the progress thread from the engine's counters, from before the hooks go on until the
+    engine has tidied up."""
 
     def __init__(self, engine: SessionEngine, net: nn.Module, name: str, value: T) -> None:
         self.engine, self.net, self.name, self.value = engine, net, name, value
@@ -65,18 +66,25 @@ class Session(Generic[T]):
 
     def __enter__(self) -> T:
         engine = self.engine
-        old_objects_aside()  # the collector scans only what the pass makes (see ``collector``)
+        # watched from here: hooking a model of many modules takes a while too
+        self.progress = _progress.watch(f"recording '{self.name}'", _counter(engine), "module")
         try:
-            engine.register_hooks(self.net, self.name)
-        except BaseException:
-            old_objects_back()
+            old_objects_aside()  # the collector scans only what the pass makes (see ``collector``)
+            try:
+                engine.register_hooks(self.net, self.name)
+            except BaseException:
+                old_objects_back()
+                raise
+        except BaseException as exc:
+            progress, self.progress = self.progress, None
+            _progress.unwatch(progress, exc)
             raise
         try:
-            self.progress = _progress.watch(f"recording '{self.name}'", _counter(engine), "module")
             mode = op_mode(engine)
             mode.__enter__()
             self.mode = mode
-        except BaseException:
+        except BaseException as exc:
+            self.error = exc
             self._close()
             raise
         return self.value
@@ -103,17 +111,20 @@ class Session(Generic[T]):
     def _close(self) -> None:
         engine = self.engine
         engine.closed = True  # first: from here on no hook of this engine records
+        progress, self.progress = self.progress, None
         try:
-            progress, self.progress = self.progress, None
-            _progress.unwatch(progress, self.error)
-        finally:
             try:
-                engine.remove_hooks()
+                _progress.hold(progress)  # the counts the pass left, shown while it is tidied up
             finally:
                 try:
-                    engine.finish()
+                    engine.remove_hooks()
                 finally:
-                    old_objects_back()
+                    try:
+                        engine.finish()
+                    finally:
+                        old_objects_back()
+        finally:
+            _progress.unwatch(progress, self.error)  # last: nothing of it shows after the recording
 
 
 def _counter(engine: Any) -> Callable[[], _progress.Counts]:
