@@ -240,3 +240,27 @@ def test_the_progress_thread_keeps_no_recording_alive(long: bool, quick: None, l
     gc.collect()
     assert ref() is None
     assert ("done in" in capsys.readouterr().err) is long
+
+
+def test_a_read_that_fails_shows_the_counts_read_before(quick: None, lines: None,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(_progress, "ENABLED", True)
+    monkeypatch.setattr(_progress, "LINE_EVERY", 0.0)
+    reads: list[int] = []
+
+    def read() -> _progress.Counts:
+        reads.append(1)
+        if len(reads) > 1:
+            raise RuntimeError("dictionary changed size during iteration")
+        return 5, 9, "more"
+
+    job = _progress.watch("work", read, "step")
+    deadline = time.monotonic() + 30
+    while len(reads) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    _progress.unwatch(job)
+    out = capsys.readouterr().err.splitlines()
+    assert len(reads) >= 3 and len(out) >= 3
+    assert all(", 5/9 steps, more" in line for line in out), out
+    assert out[-1].startswith("torchrecorder: work: done in ")

@@ -117,8 +117,8 @@ class Watch:
         held: set by :func:`hold`: the counts shown no longer change.
     """
 
-    __slots__ = ("bar", "finished", "held", "next_line", "orphan", "poll", "read", "shown", "start", "unit",
-                 "what")
+    __slots__ = ("bar", "finished", "held", "last", "next_line", "orphan", "poll", "read", "shown", "start",
+                 "unit", "what")
 
     def __init__(self, what: str, read: Callable[[], Counts], unit: str) -> None:
         self.what, self.read, self.unit = what, read, unit
@@ -130,6 +130,7 @@ class Watch:
         self.poll = POLL
         self.orphan = False  # finished but still watched at a poll: unwatch was interrupted
         self.held = False  # see hold()
+        self.last: Counts = (0, None, "")
 
 
 _cond = threading.Condition(threading.Lock())  # guards everything below and all output of jobs
@@ -238,13 +239,15 @@ def _visit() -> float:  # under _cond
 
 
 def _read(job: Watch) -> Counts:
-    """``job.read()``, timed (a read that takes long is made less often), never raising."""
+    """``job.read()``, timed (a read that takes long is made less often); where it raises (a
+    counter changed size while read), the counts read before."""
     start = time.perf_counter()
     try:
         counts = job.read()
     except Exception:
-        return 0, None, ""
+        return job.last
     job.poll = max(POLL, 50 * (time.perf_counter() - start))  # reading takes at most 2 %
+    job.last = counts
     return counts
 
 
