@@ -5,10 +5,14 @@ gone when the recording ends, however it ends."""
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Optional
 
 import pytest
@@ -17,6 +21,8 @@ from torch import nn
 
 import torchrecorder
 from torchrecorder import _progress
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _shown() -> bool:
@@ -152,7 +158,7 @@ def test_the_recording_context_shows_progress_too(lines: None, monkeypatch: pyte
         net(torch.randn(1, 3))
         net(torch.randn(1, 3))
     out = capsys.readouterr().err.splitlines()
-    assert len(out) == 2 and ", 1/1 modules, 2 module calls, " in out[1]
+    assert len(out) == 2 and ", 1/1 module, 2 module calls, " in out[1]
 
 
 @pytest.mark.parametrize("raised", [RuntimeError("boom"), KeyboardInterrupt()], ids=["error", "interrupt"])
@@ -264,3 +270,40 @@ def test_a_read_that_fails_shows_the_counts_read_before(quick: None, lines: None
     assert len(reads) >= 3 and len(out) >= 3
     assert all(", 5/9 steps, more" in line for line in out), out
     assert out[-1].startswith("torchrecorder: work: done in ")
+
+
+SLOW_MODULE = '''
+import time
+
+from torch import nn
+
+from torchrecorder import _progress
+
+_progress.RECORD_AFTER = 0.05
+
+
+class Slow(nn.Module):
+    """Holds its pass until the progress of the recording shows (at most 30 s)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        deadline = time.monotonic() + 30
+        while not any(job.shown for job in list(_progress._jobs)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self.fc(x)
+'''
+
+
+def test_the_command_line_shows_the_progress_of_a_long_recording(tmp_path: Path) -> None:
+    (tmp_path / "slowmod.py").write_text(SLOW_MODULE)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "torchrecorder", "slowmod:Slow", "-s", "1,3", "-f", "dot",
+                           "-o", str(tmp_path / "slow.dot")], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "torchrecorder: recording '" in proc.stderr
+    assert "/2 [" in proc.stderr or "/2 modules" in proc.stderr  # tqdm's bar, or the lines
+    assert (tmp_path / "slow.dot").read_text().startswith("digraph")

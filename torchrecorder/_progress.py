@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Optional, TypeVar
 
 __all__ = ["ENABLED", "IDLE_EXIT", "LINE_EVERY", "LONG", "LONG_LAYOUT", "POLL", "RECORD_AFTER", "Counts",
-           "Watch", "bar", "hold", "stage", "unwatch", "watch"]
+           "Watch", "bar", "hold", "plural", "stage", "unwatch", "watch"]
 
 T = TypeVar("T")
 
@@ -251,9 +251,14 @@ def _read(job: Watch) -> Counts:
     return counts
 
 
+def plural(n: int, word: str) -> str:
+    """``"1 module"``, ``"1,204 modules"``."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
 def _text(job: Watch, counts: Counts) -> str:
     done, total, detail = counts
-    head = f"{done:,}/{total:,} {job.unit}s" if total is not None else f"{done:,} {job.unit}s"
+    head = f"{done:,}/{plural(total, job.unit)}" if total is not None else plural(done, job.unit)
     return f"{head}, {detail}" if detail else head
 
 

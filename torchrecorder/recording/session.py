@@ -144,6 +144,7 @@ def _counter(engine: Any) -> Callable[[], _progress.Counts]:
             if n:
                 called += 1
                 calls += n
-        return called, len(infos) or None, f"{calls:,} module calls, {nodes:,} nodes"
+        plural = _progress.plural
+        return called, len(infos) or None, f"{plural(calls, 'module call')}, {plural(nodes, 'node')}"
 
     return read
