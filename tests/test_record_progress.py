@@ -307,3 +307,44 @@ def test_the_command_line_shows_the_progress_of_a_long_recording(tmp_path: Path)
     assert "torchrecorder: recording '" in proc.stderr
     assert "/2 [" in proc.stderr or "/2 modules" in proc.stderr  # tqdm's bar, or the lines
     assert (tmp_path / "slow.dot").read_text().startswith("digraph")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
+def test_a_process_forked_while_recording_shows_nothing_of_its_parents_recording(tmp_path: Path) -> None:
+    """The child of a fork made by the model (a data loader's worker, say) shows nothing of
+    the recording it inherits, and its own recordings still show their progress."""
+    script = tmp_path / "forks.py"
+    script.write_text(SLOW_MODULE + '''
+
+import os
+import sys
+
+import torchrecorder
+
+
+class Forks(Slow):
+    def forward(self, x):
+        y = super().forward(x)  # the parent's progress shows
+        pid = os.fork()
+        if pid == 0:  # the child: its copy of the recording is not its own to show or end
+            _progress.ENABLED = True
+            torchrecorder.record(nn.Linear(3, 3), "childs", (1, 3))
+            sys.stderr.flush()
+            os._exit(0 if not any(job.what == "recording 'net'" for job in _progress._jobs) else 3)
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            raise RuntimeError(f"child: {status}")
+        return y
+
+
+_progress._tqdm = lambda: None
+torchrecorder.record(Forks(), "net", (1, 3))
+''')
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert [line.split(":")[1] for line in lines] == [" recording 'net'", " recording 'childs'",
+                                                      " recording 'childs'", " recording 'net'"], lines
+    assert "done in" in lines[-1] and "done in" in lines[2]

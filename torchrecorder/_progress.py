@@ -330,11 +330,15 @@ def _end(job: Watch, error: Optional[BaseException], quiet: bool = False) -> Non
 
 
 def _after_fork() -> None:
-    """A forked child has no progress thread, and its lock may have been held by one."""
+    """A forked child has no progress thread, its lock may have been held by one, and the work
+    being watched is the parent's: the child shows none of it (its bar is the parent's)."""
     global _cond, _worker, _wake_at
     _cond = threading.Condition(threading.Lock())
     _worker = None
     _wake_at = float("inf")
+    for job in _jobs:
+        job.finished, job.shown, job.bar = True, False, None
+    _jobs.clear()
 
 
 if hasattr(os, "register_at_fork"):
