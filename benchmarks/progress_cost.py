@@ -12,7 +12,8 @@ script times ``record`` in one process, alternating round by round:
 * ``shown``: the bar shown from the start and updated every ``POLL`` seconds
   (``RECORD_AFTER = 0``; written to ``os.devnull``), for every model but ``tiny``;
 
-and prints the medians and the ratios to ``off`` (1.00: no cost).  ``tiny`` is one
+and prints the medians and the ratios to ``off`` (1.00: no cost), and ``off/off``: ``off``
+timed a second time, against itself, which says how far the machine's noise goes.  ``tiny`` is one
 ``Linear(4, 4)`` (where the fixed cost of a recording weighs most, timed 200 recordings at a
 time); ``mlp-20k`` is a ``Sequential`` of 10,000 ``(Linear(8, 8), ReLU)`` pairs (20,001
 modules, seconds to record; a third of the repeats).  It exits 0 whatever it measures.
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     after = _progress.RECORD_AFTER
     print(f"{'model':<14} {'modules':>8} {'default ms':>11} {'off ms':>9} {'shown ms':>9} "
-          f"{'default/off':>12} {'shown/off':>10}")
+          f"{'default/off':>12} {'shown/off':>10} {'off/off':>10}")
     for name in opts.models.split(","):
         repeats = opts.repeats
         if name == "tiny":
@@ -80,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
                     fn()
             return go
 
-        fns = {"off": many(run(False, after)), "default": many(run(None, after))}
+        fns = {"off": many(run(False, after)), "default": many(run(None, after)),
+               "off2": many(run(False, after))}
         if name != "tiny":
             fns["shown"] = run(None, 0.0)
         t = {k: v / inner * 1e3 for k, v in timed(fns, repeats).items()}
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         shown = f"{t['shown']:>9.3f}" if "shown" in t else f"{'':>9}"
         ratio = f"{t['shown'] / t['off']:>10.3f}" if "shown" in t else f"{'':>10}"
         print(f"{name:<14} {modules:>8} {t['default']:>11.3f} {t['off']:>9.3f} {shown} "
-              f"{t['default'] / t['off']:>12.3f} {ratio}", flush=True)
+              f"{t['default'] / t['off']:>12.3f} {ratio} {t['off2'] / t['off']:>10.3f}", flush=True)
     return 0
 
 
