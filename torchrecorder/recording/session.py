@@ -7,13 +7,15 @@ frozen dataclass) would then be replaced.  The user gets their own exception obj
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import suppress
 from types import TracebackType
-from typing import Generic, Optional, Protocol, TypeVar
+from typing import Any, Generic, Optional, Protocol, TypeVar
 
 import torch
 from torch import nn
 
+from .. import _progress
 from .collector import old_objects_aside, old_objects_back
 from .ops import OpMode, OpSink, op_mode
 
@@ -49,25 +51,40 @@ class SessionEngine(OpSink, Protocol):
 class Session(Generic[T]):
     """Hooks and the op mode on entering; on leaving, whatever happened, the op mode off, the
     failure marked (never raising over the user's exception), every hook removed (also when a
-    second interrupt comes meanwhile) and the live objects forgotten.  ``with`` gives ``value``."""
+    second interrupt comes meanwhile) and the live objects forgotten.  ``with`` gives ``value``.
+
+    A recording that runs long shows its progress (:func:`torchrecorder._progress.watch`:
+    modules called so far of the model's modules, module calls and nodes recorded), read by
+    the progress thread from the engine's counters, from before the hooks go on until the
+    engine has tidied up."""
 
     def __init__(self, engine: SessionEngine, net: nn.Module, name: str, value: T) -> None:
         self.engine, self.net, self.name, self.value = engine, net, name, value
         self.mode: Optional[OpMode] = None
+        self.progress: Optional[_progress.Watch] = None
+        self.error: Optional[BaseException] = None
 
     def __enter__(self) -> T:
         engine = self.engine
-        old_objects_aside()  # the collector scans only what the pass makes (see ``collector``)
+        # watched from here: hooking a model of many modules takes a while too
+        self.progress = _progress.watch(f"recording '{self.name}'", _counter(engine), "module")
         try:
-            engine.register_hooks(self.net, self.name)
-        except BaseException:
-            old_objects_back()
+            old_objects_aside()  # the collector scans only what the pass makes (see ``collector``)
+            try:
+                engine.register_hooks(self.net, self.name)
+            except BaseException:
+                old_objects_back()
+                raise
+        except BaseException as exc:
+            progress, self.progress = self.progress, None
+            _progress.unwatch(progress, exc)
             raise
         try:
             mode = op_mode(engine)
             mode.__enter__()
             self.mode = mode
-        except BaseException:
+        except BaseException as exc:
+            self.error = exc
             self._close()
             raise
         return self.value
@@ -85,6 +102,7 @@ class Session(Generic[T]):
                             mode.__exit__(typ, exc, tb)
             finally:
                 if exc is not None:
+                    self.error = exc
                     with suppress(Exception):
                         self.engine.fail(exc)
         finally:
@@ -93,10 +111,40 @@ class Session(Generic[T]):
     def _close(self) -> None:
         engine = self.engine
         engine.closed = True  # first: from here on no hook of this engine records
+        progress, self.progress = self.progress, None
         try:
-            engine.remove_hooks()
-        finally:
             try:
-                engine.finish()
+                _progress.hold(progress)  # the counts the pass left, shown while it is tidied up
             finally:
-                old_objects_back()
+                try:
+                    engine.remove_hooks()
+                finally:
+                    try:
+                        engine.finish()
+                    finally:
+                        old_objects_back()
+        finally:
+            _progress.unwatch(progress, self.error)  # last: nothing of it shows after the recording
+
+
+def _counter(engine: Any) -> Callable[[], _progress.Counts]:
+    """What the progress thread reads of ``engine`` (:data:`torchrecorder._progress.Counts`):
+    the modules called so far of the model's modules, then module calls and nodes recorded
+    (the graph's root, key ``None``, left out).  Plain reads of counters the engine keeps
+    anyway; nothing is added to its calls."""
+
+    def read() -> _progress.Counts:
+        graph_nodes = engine.graph.nodes
+        nodes = len(graph_nodes) - (None in graph_nodes)  # not the graph's root
+        # one C-level copy: the pass may index more modules meanwhile
+        infos = list(getattr(engine, "_modules", {}).values())
+        called = calls = 0
+        for info in infos:
+            n = info.calls
+            if n:
+                called += 1
+                calls += n
+        plural = _progress.plural
+        return called, len(infos) or None, f"{plural(calls, 'module call')}, {plural(nodes, 'node')}"
+
+    return read
