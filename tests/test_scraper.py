@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
 from pathlib import Path
 
 import pytest
+import torch
 
 import torchrecorder
 from torchrecorder.scraper import Scraper, get_scraper
@@ -88,6 +90,41 @@ def test_files_a_block_wrote_are_embedded(tmp_path: Path) -> None:
     assert (images / "sphx_glr_files_001.svg").read_bytes() == (out / "mlp.svg").read_bytes()
     assert (images / "sphx_glr_files_002.png").read_bytes() == (out / "mlp2.png").read_bytes()
     assert _image_targets(ex.run("z = 0\n")) == []  # written once, embedded once
+
+
+def test_an_svg_file_a_block_wrote_gets_a_thumbnail_without_an_svg_rasterizer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thumbnail of a written SVG is drawn from the DOT source torchrecorder wrote it from
+    (no rsvg-convert needed): on a machine without one, the gallery kept its default picture."""
+    import shutil
+
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "rsvg-convert"
+                        else real_which(name, *a, **k))
+    ex = Example(tmp_path, "thumb")
+    out = tmp_path / "out"
+    ex.run(SETUP + f"out = {str(out)!r}\n"
+                   "p = torchrecorder.render_network(net, 'mlp', (1, 4), out)\n")
+    png = (tmp_path / "auto_examples" / "images" / "sphx_glr_thumb_001.png").read_bytes()
+    assert png.startswith(b"\x89PNG")
+
+
+def test_the_dot_source_of_a_written_picture_is_remembered_until_the_file_is_rewritten(
+        tmp_path: Path) -> None:
+    from torchrecorder._files import dot_source_of, write_atomically
+
+    net = torch.nn.Sequential(torch.nn.Linear(4, 2))
+    path = torchrecorder.render_network(net, "tiny", (1, 4), tmp_path)
+    source = dot_source_of(path)
+    assert source is not None and source.startswith("digraph") and "tiny" in source
+    assert dot_source_of(os.path.relpath(path)) == source  # any spelling of the path
+    write_atomically(path, b"<svg/>")  # written again, not from DOT: forgotten
+    assert dot_source_of(path) is None
+    json_path = torchrecorder.render_network(net, "tiny", (1, 4), tmp_path, fmt="json")
+    assert dot_source_of(json_path) is None
+    for i in range(40):  # only the latest few are kept
+        torchrecorder.render_network(net, f"n{i}", (1, 4), tmp_path, fmt="dot")
+    assert dot_source_of(tmp_path / "n0.dot") is None and dot_source_of(tmp_path / "n39.dot")
 
 
 def test_a_changed_digraph_is_drawn_again(tmp_path: Path) -> None:

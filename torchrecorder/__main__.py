@@ -199,13 +199,13 @@ def _run(args: argparse.Namespace) -> Optional[str]:
     net = load_model(args.model)
     initialize_lazy(net, shapes, dtype=dtype, device=args.device)  # the command line owns the model
     rec = record(net, name, shapes, dtype=dtype, device=args.device)
-    data = _picture(rec, fmt, args.depth, args.fold, drawing)
+    data, source = _picture(rec, fmt, args.depth, args.fold, drawing)
     if path == "-":
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        write_output(path, data)
+        write_output(path, data, dot_source=source)
     if args.summary:  # (to standard error when the picture went to standard output)
         print(rec.summary(fold=args.fold), file=sys.stderr if path == "-" else sys.stdout)
     return None if path == "-" else path

@@ -19,12 +19,12 @@ import itertools
 import os
 import secrets
 import stat
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Optional, Union
 
 from ._text import utf8_safe
 
-__all__ = ["files_written_after", "is_stream", "write_atomically", "write_output"]
+__all__ = ["dot_source_of", "files_written_after", "is_stream", "write_atomically", "write_output"]
 
 _FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -35,6 +35,16 @@ _ATTEMPTS = 64
 # long-running program keeps no growing list)
 _WRITTEN: deque[tuple[int, str]] = deque(maxlen=1024)
 _SERIALS = itertools.count(1)
+# absolute path -> the DOT source of the picture last written there (the latest few only): the
+# scraper draws a gallery thumbnail from it, with no SVG rasterizer on the machine
+_SOURCES: OrderedDict[str, str] = OrderedDict()
+_SOURCES_KEPT = 16
+
+
+def dot_source_of(path: Union[str, os.PathLike[str]]) -> Optional[str]:
+    """The DOT source of the picture torchrecorder last wrote at ``path``, if it is one of the
+    latest it wrote from DOT and nothing else was written there since; else ``None``."""
+    return _SOURCES.get(os.path.abspath(os.fspath(path)))
 
 
 def files_written_after(serial: int) -> tuple[int, list[str]]:
@@ -73,8 +83,12 @@ def _open_temporary(directory: str, target: str) -> tuple[int, str]:
     raise FileExistsError(f"cannot create a temporary file in {directory!r} to write {target!r}")
 
 
-def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]) -> None:
+def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str], *,
+                     dot_source: Optional[str] = None) -> None:
     """Write ``data`` to ``path`` atomically.
+
+    ``dot_source``: the DOT source ``data`` was drawn from, when it is a picture (remembered
+    for :func:`dot_source_of`).
 
     Text is written as UTF-8, a lone surrogate (which UTF-8 cannot encode) as ``\\uXXXX``
     (:func:`~torchrecorder._text.utf8_safe`).  A file already at ``path`` keeps its
@@ -104,7 +118,13 @@ def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _WRITTEN.append((next(_SERIALS), os.path.abspath(os.fspath(path))))
+    written = os.path.abspath(os.fspath(path))
+    _WRITTEN.append((next(_SERIALS), written))
+    _SOURCES.pop(written, None)
+    if dot_source is not None:
+        _SOURCES[written] = dot_source
+        while len(_SOURCES) > _SOURCES_KEPT:
+            _SOURCES.popitem(last=False)
 
 
 def is_stream(path: Union[str, os.PathLike[str]]) -> bool:
@@ -121,9 +141,11 @@ def is_stream(path: Union[str, os.PathLike[str]]) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def write_output(path: Union[str, os.PathLike[str]], data: bytes) -> None:
+def write_output(path: Union[str, os.PathLike[str]], data: bytes, *,
+                 dot_source: Optional[str] = None) -> None:
     """Write ``data`` to ``path``: a stream (:func:`is_stream`) is opened and written, anything
-    else is written atomically (:func:`write_atomically`), its folder made if needed.
+    else is written atomically (:func:`write_atomically`, which takes ``dot_source``), its
+    folder made if needed.
 
     Raises:
         IsADirectoryError: ``path`` is a directory.
@@ -137,4 +159,4 @@ def write_output(path: Union[str, os.PathLike[str]], data: bytes) -> None:
             fh.write(data)
         return
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-    write_atomically(target, data)
+    write_atomically(target, data, dot_source=dot_source)

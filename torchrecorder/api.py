@@ -386,9 +386,9 @@ def render_network(
     _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
                  dtype=dtype, unfuse_fast_paths=unfuse_fast_paths)
-    data = _picture(rec, fmt, render_depth, fold_repeats, styler_args)
+    data, source = _picture(rec, fmt, render_depth, fold_repeats, styler_args)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    write_atomically(path, data)
+    write_atomically(path, data, dot_source=source)
     return path
 
 
@@ -400,22 +400,24 @@ def _check_drawing(name: str, render_depth: Optional[int], fold_repeats: FoldRep
 
 
 def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
-             styler_args: dict[str, Any]) -> bytes:
-    """The bytes of the ``fmt`` file of ``rec`` (``fmt`` checked by :func:`check_format`)."""
+             styler_args: dict[str, Any]) -> tuple[bytes, Optional[str]]:
+    """The bytes of the ``fmt`` file of ``rec`` (``fmt`` checked by :func:`check_format`), and
+    the DOT source they were drawn from (``None`` for JSON, HTML and Mermaid)."""
     if fmt == "json":
-        return rec.to_json().encode()
+        return rec.to_json().encode(), None
     if fmt == "html":
         page = HtmlRenderer(rec, render_depth, fold_repeats=fold_repeats, **styler_args).render()
-        return page.text.encode()
+        return page.text.encode(), None
     if fmt == "mmd":
         return MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
                                tensor_nodes=bool(styler_args.get("tensor_nodes", True)),
-                               max_nodes=styler_args.get("max_nodes", "auto")).render().encode()
+                               max_nodes=styler_args.get("max_nodes", "auto")).render().encode(), None
     if fmt in RASTER_FORMATS and "dpi" not in styler_args \
             and "dpi" not in (styler_args.get("graph_attrs") or {}):
         styler_args = {**styler_args, "dpi": DEFAULT_RASTER_DPI}
     dot = make_dot(rec, render_depth, fold_repeats=fold_repeats, **styler_args)
-    return dot.source.encode() if fmt in ("dot", "gv") else render_source(dot.source, fmt)
+    source = dot.source
+    return (source.encode() if fmt in ("dot", "gv") else render_source(source, fmt)), source
 
 
 def load_json(path: Union[str, os.PathLike[str]], *, max_bytes: Optional[int] = MAX_JSON_BYTES) -> Recorder:

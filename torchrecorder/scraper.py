@@ -59,7 +59,7 @@ from typing import Any, Optional
 
 import graphviz
 
-from ._files import files_written_after
+from ._files import dot_source_of, files_written_after
 from .backend import render_source
 from .graph import Graph
 from .projection.budget import default_depth
@@ -233,7 +233,8 @@ class Scraper:
         return number if isinstance(number, int) and number > 0 else None
 
     def _png_for(self, source: Optional[str], svg_path: str, png_path: str) -> None:
-        """The PNG thumbnail of a figure: from its DOT source, else from the SVG by rsvg-convert."""
+        """The PNG thumbnail of a figure: from its DOT source, else from the SVG by rsvg-convert
+        (where neither is at hand, sphinx-gallery shows its default thumbnail)."""
         if source is not None:
             end = source.rstrip().rfind("}")
             if end >= 0:  # a graph attribute set last wins over the figure's own dpi
@@ -269,8 +270,8 @@ class Scraper:
                     continue
                 target = os.path.splitext(next(paths))[0] + "." + ext
                 shutil.copyfile(obj, target)
-                if ext == "svg" and len(paths) == thumb:
-                    self._png_for(None, target, os.path.splitext(target)[0] + ".png")
+                if ext == "svg" and len(paths) == thumb:  # drawn from DOT where torchrecorder wrote it
+                    self._png_for(dot_source_of(obj), target, os.path.splitext(target)[0] + ".png")
                 rst.append(figure_rst([target], src_dir, f"{os.path.basename(obj)}, drawn by torchrecorder"))
                 continue
             kind = _figure_kind(obj)

@@ -28,6 +28,7 @@ def render_diff(d: Diff, path: Union[str, os.PathLike[str]], fmt: Optional[str] 
     fmt = (fmt or os.path.splitext(path)[1].lstrip(".")).lower()
     if not fmt:
         raise ValueError(f"cannot tell the format of {path!r}: give fmt= or an extension")
+    source: Optional[str] = None
     if fmt == "json":
         data: bytes = d.to_json().encode("utf-8")
     elif fmt in ("txt", "text"):
@@ -39,5 +40,5 @@ def render_diff(d: Diff, path: Union[str, os.PathLike[str]], fmt: Optional[str] 
         source = make_diff_dot(d, view, **kwargs).source
         data = source.encode("utf-8") if fmt in ("dot", "gv") else render_source(source, fmt)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    write_atomically(path, data)
+    write_atomically(path, data, dot_source=source)
     return path
