@@ -223,6 +223,35 @@ def test_buffers_written_by_forward_are_put_back(eager_bytes: int, monkeypatch: 
         assert torch.equal(b, before[k][1]), k
 
 
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("rebind", ["new", "transposed", "other dtype", "offset", "same"])
+def test_data_rebound_to_any_other_view_is_put_back(device: str, rebind: str) -> None:
+    """``.data = v`` inside forward, v a new tensor or another view of the same storage (its
+    transpose, its bytes as another dtype, a slice at an offset): the original view comes back.
+    (On ``meta`` a tensor has no data: there the layout is what can be told apart.)"""
+
+    class Rebinds(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("w", torch.ones(4, 4, device=device))
+
+        def forward(self, x: Tensor) -> Tensor:
+            w = self.w.data
+            self.w.data = {"new": torch.zeros(4, 4, device=device), "transposed": w.t(),
+                           "other dtype": w.view(torch.int32), "offset": w.view(-1)[4:].view(3, 4),
+                           "same": w}[rebind]
+            return x + 1
+
+    net = Rebinds()
+    w, alias = net.w, net.w.detach()
+    layout = (w.dtype, w.shape, w.stride(), w.storage_offset())
+    torchrecorder.record(net, "r", (1, 4), device=device)
+    assert net.w is w
+    assert (w.dtype, w.shape, w.stride(), w.storage_offset()) == layout
+    if device == "cpu":
+        assert w.data_ptr() == alias.data_ptr() and torch.equal(w, torch.ones(4, 4))
+
+
 def test_a_write_torchrecorder_cannot_see_is_reported() -> None:
     class Hidden(nn.Module):
         def __init__(self) -> None:

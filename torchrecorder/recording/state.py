@@ -91,12 +91,13 @@ _MISSING = object()
 class _Tracked:
     """One parameter, buffer or ``.grad`` of the model, as it was before the forward pass (for a
     parameter also its ``requires_grad`` flag and ``.grad``: one object per tensor, so that a
-    recording leaves the garbage collector few objects to scan).  ``what`` says what it is, in
-    words, for a warning (``("parameter", "fc.weight")``; the text is made only when needed)."""
+    recording leaves the garbage collector few objects to scan).  ``what`` says what it is, for a
+    warning: (kind, module path, tensor name), ``("parameter", "fc", "weight")`` (the text is made
+    only when needed)."""
 
     __slots__ = ("alias", "grad", "requires_grad", "saved", "tensor", "version", "what")
 
-    def __init__(self, tensor: Tensor, what: tuple[str, str]) -> None:
+    def __init__(self, tensor: Tensor, what: tuple[str, str, str]) -> None:
         self.tensor = tensor
         self.what = what
         self.alias = tensor.detach()  # the original storage and view, whatever forward rebinds
@@ -108,7 +109,8 @@ class _Tracked:
     @property
     def label(self) -> str:
         """``parameter 'fc.weight'``, ``buffer 'bn.running_mean'``, ``the gradient of 'fc.weight'``."""
-        kind, path = self.what
+        kind, module, name = self.what
+        path = f"{module}.{name}" if module else name
         return f"the gradient of '{path}'" if kind == "grad" else f"{kind} '{path}'"
 
     def snapshot(self) -> None:
@@ -133,8 +135,15 @@ def _storage_key(t: Any) -> int:
 
 
 def _same_view(t: Tensor, alias: Tensor) -> bool:
-    """Whether ``t`` still looks at the storage, offset, shape and dtype of ``alias``."""
-    if t.dtype != alias.dtype or t.device != alias.device or t.shape != alias.shape:
+    """Whether ``t`` still looks at the storage, offset, shape, strides and dtype of ``alias``."""
+    if t.dtype != alias.dtype:
+        return False
+    if not t.is_meta and t.layout == torch.strided:
+        try:  # one call: the same storage (or a storage sharing it), offset, sizes and strides
+            return bool(t.is_set_to(alias))
+        except Exception:  # a tensor without a plain storage: compared below
+            pass
+    if t.device != alias.device or t.shape != alias.shape:
         return False
     if t.layout != torch.strided:
         return True
@@ -190,8 +199,7 @@ class ModelState:
                         if t is None or id(t) in seen or (lazy_possible and is_lazy(t)):
                             continue
                         seen.add(id(t))
-                        label = f"{path}.{tname}" if path else tname
-                        entry = _Tracked(t, (kind, label))
+                        entry = _Tracked(t, (kind, path, tname))
                         tracked.append(entry)
                         if t.is_cuda:
                             self.cuda.add(t.device.index or 0)
@@ -202,7 +210,7 @@ class ModelState:
                             entry.grad = grad = t.grad
                             self.params.append(entry)
                             if grad is not None:
-                                eager.append(self._track(grad, ("grad", label)))
+                                eager.append(self._track(grad, ("grad", path, tname)))
             budget = EAGER_COPY_BYTES
             for entry in eager:
                 t = entry.tensor
@@ -214,7 +222,7 @@ class ModelState:
                     entry.snapshot()
         self.rng = random_state_kept(sorted(self.cuda))
 
-    def _track(self, t: Tensor, what: tuple[str, str]) -> _Tracked:
+    def _track(self, t: Tensor, what: tuple[str, str, str]) -> _Tracked:
         entry = _Tracked(t, what)
         self.tracked.append(entry)
         if t.is_cuda:
