@@ -11,7 +11,7 @@ identity do not matter: the 32 decoder layers of a transformer match, and so do
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any, Optional
+from typing import Optional
 
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
@@ -229,10 +229,6 @@ class FoldPlan:
                     alias.update(dict.fromkeys(blocks.params_inside(member)))
 
 
-#: marks, in a preorder walk, the end of a layer's children
-_END: Any = object()
-
-
 class _Blocks:
     """The structure of the blocks that may fold, read from the recording as it is asked for.
 
@@ -311,61 +307,69 @@ class _Blocks:
         keys: list[Key] = []
         items: list[Hashable] = []
         params: list[Key] = []
-        add_key, add_item = keys.append, items.append
-        open_layers: list[tuple[int, LayerNode, list[ParamNode]]] = []
-        stack: list[Any] = [block.key]
-        pop, push, extend = stack.pop, stack.append, stack.extend
-        while stack:
-            key = pop()
-            if key is _END:  # the layer's children are done: its parameters are known
-                at, layer, own = open_layers.pop()
+        add_key, add_item, add_param = keys.append, items.append, params.append
+        # a preorder walk that reads each layer's children with a for loop: the layer being
+        # read (``None`` above the block), its item's place and its own parameters, and
+        # the same of the layers it is inside, with what is left of their children
+        open_layers: list[tuple[Iterator[Key], int, Optional[LayerNode], list[ParamNode]]] = []
+        kids: Iterator[Key] = iter((block.key,))
+        layer: Optional[LayerNode] = None
+        own: list[ParamNode] = []
+        at = 0
+        while True:
+            for key in kids:
+                node = nodes_get(key)
+                if node is None:
+                    continue
+                if type(node) is OpNode:
+                    add_key(key)
+                    add_item(("op", node.op, shapes(node.output_shapes)))
+                elif type(node) is TensorNode:
+                    add_key(key)
+                    add_item(("tensor", node.shape, node.dtype, node.role))
+                elif isinstance(node, LayerNode):
+                    add_key(key)
+                    open_layers.append((kids, at, layer, own))
+                    at, layer, own = len(items), node, []
+                    add_item(None)  # the layer's item, written once its parameters are known
+                    kids = iter(node.subnets)
+                    break  # read its children first
+                elif isinstance(node, ParamNode):
+                    add_param(key)
+                    own.append(node)
+                elif isinstance(node, TensorNode):
+                    add_key(key)
+                    add_item(("tensor", node.shape, node.dtype, node.role))
+                elif isinstance(node, OpNode):
+                    add_key(key)
+                    add_item(("op", node.op, shapes(node.output_shapes)))
+                else:
+                    add_key(key)
+                    add_item((type(node).__name__, node.name))
+            else:  # the layer's children are done: its parameters are known
+                if layer is None:
+                    break
                 items[at] = ("layer", layer.type_name, shapes(layer.input_shapes),
                              shapes(layer.output_shapes), first_params(layer, own),
                              layer.error is not None)
-                add_item(None)
-                continue
-            node = nodes_get(key)
-            if node is None:
-                continue
-            if type(node) is OpNode:
-                add_key(key)
-                add_item(("op", node.op, shapes(node.output_shapes)))
-            elif type(node) is TensorNode:
-                add_key(key)
-                add_item(("tensor", node.shape, node.dtype, node.role))
-            elif isinstance(node, ParamNode):
-                params.append(key)
-                if open_layers:
-                    open_layers[-1][2].append(node)
-            elif isinstance(node, LayerNode):
-                add_key(key)
-                open_layers.append((len(items), node, []))
-                add_item(None)
-                push(_END)
-                inside = list(iter(node.subnets))
-                inside.reverse()
-                extend(inside)
-            elif isinstance(node, TensorNode):
-                add_key(key)
-                add_item(("tensor", node.shape, node.dtype, node.role))
-            elif isinstance(node, OpNode):
-                add_key(key)
-                add_item(("op", node.op, shapes(node.output_shapes)))
-            else:
-                add_key(key)
-                add_item((type(node).__name__, node.name))
+                add_item(None)  # the end mark
+                kids, at, layer, own = open_layers.pop()
         self._preorder[block.key] = keys
         self._params[block.key] = params
-        index = {key: i for i, key in enumerate(keys)}
+        # an edge as one int, ``i * n + j`` for positions ``i -> j``: the same order as the
+        # pairs, and as telling, since two blocks of equal items have the same ``n``
+        n = len(keys)
+        index = dict(zip(keys, range(n), strict=True))
         preds_get, index_get = self.preds.get, index.get
-        edges: list[tuple[int, int]] = []
+        edges: list[int] = []
+        add_edge = edges.append
         for j, key in enumerate(keys):
             got = preds_get(key)
             if got:
                 for p in got:
                     i = index_get(p)
                     if i is not None:
-                        edges.append((i, j))
+                        add_edge(i * n + j)
         edges.sort()
         return (tuple(items), tuple(edges))
 
