@@ -70,7 +70,15 @@ from .._stack import StackRoom
 from ..errors import LargeDrawingWarning
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
-from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, default_expanded, fold_min
+from ..projection import (
+    BlockStructures,
+    FoldPlan,
+    FoldRepeats,
+    LoopNode,
+    Projection,
+    default_expanded,
+    fold_min,
+)
 from ..projection.budget import ALL_DEPTHS, DefaultDepth, Fit, MaxNodes, budget_of, default_depth, fit
 
 # nesting below which a drawing needs no more stack than Python's default limit allows
@@ -339,10 +347,12 @@ class BaseRenderer:
             rule = lambda node: node.key not in closed and (  # noqa: E731
                 node.key in opened or asked(node))
 
+        structures = BlockStructures(self.rec)  # read once for every projection tried
+
         def make(depth: int, min_run: int) -> Projection:
             self._render_depth = depth  # the rule reads it
             return Projection(self.rec, depth, rule, min_run=min_run, tensor_nodes=self._tensor_nodes,
-                              all_ops=self._all_ops, loops=self.fold_loops)
+                              all_ops=self._all_ops, loops=self.fold_loops, structures=structures)
 
         got = fit(self.rec, self._requested, make, min_run=self._fold_min, may_fold=self._may_fold,
                   max_nodes=self._max_nodes)
