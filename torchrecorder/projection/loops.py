@@ -28,6 +28,7 @@ Everything here reads node metadata only.
 
 from __future__ import annotations
 
+import array
 import bisect
 import operator
 import re
@@ -133,15 +134,53 @@ def periodic_stretches(numbers: Sequence[int], min_count: int,
     """
     n = len(numbers)
     out: list[Stretch] = []
+    packed = _packed(numbers)
     for p in range(1, min(max_period, n // max(min_count, 1)) + 1):
         need = p * (min_count - 1)
         if need <= 0:
             continue
-        eq = bytes(map(operator.eq, numbers[:-p], numbers[p:]))  # 1 where the period holds
-        for m in re.finditer(b"\x01{%d,}" % need, eq):
-            start, length = m.start(), m.end() - m.start()
-            out.append(Stretch(start, p, (length + p) // p))
+        if packed is None:
+            eq = bytes(map(operator.eq, numbers[:-p], numbers[p:]))  # 1 where the period holds
+            for m in re.finditer(b"\x01{%d,}" % need, eq):
+                start, length = m.start(), m.end() - m.start()
+                out.append(Stretch(start, p, (length + p) // p))
+            continue
+        # the numbers against themselves shifted by p, all at once: an XOR of the two as
+        # integers is 0 in exactly the bytes of the numbers where the period holds
+        data, width = packed
+        size = (n - p) * width
+        diff = (int.from_bytes(data[:size], "little")
+                ^ int.from_bytes(data[p * width:], "little")).to_bytes(size, "little")
+        zeros = bytes(need * width)
+        at = diff.find(zeros)  # a run of zero bytes long enough (find: faster than a regex)
+        while at >= 0:
+            run = _ZEROS.match(diff, at)  # where the run ends (find said it starts here)
+            end = size if run is None else run.end()
+            first, last = -(-at // width), end // width  # the whole numbers in the run
+            if last - first >= need:
+                out.append(Stretch(first, p, (last - first + p) // p))
+            at = diff.find(zeros, end)
     return out
+
+
+#: a run of zero bytes (matched greedily in one C loop)
+_ZEROS = re.compile(b"\x00+")
+
+
+def _packed(numbers: Sequence[int]) -> Optional[tuple[bytes, int]]:
+    """``numbers`` as bytes, each in as few bytes as the largest needs (1, 2 or 8), with that
+    width; ``None`` if they do not fit (a negative one, or one of more than 64 bits)."""
+    try:
+        return bytes(numbers), 1
+    except (ValueError, TypeError):  # one over 255 (or below 0)
+        pass
+    for code in ("H", "Q"):
+        try:
+            packed = array.array(code, numbers)
+        except (OverflowError, TypeError):
+            continue
+        return packed.tobytes(), packed.itemsize
+    return None
 
 
 def choose(stretches: list[Stretch], min_count: int) -> list[Stretch]:
