@@ -252,23 +252,24 @@ def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
     p = s.period
     if all(isinstance(kid, TensorNode) for kid in kids[s.start:s.start + p]):
         return  # tensors alone are no loop
+    read = [insides(kid) for kid in kids[s.start:s.start + s.count * p]]  # each child's, once
     owner: dict[Key, tuple[int, int, int]] = {}  # key -> (iteration, position, index inside)
     for k in range(s.count):
-        base = s.start + k * p
+        base = k * p
         for j in range(p):
-            for t, key in enumerate(insides(kids[base + j])):
+            for t, key in enumerate(read[base + j]):
                 owner[key] = (k, j, t)
     intra: list[tuple[tuple[int, ...], ...]] = []
     cross: list[tuple[tuple[int, ...], ...]] = []
     reach: list[int] = []
     chained: list[bool] = []
     for k in range(s.count):
-        base = s.start + k * p
+        base = k * p
         inside: list[tuple[int, ...]] = []
         before: list[tuple[int, ...]] = []
         back = 0
         for j in range(p):
-            for t, key in enumerate(insides(kids[base + j])):
+            for t, key in enumerate(read[base + j]):
                 for src in preds(key):
                     got = owner.get(src)
                     if got is None:

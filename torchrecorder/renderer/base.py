@@ -60,6 +60,7 @@ output
 from __future__ import annotations
 
 import functools
+import operator
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -80,6 +81,8 @@ from ..projection import (
     fold_min,
 )
 from ..projection.budget import ALL_DEPTHS, DefaultDepth, Fit, MaxNodes, budget_of, default_depth, fit
+
+_depth = operator.attrgetter("depth")
 
 # nesting below which a drawing needs no more stack than Python's default limit allows
 _DEEP = 64
@@ -233,7 +236,9 @@ class BaseRenderer:
         """The one drawing pass: every drawn node, then every drawn edge whose source is still
         in :attr:`processed` (when a subclass has read it and drawn some edges itself)."""
         room = StackRoom()
-        levels = min(self.render_depth, max((n.depth for n in self.rec.nodes.values()), default=0))
+        levels = self.render_depth
+        if levels > _DEEP:  # and the nodes as deep?
+            levels = min(levels, max(map(_depth, self.rec.nodes.values()), default=0))
         if levels > _DEEP:  # render_node -> render_recursive_node: two frames per open level
             room.grow(2 * levels)
         try:
