@@ -307,14 +307,14 @@ def test_a_chain_breaks_where_a_block_does_not_feed_the_next() -> None:
 
 def test_blocks_compare_as_structure_ids_do() -> None:
     from torchrecorder.nodes import LayerNode
-    from torchrecorder.projection.fold import _Blocks
+    from torchrecorder.projection.fold import BlockStructures
 
     blocks = [Block(), Block(), Gated(), Gated(), Gated(), Widen(8, 16), Block(16), Block(16)]
     shared = Block()
     for net in (Stack(blocks), Stack([shared] * 4), Stack([Block() for _ in range(3)])):
         rec = torchrecorder.record(net, "net", (1, 4))
         ids = structure_ids(rec)
-        numbers = _Blocks(rec)
+        numbers = BlockStructures(rec)
         layers = [n for n in rec.nodes.values() if isinstance(n, LayerNode) and n.key is not None]
         for a in layers:
             for b in layers:

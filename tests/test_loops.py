@@ -243,6 +243,38 @@ def test_stretch_finding_matches_a_brute_force_search(seed: int) -> None:
     assert max((s.count * s.period for s in got), default=0) == _brute(numbers, 3)
 
 
+def _stretches_one_by_one(numbers: list[int], min_count: int) -> list[tuple[int, int, int]]:
+    """What periodic_stretches finds, compared element by element: every maximal stretch where
+    ``numbers[i] == numbers[i + p]`` holds at least ``p * (min_count - 1)`` times in a row."""
+    out = []
+    n = len(numbers)
+    for p in range(1, min(48, n // max(min_count, 1)) + 1):
+        need = p * (min_count - 1)
+        i = 0
+        while need > 0 and i < n - p:
+            j = i
+            while j < n - p and numbers[j] == numbers[j + p]:
+                j += 1
+            if j - i >= need:
+                out.append((i, p, (j - i + p) // p))
+            i = j + 1
+    return out
+
+
+@pytest.mark.parametrize("scale", [1, 300, 70_000, 1 << 40, 1 << 70])
+def test_periodic_stretches_of_small_large_and_negative_numbers(scale: int) -> None:
+    # packed 1, 2 or 8 bytes a number, or compared one by one (past 64 bits, below 0)
+    rnd = random.Random(scale)
+    for _ in range(40):
+        body = [rnd.randrange(-1, 4) * scale for _ in range(rnd.randrange(1, 7))]
+        numbers: list[int] = []
+        while len(numbers) < 120:
+            numbers += body * rnd.randrange(1, 12) if rnd.random() < 0.4 else [rnd.randrange(4) * scale]
+        min_count = rnd.randrange(2, 6)
+        got = [(s.start, s.period, s.count) for s in periodic_stretches(numbers, min_count)]
+        assert got == _stretches_one_by_one(numbers, min_count)
+
+
 def test_layer_table_marks_the_first_iteration_of_a_folded_loop() -> None:
     rec = torchrecorder.record(CellLoop(9), "net", (1, 4))
     folded, unfolded = rec.summary(), rec.summary(fold=False)

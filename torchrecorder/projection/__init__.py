@@ -20,12 +20,13 @@ from .drawn import (
     is_passed_tensor,
     kind_of,
 )
-from .fold import FoldPlan, structure_ids
+from .fold import BlockStructures, FoldPlan, structure_ids
 from .loops import LoopNode
 
 __all__ = [
     "AUTO_FOLD_MIN",
     "DATA_MOVEMENT_OPS",
+    "BlockStructures",
     "NODE_KINDS",
     "FoldPlan",
     "FoldRepeats",

@@ -19,7 +19,7 @@ from typing import Optional, Union
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
-from .fold import FoldPlan
+from .fold import BlockStructures, FoldPlan
 from .loops import DATA_MOVEMENT_OPS, LoopNode
 
 __all__ = ["AUTO_FOLD_MIN", "DATA_MOVEMENT_OPS", "NODE_KINDS", "FoldRepeats", "Projection",
@@ -118,11 +118,21 @@ class Projection:
             edges, so that nothing floats without an input.
         loops: fold Python loops too (runs of identical iterations of operations, see
             :mod:`~.loops`), not only runs of identical blocks.
+        structures: the structures of ``graph``'s blocks to fold by (see
+            :class:`~.fold.BlockStructures`), shared by the projections of one drawing;
+            ``None``: its own.
+
+    Raises:
+        ValueError: ``structures`` are of another graph.
     """
 
     def __init__(self, graph: Graph, render_depth: int, expanded: Callable[[BaseNode], bool], *,
-                 min_run: int, tensor_nodes: bool, all_ops: bool = True, loops: bool = True) -> None:
+                 min_run: int, tensor_nodes: bool, all_ops: bool = True, loops: bool = True,
+                 structures: Optional[BlockStructures] = None) -> None:
+        if structures is not None and structures.rec is not graph:
+            raise ValueError("structures of another graph")
         self.graph = graph
+        self._structures = structures
         # the nodes as a plain dict: lookups in the loops below stay on CPython's fast path
         # (graph.nodes is a NodeTable, a dict subclass)
         self.nodes: dict[Key, BaseNode] = dict(graph.nodes)
@@ -149,11 +159,24 @@ class Projection:
         return got
 
     @property
+    def structures(self) -> BlockStructures:
+        """The structures of the graph's blocks that the fold plan compared (see
+        :class:`~.fold.BlockStructures`)."""
+        if self._structures is None:
+            self._structures = BlockStructures(self.graph)
+        return self._structures
+
+    @property
+    def preds(self) -> Mapping[Key, list[Key]]:
+        """Each node's predecessors in the graph: keys, in the order of its edges."""
+        return self.structures.preds
+
+    @property
     def fold(self) -> FoldPlan:
         """The runs of identical blocks drawn once (see :class:`~.fold.FoldPlan`)."""
         if self._fold is None:
             self._fold = FoldPlan.build(self.graph, self.min_run, self.is_expanded, all_ops=self.all_ops,
-                                        loops=self.loops)
+                                        loops=self.loops, structures=self.structures)
         return self._fold
 
     def repeats(self, node: BaseNode) -> list[LayerNode]:

@@ -11,13 +11,13 @@ identity do not matter: the 32 decoder layers of a transformer match, and so do
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any, Optional
+from typing import Optional
 
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 from .loops import LoopNode, Stretch, find_stretches
 
-__all__ = ["FoldPlan", "structure_ids"]
+__all__ = ["BlockStructures", "FoldPlan", "structure_ids"]
 
 
 def _kids(rec: Graph, layer: LayerNode) -> list[BaseNode]:
@@ -127,7 +127,8 @@ class FoldPlan:
 
     @classmethod
     def build(cls, rec: Graph, min_run: int, expanded: Callable[[BaseNode], bool], *,
-              loops: bool = True, all_ops: bool = False) -> FoldPlan:
+              loops: bool = True, all_ops: bool = False,
+              structures: Optional[BlockStructures] = None) -> FoldPlan:
         """Fold every chain of at least ``min_run`` identical blocks among drawn children, and
         (``loops``) every run of at least ``min_run`` identical iterations of a sequence of
         children (a Python loop: see :mod:`~torchrecorder.projection.loops`).
@@ -139,13 +140,20 @@ class FoldPlan:
         Structures are compared only for the blocks that may fold: runs of at
         least ``min_run`` blocks alike in type and shapes.  ``all_ops``: every
         operation is drawn, so data-movement operations must match in shape too.
+        ``structures``: the :class:`BlockStructures` of ``rec`` to read them from (and
+        add to), when other plans of the same graph share it.
+
+        Raises:
+            ValueError: ``structures`` are of another graph.
         """
+        if structures is not None and structures.rec is not rec:
+            raise ValueError("structures of another graph")
         plan = cls()
         if min_run < 2:
             return plan
         nodes = rec.nodes
         hidden = plan.hidden
-        blocks: Optional[_Blocks] = None
+        blocks = structures
         stack: list[LayerNode] = [rec.context]
         while stack:
             layer = stack.pop()
@@ -153,7 +161,7 @@ class FoldPlan:
             candidates = _candidates(kids, min_run) if len(kids) >= min_run else None
             if candidates:
                 if blocks is None:
-                    blocks = _Blocks(rec)
+                    blocks = BlockStructures(rec)
                 ids = {kid.key: blocks.number(kid) for kid in candidates}
                 for run, gaps in _runs(kids, ids, min_run):
                     for chain, chain_gaps, insides in _chains(blocks, run, gaps):
@@ -161,14 +169,14 @@ class FoldPlan:
                             plan._fold(blocks, chain, chain_gaps, insides)
             if loops and len(kids) >= 2 * min_run:
                 if blocks is None:
-                    blocks = _Blocks(rec)
+                    blocks = BlockStructures(rec)
                 plan._fold_loops(blocks, layer, [k for k in kids if k.key not in hidden], min_run, all_ops)
             for kid in kids:
                 if isinstance(kid, LayerNode) and kid.key not in hidden and expanded(kid):
                     stack.append(kid)
         return plan
 
-    def _fold(self, blocks: _Blocks, run: list[LayerNode], gaps: list[list[tuple[TensorNode, bool]]],
+    def _fold(self, blocks: BlockStructures, run: list[LayerNode], gaps: list[list[tuple[TensorNode, bool]]],
               insides: list[list[Key]]) -> None:
         first = run[0]
         self.runs[first.key] = run
@@ -185,7 +193,7 @@ class FoldPlan:
                     alias[tensor.key] = None
 
 
-    def _fold_loops(self, blocks: _Blocks, layer: LayerNode, kids: list[BaseNode], min_run: int,
+    def _fold_loops(self, blocks: BlockStructures, layer: LayerNode, kids: list[BaseNode], min_run: int,
                     all_ops: bool) -> None:
         """Fold the loops among ``kids``, the children of ``layer`` left after blocks folded."""
         runs = self.runs
@@ -201,7 +209,7 @@ class FoldPlan:
         for s in find_stretches(kids, min_run, all_ops, same_layer, insides, lambda k: preds.get(k, ())):
             self._fold_loop(blocks, layer, kids, s, insides)
 
-    def _fold_loop(self, blocks: _Blocks, layer: LayerNode, kids: list[BaseNode], s: Stretch,
+    def _fold_loop(self, blocks: BlockStructures, layer: LayerNode, kids: list[BaseNode], s: Stretch,
                    insides: Callable[[BaseNode], Sequence[Key]]) -> None:
         number = len(self.loops)
         p = s.period
@@ -229,12 +237,8 @@ class FoldPlan:
                     alias.update(dict.fromkeys(blocks.params_inside(member)))
 
 
-#: marks, in a preorder walk, the end of a layer's children
-_END: Any = object()
-
-
-class _Blocks:
-    """The structure of the blocks that may fold, read from the recording as it is asked for.
+class BlockStructures:
+    """The structure of the blocks that may fold, read from a graph as it is asked for.
 
     :meth:`number` gives equal numbers to two layers exactly when
     :func:`structure_ids` would: the structure of a block is written out as
@@ -242,26 +246,37 @@ class _Blocks:
     that the order says how they nest) and the edges between them as pairs of
     positions in that order, which says the same as the edges each layer
     inside holds, as paths relative to it.
+
+    It keeps what it has read (numbers, walks, the predecessors of each node):
+    the projections that one drawing tries for one graph (the drawing budget's,
+    see :func:`~.budget.fit`) share one, so that no block is read twice.  Make a
+    new one for a graph that changed.
     """
 
     def __init__(self, rec: Graph) -> None:
         self.rec = rec
         self.nodes = rec.nodes
-        #: each node's predecessors
-        self.preds: dict[Key, list[Key]] = {}
-        preds = self.preds
-        for a, b in rec.edges:
-            got = preds.get(b)
-            if got is None:
-                preds[b] = [a]
-            else:
-                got.append(a)
+        self._preds: Optional[dict[Key, list[Key]]] = None
         self._preorder: dict[Key, list[Key]] = {}
         self._params: dict[Key, list[Key]] = {}
         self._numbers: dict[Key, int] = {}
         self._interned: dict[Hashable, int] = {}
         self._first_calls: Optional[dict[tuple[str, str], LayerNode]] = None
         self._param_memo: dict[Key, tuple[Hashable, ...]] = {}
+
+    @property
+    def preds(self) -> dict[Key, list[Key]]:
+        """Each node's predecessors: keys, in the order of the graph's edges (indexed on first use)."""
+        preds = self._preds
+        if preds is None:
+            preds = self._preds = {}
+            for a, b in self.rec.edges:
+                got = preds.get(b)
+                if got is None:
+                    preds[b] = [a]
+                else:
+                    got.append(a)
+        return preds
 
     def preorder(self, layer: LayerNode) -> list[Key]:
         """Keys of ``layer`` and everything inside it but parameters, parents before children."""
@@ -311,61 +326,69 @@ class _Blocks:
         keys: list[Key] = []
         items: list[Hashable] = []
         params: list[Key] = []
-        add_key, add_item = keys.append, items.append
-        open_layers: list[tuple[int, LayerNode, list[ParamNode]]] = []
-        stack: list[Any] = [block.key]
-        pop, push, extend = stack.pop, stack.append, stack.extend
-        while stack:
-            key = pop()
-            if key is _END:  # the layer's children are done: its parameters are known
-                at, layer, own = open_layers.pop()
+        add_key, add_item, add_param = keys.append, items.append, params.append
+        # a preorder walk that reads each layer's children with a for loop: the layer being
+        # read (``None`` above the block), its item's place and its own parameters, and
+        # the same of the layers it is inside, with what is left of their children
+        open_layers: list[tuple[Iterator[Key], int, Optional[LayerNode], list[ParamNode]]] = []
+        kids: Iterator[Key] = iter((block.key,))
+        layer: Optional[LayerNode] = None
+        own: list[ParamNode] = []
+        at = 0
+        while True:
+            for key in kids:
+                node = nodes_get(key)
+                if node is None:
+                    continue
+                if type(node) is OpNode:
+                    add_key(key)
+                    add_item(("op", node.op, shapes(node.output_shapes)))
+                elif type(node) is TensorNode:
+                    add_key(key)
+                    add_item(("tensor", node.shape, node.dtype, node.role))
+                elif isinstance(node, LayerNode):
+                    add_key(key)
+                    open_layers.append((kids, at, layer, own))
+                    at, layer, own = len(items), node, []
+                    add_item(None)  # the layer's item, written once its parameters are known
+                    kids = iter(node.subnets)
+                    break  # read its children first
+                elif isinstance(node, ParamNode):
+                    add_param(key)
+                    own.append(node)
+                elif isinstance(node, TensorNode):
+                    add_key(key)
+                    add_item(("tensor", node.shape, node.dtype, node.role))
+                elif isinstance(node, OpNode):
+                    add_key(key)
+                    add_item(("op", node.op, shapes(node.output_shapes)))
+                else:
+                    add_key(key)
+                    add_item((type(node).__name__, node.name))
+            else:  # the layer's children are done: its parameters are known
+                if layer is None:
+                    break
                 items[at] = ("layer", layer.type_name, shapes(layer.input_shapes),
                              shapes(layer.output_shapes), first_params(layer, own),
                              layer.error is not None)
-                add_item(None)
-                continue
-            node = nodes_get(key)
-            if node is None:
-                continue
-            if type(node) is OpNode:
-                add_key(key)
-                add_item(("op", node.op, shapes(node.output_shapes)))
-            elif type(node) is TensorNode:
-                add_key(key)
-                add_item(("tensor", node.shape, node.dtype, node.role))
-            elif isinstance(node, ParamNode):
-                params.append(key)
-                if open_layers:
-                    open_layers[-1][2].append(node)
-            elif isinstance(node, LayerNode):
-                add_key(key)
-                open_layers.append((len(items), node, []))
-                add_item(None)
-                push(_END)
-                inside = list(iter(node.subnets))
-                inside.reverse()
-                extend(inside)
-            elif isinstance(node, TensorNode):
-                add_key(key)
-                add_item(("tensor", node.shape, node.dtype, node.role))
-            elif isinstance(node, OpNode):
-                add_key(key)
-                add_item(("op", node.op, shapes(node.output_shapes)))
-            else:
-                add_key(key)
-                add_item((type(node).__name__, node.name))
+                add_item(None)  # the end mark
+                kids, at, layer, own = open_layers.pop()
         self._preorder[block.key] = keys
         self._params[block.key] = params
-        index = {key: i for i, key in enumerate(keys)}
+        # an edge as one int, ``i * n + j`` for positions ``i -> j``: the same order as the
+        # pairs, and as telling, since two blocks of equal items have the same ``n``
+        n = len(keys)
+        index = dict(zip(keys, range(n), strict=True))
         preds_get, index_get = self.preds.get, index.get
-        edges: list[tuple[int, int]] = []
+        edges: list[int] = []
+        add_edge = edges.append
         for j, key in enumerate(keys):
             got = preds_get(key)
             if got:
                 for p in got:
                     i = index_get(p)
                     if i is not None:
-                        edges.append((i, j))
+                        add_edge(i * n + j)
         edges.sort()
         return (tuple(items), tuple(edges))
 
@@ -395,7 +418,7 @@ def _first_calls(rec: Graph) -> dict[tuple[str, str], LayerNode]:
     return out
 
 
-def _chains(blocks: _Blocks, run: list[LayerNode],
+def _chains(blocks: BlockStructures, run: list[LayerNode],
             gaps: list[list[TensorNode]]) -> Iterator[tuple[list[LayerNode],
                                                             list[list[tuple[TensorNode, bool]]],
                                                             list[list[Key]]]]:

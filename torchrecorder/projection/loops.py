@@ -7,7 +7,7 @@ stretch is *folded* when at least ``min_run`` consecutive iterations
 * hold the same sequence of children: operations of one name and output
   shapes (only the name, for data-movement operations that are not drawn),
   tensors of one shape and dtype, layers of one structure
-  (:meth:`~.fold._Blocks.number`);
+  (:meth:`~.fold.BlockStructures.number`);
 * are wired alike: the edges between the children of an iteration (and into
   the layers among them) join the same positions in every iteration, and the
   edges from earlier iterations come from the same positions, as many
@@ -28,6 +28,7 @@ Everything here reads node metadata only.
 
 from __future__ import annotations
 
+import array
 import bisect
 import operator
 import re
@@ -133,15 +134,53 @@ def periodic_stretches(numbers: Sequence[int], min_count: int,
     """
     n = len(numbers)
     out: list[Stretch] = []
+    packed = _packed(numbers)
     for p in range(1, min(max_period, n // max(min_count, 1)) + 1):
         need = p * (min_count - 1)
         if need <= 0:
             continue
-        eq = bytes(map(operator.eq, numbers[:-p], numbers[p:]))  # 1 where the period holds
-        for m in re.finditer(b"\x01{%d,}" % need, eq):
-            start, length = m.start(), m.end() - m.start()
-            out.append(Stretch(start, p, (length + p) // p))
+        if packed is None:
+            eq = bytes(map(operator.eq, numbers[:-p], numbers[p:]))  # 1 where the period holds
+            for m in re.finditer(b"\x01{%d,}" % need, eq):
+                start, length = m.start(), m.end() - m.start()
+                out.append(Stretch(start, p, (length + p) // p))
+            continue
+        # the numbers against themselves shifted by p, all at once: an XOR of the two as
+        # integers is 0 in exactly the bytes of the numbers where the period holds
+        data, width = packed
+        size = (n - p) * width
+        diff = (int.from_bytes(data[:size], "little")
+                ^ int.from_bytes(data[p * width:], "little")).to_bytes(size, "little")
+        zeros = bytes(need * width)
+        at = diff.find(zeros)  # a run of zero bytes long enough (find: faster than a regex)
+        while at >= 0:
+            run = _ZEROS.match(diff, at)  # where the run ends (find said it starts here)
+            end = size if run is None else run.end()
+            first, last = -(-at // width), end // width  # the whole numbers in the run
+            if last - first >= need:
+                out.append(Stretch(first, p, (last - first + p) // p))
+            at = diff.find(zeros, end)
     return out
+
+
+#: a run of zero bytes (matched greedily in one C loop)
+_ZEROS = re.compile(b"\x00+")
+
+
+def _packed(numbers: Sequence[int]) -> Optional[tuple[bytes, int]]:
+    """``numbers`` as bytes, each in as few bytes as the largest needs (1, 2 or 8), with that
+    width; ``None`` if they do not fit (a negative one, or one of more than 64 bits)."""
+    try:
+        return bytes(numbers), 1
+    except (ValueError, TypeError):  # one over 255 (or below 0)
+        pass
+    for code in ("H", "Q"):
+        try:
+            packed = array.array(code, numbers)
+        except (OverflowError, TypeError):
+            continue
+        return packed.tobytes(), packed.itemsize
+    return None
 
 
 def choose(stretches: list[Stretch], min_count: int) -> list[Stretch]:
@@ -213,23 +252,24 @@ def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
     p = s.period
     if all(isinstance(kid, TensorNode) for kid in kids[s.start:s.start + p]):
         return  # tensors alone are no loop
+    read = [insides(kid) for kid in kids[s.start:s.start + s.count * p]]  # each child's, once
     owner: dict[Key, tuple[int, int, int]] = {}  # key -> (iteration, position, index inside)
     for k in range(s.count):
-        base = s.start + k * p
+        base = k * p
         for j in range(p):
-            for t, key in enumerate(insides(kids[base + j])):
+            for t, key in enumerate(read[base + j]):
                 owner[key] = (k, j, t)
     intra: list[tuple[tuple[int, ...], ...]] = []
     cross: list[tuple[tuple[int, ...], ...]] = []
     reach: list[int] = []
     chained: list[bool] = []
     for k in range(s.count):
-        base = s.start + k * p
+        base = k * p
         inside: list[tuple[int, ...]] = []
         before: list[tuple[int, ...]] = []
         back = 0
         for j in range(p):
-            for t, key in enumerate(insides(kids[base + j])):
+            for t, key in enumerate(read[base + j]):
                 for src in preds(key):
                     got = owner.get(src)
                     if got is None:

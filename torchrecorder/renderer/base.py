@@ -60,6 +60,7 @@ output
 from __future__ import annotations
 
 import functools
+import operator
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -70,8 +71,18 @@ from .._stack import StackRoom
 from ..errors import LargeDrawingWarning
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
-from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, default_expanded, fold_min
+from ..projection import (
+    BlockStructures,
+    FoldPlan,
+    FoldRepeats,
+    LoopNode,
+    Projection,
+    default_expanded,
+    fold_min,
+)
 from ..projection.budget import ALL_DEPTHS, DefaultDepth, Fit, MaxNodes, budget_of, default_depth, fit
+
+_depth = operator.attrgetter("depth")
 
 # nesting below which a drawing needs no more stack than Python's default limit allows
 _DEEP = 64
@@ -225,7 +236,9 @@ class BaseRenderer:
         """The one drawing pass: every drawn node, then every drawn edge whose source is still
         in :attr:`processed` (when a subclass has read it and drawn some edges itself)."""
         room = StackRoom()
-        levels = min(self.render_depth, max((n.depth for n in self.rec.nodes.values()), default=0))
+        levels = self.render_depth
+        if levels > _DEEP:  # and the nodes as deep?
+            levels = min(levels, max(map(_depth, self.rec.nodes.values()), default=0))
         if levels > _DEEP:  # render_node -> render_recursive_node: two frames per open level
             room.grow(2 * levels)
         try:
@@ -339,10 +352,12 @@ class BaseRenderer:
             rule = lambda node: node.key not in closed and (  # noqa: E731
                 node.key in opened or asked(node))
 
+        structures = BlockStructures(self.rec)  # read once for every projection tried
+
         def make(depth: int, min_run: int) -> Projection:
             self._render_depth = depth  # the rule reads it
             return Projection(self.rec, depth, rule, min_run=min_run, tensor_nodes=self._tensor_nodes,
-                              all_ops=self._all_ops, loops=self.fold_loops)
+                              all_ops=self._all_ops, loops=self.fold_loops, structures=structures)
 
         got = fit(self.rec, self._requested, make, min_run=self._fold_min, may_fold=self._may_fold,
                   max_nodes=self._max_nodes)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from .._text import DOT_STRING_BYTES, dot_text, shorten, string_quote
@@ -105,12 +105,15 @@ class OpInputShapes:
     found on first request (a drawing labels a few of the graph's operations).
 
     ``shapes.get(key)`` is the set of input shapes of the operation ``key`` (empty for any other
-    node); one pass over the edges indexes each node's predecessors on the first request.
+    node); one pass over the edges indexes each node's predecessors on the first request, unless
+    ``preds`` gives that index (each node's predecessors, in the order of the edges) then.
     """
 
-    def __init__(self, rec: Optional[Graph]) -> None:
+    def __init__(self, rec: Optional[Graph],
+                 preds: Optional[Callable[[], Mapping[Any, list[Any]]]] = None) -> None:
         self.rec = rec
-        self._preds: Optional[dict[Any, list[Any]]] = None
+        self._get_preds = preds
+        self._preds: Optional[Mapping[Any, list[Any]]] = None
         self._memo: dict[Any, set[tuple[int, ...]]] = {}
 
     def get(self, key: Any) -> set[tuple[int, ...]]:
@@ -123,14 +126,17 @@ class OpInputShapes:
         if rec is None or not isinstance(rec.nodes.get(key), OpNode):
             return got
         preds = self._preds
+        if preds is None and self._get_preds is not None:
+            preds = self._preds = self._get_preds()
         if preds is None:
-            preds = self._preds = {}
+            index: dict[Any, list[Any]] = {}
             for a, b in rec.edges:
-                found = preds.get(b)
+                found = index.get(b)
                 if found is None:
-                    preds[b] = [a]
+                    index[b] = [a]
                 else:
                     found.append(a)
+            preds = self._preds = index
         nodes = rec.nodes
         for a in preds.get(key, ()):
             src = nodes.get(a)

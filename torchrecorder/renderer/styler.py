@@ -382,9 +382,7 @@ class GraphvizStyler:
         if isinstance(fnode, LayerNode):
             return any(tuple(s) == shape for s in fnode.input_shapes)
         if isinstance(fnode, OpNode):
-            if self._op_inputs is None:
-                self._op_inputs = OpInputShapes(self.rec)
-            return shape in self._op_inputs.get(fnode.key)
+            return shape in self._op_input_shapes().get(fnode.key)
         return False
 
     def _edge_ops_text(self, fnode: BaseNode, tnode: BaseNode) -> str:
@@ -460,15 +458,24 @@ class GraphvizStyler:
                             [self._text(node.op), self._small.format(self._text(new_shape))])
         return f"<{self._text(node.name)}>"
 
+    def _op_input_shapes(self) -> OpInputShapes:
+        """Each operation's input shapes, indexed by the predecessors the renderer's projection
+        already holds (when it draws this styler's recording)."""
+        if self._op_inputs is None:
+            renderer = self.renderer
+            preds = None
+            if renderer is not None and renderer.rec is self.rec:
+                preds = lambda: renderer.projection.preds  # noqa: E731 - read on first need
+            self._op_inputs = OpInputShapes(self.rec, preds)
+        return self._op_inputs
+
     def _new_shape(self, node: OpNode) -> Optional[str]:
         """The output shape of ``node`` if it differs from every input's, as text (a matmul,
         the head split of attention), else ``None``."""
         if len(node.output_shapes) != 1:
             return None
         out = tuple(node.output_shapes[0])
-        if self._op_inputs is None:
-            self._op_inputs = OpInputShapes(self.rec)
-        if out in self._op_inputs.get(node.key):
+        if out in self._op_input_shapes().get(node.key):
             return None
         return shape_str(out)
 
