@@ -743,7 +743,24 @@ def issue22_targets(results: dict[str, dict[str, Any]], peers: dict[str, dict[st
             lines.append(("PASS" if ratio >= bound else "FAIL", label, f"{ratio:.2f} x faster"))
         else:
             lines.append(("PASS" if ratio <= bound else "FAIL", label, f"{ratio:.2f} x"))
+        if "torchview" in what and ratio is not None:
+            lines.append(_floor_line(name, results.get(name, {}), peers.get(name, {})))
     return lines
+
+
+def _floor_line(name: str, r: dict[str, Any], peers: dict[str, dict[str, Any]]) -> tuple[str, str, str]:
+    """How fast record + make_dot could be beside the peers if torchrecorder's own work took no
+    time: the do-nothing hooks and mode alone (the mechanism floor), scaled into the peers'
+    process by the share it takes of record + make_dot in the workers' own process."""
+    label = f"{name}: the hooks+mode floor alone, beside torchviz / torchview"
+    ours = r.get("record_s", 0.0) + r.get("make_dot_s", 0.0)
+    viz, view = peers.get("torchviz", {}), peers.get("torchview", {})
+    if not r.get("mechanism_s") or not ours or "time_s" not in view or "time_s" not in viz:
+        return ("info", label, "not measured")
+    share = r["mechanism_s"] / ours
+    return ("info", label, f"{share * viz['ours_s'] / viz['time_s']:.2f} x torchviz, "
+            f"{view['time_s'] / (share * view['ours_s']):.2f} x faster than torchview "
+            f"(the floor is {share:.0%} of record + make_dot)")
 
 
 def print_targets(results: dict[str, dict[str, Any]], peers: dict[str, dict[str, dict[str, Any]]],
