@@ -25,6 +25,15 @@ def test_module_factory_to_dot_file(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert str(out) in printed and "Total params" in printed
 
 
+def test_a_picture_written_by_the_command_line_keeps_its_dot_source(tmp_path: Path) -> None:
+    """What the sphinx-gallery scraper draws a written SVG's thumbnail from."""
+    from torchrecorder._files import dot_source_of
+
+    out = tmp_path / "nest.dot"
+    assert main(["tests.core_models:Nested", "-s", "1,6", "-o", str(out), "-d", "2"]) == 0
+    assert dot_source_of(out) == out.read_text()
+
+
 def test_two_inputs_and_a_file_path(tmp_path: Path) -> None:
     out = tmp_path / "two.dot"
     code = main([str(ROOT / "tests" / "core_models.py") + ":TwoInputs", "-s", "2,3", "-s", "2x5",

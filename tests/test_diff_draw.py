@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import torchrecorder
+from torchrecorder._files import dot_source_of
 from torchrecorder.diff.draw import DIFF_STYLES
 from torchrecorder.diff.files import render_diff
 
@@ -111,7 +112,10 @@ def test_render_diff_files(lora_diff: torchrecorder.Diff, tmp_path: object) -> N
     png = render_diff(lora_diff, os.path.join(base, "d.png"))
     with open(png, "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    source = dot_source_of(png)  # the gallery scraper's thumbnail source
+    assert source is not None and source.startswith("digraph")
     js = render_diff(lora_diff, os.path.join(base, "d.json"))
+    assert dot_source_of(js) is None
     with open(js, encoding="utf-8") as fh:
         assert json.load(fh)["summary"]["wrapped"] == 4
     with pytest.raises(ValueError, match="cannot tell the format"):
