@@ -235,3 +235,21 @@ def test_per_module_forward_hooks_where_torch_has_no_global_always_call(
     assert graphs() == with_global
     assert with_global[1][2] == "mlp.fc1" and not any(global_hook_counts())
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())
+
+
+def test_operations_whose_results_nothing_uses_are_dropped_transitively() -> None:
+    class Checks(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if x.abs().mul(2).sum().item() < 0:  # a check: abs -> mul -> sum feed nothing drawn
+                raise ValueError("negative")
+            return self.fc(x.neg())
+
+    rec = torchrecorder.record(Checks(), "net", (1, 4))
+    ops = {n.op for n in rec.nodes.values() if isinstance(n, OpNode)}
+    assert {"neg", "linear"} <= ops
+    assert not ops & {"abs", "mul", "sum"}, ops
+    assert all(a in rec.nodes and b in rec.nodes for a, b in rec.edges)

@@ -23,7 +23,7 @@ from typing import Any, Optional
 from .errors import GraphError
 from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet
 
-__all__ = ["AutogradGraph", "AutogradNode", "Graph", "Namespace", "NodeTable"]
+__all__ = ["AutogradGraph", "AutogradNode", "Graph", "Namespace", "NodeTable", "predecessors"]
 
 
 class AutogradNode:
@@ -159,6 +159,22 @@ class NodeTable(dict[Key, BaseNode]):
             self._fn_index = (len(self), index)
         key = index.get(id(obj))
         return key if key is not None and dict.__getitem__(self, key).fn is obj else None
+
+
+def predecessors(edges: Iterable[tuple[Key, Key]]) -> dict[Key, list[Key]]:
+    """Each edge's target -> the sources of its edges, in the order of ``edges`` (one pass).
+
+    >>> predecessors([("a", "c"), ("b", "c"), ("c", "d")])
+    {'c': ['a', 'b'], 'd': ['c']}
+    """
+    preds: dict[Key, list[Key]] = {}
+    for a, b in edges:
+        got = preds.get(b)
+        if got is None:
+            preds[b] = [a]
+        else:
+            got.append(a)
+    return preds
 
 
 class Graph:
@@ -297,10 +313,9 @@ class Graph:
                                        if isinstance(n, OpNode)):
             return
         outdeg: dict[Key, int] = {}
-        preds: dict[Key, list[Key]] = {}
-        for a, b in self.edges:
+        for a, _ in self.edges:
             outdeg[a] = outdeg.get(a, 0) + 1
-            preds.setdefault(b, []).append(a)
+        preds = predecessors(self.edges)
         removable = [k for k, n in self.nodes.items() if isinstance(n, OpNode) and k not in outdeg]
         dead: set[Key] = set()
         while removable:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Optional
 
-from ..graph import Graph
+from ..graph import Graph, predecessors
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 from .loops import LoopNode, Stretch, find_stretches
 
@@ -267,16 +267,9 @@ class BlockStructures:
     @property
     def preds(self) -> dict[Key, list[Key]]:
         """Each node's predecessors: keys, in the order of the graph's edges (indexed on first use)."""
-        preds = self._preds
-        if preds is None:
-            preds = self._preds = {}
-            for a, b in self.rec.edges:
-                got = preds.get(b)
-                if got is None:
-                    preds[b] = [a]
-                else:
-                    got.append(a)
-        return preds
+        if self._preds is None:
+            self._preds = predecessors(self.rec.edges)
+        return self._preds
 
     def preorder(self, layer: LayerNode) -> list[Key]:
         """Keys of ``layer`` and everything inside it but parameters, parents before children."""

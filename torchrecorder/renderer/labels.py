@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from .._text import DOT_STRING_BYTES, dot_text, shorten, string_quote
-from ..graph import Graph
+from ..graph import Graph, predecessors
 from ..nodes import LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import LoopNode
 
@@ -126,17 +126,8 @@ class OpInputShapes:
         if rec is None or not isinstance(rec.nodes.get(key), OpNode):
             return got
         preds = self._preds
-        if preds is None and self._get_preds is not None:
-            preds = self._preds = self._get_preds()
         if preds is None:
-            index: dict[Any, list[Any]] = {}
-            for a, b in rec.edges:
-                found = index.get(b)
-                if found is None:
-                    index[b] = [a]
-                else:
-                    found.append(a)
-            preds = self._preds = index
+            preds = self._preds = self._get_preds() if self._get_preds else predecessors(rec.edges)
         nodes = rec.nodes
         for a in preds.get(key, ()):
             src = nodes.get(a)
