@@ -122,3 +122,58 @@ def test_collector_off_stays_off_and_on_stays_on() -> None:
     torchrecorder.record(net, "cyclic", (1, 4))
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
+
+
+class Thresholds(nn.Module):
+    """Notes the collector's thresholds during each call; can set them itself."""
+
+    def __init__(self, set_to: tuple[int, ...] | None = None, fail: bool = False) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.seen: list[tuple[int, ...]] = []
+        self.set_to, self.fail = set_to, fail
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.seen.append(gc.get_threshold())
+        if self.set_to is not None:
+            gc.set_threshold(*self.set_to)
+        if self.fail:
+            raise ValueError("fails")
+        return self.fc(x)
+
+
+@pytest.fixture()
+def thresholds():
+    was = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*was)
+
+
+@pytest.mark.usefixtures("thresholds")
+def test_young_collections_are_rarer_during_the_pass_and_as_before_after() -> None:
+    from torchrecorder.recording.collector import YOUNG_SCALE
+
+    net = Thresholds()
+    torchrecorder.record(net, "t", (1, 2))
+    assert net.seen == [(700 * YOUNG_SCALE, 10, 10)]
+    assert gc.get_threshold() == (700, 10, 10)
+    with pytest.raises(ValueError, match="fails"):
+        torchrecorder.record(Thresholds(fail=True), "t", (1, 2))
+    assert gc.get_threshold() == (700, 10, 10)
+    # nested: put back when the outer block ends, not before
+    with torchrecorder.recording(net, "outer"):
+        torchrecorder.record(Thresholds(), "inner", (1, 2))
+        assert gc.get_threshold() == (700 * YOUNG_SCALE, 10, 10)
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+@pytest.mark.usefixtures("thresholds")
+def test_thresholds_set_during_the_pass_stay_and_automatic_collection_off_stays_off() -> None:
+    torchrecorder.record(Thresholds(set_to=(123, 4, 5)), "t", (1, 2))
+    assert gc.get_threshold() == (123, 4, 5)  # the model's own setting is not undone
+    gc.set_threshold(0, 10, 10)  # 0: no automatic collection at all
+    net = Thresholds()
+    torchrecorder.record(net, "t", (1, 2))
+    assert net.seen == [(0, 10, 10)]
+    assert gc.get_threshold() == (0, 10, 10)
