@@ -42,7 +42,7 @@ from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
 from .backward import AutogradTrace
 from .fastpath import FastPaths, has_fast_path
 from .live import LiveObjects
-from .meta import bind_arguments, shape_of
+from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
 from .ops import eager
 from .session import Session
@@ -360,12 +360,8 @@ class Engine(LiveObjects):
         else:
             used[candidate] = 0
             key = candidate
-        if len(outs) == 1:
-            o = outs[0]
-            shapes = [tuple(o.shape) if not o.is_nested else shape_of(o)]
-        else:
-            shapes = [shape_of(o) for o in outs]
-        nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, op=opname, output_shapes=shapes)
+        nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
+                            [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs])
         scope.subnets._items[key] = None
         live = self.live
         edges = graph.edges._items
@@ -422,8 +418,7 @@ class Engine(LiveObjects):
         count = info.calls
         base = info.path or info.name
         key = graph.keys(base if count == 1 else f"{base}#{count}")
-        call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, type_name=info.type_name,
-                         path=info.path, call_index=count)
+        call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count)
         nodes[key] = call
         scope.subnets._items[key] = None
         if count == 1:
@@ -445,7 +440,7 @@ class Engine(LiveObjects):
         shapes = call.input_shapes
         untraced = self.untraced
         for argname, t in tensors:
-            shapes.append(tuple(t.shape) if not t.is_nested else shape_of(t))
+            shapes.append(shape_tuple(t))
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
             if src is None:
@@ -512,7 +507,8 @@ class Engine(LiveObjects):
         untraced = self.untraced
         aliased: list[tuple[Tensor, Tensor, TensorNode]] = []  # (original, alias, its node)
         for outname, t in tensors:
-            shape = tuple(t.shape) if not t.is_nested else shape_of(t)
+            meta = tensor_meta(t)
+            shape = meta[0]
             call.output_shapes.append(shape)
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
@@ -547,7 +543,7 @@ class Engine(LiveObjects):
                         untraced.note(f"{untraced.where(call)} returned a tensor that existed before "
                                       f"the call, and {why}: later reads of that object are drawn "
                                       "as coming from this call")
-                out_node = self.tensor_node(t if alias is None else alias, scope, f"{ckey}:out")
+                out_node = self.tensor_node(t if alias is None else alias, scope, f"{ckey}:out", meta=meta)
                 edges.add((src, out_node.key))
                 sources.add(src)
                 if alias is not None:

@@ -121,14 +121,14 @@ class LiveObjects:
         self._sources.add(a)
 
     def tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
-                    role: str = "") -> TensorNode:
-        """A new tensor node for ``t`` in ``scope``; ``t`` stands for it from now on."""
-        shape, dtype, device = tensor_meta(t)
+                    role: str = "", meta: Optional[tuple[tuple[int, ...], str, str]] = None) -> TensorNode:
+        """A new tensor node for ``t`` in ``scope``; ``t`` stands for it from now on.  ``meta``:
+        ``tensor_meta(t)``, where the caller has it already."""
+        shape, dtype, device = meta or tensor_meta(t)
         graph = self.graph
         key = graph.keys(candidate)
         node = TensorNode(name or shape_name(shape), t if self.keep_tensors else None,
-                          scope.depth + 1, scope.key, key, shape=shape, dtype=dtype,
-                          device=device, role=role)
+                          scope.depth + 1, scope.key, key, shape, dtype, device, role)
         graph.nodes[key] = node
         scope.subnets._items[key] = None  # OrderedSet.add, inlined (one call per tensor node)
         self.live[id(t)] = (weakref.ref(t), key)
@@ -142,8 +142,7 @@ class LiveObjects:
         graph = self.graph
         key = graph.keys(path)
         node = ParamNode(path.rpartition(".")[2], param, scope.depth + 1, scope.key, key,
-                         shape=shape, dtype=dtype, device=device, path=path,
-                         numel=param.numel(), requires_grad=param.requires_grad)
+                         shape, dtype, device, path, param.numel(), param.requires_grad)
         graph.nodes[key] = node
         scope.subnets._items[key] = None
         self.live[id(param)] = (weakref.ref(param), key)

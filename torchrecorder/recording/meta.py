@@ -13,7 +13,7 @@ from torch.nn.parameter import is_lazy
 from ..nodes import shape_str
 
 __all__ = ["Memo", "ModuleInfo", "bind_arguments", "check_model", "grad_fn_op_name",
-           "own_tensors", "shape_name", "shape_of", "tensor_meta", "type_name"]
+           "own_tensors", "shape_name", "shape_of", "shape_tuple", "tensor_meta", "type_name"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -44,6 +44,27 @@ class Memo(dict[K, V], Generic[K, V]):
 _DTYPE_NAMES: Memo[Any, str] = Memo(256)
 _DEVICE_NAMES: Memo[Any, str] = Memo(256)
 _SHAPE_NAMES: Memo[tuple[int, ...], str] = Memo(4096)
+# torch.Size -> the equal plain tuple: one tuple per shape for all the nodes that have it
+_SHAPES: Memo[Any, tuple[int, ...]] = Memo(4096)
+
+
+def shape_tuple(t: Tensor) -> tuple[int, ...]:
+    """``shape_of(t)``, one shared tuple per shape: a recording stores thousands of shapes,
+    most of them equal, and a tuple made per node is one more object for the collector to scan.
+
+    >>> shape_tuple(torch.zeros(2, 3)) is shape_tuple(torch.ones(2, 3))
+    True
+    """
+    if t.is_nested:
+        return shape_of(t)
+    size = t.shape
+    try:
+        got = _SHAPES.get(size)
+    except TypeError:  # a symbolic size (unhashable)
+        return tuple(size)
+    if got is None:
+        got = _SHAPES.put(size, tuple(size))
+    return got
 
 
 def shape_of(t: Tensor) -> tuple[int, ...]:
@@ -77,7 +98,7 @@ def tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
     devname = _DEVICE_NAMES.get(device)
     if devname is None:
         devname = _DEVICE_NAMES.put(device, str(device))
-    return (tuple(t.shape) if not t.is_nested else shape_of(t)), dname, devname
+    return shape_tuple(t), dname, devname
 
 
 def type_name(module: nn.Module) -> str:
