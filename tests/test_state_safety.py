@@ -512,3 +512,25 @@ def test_the_recordings_own_seed_is_still_undone_without_another_seed() -> None:
     seed_before = torch.initial_seed()
     torchrecorder.record(net, "d", (2, 4))
     assert torch.equal(torch.get_rng_state(), before) and torch.initial_seed() == seed_before
+
+
+def test_the_recordings_stream_is_seeded_from_the_callers_state_bytes() -> None:
+    """The pass's own stream: a digest of the caller's generator state, the same whichever
+    way the state's bytes are read (numpy or not), so a recording is reproducible."""
+    import hashlib
+
+    seen: list[int] = []
+
+    class Seed(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(torch.initial_seed())
+            return x + 1
+
+    torch.manual_seed(11)
+    state = torch.get_rng_state()
+    digest = hashlib.blake2b(bytes(state.tolist()), digest_size=8, person=b"torchrecorder").digest()
+    torchrecorder.record(Seed(), "s", (1, 2))
+    assert seen == [int.from_bytes(digest, "little") >> 1]
+    torch.manual_seed(11)
+    torchrecorder.record(Seed(), "s", (1, 2))
+    assert seen[1] == seen[0]
