@@ -253,3 +253,54 @@ def test_operations_whose_results_nothing_uses_are_dropped_transitively() -> Non
     assert {"neg", "linear"} <= ops
     assert not ops & {"abs", "mul", "sum"}, ops
     assert all(a in rec.nodes and b in rec.nodes for a, b in rec.edges)
+
+
+class _Leaf(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.w.sum()
+
+
+class _Tree(nn.Module):
+    """Children run in order; shared modules and parameters are called more than once."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for child in self.children():
+            x = child(x)
+        return x
+
+
+def _shared_tree(seed: int) -> nn.Module:
+    """A random module tree with tied parameters, a module under two paths and a parameter
+    under two names."""
+    import random
+
+    rnd = random.Random(seed)
+    leaves = [_Leaf(rnd.randint(1, 9)) for _ in range(6)]
+
+    def build(depth: int) -> nn.Module:
+        node = _Tree()
+        for i in range(rnd.randint(1, 3)):
+            kid = build(depth + 1) if depth < 3 and rnd.random() < 0.5 else rnd.choice(leaves)
+            node.add_module(f"c{i}", kid)
+        if rnd.random() < 0.3:
+            node.own = nn.Parameter(torch.zeros(rnd.randint(1, 5)))
+            node.register_parameter("alias", node.own)  # one tensor under two names
+        if rnd.random() < 0.3:  # tied to a leaf's parameter
+            node.tied = rnd.choice(leaves).w
+        return node
+
+    return build(0)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_parameter_counts_count_a_shared_parameter_once_per_module(seed: int) -> None:
+    net = _shared_tree(seed)
+    rec = torchrecorder.record(net, "t", (1,))
+    for path, module in net.named_modules():
+        call = next(n for n in rec.layers() if n.fn is module and n.call_index == 1)
+        assert call.num_params == sum(p.numel() for p in module.parameters(recurse=False)), path
+        assert call.num_params_total == sum(p.numel() for p in module.parameters()), path

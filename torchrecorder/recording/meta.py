@@ -13,7 +13,7 @@ from torch.nn.parameter import is_lazy
 from ..nodes import shape_str
 
 __all__ = ["Memo", "ModuleInfo", "bind_arguments", "check_model", "grad_fn_op_name",
-           "own_tensors", "shape_name", "shape_of", "shape_tuple", "tensor_meta", "type_name"]
+           "lazy_error", "own_tensors", "shape_name", "shape_of", "shape_tuple", "tensor_meta", "type_name"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -127,23 +127,30 @@ class ModuleInfo:
         self.last: Any = None  # the module's latest call (a LayerNode) in the recording
 
 
-def own_tensors(tensors: Any, module: nn.Module, path: str) -> tuple[list[tuple[str, Any]], int]:
+def own_tensors(tensors: Any, module: nn.Module, path: str,
+                checked: bool = False) -> tuple[list[tuple[str, Any]], int]:
     """The (name, tensor) pairs of a module's ``_parameters``/``_buffers`` dict, and their
-    element count (a tensor registered under two names counts once).
+    element count (a tensor registered under two names counts once).  ``checked``: the
+    tensors are known to be initialized (:func:`check_model` passed).
 
     Raises:
         TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
     """
     pairs = [(n, t) for n, t in tensors.items() if t is not None]
-    for n, t in pairs:
-        if is_lazy(t):
-            raise _lazy_error(module, path, n)
+    if not checked:
+        for n, t in pairs:
+            if is_lazy(t):
+                raise lazy_error(module, path, n)
     if len(pairs) == 1:
         return pairs, pairs[0][1].numel()
-    return pairs, sum({id(t): t.numel() for _, t in pairs}.values())
+    total = sum(t.numel() for _, t in pairs)
+    if len({id(t) for _, t in pairs}) != len(pairs):  # one tensor under two names
+        total = sum({id(t): t.numel() for _, t in pairs}.values())
+    return pairs, total
 
 
-def _lazy_error(module: nn.Module, path: str, tensor_name: str) -> TypeError:
+def lazy_error(module: nn.Module, path: str, tensor_name: str) -> TypeError:
+    """The error for a module whose ``tensor_name`` is uninitialized (a lazy module)."""
     return TypeError(
         f"cannot record module '{path or type(module).__name__}' ({type(module).__name__}): its "
         f"{tensor_name!r} is uninitialized (a lazy module that has not run yet). Recording would "
@@ -165,7 +172,7 @@ def check_model(net: nn.Module) -> list[tuple[str, nn.Module]]:
         for tensors in (module._parameters, module._buffers):
             for tname, t in tensors.items():
                 if t is not None and is_lazy(t):
-                    raise _lazy_error(module, path, tname)
+                    raise lazy_error(module, path, tname)
     return walk
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Optional
 
 from torch import nn
+from torch.nn.parameter import is_lazy
 
-from .meta import ModuleInfo, own_tensors, type_name
+from .meta import ModuleInfo, lazy_error, own_tensors, type_name
 
 __all__ = ["ModuleInfo", "index_modules"]
 
@@ -24,58 +25,69 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
     module), without three generator walks per module call.
 
     ``walk``, when given, is ``list(net.named_modules(prefix=prefix, remove_duplicate=False))``
-    made just before (by :func:`~torchrecorder.recording.meta.check_model`).
+    made just before (by :func:`~torchrecorder.recording.meta.check_model`, which has refused
+    uninitialized tensors already).
 
     Returns:
         the modules met for the first time, in walk order.
+
+    Raises:
+        TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
     """
     first_path: list[tuple[str, ModuleInfo]] = []
     new: list[nn.Module] = []
+    checked = walk is not None
     if walk is None:
         walk = list(net.named_modules(prefix=prefix, remove_duplicate=False))
-    # each module's own parameters, by path: (path, {id(parameter): numel})
-    owned: list[tuple[str, dict[int, int]]] = []
+    # each module's own parameters, by path: (path, [(id(parameter), numel)])
+    owned: list[tuple[str, list[tuple[int, int]]]] = []
     occurrences = 0  # parameters met in this walk, and the distinct ones among them
     distinct: set[int] = set()
     for path, module in walk:
-        info = modules.get(id(module))
-        if info is None:
-            info = ModuleInfo(path, path.rpartition(".")[2] if path else root_name, type_name(module))
+        mparams = module._parameters
+        fresh: Optional[ModuleInfo] = None  # the module's info, when it is met for the first time
+        if id(module) not in modules:
+            info = fresh = ModuleInfo(path, path.rpartition(".")[2] if path else root_name, type_name(module))
             modules[id(module)] = info
-            if module._parameters:
-                own, info.num_params = own_tensors(module._parameters, module, path)
-                info.params = tuple((f"{path}.{pname}" if path else pname, p) for pname, p in own)
             if module._buffers:
-                info.buffers = own_tensors(module._buffers, module, path)[1]
+                info.buffers = own_tensors(module._buffers, module, path, checked)[1]
                 buffers.update(id(b) for b in module._buffers.values() if b is not None)
             first_path.append((path, info))
             new.append(module)
-        if not module._parameters:
+        if not mparams:
             continue
-        mine: dict[int, int] = {}
-        for pname, param in module._parameters.items():
+        mine: list[tuple[int, int]] = []  # (id, numel) of each parameter slot of the module
+        own: list[tuple[str, nn.Parameter]] = []  # (dotted path, parameter)
+        for pname, param in mparams.items():
             if param is None:
                 continue
-            if id(param) not in params:
-                params[id(param)] = (param, f"{path}.{pname}" if path else pname)
-            mine[id(param)] = param.numel()
-            distinct.add(id(param))
-            occurrences += 1
+            ppath = f"{path}.{pname}" if path else pname
+            if not checked and is_lazy(param):
+                raise lazy_error(module, path, pname)
+            pid = id(param)
+            if pid not in params:
+                params[pid] = (param, ppath)
+            mine.append((pid, param.numel()))
+            own.append((ppath, param))
+            distinct.add(pid)
+        if fresh is not None:
+            fresh.params = tuple(own)
+            fresh.num_params = sum(dict(mine).values())  # a tensor under two names counts once
+        occurrences += len(mine)
         owned.append((path, mine))
-    if len(distinct) == occurrences and len({id(m) for _, m in walk}) == len(walk):
-        totals = _added_totals(owned, walk)  # nothing shared: a subtree's total is a sum
-    else:
-        totals = _distinct_totals(owned)
+    totals = _added_totals(owned, walk)
+    if len(distinct) != occurrences:  # a parameter reachable by two paths (tied weights)
+        _count_shared_once(totals, owned)
     for path, info in first_path:
         info.total = totals.get(path, 0)
     return new
 
 
-def _added_totals(owned: list[tuple[str, dict[int, int]]],
+def _added_totals(owned: list[tuple[str, list[tuple[int, int]]]],
                   walk: list[tuple[str, nn.Module]]) -> dict[str, int]:
-    """Parameter elements below each module path, when no parameter or module is reachable by
-    two paths: each module's own count added to every ancestor's, children before parents."""
-    totals = {path: sum(mine.values()) for path, mine in owned}
+    """Parameter elements below each module path, every occurrence of a parameter counted:
+    each module's own count added to every ancestor's, children before parents."""
+    totals = {path: sum(n for _, n in mine) for path, mine in owned}
     for path, _ in reversed(walk):
         if path:
             n = totals.get(path)
@@ -85,18 +97,27 @@ def _added_totals(owned: list[tuple[str, dict[int, int]]],
     return totals
 
 
-def _distinct_totals(owned: list[tuple[str, dict[int, int]]]) -> dict[str, int]:
-    """Parameter elements below each module path, each parameter counted once per module."""
-    # dotted module path -> {id(parameter): numel} of the subtree below it
-    subtree: dict[str, dict[int, int]] = {}
+def _count_shared_once(totals: dict[str, int], owned: list[tuple[str, list[tuple[int, int]]]]) -> None:
+    """Correct :func:`_added_totals` where a parameter occurs more than once below a module
+    (registered under two names, in a module reachable by two paths, tied between modules):
+    it counts once per module."""
+    where: dict[int, list[str]] = {}  # id(parameter) -> the paths of the modules holding it
+    numel: dict[int, int] = {}
     for path, mine in owned:
-        owner = path
-        while True:
-            ids = subtree.get(owner)
-            if ids is None:
-                ids = subtree[owner] = {}
-            ids.update(mine)
-            if not owner:
-                break
-            owner = owner.rpartition(".")[0]
-    return {path: sum(ids.values()) for path, ids in subtree.items()}
+        for pid, n in mine:
+            where.setdefault(pid, []).append(path)
+            numel[pid] = n
+    for pid, paths in where.items():
+        if len(paths) < 2:
+            continue
+        seen: dict[str, int] = {}  # module path -> occurrences of this parameter below it
+        for path in paths:
+            owner = path
+            while True:
+                seen[owner] = seen.get(owner, 0) + 1
+                if not owner:
+                    break
+                owner = owner.rpartition(".")[0]
+        for owner, count in seen.items():
+            if count > 1:
+                totals[owner] -= (count - 1) * numel[pid]
