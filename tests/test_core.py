@@ -304,3 +304,22 @@ def test_parameter_counts_count_a_shared_parameter_once_per_module(seed: int) ->
         call = next(n for n in rec.layers() if n.fn is module and n.call_index == 1)
         assert call.num_params == sum(p.numel() for p in module.parameters(recurse=False)), path
         assert call.num_params_total == sum(p.numel() for p in module.parameters()), path
+
+
+def test_index_of_a_prefixed_walk_with_tied_and_empty_parameters() -> None:
+    """A module indexed under a prefix (met outside the recorded root), with a parameter tied
+    between two children and an empty one shared too: counts as ``module.parameters()``."""
+    from torchrecorder.recording.modules import index_modules
+
+    a, b = nn.Linear(3, 2), nn.Linear(3, 2)
+    b.weight = a.weight
+    a.empty = nn.Parameter(torch.zeros(0))
+    b.empty = a.empty
+    outer = nn.Sequential(a, b)
+    modules: dict = {}
+    index_modules(outer, "outer", "model.part", modules, {}, set())
+    for module in (outer, a, b):
+        info = modules[id(module)]
+        assert info.total == sum(p.numel() for p in module.parameters())
+        assert info.num_params == sum(p.numel() for p in module.parameters(recurse=False))
+    assert modules[id(b)].path == "model.part.1"

@@ -119,5 +119,5 @@ def _count_shared_once(totals: dict[str, int], owned: list[tuple[str, list[tuple
                     break
                 owner = owner.rpartition(".")[0]
         for owner, count in seen.items():
-            if count > 1:
+            if count > 1 and owner in totals:  # (paths above a prefixed walk's root have none)
                 totals[owner] -= (count - 1) * numel[pid]
