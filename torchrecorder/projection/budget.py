@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Optional, Union
 
-from ..graph import Graph
+from ..graph import Graph, predecessors
 from ..nodes import Key, LayerNode
 from .drawn import Projection
 
@@ -103,15 +103,10 @@ def edge_spans(p: Projection) -> int:
     Linear in nodes and edges; edges on a cycle (boxes of modules that feed each other) count
     nothing.
     """
-    succ: dict[Key, list[Key]] = {}
-    indegree: dict[Key, int] = {}
     pairs = [(a.key, b.key) for a, b in p.edges]
+    succ = predecessors((b, a) for a, b in pairs)  # each node's successors, in edge order
+    indegree: dict[Key, int] = {}
     for a, b in pairs:
-        got = succ.get(a)
-        if got is None:
-            succ[a] = [b]
-        else:
-            got.append(b)
         indegree[b] = indegree.get(b, 0) + 1
         indegree.setdefault(a, 0)
     rank = dict.fromkeys(indegree, 0)

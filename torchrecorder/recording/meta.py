@@ -143,10 +143,7 @@ def own_tensors(tensors: Any, module: nn.Module, path: str,
                 raise lazy_error(module, path, n)
     if len(pairs) == 1:
         return pairs, pairs[0][1].numel()
-    total = sum(t.numel() for _, t in pairs)
-    if len({id(t) for _, t in pairs}) != len(pairs):  # one tensor under two names
-        total = sum({id(t): t.numel() for _, t in pairs}.values())
-    return pairs, total
+    return pairs, sum({id(t): t.numel() for _, t in pairs}.values())
 
 
 def lazy_error(module: nn.Module, path: str, tensor_name: str) -> TypeError:
