@@ -325,18 +325,62 @@ def test_benchmark_script_runs_and_reports_targets() -> None:
                for line in block), block
 
 
+def _bench_script(name: str) -> Any:
+    """``benchmarks/<name>.py`` as a module (the folder importable only while it loads)."""
+    sys.path.insert(0, _BENCH)
+    try:
+        spec = importlib.util.spec_from_file_location(f"_bench_{name}", os.path.join(_BENCH, f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(_BENCH)
+    return module
+
+
+def test_breakdown_parts_add_up_and_targets_say_what_must_go() -> None:
+    """``benchmarks/breakdown.py``'s report on made-up times: the parts sum to record +
+    make_dot, the bookkeeping is what is left of record, and each peer target says how much
+    of the work above the floor must go (or that it is met, or that the peer is missing)."""
+    breakdown = _bench_script("breakdown")
+    m = {"forward": 0.010, "floor": 0.020, "state": 0.003, "index": 0.002, "record": 0.045,
+         "make_dot": 0.005, "calls": 100, "ops": 300, "torchviz": 0.040}
+    lines = breakdown.report("toy", m)
+    assert lines[0] == "toy: record + make_dot 50.0 ms (100 module calls, 300 operations)"
+    parts = {line[:62].strip(): float(line[62:].split()[0]) for line in lines[1:7]}
+    assert parts["torch's hook and mode dispatch (floor - forward)"] == 10.0
+    assert parts["module calls and operations recorded (the rest of record)"] == 20.0
+    assert sum(parts.values()) == pytest.approx(50.0)
+    assert "  bookkeeping per module call or operation: 50.0 us" in lines
+    assert "own work (above the floor): 30.0 ms" in lines[8]
+    # torchviz allows 40 ms, the floor takes 20: 20 of the 30 ms own work may stay, a third goes
+    assert lines[9].endswith("20.0 ms are left for 30.0 ms of own work: needs 33% of the own work to go")
+    assert lines[10].endswith("torchview not installed")
+    met = breakdown.report("toy", {**m, "torchview": 0.300})  # 5x faster: 60 ms allowed, 50 taken
+    assert met[10].endswith(": met"), met[10]
+
+
+def test_breakdown_script_runs() -> None:
+    """``benchmarks/breakdown.py`` end to end on the smallest model (what it prints, not the times)."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, os.path.join(_BENCH, "breakdown.py"), "--model", "gpt2-w32-L2",
+                           "--rounds", "1"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    head = r"^gpt2-w32-L2: record \+ make_dot [\d.]+ ms \(\d+ module calls, \d+ operations\)$"
+    assert re.search(head, out, re.M), out
+    for part in ("plain forward pass", "model state kept and restored", "module index",
+                 "make_dot(...).source"):
+        assert re.search(rf"^  {re.escape(part)} +-?[\d.]+ ms", out, re.M), (part, out)
+    assert out.count("record + make_dot <= 1.0 x torchviz") == 1, out
+
+
 def test_benchmark_report_shows_a_failed_model_and_goes_on(capsys: pytest.CaptureFixture[str]) -> None:
     """A model whose worker failed is a table row with its error, not a crash of the report."""
     import argparse
 
-    sys.path.insert(0, _BENCH)
-    try:
-        spec = importlib.util.spec_from_file_location("_bench_script", os.path.join(_BENCH, "bench.py"))
-        assert spec is not None and spec.loader is not None
-        bench = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(bench)
-    finally:
-        sys.path.remove(_BENCH)
+    bench = _bench_script("bench")
     results = {"resnet50": {"model": "resnet50", "kind": "compute", "error": "timeout > 480 s"}}
     bench.report(results, {}, argparse.Namespace(stat="median"), 1)
     out = capsys.readouterr().out

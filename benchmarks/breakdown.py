@@ -1,0 +1,157 @@
+"""Where the time of ``record`` + ``make_dot`` goes, and what each speed target leaves for it.
+
+Times, in one process and in alternating rounds (thread CPU time, medians), on one
+model of ``models.py`` (``gpt2-w32-L32`` by default):
+
+* the plain forward pass;
+* the *mechanism floor* (``bench.py``'s): the forward pass under do-nothing versions of a
+  forward pre-hook on every module, one global forward hook and a ``TorchFunctionMode``,
+  registered and removed: what torch's hook and mode dispatch costs any recorder built
+  on them (the SPEC's design card), before it records anything;
+* keeping and restoring the model's state, without a forward pass (``check_model`` and
+  ``model_state_kept``: the README's promise that the model is left as it was);
+* the module index (``index_modules``: paths, names, parameter counts);
+* ``record`` and ``make_dot(...).source``;
+* torchviz (forward + ``make_dot``) and torchview (``draw_graph``, depth 3), when installed.
+
+It prints the parts of ``record`` + ``make_dot`` (the bookkeeping of module calls and
+operations is what is left of ``record`` after the floor, the state and the index), the
+bookkeeping per module call and operation, and for each peer target of issue 22 the time
+it allows, what of that the floor takes, and how much of torchrecorder's own work
+(everything above the floor) would have to go to meet it.
+
+    python benchmarks/breakdown.py [--model gpt2-w32-L32] [--rounds 25]
+
+Like every script here it asserts nothing and exits 0 whatever it measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(HERE), HERE]
+
+import torch  # noqa: E402
+from bench import _first_tensor, _mechanism_floor  # noqa: E402
+from models import build  # noqa: E402
+
+import torchrecorder  # noqa: E402
+from torchrecorder.nodes import LayerNode, OpNode  # noqa: E402
+from torchrecorder.recording.meta import check_model  # noqa: E402
+from torchrecorder.recording.modules import index_modules  # noqa: E402
+from torchrecorder.recording.state import model_state_kept  # noqa: E402
+
+#: issue 22's peer targets: (peer, what, record + make_dot must take at most this share of its time)
+TARGETS = (("torchviz", "record + make_dot <= 1.0 x torchviz", 1.0),
+           ("torchview", "record + make_dot >= 5 x faster than torchview", 0.2))
+
+
+def _peers(model: Any, args: tuple[Any, ...]) -> dict[str, Callable[[], Any]]:
+    fns: dict[str, Callable[[], Any]] = {}
+    try:
+        import torchviz
+
+        def viz() -> Any:
+            out = _first_tensor(model(*args))
+            return torchviz.make_dot(out, params=dict(model.named_parameters())).source
+
+        fns["torchviz"] = viz
+    except ImportError:
+        pass
+    try:
+        import torchview
+
+        fns["torchview"] = lambda: torchview.draw_graph(model, input_data=list(args), device="cpu", depth=3,
+                                                        graph_name="bench").visual_graph.source
+    except ImportError:
+        pass
+    return fns
+
+
+def measure(name: str, rounds: int) -> dict[str, Any]:
+    """Median thread CPU seconds of each part on model ``name``, and the recording's counts."""
+    model, args = build(name)
+    rec = torchrecorder.record(model, name, input_data=args)
+
+    def state() -> None:
+        with model_state_kept(model, check_model(model)):
+            pass
+
+    fns: dict[str, Callable[[], Any]] = {
+        "forward": lambda: model(*args),
+        "floor": lambda: _mechanism_floor(model, args),
+        "state": state,
+        "index": lambda: index_modules(model, name, "", {}, {}, set()),
+        "record": lambda: torchrecorder.record(model, name, input_data=args),
+        "make_dot": lambda: torchrecorder.make_dot(rec).source,
+        **_peers(model, args),
+    }
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for fn in fns.values():
+        fn()  # warm-up
+    order = list(fns.items())
+    for i in range(rounds):
+        for k, fn in order[i % len(order):] + order[:i % len(order)]:
+            start = time.thread_time()
+            fn()
+            times[k].append(time.thread_time() - start)
+    out: dict[str, Any] = {k: statistics.median(v) for k, v in times.items()}
+    out["calls"] = sum(isinstance(n, LayerNode) for n in rec.nodes.values()) - 1  # not the context
+    out["ops"] = sum(isinstance(n, OpNode) for n in rec.nodes.values())
+    return out
+
+
+def report(name: str, m: dict[str, Any]) -> list[str]:
+    """The printed lines for measurements ``m`` of model ``name``."""
+    ms = 1e3
+    total = m["record"] + m["make_dot"]
+    bookkeeping = m["record"] - m["floor"] - m["state"] - m["index"]
+    parts = [
+        ("plain forward pass", m["forward"]),
+        ("torch's hook and mode dispatch (floor - forward)", m["floor"] - m["forward"]),
+        ("model state kept and restored", m["state"]),
+        ("module index", m["index"]),
+        ("module calls and operations recorded (the rest of record)", bookkeeping),
+        ("make_dot(...).source", m["make_dot"]),
+    ]
+    lines = [f"{name}: record + make_dot {total * ms:.1f} ms "
+             f"({m['calls']} module calls, {m['ops']} operations)"]
+    lines += [f"  {what:60} {t * ms:7.2f} ms  {t / total:6.1%}" for what, t in parts]
+    events = m["calls"] + m["ops"]
+    if events:
+        lines.append(f"  bookkeeping per module call or operation: {bookkeeping / events * 1e6:.1f} us")
+    own = total - m["floor"]
+    lines.append(f"  torchrecorder's own work (above the floor): {own * ms:.1f} ms")
+    for peer, what, share in TARGETS:
+        if peer not in m:
+            lines.append(f"  {what}: {peer} not installed")
+            continue
+        allowed = m[peer] * share
+        room = allowed - m["floor"]
+        cut = 1 - room / own if own > 0 else 0.0
+        state = "met" if total <= allowed else f"needs {cut:.0%} of the own work to go"
+        lines.append(f"  {what}: {peer} {m[peer] * ms:.1f} ms allows {allowed * ms:.1f} ms; after the floor "
+                     f"{room * ms:.1f} ms are left for {own * ms:.1f} ms of own work: {state}")
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="gpt2-w32-L32", help="a name from benchmarks/models.py")
+    parser.add_argument("--rounds", type=int, default=25, help="alternating timed rounds (default 25)")
+    parser.add_argument("--threads", type=int, default=1, help="torch's intra-op threads (default 1)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"thread CPU time, median of {args.rounds} alternating rounds")
+    print("\n".join(report(args.model, measure(args.model, args.rounds))))
+
+
+if __name__ == "__main__":
+    main()
