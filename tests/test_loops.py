@@ -82,6 +82,60 @@ class CellLoop(nn.Module):
         return x
 
 
+class Step(nn.Module):
+    """One step of a sampler: the state and a per-step tensor in, the update out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(1, 4)
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return self.a(x) + self.b(t)
+
+
+class Sampler(nn.Module):
+    """``x = x - 0.1 * step(x, t)`` for ``n`` steps, starting from the network's input: the
+    first call of ``step`` reads the input node itself, every later one gets an input tensor
+    node, which the repetition's start (mid-iteration) would separate from its call."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.step = Step()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for i in range(self.n):
+            t = torch.full((1, 1), float(i))
+            x = x - 0.1 * self.step(x, t)
+        return x
+
+
+class Packed(nn.Module):
+    """A recurrent cell over sequences sorted by length: batch 2 for 10 steps, then 1 for 10."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = nn.GRUCell(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (2, 20, 4)
+        x = x * 1.0
+        h = torch.zeros(2, 4)
+        for t in range(20):
+            b = 2 if t < 10 else 1
+            h = torch.cat([self.cell(x[:b, t], h[:b]), h[b:]], 0)
+        return h
+
+
+class Fibonacci(nn.Module):
+    """``a, b = b, tanh(a + b)``: each iteration reads the two before it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = x * 1.0, x * 2.0
+        for _ in range(30):
+            a, b = b, torch.tanh(a + b)
+        return b
+
+
 def _loops(r: GraphvizRenderer) -> list[LoopNode]:
     out: list[LoopNode] = []
     todo = list(r.children(r.rec.context))
@@ -170,17 +224,48 @@ def test_a_loop_whose_shape_changes_folds_only_the_identical_stretch() -> None:
 def test_loop_calling_a_module_folds_the_module_with_its_ops() -> None:
     r = _rendered(CellLoop(9))
     (loop,) = _loops(r)
-    assert len(r.repeats(loop)) >= 8
+    # the first iteration reads the network's input node, so its call has no input tensor node
+    # of its own: recorded unlike the others, it is drawn before the loop
+    assert len(r.repeats(loop)) == 8
     kids = r.children(loop)
     assert any(getattr(k, "type_name", "") == "Linear" for k in kids)
     assert {getattr(k, "op", None) for k in kids} >= {"tanh", "add"}
+
+
+def test_loop_iterations_start_where_no_call_is_cut_from_its_inputs() -> None:
+    """The repetition starts inside the first iteration (after the call that reads the
+    network's input); cut there, each call and the tensors it reads fall in two iterations
+    and nothing folded.  The iterations start at the step's first op instead."""
+    r = _rendered(Sampler(12))
+    (loop,) = _loops(r)
+    assert len(r.repeats(loop)) == 11
+    assert loop.ops[0] == "full"  # (drawn apart from the iteration's other ops: it reads nothing)
+    assert sum(getattr(k, "type_name", "") == "Step" for k in r.children(loop)) == 1
+
+
+def test_a_loop_after_a_shape_change_keeps_all_its_iterations() -> None:
+    """The second stretch's repetition starts in the last iteration of the first: its
+    iterations start where its own first iteration does, not one iteration later."""
+    r = GraphvizRenderer(torchrecorder.record(Packed(), "net", input_data=torch.randn(2, 20, 4)))
+    r.render()
+    loops = sorted(_loops(r), key=lambda n: n.key)
+    assert [len(r.repeats(loop)) for loop in loops] == [10, 10]
+    for loop in loops:
+        assert [getattr(k, "op", getattr(k, "type_name", "")) for k in r.children(loop)][-1] == "cat"
+
+
+def test_a_recurrence_reading_two_iterations_back_folds() -> None:
+    r = _rendered(Fibonacci())
+    (loop,) = _loops(r)
+    assert len(r.repeats(loop)) == 30
+    assert [n.op for n in r.children(loop)] == ["add", "tanh"]
 
 
 @pytest.mark.parametrize("options", [
     {"tensor_nodes": True, "all_ops": True},
     {},
 ])
-@pytest.mark.parametrize("net", [Series(30), Wrapped(30), CellLoop(12), Growing()],
+@pytest.mark.parametrize("net", [Series(30), Wrapped(30), CellLoop(12), Growing(), Sampler(12), Fibonacci()],
                          ids=lambda n: type(n).__name__)
 def test_folding_keeps_every_edges_endpoints(net: nn.Module, options: dict[str, bool]) -> None:
     rec = torchrecorder.record(net, "net", (1, 4))

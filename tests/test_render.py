@@ -18,6 +18,7 @@ import torchrecorder
 from torchrecorder._text import dot_id, dot_quote, dot_text, html_text, quote_dot_id, quoted_dot_text, visible
 from torchrecorder.nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode
 from torchrecorder.renderer import DEFAULT_STYLES, PRESETS, GraphvizRenderer, GraphvizStyler
+from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 
 from .backends import needs_backend
 
@@ -299,6 +300,41 @@ def test_a_tensor_fed_to_many_layers_does_not_constrain_their_ranks() -> None:
     assert len(fan_edges) == 12 and all("constraint=false" in line for line in fan_edges)
     small = torchrecorder.make_dot(torchrecorder.record(FanOut(3), "fan", (1, 4)), 1).source
     assert "constraint" not in small
+
+
+def test_a_node_fed_by_nothing_drawn_in_a_titled_cluster_takes_no_edge_from_the_input() -> None:
+    """A node that nothing drawn feeds sits below the network's input by an invisible edge from
+    it; inside a titled cluster the title's edge places it, and no edge runs from the input
+    down to each iteration of a long unfolded loop (``dot`` routed each through every rank
+    above it: a 30-step sampler took minutes to lay out)."""
+    from .dot_parse import parse_dot
+
+    class Denoise(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inc, self.temb = nn.Linear(4, 4), nn.Linear(1, 4)
+
+        def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(self.inc(x)) + self.temb(t)
+
+    class Sample(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = Denoise()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for i in range(12):
+                t = torch.full((1, 1), float(i))  # an op that reads nothing: not drawn
+                x = x - 0.1 * self.net(x, t)
+            return x
+
+    rec = torchrecorder.record(Sample(), "s", (1, 4))
+    dot = parse_dot(GraphvizRenderer(rec, fold_repeats=False).render().source)
+    temb = [k for k in dot.nodes if k.startswith("net") and "temb" in k]
+    from_input = [b for a, b in dot.invisible if a == "input@x"]
+    assert len(temb) == 12 and not set(temb) & set(from_input), from_input
+    titled = {b for a, b in dot.invisible if a.endswith(TITLE_SUFFIX)}
+    assert set(temb) <= titled  # each placed below its call's title instead
 
 
 # --------------------------------------------------------------- one pass vs the hooks

@@ -10,8 +10,9 @@ stretch is *folded* when at least ``min_run`` consecutive iterations
   (:meth:`~.fold.BlockStructures.number`);
 * are wired alike: the edges between the children of an iteration (and into
   the layers among them) join the same positions in every iteration, and the
-  edges from earlier iterations come from the same positions, as many
-  iterations back, in every iteration after the first;
+  edges from earlier iterations of the run come from the same positions, as
+  many iterations back, in every iteration after the first (a recurrence may
+  read two or more iterations back; no edge comes from a later iteration);
 * form a chain: every iteration after the first uses a value of the one
   before (as folded blocks do; iterations side by side, such as the ``q``,
   ``k`` and ``v`` projections of an attention, are not a loop to fold).
@@ -21,7 +22,9 @@ signature; for each period ``p`` up to :data:`MAX_PERIOD` the stretches where
 the numbers repeat with period ``p`` are found with one comparison of the
 sequence against itself shifted by ``p`` (linear in the number of children);
 the stretches that cover most are taken first, trimmed to the children no
-other took; then the wiring of each is checked, iteration by iteration, and a
+other took, their iterations cut where fewest edges cross from one to the
+next (never between a call and the tensors it reads, which are recorded
+after it); then the wiring of each is checked, iteration by iteration, and a
 stretch whose iterations stop matching (a shape that changes) is cut there.
 Everything here reads node metadata only.
 """
@@ -91,14 +94,19 @@ def loop_title(run: Sequence[LayerNode]) -> str:
 
 
 class Stretch:
-    """One folded loop: ``count`` iterations of ``period`` children from ``start`` in a list."""
+    """One folded loop: ``count`` iterations of ``period`` children from ``start`` in a list.
 
-    __slots__ = ("count", "period", "start")
+    ``span``: for a candidate, the length of the whole periodic stretch from ``start`` (up
+    to ``period - 1`` children past the last whole iteration); ``count * period`` if not given.
+    """
 
-    def __init__(self, start: int, period: int, count: int) -> None:
+    __slots__ = ("count", "period", "span", "start")
+
+    def __init__(self, start: int, period: int, count: int, span: Optional[int] = None) -> None:
         self.start = start
         self.period = period
         self.count = count
+        self.span = count * period if span is None else span
 
     def __repr__(self) -> str:
         return f"Stretch(start={self.start}, period={self.period}, count={self.count})"
@@ -143,7 +151,7 @@ def periodic_stretches(numbers: Sequence[int], min_count: int,
             eq = bytes(map(operator.eq, numbers[:-p], numbers[p:]))  # 1 where the period holds
             for m in re.finditer(b"\x01{%d,}" % need, eq):
                 start, length = m.start(), m.end() - m.start()
-                out.append(Stretch(start, p, (length + p) // p))
+                out.append(Stretch(start, p, (length + p) // p, length + p))
             continue
         # the numbers against themselves shifted by p, all at once: an XOR of the two as
         # integers is 0 in exactly the bytes of the numbers where the period holds
@@ -158,7 +166,7 @@ def periodic_stretches(numbers: Sequence[int], min_count: int,
             end = size if run is None else run.end()
             first, last = -(-at // width), end // width  # the whole numbers in the run
             if last - first >= need:
-                out.append(Stretch(first, p, (last - first + p) // p))
+                out.append(Stretch(first, p, (last - first + p) // p, last - first + p))
             at = diff.find(zeros, end)
     return out
 
@@ -183,40 +191,63 @@ def _packed(numbers: Sequence[int]) -> Optional[tuple[bytes, int]]:
     return None
 
 
-def choose(stretches: list[Stretch], min_count: int) -> list[Stretch]:
+def choose(stretches: list[Stretch], min_count: int,
+           phases: Optional[Callable[[Stretch], Sequence[int]]] = None,
+           check: Optional[Callable[[Stretch], list[Stretch]]] = None) -> list[Stretch]:
     """Non-overlapping stretches, those covering most taken first (then the shorter period,
-    then the earlier start), each trimmed to whole periods no other took; in order."""
+    then the earlier start), each trimmed to whole periods no other took; in order.
+
+    ``phases(s)``: where in its period a stretch's iterations may begin (offsets from
+    ``s.start``, the preferred first; ``[0]`` when not given): a periodic stretch may start
+    anywhere in an iteration.  ``check(s)``: the parts of a trimmed stretch that fold (its
+    wiring checked); the stretch itself when not given.  Each candidate is cut at the
+    offset that leaves the most whole iterations free within all of its ``span`` (the
+    preferred on a tie); the cut is taken from the others whatever of it folds.
+    """
     ranked = sorted(stretches, key=lambda s: (-s.count * s.period, s.period, s.start))
     starts: list[int] = []
     ends: list[int] = []
-    taken: list[Stretch] = []
+    taken: list[list[Stretch]] = []  # what folds of each cut, in the order of starts
     for s in ranked:
-        lo, hi = s.start, s.start + s.count * s.period
-        # the free interval of [lo, hi) that is longest
-        i = bisect.bisect_right(starts, lo) - 1
-        free_lo = lo if i < 0 or ends[i] <= lo else ends[i]
-        best: Optional[tuple[int, int]] = None
-        j = i + 1
-        while True:
-            nxt = starts[j] if j < len(starts) else hi
-            seg_hi = min(nxt, hi)
-            if seg_hi > free_lo:
-                a = lo + -(-(free_lo - lo) // s.period) * s.period  # aligned to an iteration
-                count = (seg_hi - a) // s.period
-                if count >= min_count and (best is None or count > best[1]):
-                    best = (a, count)
-            if nxt >= hi:
-                break
-            free_lo = max(free_lo, ends[j])
-            j += 1
-        if best is None:
+        cuts: list[Stretch] = []  # per offset, the whole iterations left free: most first
+        for offset in ([0] if phases is None else phases(s)):
+            got = _longest_free(starts, ends, s.start + offset, s.start + s.span, s.period, min_count)
+            if got is not None:
+                cuts.append(Stretch(got[0], s.period, got[1]))
+        if not cuts:
             continue
-        cut = Stretch(best[0], s.period, best[1])
+        # the most whole iterations; on a tie the preferred offset (min keeps the first)
+        cut = min(cuts, key=lambda c: -c.count)
         at = bisect.bisect_left(starts, cut.start)
         starts.insert(at, cut.start)
         ends.insert(at, cut.start + cut.count * cut.period)
-        taken.insert(at, cut)
-    return taken
+        # only this cut is tried: another offset can make a chain of what is no loop (the
+        # output of one call read in the iteration of the next, for calls side by side)
+        taken[at:at] = [[cut]] if check is None else [check(cut)]
+    return [part for parts in taken for part in parts]
+
+
+def _longest_free(starts: list[int], ends: list[int], lo: int, hi: int, period: int,
+                  min_count: int) -> Optional[tuple[int, int]]:
+    """(start, count) of the most whole iterations of ``period`` from ``lo`` (on, aligned to
+    ``lo``) inside ``[lo, hi)`` that no taken stretch (``starts``/``ends``, sorted) covers;
+    ``None`` if fewer than ``min_count`` fit."""
+    i = bisect.bisect_right(starts, lo) - 1
+    free_lo = lo if i < 0 or ends[i] <= lo else ends[i]
+    best: Optional[tuple[int, int]] = None
+    j = i + 1
+    while True:
+        nxt = starts[j] if j < len(starts) else hi
+        seg_hi = min(nxt, hi)
+        if seg_hi > free_lo:
+            a = lo + -(-(free_lo - lo) // period) * period  # aligned to an iteration
+            count = (seg_hi - a) // period
+            if count >= min_count and (best is None or count > best[1]):
+                best = (a, count)
+        if nxt >= hi:
+            return best
+        free_lo = max(free_lo, ends[j])
+        j += 1
 
 
 def find_stretches(kids: Sequence[BaseNode], min_count: int, all_ops: bool,
@@ -240,8 +271,60 @@ def find_stretches(kids: Sequence[BaseNode], min_count: int, all_ops: bool,
     numbers = [interned.setdefault(signature(kid, all_ops), len(interned)) for kid in kids]
     if len(interned) == len(numbers):
         return
-    for s in choose(periodic_stretches(numbers, min_count), min_count):
-        yield from _wired_alike(kids, s, min_count, same_layer, insides, preds)
+
+    def phases(s: Stretch) -> list[int]:
+        return _phases(kids, s, insides, preds)
+
+    def check(s: Stretch) -> list[Stretch]:
+        return list(_wired_alike(kids, s, min_count, same_layer, insides, preds))
+
+    yield from choose(periodic_stretches(numbers, min_count), min_count, phases, check)
+
+
+def _phases(kids: Sequence[BaseNode], s: Stretch, insides: Callable[[BaseNode], Sequence[Key]],
+            preds: Callable[[Key], Sequence[Key]]) -> list[int]:
+    """Where the iterations of the periodic stretch ``s`` may begin, as offsets from its start,
+    the preferred first.
+
+    A stretch of repeated signatures starts wherever the repetition does, often inside
+    an iteration (the loop's first iteration reads the network's input, and the tensor
+    node a later call's input gets is missing from it).  Cut there, a call can land in one
+    iteration and the tensors it reads in the next: the iterations are then not wired
+    alike.  The offsets are those where no edge goes back from a later child across an
+    iteration's start: 0 first (where the repetition starts: where the loop does, unless its
+    first iteration differs), then those where the fewest edges cross an iteration's start
+    (the fewest values carried from one iteration to the next, as where a ``for`` loop's
+    body begins), the earlier on a tie; ``[0]`` if every offset has an edge back.  Each
+    offset is tried at one start, in the second of the stretch's first three periods, where
+    the edges on both sides are read.
+    """
+    p = s.period
+    if p == 1:
+        return [0]
+    lo, hi = s.start, min(s.start + s.span, s.start + 3 * p)
+    at: dict[Key, int] = {}
+    for i in range(lo, hi):
+        for key in insides(kids[i]):
+            at[key] = i
+    # the starts tried: one per offset where three periods are read, else every one
+    tried_lo, tried_hi = (lo + p, lo + 2 * p) if hi - lo == 3 * p else (lo + 1, hi)
+    crossing = [0] * p
+    back = [False] * p
+    for i in range(lo, hi):
+        for key in insides(kids[i]):
+            for src in preds(key):
+                a = at.get(src)
+                if a is None or a == i:
+                    continue
+                # the starts tried between the two ends
+                for q in range(max(min(a, i) + 1, tried_lo), min(max(a, i), tried_hi - 1) + 1):
+                    if a > i:
+                        back[(q - lo) % p] = True
+                    else:
+                        crossing[(q - lo) % p] += 1
+    allowed = sorted((off for off in range(p) if not back[off]),
+                     key=lambda off: (off > 0, crossing[off], off))
+    return allowed or [0]
 
 
 def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
@@ -261,13 +344,12 @@ def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
                 owner[key] = (k, j, t)
     intra: list[tuple[tuple[int, ...], ...]] = []
     cross: list[tuple[tuple[int, ...], ...]] = []
-    reach: list[int] = []
+    backward: list[bool] = []  # an edge from a later iteration
     chained: list[bool] = []
     for k in range(s.count):
         base = k * p
         inside: list[tuple[int, ...]] = []
         before: list[tuple[int, ...]] = []
-        back = 0
         for j in range(p):
             for t, key in enumerate(read[base + j]):
                 for src in preds(key):
@@ -280,24 +362,32 @@ def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
                         inside.append(entry)
                     else:
                         before.append(entry)
-                        back = max(back, dk if dk > 0 else s.count)
         inside.sort()
         before.sort()
         intra.append(tuple(inside))
         cross.append(tuple(before))
-        reach.append(back)
+        backward.append(any(entry[2] < 0 for entry in before))
         chained.append(any(entry[2] == 1 for entry in before))
     first = 0
     for k in range(1, s.count + 1):
         if k < s.count:
-            alike = (chained[k] and intra[k] == intra[first] and reach[k] <= k - first
-                     and (k == first + 1 or cross[k] == cross[first + 1])
+            # the values an iteration reads from the iterations before it in the run come from
+            # the same positions, as many iterations back, as in the iteration before it (up
+            # to the run's first iteration; what comes from before the run comes from outside)
+            d = k - first
+            alike = (chained[k] and not backward[k] and intra[k] == intra[first]
+                     and (d == 1 or _within(cross[k], d - 1) == _within(cross[k - 1], d - 1))
                      and _same_layers(kids, s.start + first * p, s.start + k * p, p, same_layer))
             if alike:
                 continue
         if k - first >= min_count:
             yield Stretch(s.start + first * p, p, k - first)
         first = k
+
+
+def _within(entries: tuple[tuple[int, ...], ...], back: int) -> tuple[tuple[int, ...], ...]:
+    """The edges of ``entries`` from at most ``back`` iterations before."""
+    return tuple(e for e in entries if e[2] <= back)
 
 
 def _same_layers(kids: Sequence[BaseNode], a: int, b: int, p: int,

@@ -192,7 +192,10 @@ class GraphvizRenderer(BaseRenderer):
 
         A drawn node that nothing drawn feeds (a parameter, an embedding of
         positions) gets an invisible edge from the first input, so that it
-        sits below the inputs, not above them.
+        sits below the inputs, not above them; one in a titled cluster has its
+        title's edge already, which ranks it below what enters the cluster (an
+        edge from the first input down to each iteration of a long unfolded loop
+        would give ``dot`` a path through every rank to route for each).
         """
         self._title_edges(g)
         drawn = self._drawn
@@ -211,6 +214,8 @@ class GraphvizRenderer(BaseRenderer):
             g.body.extend(f"\t{a} -> {b} [style=invis]\n" for a, b in itertools.pairwise(ids))
         if inputs:
             fed = {b.key for _, b in self.drawn_edges()}
+            fed.update(child.key for key, children in self._clusters.items() if key in self._titled
+                       for child in children)  # placed by the title's edge
             first = drawn[inputs[0].key]
             todo = list(reversed(self.children(self.rec.context)))
             while todo:  # depth first, in drawing order
