@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 import torchrecorder
+from torchrecorder.nodes import LayerNode
 from torchrecorder.projection import LoopNode, Projection
 from torchrecorder.projection.loops import choose, periodic_stretches
 from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
@@ -136,6 +137,23 @@ class Fibonacci(nn.Module):
         return b
 
 
+class TwoLoops(nn.Module):
+    """A loop calling one module, then a loop over a list of modules alike in structure."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shared = nn.Linear(4, 4)
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x * 1.0
+        for _ in range(8):
+            x = x + self.shared(x)
+        for layer in self.layers:
+            x = x + layer(x)
+        return x
+
+
 def _loops(r: GraphvizRenderer) -> list[LoopNode]:
     out: list[LoopNode] = []
     todo = list(r.children(r.rec.context))
@@ -252,6 +270,16 @@ def test_a_loop_after_a_shape_change_keeps_all_its_iterations() -> None:
     assert [len(r.repeats(loop)) for loop in loops] == [10, 10]
     for loop in loops:
         assert [getattr(k, "op", getattr(k, "type_name", "")) for k in r.children(loop)][-1] == "cat"
+
+
+def test_a_loop_over_one_module_and_a_loop_over_a_module_list_stay_two_loops() -> None:
+    """Alike in ops and structure, the two loops are told apart by the modules they call:
+    one and the same in the first, a new one each time in the second."""
+    r = _rendered(TwoLoops())
+    loops = sorted(_loops(r), key=lambda n: n.key)
+    assert [len(r.repeats(loop)) for loop in loops] == [8, 8]
+    called = [[k.path for k in r.children(loop) if isinstance(k, LayerNode)] for loop in loops]
+    assert sorted(called) == [["layers.0"], ["shared"]]
 
 
 def test_a_recurrence_reading_two_iterations_back_folds() -> None:

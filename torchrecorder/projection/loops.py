@@ -13,6 +13,8 @@ stretch is *folded* when at least ``min_run`` consecutive iterations
   edges from earlier iterations of the run come from the same positions, as
   many iterations back, in every iteration after the first (a recurrence may
   read two or more iterations back; no edge comes from a later iteration);
+* call their modules alike: each layer of an iteration is a call of the same
+  module in every iteration, or of a different module in each;
 * form a chain: every iteration after the first uses a value of the one
   before (as folded blocks do; iterations side by side, such as the ``q``,
   ``k`` and ``v`` projections of an attention, are not a loop to fold).
@@ -209,6 +211,8 @@ def choose(stretches: list[Stretch], min_count: int,
     ends: list[int] = []
     taken: list[list[Stretch]] = []  # what folds of each cut, in the order of starts
     for s in ranked:
+        if _longest_free(starts, ends, s.start, s.start + s.span, 1, min_count * s.period) is None:
+            continue  # no room for min_count iterations at any offset
         cuts: list[Stretch] = []  # per offset, the whole iterations left free: most first
         for offset in ([0] if phases is None else phases(s)):
             got = _longest_free(starts, ends, s.start + offset, s.start + s.span, s.period, min_count)
@@ -346,6 +350,7 @@ def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
     cross: list[tuple[tuple[int, ...], ...]] = []
     backward: list[bool] = []  # an edge from a later iteration
     chained: list[bool] = []
+    reach: list[int] = []  # the most iterations back an edge comes from
     for k in range(s.count):
         base = k * p
         inside: list[tuple[int, ...]] = []
@@ -366,17 +371,31 @@ def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
         before.sort()
         intra.append(tuple(inside))
         cross.append(tuple(before))
-        backward.append(any(entry[2] < 0 for entry in before))
-        chained.append(any(entry[2] == 1 for entry in before))
+        back = {entry[2] for entry in before}  # how many iterations back each edge comes from
+        backward.append(bool(back) and min(back) < 0)
+        chained.append(1 in back)
+        reach.append(max(back, default=0))
+    # the module each layer of an iteration calls (its path): the iterations of one loop call
+    # one module again and again (``x = f(x)``) or a new one each time (``for layer in
+    # self.layers``), not first the one and then the other (two loops one after the other)
+    layers = [j for j in range(p) if isinstance(kids[s.start + j], LayerNode)]
+    paths = [tuple([getattr(kids[s.start + k * p + j], "path", None) for j in layers])
+             for k in range(s.count)]
     first = 0
+    calls: tuple[bool, ...] = ()
     for k in range(1, s.count + 1):
         if k < s.count:
             # the values an iteration reads from the iterations before it in the run come from
             # the same positions, as many iterations back, as in the iteration before it (up
             # to the run's first iteration; what comes from before the run comes from outside)
             d = k - first
+            same_calls = tuple(map(operator.eq, paths[k], paths[first]))
+            if d == 1:
+                calls = same_calls
             alike = (chained[k] and not backward[k] and intra[k] == intra[first]
-                     and (d == 1 or _within(cross[k], d - 1) == _within(cross[k - 1], d - 1))
+                     and (d == 1 or _within(cross[k], reach[k], d - 1)
+                          == _within(cross[k - 1], reach[k - 1], d - 1))
+                     and same_calls == calls
                      and _same_layers(kids, s.start + first * p, s.start + k * p, p, same_layer))
             if alike:
                 continue
@@ -385,9 +404,9 @@ def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
         first = k
 
 
-def _within(entries: tuple[tuple[int, ...], ...], back: int) -> tuple[tuple[int, ...], ...]:
-    """The edges of ``entries`` from at most ``back`` iterations before."""
-    return tuple(e for e in entries if e[2] <= back)
+def _within(entries: tuple[tuple[int, ...], ...], reach: int, back: int) -> tuple[tuple[int, ...], ...]:
+    """The edges of ``entries`` (from at most ``reach`` iterations before) from at most ``back``."""
+    return entries if reach <= back else tuple(e for e in entries if e[2] <= back)
 
 
 def _same_layers(kids: Sequence[BaseNode], a: int, b: int, p: int,
