@@ -53,9 +53,11 @@ def ids_of(data: dict[str, Any], rows: list[int]) -> list[str]:
 
 
 @pytest.mark.parametrize(("case", "count", "ops", "summary"), [
-    ("SeriesDecoder", 1000, ["mul", "pow", "add"], "mul · pow · add"),
+    ("SeriesDecoder", 1000, ["mul", "pow", "add"], "1000 identical iterations of: mul · pow · add"),
+    # the boolean mask selects a different number of points each time: the shapes of the
+    # selections (left out of the drawing) differ from one iteration to the next
     ("FarthestPointSampling", 999, ["sub", "pow", "sum", "lt", "setitem", "max"],
-     "setitem · sub · pow · sum · lt · max"),
+     "999 iterations of: setitem · sub · pow · sum · lt · max, alike but for the shapes of getitem"),
 ])
 def test_stress_loop_models_open_at_the_default_depth_with_the_loop_folded(
         zoo: Zoo, case: str, count: int, ops: list[str], summary: str) -> None:

@@ -282,6 +282,39 @@ def test_a_loop_over_one_module_and_a_loop_over_a_module_list_stay_two_loops() -
     assert sorted(called) == [["layers.0"], ["shared"]]
 
 
+def test_iterations_whose_left_out_slices_differ_in_shape_are_not_called_identical() -> None:
+    """``x[:, :t + 1].mean(1)``: the drawn ops are alike in every iteration, the slice left
+    out of the drawing grows; the loop folds, and says what differs."""
+
+    class PrefixMean(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (1, 12, 4)
+            h = torch.zeros(1, 4)
+            for t in range(12):
+                h = torch.tanh(self.fc(h) + x[:, :t + 1].mean(1))
+            return h
+
+    rec = torchrecorder.record(PrefixMean(), "net", input_data=torch.randn(1, 12, 4))
+    r = GraphvizRenderer(rec)
+    source = r.render().source
+    (loop,) = _loops(r)
+    assert loop.varying == ("getitem",)
+    assert "iterations, alike but for the shapes of getitem" in source and "identical iterations" not in source
+    # drawn with every op, the slices' shapes are compared: the iterations differ, nothing folds
+    assert _loops(_rendered_rec(rec, all_ops=True)) == []
+    series = GraphvizRenderer(torchrecorder.record(Series(12), "s", (1, 4)))
+    assert "12 identical iterations" in series.render().source and _loops(series)[0].varying == ()
+
+
+def _rendered_rec(rec: torchrecorder.Recorder, **options: object) -> GraphvizRenderer:
+    r = GraphvizRenderer(rec, **options)  # type: ignore[arg-type]
+    r.render()
+    return r
+
+
 def test_a_recurrence_reading_two_iterations_back_folds() -> None:
     r = _rendered(Fibonacci())
     (loop,) = _loops(r)

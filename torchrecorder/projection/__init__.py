@@ -21,7 +21,7 @@ from .drawn import (
     kind_of,
 )
 from .fold import BlockStructures, FoldPlan, structure_ids
-from .loops import LoopNode
+from .loops import LoopNode, iterations_text
 
 __all__ = [
     "AUTO_FOLD_MIN",
@@ -35,6 +35,7 @@ __all__ = [
     "default_expanded",
     "fold_min",
     "is_passed_tensor",
+    "iterations_text",
     "kind_of",
     "structure_ids",
 ]

@@ -15,7 +15,7 @@ from typing import Optional
 
 from ..graph import Graph, predecessors
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
-from .loops import LoopNode, Stretch, find_stretches
+from .loops import DATA_MOVEMENT_OPS, LoopNode, Stretch, find_stretches
 
 __all__ = ["BlockStructures", "FoldPlan", "structure_ids"]
 
@@ -219,6 +219,11 @@ class FoldPlan:
         iterations.extend(LoopNode(layer, f"{lead[0].key}#loop{k + 1}", (), call_index=k + 1)
                           for k in range(1, s.count))
         self.loops[group.key] = iterations
+        group.varying = tuple(dict.fromkeys(  # left out of the drawing, and not alike in shape
+            member.op for j, member in enumerate(lead)
+            if isinstance(member, OpNode) and member.op in DATA_MOVEMENT_OPS
+            and any(getattr(kids[s.start + k * p + j], "output_shapes", None) != member.output_shapes
+                    for k in range(1, s.count))))
         for member in lead:
             self.in_loop[member.key] = group
         lead_insides = [insides(m) for m in lead]

@@ -42,7 +42,8 @@ from typing import Optional
 
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 
-__all__ = ["DATA_MOVEMENT_OPS", "MAX_PERIOD", "LoopNode", "Stretch", "find_stretches", "loop_title"]
+__all__ = ["DATA_MOVEMENT_OPS", "MAX_PERIOD", "LoopNode", "Stretch", "find_stretches", "iterations_text",
+           "loop_title"]
 
 #: Operations that only move, select or re-type data (no arithmetic).  Unless every op is
 #: drawn (``all_ops``), they are left out and named on the edge they sat on.
@@ -70,10 +71,13 @@ class LoopNode(LayerNode):
 
     Attributes:
         ops: the names of the operations of one iteration, in order.
+        varying: the data-movement operations left out of the drawing whose output shapes
+            differ from one iteration to another (``x[:, :t + 1]``, a boolean mask's
+            selection): the iterations are alike as drawn, not identical.
     """
 
     kind = "loop"
-    __slots__ = ("ops",)
+    __slots__ = ("ops", "varying")
 
     def __init__(self, parent: LayerNode, key: str, members: Sequence[BaseNode], call_index: int = 1) -> None:
         ops = [n.op for n in members if isinstance(n, OpNode)]
@@ -83,11 +87,29 @@ class LoopNode(LayerNode):
         super().__init__("loop", None, parent.depth + 1, parent.key, key,
                          type_name=summary or "repeated layers", path="", call_index=call_index)
         self.ops = ops
+        self.varying: tuple[str, ...] = ()
         for n in members:
             self.subnets.add(n.key)
         shapes = [n for n in members if isinstance(n, LayerNode)]
         self.input_shapes = list(shapes[0].input_shapes) if shapes else []
         self.output_shapes = list(shapes[-1].output_shapes) if shapes else []
+
+
+def iterations_text(group: LoopNode, count: int, of: str = "") -> str:
+    """``"12 identical iterations"`` (``of`` what, if given), or what differs between them
+    (see ``LoopNode.varying``).
+
+    >>> loop = LoopNode(LayerNode("net", key="net"), "net/mul#loop", ())
+    >>> iterations_text(loop, 12, "mul · add")
+    '12 identical iterations of: mul · add'
+    >>> loop.varying = ("getitem",)
+    >>> iterations_text(loop, 12)
+    '12 iterations, alike but for the shapes of getitem'
+    """
+    of = f" of: {of}" if of else ""
+    if not group.varying:
+        return f"{count} identical iterations{of}"
+    return f"{count} iterations{of}, alike but for the shapes of {', '.join(group.varying)}"
 
 
 def loop_title(run: Sequence[LayerNode]) -> str:

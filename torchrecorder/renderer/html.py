@@ -25,7 +25,7 @@ from .._text import utf8_safe
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection
+from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.budget import MaxNodes, default_depth
 from ._html_loops import loop_rows
 from .base import ALL_DEPTHS
@@ -378,7 +378,7 @@ class HtmlRenderer(GraphvizRenderer):
             attrs = self.styler.style_repeated(group, iterations, True)
             cluster = self._cluster_text(attrs, "style_repeated")
             return [strings.add(cluster), strings.add(self._quoted_id(group)), len(iterations),
-                    strings.add(group.type_name)]
+                    strings.add(iterations_text(group, len(iterations), group.type_name))]
 
         return loop_rows(plan, rec.context.key, order, parents, index, edges, describe)
 

@@ -13,7 +13,7 @@ from .._text import html_text, shorten
 from ..backend import GRAPHVIZ_ATTRIBUTES
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ..projection import NODE_KINDS, LoopNode
+from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
 from ._styletable import StyleTable
 from .base import BaseRenderer
@@ -525,8 +525,9 @@ class GraphvizStyler:
             attrs = self.style_node(node)
             attrs["label"] = self._layer_label(node, run_title(list(run), dotted=True), len(run))
             attrs.update(self.styles["folded"])
-        what = "iterations" if isinstance(node, LoopNode) else "blocks"
-        attrs["tooltip"] = tooltip_text(f"{len(run)} identical {what}: " + self.tooltip(node))
+        what = (iterations_text(node, len(run)) if isinstance(node, LoopNode)
+                else f"{len(run)} identical blocks")
+        attrs["tooltip"] = tooltip_text(f"{what}: " + self.tooltip(node))
         return attrs
 
 

@@ -32,7 +32,7 @@
   // counterparts in the first (or for nothing)
   const loops = (D.loops || []).map(function (r) {
     return { holder: r[0], first: r[1], later: r[2], alias: r[3], cross: r[4], cluster: r[5],
-             id: S[r[6]], count: r[7], ops: S[r[8]] };
+             id: S[r[6]], count: r[7], about: S[r[8]] };
   });
   const loopOf = new Int32Array(n).fill(-1), laterIteration = new Uint8Array(n);
   loops.forEach(function (r, k) {
@@ -371,7 +371,7 @@
     const where = r.holder >= 0 ? info(r.holder).path || info(r.holder).name : D.name;
     actions.appendChild(loopButton(k, (loopFolded[k] ? "Show the " : "Fold the ") + r.count + " iterations"));
     details.replaceChildren(el("h2", "loop ×" + r.count), el("div", "Python loop in " + where, "tr-sub"), actions,
-                            el("p", r.count + " identical iterations of: " + r.ops));
+                            el("p", r.about));
   }
   function showDetails(i) {
     const parts = [];
