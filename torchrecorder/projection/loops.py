@@ -24,10 +24,12 @@ signature; for each period ``p`` up to :data:`MAX_PERIOD` the stretches where
 the numbers repeat with period ``p`` are found with one comparison of the
 sequence against itself shifted by ``p`` (linear in the number of children);
 the stretches that cover most are taken first, trimmed to the children no
-other took, their iterations cut where fewest edges cross from one to the
-next (never between a call and the tensors it reads, which are recorded
-after it); then the wiring of each is checked, iteration by iteration, and a
-stretch whose iterations stop matching (a shape that changes) is cut there.
+other took, their iterations cut where the repetition starts or, where that
+separates a call from the tensors it reads (recorded after it), where the
+fewest edges cross from one iteration to the next (the offset leaving the
+most whole iterations is taken); then the wiring of each is checked,
+iteration by iteration, and a stretch whose iterations stop matching (a
+shape that changes) is cut there.
 Everything here reads node metadata only.
 """
 
