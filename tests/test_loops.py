@@ -11,7 +11,7 @@ from torch import nn
 import torchrecorder
 from torchrecorder.nodes import LayerNode
 from torchrecorder.projection import LoopNode, Projection
-from torchrecorder.projection.loops import choose, periodic_stretches
+from torchrecorder.projection.loops import Stretch, choose, periodic_stretches
 from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
 from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 
@@ -358,6 +358,21 @@ def test_same_recording_same_drawing() -> None:
     a = GraphvizRenderer(torchrecorder.record(Series(20), "s", (1, 4))).render().source
     b = GraphvizRenderer(torchrecorder.record(Series(20), "s", (1, 4))).render().source
     assert a == b
+
+
+def as_tuples(stretches: list[Stretch]) -> list[tuple[int, int, int]]:
+    return [(s.start, s.period, s.count) for s in stretches]
+
+
+def test_choose_cuts_a_stretch_at_the_offset_that_leaves_most_iterations() -> None:
+    taken = Stretch(0, 2, 10)  # covers children 0-19
+    later = Stretch(18, 3, 3, span=11)  # periodic over children 18-28
+    # from its own start, whole iterations begin at 21 once 18-19 are taken: two fit
+    assert as_tuples(choose([taken, later], 2)) == [(0, 2, 10), (21, 3, 2)]
+    # offset 2 (20, 23, 26) leaves three, and is taken; on a tie the preferred offset is
+    assert as_tuples(choose([taken, later], 2, lambda s: [0, 2])) == [(0, 2, 10), (20, 3, 3)]
+    assert as_tuples(choose([later], 2, lambda s: [2, 0])) == [(20, 3, 3)]
+    assert as_tuples(choose([later], 2, lambda s: [0, 2])) == [(18, 3, 3)]
 
 
 def _brute(numbers: list[int], min_count: int) -> int:

@@ -218,22 +218,22 @@ def _packed(numbers: Sequence[int]) -> Optional[tuple[bytes, int]]:
 
 
 def choose(stretches: list[Stretch], min_count: int,
-           phases: Optional[Callable[[Stretch], Sequence[int]]] = None,
-           check: Optional[Callable[[Stretch], list[Stretch]]] = None) -> list[Stretch]:
+           phases: Optional[Callable[[Stretch], Sequence[int]]] = None) -> list[Stretch]:
     """Non-overlapping stretches, those covering most taken first (then the shorter period,
     then the earlier start), each trimmed to whole periods no other took; in order.
 
     ``phases(s)``: where in its period a stretch's iterations may begin (offsets from
     ``s.start``, the preferred first; ``[0]`` when not given): a periodic stretch may start
-    anywhere in an iteration.  ``check(s)``: the parts of a trimmed stretch that fold (its
-    wiring checked); the stretch itself when not given.  Each candidate is cut at the
-    offset that leaves the most whole iterations free within all of its ``span`` (the
-    preferred on a tie); the cut is taken from the others whatever of it folds.
+    anywhere in an iteration.  Each candidate is cut at the offset that leaves the most
+    whole iterations free within all of its ``span`` (the preferred on a tie).  Only that
+    cut is checked afterwards: trying other offsets until one is wired alike would make a
+    chain of what is no loop (the output of one call read in the iteration of the next,
+    for calls side by side).
     """
     ranked = sorted(stretches, key=lambda s: (-s.count * s.period, s.period, s.start))
     starts: list[int] = []
     ends: list[int] = []
-    taken: list[list[Stretch]] = []  # what folds of each cut, in the order of starts
+    taken: list[Stretch] = []
     for s in ranked:
         if _longest_free(starts, ends, s.start, s.start + s.span, 1, min_count * s.period) is None:
             continue  # no room for min_count iterations at any offset
@@ -249,10 +249,8 @@ def choose(stretches: list[Stretch], min_count: int,
         at = bisect.bisect_left(starts, cut.start)
         starts.insert(at, cut.start)
         ends.insert(at, cut.start + cut.count * cut.period)
-        # only this cut is tried: another offset can make a chain of what is no loop (the
-        # output of one call read in the iteration of the next, for calls side by side)
-        taken[at:at] = [[cut]] if check is None else [check(cut)]
-    return [part for parts in taken for part in parts]
+        taken.insert(at, cut)
+    return taken
 
 
 def _longest_free(starts: list[int], ends: list[int], lo: int, hi: int, period: int,
@@ -303,10 +301,8 @@ def find_stretches(kids: Sequence[BaseNode], min_count: int, all_ops: bool,
     def phases(s: Stretch) -> list[int]:
         return _phases(kids, s, insides, preds)
 
-    def check(s: Stretch) -> list[Stretch]:
-        return list(_wired_alike(kids, s, min_count, same_layer, insides, preds))
-
-    yield from choose(periodic_stretches(numbers, min_count), min_count, phases, check)
+    for s in choose(periodic_stretches(numbers, min_count), min_count, phases):
+        yield from _wired_alike(kids, s, min_count, same_layer, insides, preds)
 
 
 def _phases(kids: Sequence[BaseNode], s: Stretch, insides: Callable[[BaseNode], Sequence[Key]],
