@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 
 import torch  # noqa: E402
-from bench import _first_tensor, _mechanism_floor  # noqa: E402
+from bench import _mechanism_floor, _peer_fn  # noqa: E402
 from models import build  # noqa: E402
 
 import torchrecorder  # noqa: E402
@@ -54,24 +54,13 @@ TARGETS = (("torchviz", "record + make_dot <= 1.0 x torchviz", 1.0),
 
 
 def _peers(model: Any, args: tuple[Any, ...]) -> dict[str, Callable[[], Any]]:
+    """torchviz's and torchview's runs as ``bench.py`` times them, for those installed."""
     fns: dict[str, Callable[[], Any]] = {}
-    try:
-        import torchviz
-
-        def viz() -> Any:
-            out = _first_tensor(model(*args))
-            return torchviz.make_dot(out, params=dict(model.named_parameters())).source
-
-        fns["torchviz"] = viz
-    except ImportError:
-        pass
-    try:
-        import torchview
-
-        fns["torchview"] = lambda: torchview.draw_graph(model, input_data=list(args), device="cpu", depth=3,
-                                                        graph_name="bench").visual_graph.source
-    except ImportError:
-        pass
+    for peer in ("torchviz", "torchview"):
+        try:
+            fns[peer] = _peer_fn(peer, model, args)
+        except ImportError:
+            pass
     return fns
 
 

@@ -214,7 +214,11 @@ def test_auto_folds_only_runs_of_eight_or_more() -> None:
 
 
 def _rendered(net: nn.Module, **options: object) -> GraphvizRenderer:
-    r = GraphvizRenderer(torchrecorder.record(net, "net", (1, 4)), **options)  # type: ignore[arg-type]
+    return _rendered_rec(torchrecorder.record(net, "net", (1, 4)), **options)
+
+
+def _rendered_rec(rec: torchrecorder.Recorder, **options: object) -> GraphvizRenderer:
+    r = GraphvizRenderer(rec, **options)  # type: ignore[arg-type]
     r.render()
     return r
 
@@ -264,8 +268,7 @@ def test_loop_iterations_start_where_no_call_is_cut_from_its_inputs() -> None:
 def test_a_loop_after_a_shape_change_keeps_all_its_iterations() -> None:
     """The second stretch's repetition starts in the last iteration of the first: its
     iterations start where its own first iteration does, not one iteration later."""
-    r = GraphvizRenderer(torchrecorder.record(Packed(), "net", input_data=torch.randn(2, 20, 4)))
-    r.render()
+    r = _rendered_rec(torchrecorder.record(Packed(), "net", input_data=torch.randn(2, 20, 4)))
     loops = sorted(_loops(r), key=lambda n: n.key)
     assert [len(r.repeats(loop)) for loop in loops] == [10, 10]
     for loop in loops:
@@ -308,12 +311,6 @@ def test_iterations_whose_left_out_slices_differ_in_shape_are_not_called_identic
     assert _loops(_rendered_rec(rec, all_ops=True)) == []
     series = GraphvizRenderer(torchrecorder.record(Series(12), "s", (1, 4)))
     assert "12 identical iterations" in series.render().source and _loops(series)[0].varying == ()
-
-
-def _rendered_rec(rec: torchrecorder.Recorder, **options: object) -> GraphvizRenderer:
-    r = GraphvizRenderer(rec, **options)  # type: ignore[arg-type]
-    r.render()
-    return r
 
 
 def test_a_recurrence_reading_two_iterations_back_folds() -> None:

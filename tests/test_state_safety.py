@@ -514,10 +514,19 @@ def test_the_recordings_own_seed_is_still_undone_without_another_seed() -> None:
     assert torch.equal(torch.get_rng_state(), before) and torch.initial_seed() == seed_before
 
 
-def test_the_recordings_stream_is_seeded_from_the_callers_state_bytes() -> None:
+@pytest.mark.parametrize("numpy", [True, False])
+def test_the_recordings_stream_is_seeded_from_the_callers_state_bytes(
+        numpy: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pass's own stream: a digest of the caller's generator state, the same whichever
-    way the state's bytes are read (numpy or not), so a recording is reproducible."""
+    way the state's bytes are read (numpy or, where torch has none, a list), so a recording
+    is reproducible."""
     import hashlib
+
+    if not numpy:
+        def no_numpy(self: torch.Tensor, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("Numpy is not available")
+
+        monkeypatch.setattr(torch.Tensor, "numpy", no_numpy)
 
     seen: list[int] = []
 

@@ -15,7 +15,7 @@ from typing import Optional
 
 from ..graph import Graph, predecessors
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
-from .loops import DATA_MOVEMENT_OPS, LoopNode, Stretch, find_stretches
+from .loops import LoopNode, Stretch, find_stretches
 
 __all__ = ["BlockStructures", "FoldPlan", "structure_ids"]
 
@@ -219,17 +219,14 @@ class FoldPlan:
         iterations.extend(LoopNode(layer, f"{lead[0].key}#loop{k + 1}", (), call_index=k + 1)
                           for k in range(1, s.count))
         self.loops[group.key] = iterations
-        group.varying = tuple(dict.fromkeys(  # left out of the drawing, and not alike in shape
-            member.op for j, member in enumerate(lead)
-            if isinstance(member, OpNode) and member.op in DATA_MOVEMENT_OPS
-            and any(getattr(kids[s.start + k * p + j], "output_shapes", None) != member.output_shapes
-                    for k in range(1, s.count))))
         for member in lead:
             self.in_loop[member.key] = group
         lead_insides = [insides(m) for m in lead]
         iteration, alias, hidden = self.iteration, self.alias, self.hidden
         for keys in lead_insides:
             iteration.update(dict.fromkeys(keys, (number, 0)))
+        lead_ops = {j: m for j, m in enumerate(lead) if isinstance(m, OpNode)}
+        varying: set[int] = set()  # positions of ops whose shapes differ from the lead's
         for k in range(1, s.count):
             base = s.start + k * p
             for j in range(p):
@@ -240,6 +237,9 @@ class FoldPlan:
                 alias.update(zip(keys, lead_insides[j], strict=True))
                 if isinstance(member, LayerNode):
                     alias.update(dict.fromkeys(blocks.params_inside(member)))
+                elif isinstance(member, OpNode) and member.output_shapes != lead_ops[j].output_shapes:
+                    varying.add(j)  # a data-movement op left out (the others' shapes were compared)
+        group.varying = tuple(dict.fromkeys(lead_ops[j].op for j in sorted(varying)))
 
 
 class BlockStructures:
