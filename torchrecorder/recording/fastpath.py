@@ -23,6 +23,10 @@ returns.  The call is drawn as a closed box around one op named after the kernel
 the call runs its Python path instead, recorded op by op, and is marked
 :attr:`~torchrecorder.nodes.LayerNode.unfused`.
 
+:class:`StepAside` is the part shared with op capture
+(:class:`~torchrecorder.hooks.opcapture.OpWatch`): torch's test as a plain call sees it,
+and the observer's mode and hooks off while a fused call runs.
+
 A scripted or traced module (``torch.jit.ScriptModule``) runs its code in the
 TorchScript interpreter, where no hook or mode sees it: it is drawn the same way,
 as a box around one ``torchscript`` op.
@@ -30,12 +34,14 @@ as a box around one ``torchscript`` op.
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from collections.abc import Callable
 from typing import Any, Optional, Protocol
 
 import torch
 from torch import Tensor, nn
+from torch.nn.modules.module import register_module_forward_hook
 from torch.overrides import has_torch_function
 
 from ..nodes import Key, LayerNode, OpNode
@@ -43,7 +49,8 @@ from ._walk import iter_tensors
 from .meta import shape_of
 from .ops import OpMode
 
-__all__ = ["FAST_PATHS", "FastPaths", "fused_kernel", "has_fast_path"]
+__all__ = ["FAST_PATHS", "GLOBAL_POST_HOOK", "FastPaths", "StepAside", "checks_hooks", "fused_kernel",
+           "has_fast_path"]
 
 # The mode stack has no public accessors: without these the recorder cannot step aside,
 # and fused modules are recorded through their Python path (marked ``unfused``).
@@ -51,6 +58,20 @@ _current_mode: Optional[Callable[[], Any]] = getattr(torch.overrides, "_get_curr
 _pop_mode: Optional[Callable[[], Any]] = getattr(torch.overrides, "_pop_mode", None)
 _push_mode: Optional[Callable[[Any], None]] = getattr(torch.overrides, "_push_mode", None)
 _CAN_STEP_ASIDE = _current_mode is not None and _pop_mode is not None and _push_mode is not None
+
+
+def _global_post_hook_support() -> bool:
+    """Whether torch's global forward hooks can be called when forward raises (``always_call``)."""
+    try:
+        params = inspect.signature(register_module_forward_hook).parameters
+    except (TypeError, ValueError):
+        return False
+    return "always_call" in params
+
+
+#: whether one global forward hook can close every call, also one that raised; without it, a
+#: call whose observer's hooks had to leave its module could not be closed
+GLOBAL_POST_HOOK = _global_post_hook_support()
 
 
 def _fastpath_enabled() -> bool:
@@ -179,6 +200,12 @@ def has_fast_path(module: nn.Module) -> bool:
     return got
 
 
+def checks_hooks(module: nn.Module) -> bool:
+    """Whether a hook on ``module`` keeps its fused fast path from running (or one of its
+    submodules' paths: ``nn.TransformerEncoderLayer``, ``nn.TransformerEncoder``)."""
+    return has_fast_path(module) and FAST_PATHS[type(module).forward][1]
+
+
 def fused_kernel(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
                  hooked: Callable[[nn.Module], bool] = lambda m: False) -> Optional[str]:
     """The fused kernel that ``module(*args, **kwargs)`` runs in a plain call as things stand
@@ -202,6 +229,84 @@ def fused_kernel(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
         return entry[0](module, args, kwargs, hooked)
     except Exception:  # malformed arguments: forward itself reports them
         return None
+
+
+class StepAside:
+    """How an observer of a model (a function mode and forward hooks) lets a call of a module
+    with a fused fast path run as in a plain call.
+
+    torch's test is evaluated as a plain call sees it: with the observer's mode taken off the
+    top of the mode stack and the observer's hooks ignored.  Where the call runs fused, the
+    mode stays off and, where torch checks hooks or calls submodules, the observer's hooks
+    leave the module's subtree until the observer gives them back when the call closes (with
+    a global forward hook: the module's own hooks are gone).  Used by the recording
+    (:class:`FastPaths`) and by op capture (:class:`~torchrecorder.hooks.opcapture.OpWatch`).
+
+    Args:
+        hook_fns: returns the observer's hook functions; a hook of any other function counts
+            as the user's (torch's encoder layer runs its Python path when it has one).
+        handles: the observer's hook handles; those of an unhooked subtree leave the list.
+    """
+
+    def __init__(self, hook_fns: Callable[[], tuple[Any, ...]], handles: list[Any]) -> None:
+        self.hook_fns = hook_fns
+        self.handles = handles
+
+    def hooked(self, module: nn.Module) -> bool:
+        """Whether forward hooks other than the observer's are on ``module`` or its submodules."""
+        own = self.hook_fns()
+        for m in module.modules():
+            for hooks in (m._forward_hooks, m._forward_pre_hooks):
+                if hooks and any(all(h is not fn for fn in own) for h in hooks.values()):
+                    return True
+        return False
+
+    def test(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
+             mine: Callable[[Any], bool]) -> tuple[Optional[str], Any]:
+        """The fused kernel that a plain call ``module(*args, **kwargs)`` runs, and the
+        observer's mode if it was on top of the stack (``mine(mode)``): it is then off the
+        stack while the kernel is not ``None``, back on it otherwise.  ``(None, None)`` where
+        torch's mode stack cannot be reached."""
+        if not _CAN_STEP_ASIDE:
+            return None, None
+        top = _current_mode()  # type: ignore[misc]
+        # another mode on top blocks the fast path of a plain call too: tested as it stands
+        mode = _pop_mode() if top is not None and mine(top) else None  # type: ignore[misc]
+        try:
+            kernel = fused_kernel(module, args, kwargs, self.hooked)
+        except BaseException:
+            self.give_back(mode, [], None)
+            raise
+        if kernel is None:
+            self.give_back(mode, [], None)
+            return None, None
+        return kernel, mode
+
+    def unhook(self, module: nn.Module) -> list[nn.Module]:
+        """Remove the observer's hooks from ``module`` and its submodules; return those unhooked."""
+        owners = {id(d): m for m in module.modules() for d in (m._forward_pre_hooks, m._forward_hooks)}
+        handles = self.handles
+        kept, removed = [], {}
+        for handle in handles:
+            hooks = handle.hooks_dict_ref()
+            owner = owners.get(id(hooks)) if hooks is not None else None
+            if owner is None:
+                kept.append(handle)
+            else:
+                handle.remove()
+                removed[id(owner)] = owner
+        handles[:] = kept
+        return list(removed.values())
+
+    @staticmethod
+    def give_back(mode: Any, unhooked: list[nn.Module],
+                  rehook: Optional[Callable[[nn.Module], None]]) -> None:
+        """Put ``mode`` (if any) back on the stack and ``rehook`` the modules unhooked."""
+        if mode is not None:
+            _push_mode(mode)  # type: ignore[misc]
+        if rehook is not None:
+            for m in unhooked:
+                rehook(m)
 
 
 class HookOwner(Protocol):
@@ -247,55 +352,24 @@ class FastPaths:
         self.closed: list[_Closed] = []  # innermost last
         # (kernel, stepped aside) decided in the pre-hook, for the call it opens
         self._pending: Optional[tuple[str, Any, list[nn.Module]]] = None
+        self.aside = StepAside(lambda: engine._hook_fns, engine._handles)
 
-    def _hooked(self, module: nn.Module) -> bool:
-        """Whether forward hooks other than the engine's are on ``module`` or its submodules."""
-        own = self.engine._hook_fns
-        for m in module.modules():
-            for hooks in (m._forward_hooks, m._forward_pre_hooks):
-                if hooks and any(all(h is not fn for fn in own) for h in hooks.values()):
-                    return True
-        return False
-
-    def _unhook(self, module: nn.Module) -> list[nn.Module]:
-        """Remove the engine's hooks from ``module`` and its submodules; return those unhooked."""
-        owners = {id(d): m for m in module.modules() for d in (m._forward_pre_hooks, m._forward_hooks)}
-        handles = self.engine._handles
-        kept, removed = [], {}
-        for handle in handles:
-            hooks = handle.hooks_dict_ref()
-            owner = owners.get(id(hooks)) if hooks is not None else None
-            if owner is None:
-                kept.append(handle)
-            else:
-                handle.remove()
-                removed[id(owner)] = owner
-        handles[:] = kept
-        return list(removed.values())
+    def _mine(self, mode: Any) -> bool:
+        return isinstance(mode, OpMode) and mode.engine is self.engine
 
     def decide(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Before a call of a fast-path module opens: evaluate torch's test with the recorder's
         mode off the stack; if the call runs fused, keep the mode off and take the recorder's
         hooks off the subtree (where torch checks hooks or calls submodules)."""
         unhook = FAST_PATHS[type(module).forward][1]
-        if not _CAN_STEP_ASIDE:
+        kernel, mode = self.aside.test(module, args, kwargs, self._mine)
+        if kernel is None or mode is None:
+            return  # a plain call runs the Python path, or the recorder's mode is not on top
+        if self.unfuse or (unhook and not self.global_close):
+            self.aside.give_back(mode, [], None)
+            self._pending = (kernel, None, [])
             return
-        top = _current_mode()  # type: ignore[misc]
-        if not (isinstance(top, OpMode) and top.engine is self.engine):
-            return  # another mode above the recorder's blocks the fast path (or none records)
-        mode = _pop_mode()  # type: ignore[misc]
-        try:
-            kernel = fused_kernel(module, args, kwargs, self._hooked)
-        except BaseException:
-            _push_mode(mode)  # type: ignore[misc]
-            raise
-        if kernel is None or self.unfuse or (unhook and not self.global_close):
-            _push_mode(mode)  # type: ignore[misc]
-            if kernel is not None:
-                self._pending = (kernel, None, [])
-            return
-        unhooked = self._unhook(module) if unhook else []
-        self._pending = (kernel, mode, unhooked)
+        self._pending = (kernel, mode, self.aside.unhook(module) if unhook else [])
 
     def opened(self, call: LayerNode, script: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
                ) -> None:
@@ -367,7 +441,4 @@ class FastPaths:
             self._give_back(entry.mode, entry.unhooked)
 
     def _give_back(self, mode: Any, unhooked: list[nn.Module]) -> None:
-        if mode is not None:
-            _push_mode(mode)  # type: ignore[misc]
-        for m in unhooked:
-            self.engine.hook(m)
+        self.aside.give_back(mode, unhooked, self.engine.hook)
