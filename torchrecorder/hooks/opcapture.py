@@ -337,21 +337,38 @@ class OpWatch:
             raise ValueError(f"edit returned a replacement for the in-place operation {op_key!r}; "
                              "an in-place operation's result cannot be replaced: edit the "
                              "operation that made its input instead")
-        _check_replacement(op_key, out, replaced)
-        return replaced
+        return _check_replacement(op_key, out, replaced)
 
     def unmatched(self) -> list[OpRule]:
         """The rules that have chosen no operation so far."""
         return [r for r in self.rules if r.pattern not in self.matched]
 
 
-def _check_replacement(key: str, out: Any, new: Any) -> None:
-    """An edit must hand back what the model expects: same kind, shape and dtype."""
+def _check_replacement(key: str, out: Any, new: Any, item: str = "") -> Any:
+    """An edit must hand back what the model expects: same kind, shape and dtype, item by item
+    for an operation that returns several tensors (``chunk``, ``split``, ``max(dim)``).  The
+    replacement, as the output's own type where it is one of torch's named tuples
+    (``torch.return_types.max``) and the edit gave a plain tuple or list."""
+    what = f"item {item} of the output" if item else "output"
     if isinstance(out, Tensor):
         if not isinstance(new, Tensor):
-            raise TypeError(f"edit returned a {type(new).__name__} for the operation {key!r}, "
-                            "whose output is a tensor")
+            raise TypeError(f"edit returned a {type(new).__name__} for the {what} of the operation "
+                            f"{key!r}, which is a tensor")
         if new.shape != out.shape or new.dtype != out.dtype:
             raise ValueError(f"edit returned a tensor of shape {tuple(new.shape)} and dtype "
-                             f"{new.dtype} for the operation {key!r}, whose output has shape "
+                             f"{new.dtype} for the operation {key!r}, whose {what} has shape "
                              f"{tuple(out.shape)} and dtype {out.dtype}")
+        return new
+    if isinstance(out, (tuple, list)):
+        if not isinstance(new, (tuple, list)):
+            raise TypeError(f"edit returned a {type(new).__name__} for the {what} of the operation "
+                            f"{key!r}, which is a {type(out).__name__} of {len(out)}")
+        if len(new) != len(out):
+            raise ValueError(f"edit returned {len(new)} items for the operation {key!r}, whose "
+                             f"{what} has {len(out)}")
+        items = [_check_replacement(key, o, n, f"{item}[{i}]") for i, (o, n) in
+                 enumerate(zip(out, new, strict=True))]
+        if type(new) is not type(out) and hasattr(type(out), "n_fields"):  # a torch named tuple
+            return type(out)(items)
+        return new
+    return new
