@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 import torchrecorder
+from torchrecorder._fused import FAST_PATHS
 from torchrecorder.nodes import OpNode
-from torchrecorder.recording.fastpath import FAST_PATHS
 
 from .hook_checks import hook_count
 

@@ -30,6 +30,7 @@ from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.utils.hooks import RemovableHandle
 
+from ._fused import GLOBAL_POST_HOOK, checks_hooks
 from .graph import Graph
 from .hooks._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
 from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
@@ -37,7 +38,6 @@ from .hooks.plot import plot_stat
 from .hooks.saved import KeptOutputs, save_capture
 from .hooks.select import Names, UnknownLayerError, as_names, nearest, select_modules, split_call
 from .nodes import LayerNode, OpNode
-from .recording.fastpath import GLOBAL_POST_HOOK, checks_hooks
 
 __all__ = ["GRAD_STATS", "STATS", "Capture", "StopForward", "capture"]
 

@@ -22,7 +22,7 @@ the chosen calls that same key while a model runs, without recording anything el
   ``nn.TransformerEncoderLayer``, ``nn.TransformerEncoder`` with a padding mask, in
   ``eval()`` without gradients) runs fused wherever a plain call would: the function mode
   and the watch's hooks step aside as the recording's do
-  (:class:`~torchrecorder.recording.fastpath.StepAside`), and the call is one operation
+  (:class:`~torchrecorder._fused.StepAside`), and the call is one operation
   named after its kernel, as in the recording (``"layers.0/_transformer_encoder_layer_fwd"``),
   whose output is the call's output.
 """
@@ -40,8 +40,8 @@ from torch.nn.modules.module import register_module_forward_hook
 from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
+from .._fused import GLOBAL_POST_HOOK, StepAside, has_fast_path
 from ..opnames import op_info, op_outputs
-from ..recording.fastpath import GLOBAL_POST_HOOK, StepAside, has_fast_path
 from .select import UnknownLayerError, glob_match, nearest, split_call
 
 __all__ = ["OpRule", "OpWatch", "check_call_patterns", "nearest_ops", "parse_op_patterns"]
