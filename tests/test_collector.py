@@ -82,8 +82,11 @@ def test_objects_the_caller_froze_stay_frozen() -> None:
         frozen = gc.get_freeze_count()
         net = Cyclic(1)
         torchrecorder.record(net, "cyclic", (1, 4))
-        assert net.frozen == [frozen]  # nothing more set aside: unfreezing would free theirs
-        assert gc.get_freeze_count() == frozen
+        # nothing more set aside (unfreezing at the end would put theirs back too), nothing of
+        # theirs put back; a frozen object that dies meanwhile leaves the count (a cache emptied
+        # by an earlier test), so fewer is fine
+        assert len(net.frozen) == 1 and 0 < net.frozen[0] <= frozen
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 

@@ -226,8 +226,8 @@ class OpWatch:
         base = path or self.root
         key = base if n == 1 else f"{base}#{n}"
         chosen = [r for r in self.rules if r.matches_call(path, key, self.root)]
-        if self._closer is not None and has_fast_path(module) and self._step_aside(module, args, kwargs, key,
-                                                                            chosen):
+        if (self._closer is not None and has_fast_path(module)
+                and self._step_aside(module, args, kwargs, key, chosen)):
             return
         self.stack.append((key, chosen, module))
         if self._mode is None:
