@@ -4,7 +4,7 @@ Every ``import`` statement in ``torchrecorder/`` (at module level or inside a
 function) is read with :mod:`ast`; each module belongs to one layer, and a
 layer may import only the layers below it (see docs/architecture.md):
 
-    base (errors, _text, nodes, backend, _files, _progress)
+    base (errors, _text, nodes, backend, _files, _fused, _progress)
     graph
     recording          projection
     renderer (reads graph + projection)     export, summary
@@ -30,7 +30,7 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(torchrecorder.__file__))
 #: layer -> module name prefixes (a module belongs to the layer of its longest matching prefix)
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("torchrecorder.errors", "torchrecorder._text", "torchrecorder.nodes", "torchrecorder.backend",
-             "torchrecorder._files", "torchrecorder.opnames", "torchrecorder._stack",
+             "torchrecorder._files", "torchrecorder._fused", "torchrecorder.opnames", "torchrecorder._stack",
              "torchrecorder._progress"),
     "graph": ("torchrecorder.graph",),
     "recording": ("torchrecorder.recording",),

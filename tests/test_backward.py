@@ -189,3 +189,59 @@ def test_a_module_called_twice_gives_each_call_its_nodes() -> None:
     assert scopes == Counter({"fc": 1, "fc#2": 1})
     view = backward_view(rec)
     assert isinstance(view.nodes["fc#2"], LayerNode)
+
+
+def test_a_one_shot_offload_hook_is_not_run_by_the_recording() -> None:
+    # an offload that hands each saved tensor back once: unpacking during the recording
+    # would leave the user's own backward without its tensors
+    store: dict[int, torch.Tensor] = {}
+    unpacked: list[int] = []
+
+    def pack(t: torch.Tensor) -> int:
+        store[len(store)] = t
+        return len(store) - 1
+
+    def unpack(k: int) -> torch.Tensor:
+        unpacked.append(k)
+        return store.pop(k)
+
+    model = net()
+    x = torch.randn(2, 4)
+    model(x).sum().backward()
+    expected = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        with recording(model, "net", backward=True) as rec:
+            out = model(x)
+    assert not unpacked
+    out.sum().backward()
+    assert all(torch.equal(p.grad, g) for p, g in zip(model.parameters(), expected, strict=True))
+    mm = next(n for n in rec.backward.nodes if n.name == "AddmmBackward0")
+    assert "mat1" in mm.unread and "mat1" not in dict(mm.saved)
+
+
+def test_checkpointed_blocks_are_not_recomputed_by_the_recording() -> None:
+    class Checkpointed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            torch.manual_seed(0)
+            self.block = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU())
+            self.head = nn.Linear(6, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=False)
+            return self.head(h)
+
+    x = torch.randn(5, 4)
+    plain = Checkpointed()
+    plain(x).sum().backward()
+    recorded = Checkpointed()
+    with recording(recorded, "net", backward=True) as rec:
+        out = recorded(x)
+    assert recorded.block[1].num_batches_tracked.item() == 1  # the forward only
+    out.sum().backward()
+    assert recorded.block[1].num_batches_tracked.item() == plain.block[1].num_batches_tracked.item()
+    assert torch.equal(recorded.block[0].weight.grad, plain.block[0].weight.grad)
+    assert any(n.unread for n in rec.backward.nodes)
+    head = next(n for n in rec.backward.nodes if n.name == "AddmmBackward0" and n.scope == "head")
+    assert dict(head.saved)["mat1"] == (5, 6)  # saved outside the checkpoint: read

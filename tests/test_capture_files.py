@@ -6,6 +6,8 @@ import json
 import os
 import struct
 import sys
+import tracemalloc
+import warnings
 
 import pytest
 import torch
@@ -149,3 +151,155 @@ def test_plot_without_matplotlib_says_how_to_get_it(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match="pip install matplotlib"):
         cap.plot("grad_norm")
+
+
+# ------------------------------------------------------------ forged files (issue 33, item 14)
+def _rewrite(data: bytes, change) -> bytes:
+    """``data`` (a saved capture) with its safetensors header changed by ``change(header)``."""
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    change(header)
+    new = json.dumps(header).encode()
+    return struct.pack("<Q", len(new)) + new + data[8 + n:]
+
+
+def _meta_change(**fields):
+    def change(header):
+        meta = json.loads(header["__metadata__"]["torchrecorder"])
+        meta.update(fields)
+        header["__metadata__"]["torchrecorder"] = json.dumps(meta)
+    return change
+
+
+def _raw_meta(text: str):
+    def change(header):
+        header["__metadata__"]["torchrecorder"] = text
+    return change
+
+
+DEEP = '{"list": [' * 5000 + "null" + "]}" * 5000
+FORGED = {
+    "metadata block is a list": lambda h: h.__setitem__("__metadata__", ["torchrecorder"]),
+    "names is a number": _meta_change(names=5),
+    "ops holds numbers": _meta_change(ops=[1, 2]),
+    "passes is infinite": _raw_meta('{"format": "torchrecorder-capture", "version": 1, "passes": 1e400, '
+                                    '"tables": {}}'),
+    "passes is a list": _meta_change(passes=[1]),
+    "passes is negative": _meta_change(passes=-1),
+    "a statistic is a list": _meta_change(stats={"mean": {"0": [1]}}),
+    "a statistic is out of range": _raw_meta('{"format": "torchrecorder-capture", "version": 1, '
+                                             '"tables": {}, "stats": {"mean": {"0": 1' + "0" * 400 + '}}}'),
+    "stats is a list": _meta_change(stats=[1]),
+    "a tensor name is a list": _meta_change(tables={"outputs": {"0": {"tensor": ["t0"]}}}),
+    "a dict entry is a number": _meta_change(tables={"outputs": {"0": {"dict": [5]}}}),
+    "a dict key is a list": _meta_change(tables={"outputs": {"0": {"dict": [[[1], None]]}}}),
+    "a value is an object": _meta_change(tables={"outputs": {"0": {"value": {"a": 1}}}}),
+    "a nested tensor of numbers": _meta_change(tables={"outputs": {"0": {"nested": {
+        "layout": "strided", "parts": [{"value": 1}]}}}}),
+    "a table is a list": _meta_change(tables={"outputs": []}),
+    "values nested deeply": _raw_meta('{"format": "torchrecorder-capture", "version": 1, '
+                                      '"tables": {"outputs": {"0": ' + DEEP + "}}}"),
+    "metadata nested too deep for JSON": _raw_meta("[" * 100_000 + "]" * 100_000),
+    "values nested past the limit": _meta_change(tables={"outputs": {"0": json.loads(
+        '{"list": [' * 150 + "null" + "]}" * 150)}}),
+}
+
+
+@pytest.fixture(scope="module")
+def saved_bytes(tmp_path_factory) -> bytes:
+    path = captured().save(tmp_path_factory.mktemp("c") / "c.safetensors")
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("case", list(FORGED))
+def test_forged_metadata_is_refused_with_a_value_error(tmp_path, saved_bytes, case) -> None:
+    path = tmp_path / "forged.safetensors"
+    path.write_bytes(_rewrite(saved_bytes, FORGED[case]))
+    with pytest.raises(ValueError, match="capture"):
+        torchrecorder.load_capture(path)
+
+
+@pytest.mark.parametrize("version", [True, False, -3, 0, "1", 1.0, None, [1]])
+def test_a_version_that_is_not_a_number_from_one_is_refused(tmp_path, saved_bytes, version) -> None:
+    path = tmp_path / "v.safetensors"
+    path.write_bytes(_rewrite(saved_bytes, _meta_change(version=version)))
+    with pytest.raises(ValueError, match="version"):
+        torchrecorder.load_capture(path)
+
+
+def _peak_of(fn) -> int:
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as err:
+            fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        assert "capture" in str(err.value)
+
+
+def test_the_header_is_checked_before_the_rest_of_a_large_file_is_read(tmp_path) -> None:
+    big = 256 * 2**20  # sparse files: nothing is written to disk
+    other = tmp_path / "weights.safetensors"
+    header = json.dumps({"w": {"dtype": "U8", "shape": [big], "data_offsets": [0, big]}}).encode()
+    with open(other, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header)
+        f.truncate(8 + len(header) + big)
+    noise = tmp_path / "noise.bin"
+    with open(noise, "wb") as f:
+        f.write(b"\x01" * 8)
+        f.truncate(big)
+    for path in (other, noise):
+        assert _peak_of(lambda p=path: torchrecorder.load_capture(p)) < 2**20
+
+
+# ------------------------------------------------------------ what is kept (item 15)
+def _saved_back(tmp_path, value):
+    net = nn.Identity()
+    with torchrecorder.capture(net, [""]) as cap:
+        net(torch.ones(1))
+    cap.outputs[""] = value
+    return torchrecorder.load_capture(cap.save(tmp_path / "v.safetensors"))[""]
+
+
+def test_dict_keys_keep_their_types(tmp_path) -> None:
+    a, b = torch.ones(2), torch.zeros(3)
+    back = _saved_back(tmp_path, {1: a, "1": b, None: 3, 2.5: "x", False: [a]})
+    assert list(back) == [1, "1", None, 2.5, False]
+    assert [type(k) for k in back] == [int, str, type(None), float, bool]
+    assert torch.equal(back[1], a) and torch.equal(back["1"], b)
+    assert back[None] == 3 and back[2.5] == "x" and torch.equal(back[False][0], a)
+
+
+def test_keys_of_other_types_are_refused_when_saving(tmp_path) -> None:
+    with pytest.raises(TypeError, match=r"key \(1, 2\) is a tuple"):
+        _saved_back(tmp_path, {(1, 2): torch.ones(1)})
+
+
+def test_a_file_of_string_keys_stays_readable_by_format_version_one(tmp_path) -> None:
+    path = captured().save(tmp_path / "c.safetensors")
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    assert json.loads(json.loads(data[8:8 + n])["__metadata__"]["torchrecorder"])["version"] == 1
+
+
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
+def test_nested_tensors_are_saved_and_read_back_nested(tmp_path, layout) -> None:
+    parts = [torch.randn(2, 3), torch.randn(4, 3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors are a prototype
+        value = torch.nested.nested_tensor(parts, layout=layout)
+        back = _saved_back(tmp_path, {"h": value})["h"]
+    assert back.is_nested and back.layout == layout
+    assert all(torch.equal(x, y) for x, y in zip(back.unbind(), parts, strict=True))
+
+
+def test_a_quantized_tensor_is_refused_when_saving_with_what_to_do(tmp_path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantized tensors are deprecated
+        q = torch.quantize_per_tensor(torch.randn(4), 0.1, 0, torch.qint8)
+    with pytest.raises(ValueError, match=r"quantized tensor \(torch.qint8\).*dequantize"):
+        _saved_back(tmp_path, q)
+    assert not list(tmp_path.iterdir())

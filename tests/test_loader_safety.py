@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -53,9 +54,28 @@ def test_a_device_is_refused_before_anything_is_read() -> None:
         torchrecorder.load_json("/dev/zero")
 
 
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
 def test_a_directory_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(IsADirectoryError) as err:
         torchrecorder.load_json(str(tmp_path))
+    assert err.value.filename == str(tmp_path) and str(tmp_path) in str(err.value)
+    with pytest.raises(IsADirectoryError, match=re.escape(repr(str(tmp_path)))):
+        torchrecorder.diff(str(tmp_path), str(tmp_path))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="no /proc/self/fd here")
+def test_refusing_a_directory_or_a_device_leaves_no_descriptor_open(tmp_path: Path) -> None:
+    before = _open_descriptors()
+    for _ in range(20):
+        for bad in (str(tmp_path), "/dev/zero"):
+            with pytest.raises((IsADirectoryError, ValueError)):
+                torchrecorder.load_json(bad)
+            with pytest.raises((IsADirectoryError, ValueError)):
+                torchrecorder.diff(bad, bad)
+    assert _open_descriptors() == before
 
 
 def test_a_file_over_the_limit_is_refused_and_the_limit_can_be_raised(

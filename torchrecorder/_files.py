@@ -20,11 +20,12 @@ import os
 import secrets
 import stat
 from collections import OrderedDict, deque
-from typing import Optional, Union
+from typing import BinaryIO, Optional, Union
 
 from ._text import utf8_safe
 
-__all__ = ["dot_source_of", "files_written_after", "is_stream", "write_atomically", "write_output"]
+__all__ = ["dot_source_of", "files_written_after", "is_stream", "open_regular", "write_atomically",
+           "write_output"]
 
 _FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -160,3 +161,37 @@ def write_output(path: Union[str, os.PathLike[str]], data: bytes, *,
         return
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     write_atomically(target, data, dot_source=dot_source)
+
+
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+               | getattr(os, "O_BINARY", 0))
+_FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path: Union[str, os.PathLike[str]], what: str) -> tuple[BinaryIO, os.stat_result]:
+    """Open the regular file at ``path`` for reading ``what`` (``"a graph"``), and its status.
+
+    The file is opened without blocking and checked before anything is read, so a named
+    pipe, a device (``/dev/zero``) or a socket is refused instead of waiting for a writer or
+    reading forever; nothing stays open when it is refused.
+
+    Raises:
+        IsADirectoryError: ``path`` is a directory (the error names it).
+        ValueError: ``path`` is another kind of file that is not a regular file.
+        OSError: the file cannot be opened.
+    """
+    name = os.fspath(path)
+    fd = os.open(name, _READ_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, f"cannot read {what} from a directory", name)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((w for test, w in _FILE_KINDS if test(st.st_mode)), "a special file")
+            raise ValueError(f"{name!r} is not a regular file but {kind}: save {what} to a file "
+                             "and load that")
+        return os.fdopen(fd, "rb"), st
+    except BaseException:
+        os.close(fd)  # fdopen owns the descriptor only once it returned
+        raise

@@ -27,8 +27,10 @@ from typing import Any, Optional, Union
 
 import torch
 from torch import nn
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.utils.hooks import RemovableHandle
 
+from ._fused import GLOBAL_POST_HOOK, checks_hooks
 from .graph import Graph
 from .hooks._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
 from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
@@ -181,8 +183,9 @@ class Capture(KeptOutputs):
         if self._handles:
             raise RuntimeError("this capture is already active")
         try:
-            self._handles.append(self.model.register_forward_pre_hook(self._pass_begins, prepend=True))
-            self._handles.append(self.model.register_forward_hook(self._pass_ends, always_call=True))
+            if self._watch is not None:  # first: its global hook closes fused calls before a pass ends
+                self._watch.start()
+            self._hook_passes()
             hooked = dict(self._chosen)
             # (an operation's key has a "/": its watch stops the pass)
             stop_path = split_call(self._stop)[0] if self._stop is not None and "/" not in self._stop \
@@ -192,12 +195,31 @@ class Capture(KeptOutputs):
             for path, module in hooked.items():
                 self._handles.append(module.register_forward_pre_hook(self._pre(path), with_kwargs=True))
                 self._handles.append(module.register_forward_hook(self._post(path)))
-            if self._watch is not None:
-                self._watch.start()
         except BaseException:
             self.remove()
             raise
         return self
+
+    def _hook_passes(self) -> None:
+        """Hooks that see each pass of the model begin and end: on the model, or, where the
+        model's own fused fast path runs only without hooks on it (``nn.TransformerEncoderLayer``),
+        global ones that look for its calls, so that ops capture lets it run fused."""
+        model = self.model
+        if not (GLOBAL_POST_HOOK and checks_hooks(model)):
+            self._handles.append(model.register_forward_pre_hook(self._pass_begins, prepend=True))
+            self._handles.append(model.register_forward_hook(self._pass_ends, always_call=True))
+            return
+
+        def begins(module: nn.Module, args: Any) -> None:
+            if module is model:
+                self._pass_begins(module, args)
+
+        def ends(module: nn.Module, args: Any, output: Any) -> None:
+            if module is model:
+                self._pass_ends(module, args, output)
+
+        self._handles.append(register_module_forward_pre_hook(begins))
+        self._handles.append(register_module_forward_hook(ends, always_call=True))
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.remove()

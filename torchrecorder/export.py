@@ -45,14 +45,12 @@ True
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
-import stat
 from typing import Any, Optional, TypeVar, Union
 
-from ._files import write_atomically
+from ._files import open_regular, write_atomically
 from .errors import GraphError
 from .graph import Graph
 from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
@@ -401,11 +399,6 @@ def loads(text: Union[str, bytes], graph_cls: type[G] = Graph) -> G:  # type: ig
 #: ten times the JSON of a recorded 70-billion-parameter transformer
 MAX_JSON_BYTES = 256 * 2**20
 
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-               (stat.S_ISSOCK, "a socket"))
-
-
 def read_limited(path: Union[str, os.PathLike[str]], max_bytes: Optional[int] = MAX_JSON_BYTES) -> bytes:
     """The bytes of the regular file at ``path``, at most ``max_bytes`` of them (``None``: no limit).
 
@@ -423,16 +416,8 @@ def read_limited(path: Union[str, os.PathLike[str]], max_bytes: Optional[int] = 
                                   or max_bytes < 0):
         raise ValueError(f"max_bytes must be an int >= 0 or None (no limit), got {max_bytes!r}")
     name = os.fspath(path)
-    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-                 | getattr(os, "O_BINARY", 0))
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            what = next((w for test, w in _FILE_KINDS if test(st.st_mode)), "a special file")
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "cannot read a graph from a directory", name)
-            raise ValueError(f"{name!r} is not a regular file but {what}: save the graph to a "
-                             "file and load that")
+    fh, st = open_regular(name, "the graph")
+    with fh:
         limit = max_bytes
         if limit is not None and st.st_size > limit:
             raise ValueError(f"{name!r} holds {st.st_size:,} bytes, more than the {limit:,} read "

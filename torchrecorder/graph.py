@@ -36,16 +36,22 @@ class AutogradNode:
         param: dotted path of the parameter an ``AccumulateGrad`` node fills, else ``""``.
         shape: shape of the leaf tensor an ``AccumulateGrad`` node fills, else ``None``.
         saved: ``(name, shape)`` of each tensor the node saved for the backward pass.
+        unread: names of the saved tensors that a saved-tensor hook holds
+            (``torch.autograd.graph.saved_tensors_hooks``, ``torch.utils.checkpoint``,
+            ``save_on_cpu``): the recording does not unpack them (that would run the user's
+            unpack hooks), so their shapes are not known and they are not in ``saved``.
     """
 
-    __slots__ = ("forward", "name", "param", "saved", "scope", "shape")
+    __slots__ = ("forward", "name", "param", "saved", "scope", "shape", "unread")
 
     def __init__(self, name: str, scope: Key = None, forward: Key = None, param: str = "",
                  shape: Optional[tuple[int, ...]] = None,
-                 saved: Optional[list[tuple[str, tuple[int, ...]]]] = None) -> None:
+                 saved: Optional[list[tuple[str, tuple[int, ...]]]] = None,
+                 unread: Optional[list[str]] = None) -> None:
         self.name, self.scope, self.forward, self.param = name, scope, forward, param
         self.shape = shape
         self.saved = saved if saved is not None else []
+        self.unread = unread if unread is not None else []
 
     def __repr__(self) -> str:
         return f"AutogradNode({self.name!r}, scope={self.scope!r})"

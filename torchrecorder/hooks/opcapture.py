@@ -17,8 +17,14 @@ the chosen calls that same key while a model runs, without recording anything el
 * operations are counted as the recording counts them (the same names, the same
   rule for what made nothing new: :mod:`torchrecorder.opnames`), so the keys agree
   with ``make_dot``'s nodes.  Operations run inside a fused kernel that a plain call
-  takes (``nn.MultiheadAttention`` in ``eval()`` without gradients,
-  ``scaled_dot_product_attention``) are one operation: there is no softmax inside.
+  takes (``scaled_dot_product_attention``) are one operation: there is no softmax inside;
+* a call of a module with one of PyTorch's fused fast paths (``nn.MultiheadAttention``,
+  ``nn.TransformerEncoderLayer``, ``nn.TransformerEncoder`` with a padding mask, in
+  ``eval()`` without gradients) runs fused wherever a plain call would: the function mode
+  and the watch's hooks step aside as the recording's do
+  (:class:`~torchrecorder._fused.StepAside`), and the call is one operation
+  named after its kernel, as in the recording (``"layers.0/_transformer_encoder_layer_fwd"``),
+  whose output is the call's output.
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ from threading import get_ident
 from typing import Any, Optional
 
 from torch import Tensor, nn
+from torch.nn.modules.module import register_module_forward_hook
 from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
+from .._fused import GLOBAL_POST_HOOK, StepAside, has_fast_path
 from ..opnames import op_info, op_outputs
 from .select import UnknownLayerError, glob_match, nearest, split_call
 
@@ -124,6 +132,17 @@ class _Mode(TorchFunctionMode):
         return watch.op(func, args, kwargs, out)
 
 
+class _Closed:
+    """A call running fused, without the watch inside."""
+
+    __slots__ = ("args", "chosen", "kernel", "key", "kwargs", "mode", "module", "unhooked")
+
+    def __init__(self, module: nn.Module, key: str, chosen: list[OpRule], kernel: str, mode: Any,
+                 unhooked: list[nn.Module], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.module, self.key, self.chosen, self.kernel = module, key, chosen, kernel
+        self.mode, self.unhooked, self.args, self.kwargs = mode, unhooked, args, kwargs
+
+
 class OpWatch:
     """Module hooks that keep the call stack of the chosen calls, and the function mode that
     names their operations (see the module docstring).
@@ -147,6 +166,11 @@ class OpWatch:
         self._paths: dict[int, str] = {}
         self._handles: list[RemovableHandle] = []
         self._mode: Optional[_Mode] = None
+        self._hook_fns = (self._pre, self._post)  # the objects registered (see StepAside)
+        self._aside = StepAside(lambda: self._hook_fns, self._handles)
+        # calls running fused without the watch inside, innermost last
+        self._closed: list[_Closed] = []
+        self._closer: Optional[RemovableHandle] = None  # the global hook that closes them
         self._info: dict[Any, tuple[str, bool, Optional[int]]] = {}
         self.seen: dict[str, None] = {}  # op keys met in chosen calls (for "did you mean")
         self.matched: set[str] = set()  # patterns that chose at least one op
@@ -163,18 +187,28 @@ class OpWatch:
         try:
             for path, module in watched.values():
                 self._paths[id(module)] = path
-                self._handles.append(module.register_forward_pre_hook(self._pre))
-                self._handles.append(module.register_forward_hook(self._post, prepend=True,
-                                                                  always_call=True))
+                self._hook(module)
+            if GLOBAL_POST_HOOK and any(has_fast_path(m) for _, m in watched.values()):
+                # closes the calls that run fused (their modules' own hooks are off meanwhile)
+                self._closer = register_module_forward_hook(self._close, always_call=True)
         except BaseException:
             self.stop()
             raise
 
+    def _hook(self, module: nn.Module) -> None:
+        pre, post = self._hook_fns
+        self._handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+        self._handles.append(module.register_forward_hook(post, prepend=True, always_call=True))
+
     def stop(self) -> None:
         """Take every hook off and the mode off the stack (also after a failed pass)."""
+        self._reopen(0)
         for h in self._handles:
             h.remove()
         self._handles.clear()
+        if self._closer is not None:
+            self._closer.remove()
+            self._closer = None
         self._leave_mode()
         self.stack.clear()
 
@@ -184,14 +218,17 @@ class OpWatch:
         self._ordinals.clear()
 
     # ------------------------------------------------------------ hooks
-    def _pre(self, module: nn.Module, args: Any) -> None:
-        if self.paused or self.thread != get_ident():
+    def _pre(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if self.paused or self.thread != get_ident() or self._closed:
             return
         n = self._calls[id(module)] = self._calls.get(id(module), 0) + 1
         path = self._paths[id(module)]
         base = path or self.root
         key = base if n == 1 else f"{base}#{n}"
         chosen = [r for r in self.rules if r.matches_call(path, key, self.root)]
+        if (self._closer is not None and has_fast_path(module)
+                and self._step_aside(module, args, kwargs, key, chosen)):
+            return
         self.stack.append((key, chosen, module))
         if self._mode is None:
             self._mode = _Mode(self)
@@ -199,7 +236,7 @@ class OpWatch:
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
         stack = self.stack
-        if not stack or self.thread != get_ident():
+        if not stack or self.thread != get_ident() or self._closed:
             return
         while stack and stack[-1][2] is not module:  # left open by an exception handled inside
             if all(entry[2] is not module for entry in stack):
@@ -208,6 +245,52 @@ class OpWatch:
         stack.pop()
         if not stack:
             self._leave_mode()
+
+    # ------------------------------------------------------------ fused calls
+    def _step_aside(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], key: str,
+                    chosen: list[OpRule]) -> bool:
+        """If a plain call of ``module`` runs a fused kernel, let it: the mode off the stack, the
+        watch's hooks off its subtree, until the global hook :meth:`_close` sees it return.
+        Whether it did."""
+        kernel, mode = self._aside.test(module, args, kwargs, lambda m: m is self._mode)
+        if kernel is None:
+            return False
+        self._closed.append(_Closed(module, key, chosen, kernel, mode, self._aside.unhook(module),
+                                    args, kwargs))
+        return True
+
+    def _close(self, module: nn.Module, args: Any, output: Any) -> Any:
+        """Global forward hook: the fused call of ``module`` returned (``output`` is ``None`` if
+        it raised); the watch goes back in, and the call is one operation of its caller."""
+        closed = self._closed
+        if self.thread != get_ident() or all(c.module is not module for c in closed):
+            return None
+        while closed[-1].module is not module:  # left open by an exception handled inside
+            self._reopen(len(closed) - 1)
+        call = closed[-1]
+        self._reopen(len(closed) - 1)
+        if output is None or not call.chosen:
+            return None
+        return self._fused_op(call, output)
+
+    def _reopen(self, down_to: int) -> None:
+        """Give the watch's mode and hooks back to the closed calls from the innermost one to
+        ``closed[down_to]``."""
+        closed = self._closed
+        while len(closed) > down_to:
+            call = closed.pop()
+            self._aside.give_back(call.mode, call.unhooked, self._hook)
+
+    def _fused_op(self, call: _Closed, output: Any) -> Any:
+        """The fused call as one operation named after its kernel, as the recording names it."""
+        self.stack.append((call.key, call.chosen, call.module))
+        self.paused += 1
+        try:
+            return self._chosen_op(call.key, call.chosen, call.kernel.replace(" ", "_"), output,
+                                   call.args, call.kwargs, False)
+        finally:
+            self.paused -= 1
+            self.stack.pop()
 
     def _leave_mode(self) -> None:
         mode, self._mode = self._mode, None
@@ -228,41 +311,64 @@ class OpWatch:
             outs, inplace = op_outputs(info, args, kwargs, out)
             if not outs:
                 return out
-            name = info[0]
-            candidate = f"{key}/{name}"
-            n = self._ordinals.get(candidate, -1) + 1
-            self._ordinals[candidate] = n
-            tail = name if n == 0 else f"{name}_{n}"
-            op_key = f"{key}/{tail}"
-            self.seen[op_key] = None
-            hits = [r for r in chosen if r.matches_op(name, tail)]
-            if not hits:
-                return out
-            self.matched.update(r.pattern for r in hits)
-            replaced = self.callback(op_key, out, args, kwargs)
-            if replaced is None:
-                return out
-            if inplace:
-                raise ValueError(f"edit returned a replacement for the in-place operation {op_key!r}; "
-                                 "an in-place operation's result cannot be replaced: edit the "
-                                 "operation that made its input instead")
-            _check_replacement(op_key, out, replaced)
-            return replaced
+            replaced = self._chosen_op(key, chosen, info[0], out, args, kwargs, inplace)
+            return out if replaced is None else replaced
         finally:
             self.paused -= 1
+
+    def _chosen_op(self, key: str, chosen: list[OpRule], name: str, out: Any, args: tuple[Any, ...],
+                   kwargs: dict[str, Any], inplace: bool) -> Any:
+        """Count the operation ``name`` of the call ``key``; hand it to the callback where a rule
+        chooses it.  The checked replacement, or ``None``."""
+        candidate = f"{key}/{name}"
+        n = self._ordinals.get(candidate, -1) + 1
+        self._ordinals[candidate] = n
+        tail = name if n == 0 else f"{name}_{n}"
+        op_key = f"{key}/{tail}"
+        self.seen[op_key] = None
+        hits = [r for r in chosen if r.matches_op(name, tail)]
+        if not hits:
+            return None
+        self.matched.update(r.pattern for r in hits)
+        replaced = self.callback(op_key, out, args, kwargs)
+        if replaced is None:
+            return None
+        if inplace:
+            raise ValueError(f"edit returned a replacement for the in-place operation {op_key!r}; "
+                             "an in-place operation's result cannot be replaced: edit the "
+                             "operation that made its input instead")
+        return _check_replacement(op_key, out, replaced)
 
     def unmatched(self) -> list[OpRule]:
         """The rules that have chosen no operation so far."""
         return [r for r in self.rules if r.pattern not in self.matched]
 
 
-def _check_replacement(key: str, out: Any, new: Any) -> None:
-    """An edit must hand back what the model expects: same kind, shape and dtype."""
+def _check_replacement(key: str, out: Any, new: Any, item: str = "") -> Any:
+    """An edit must hand back what the model expects: same kind, shape and dtype, item by item
+    for an operation that returns several tensors (``chunk``, ``split``, ``max(dim)``).  The
+    replacement, as the output's own type where it is one of torch's named tuples
+    (``torch.return_types.max``) and the edit gave a plain tuple or list."""
+    what = f"item {item} of the output" if item else "output"
     if isinstance(out, Tensor):
         if not isinstance(new, Tensor):
-            raise TypeError(f"edit returned a {type(new).__name__} for the operation {key!r}, "
-                            "whose output is a tensor")
+            raise TypeError(f"edit returned a {type(new).__name__} for the {what} of the operation "
+                            f"{key!r}, which is a tensor")
         if new.shape != out.shape or new.dtype != out.dtype:
             raise ValueError(f"edit returned a tensor of shape {tuple(new.shape)} and dtype "
-                             f"{new.dtype} for the operation {key!r}, whose output has shape "
+                             f"{new.dtype} for the operation {key!r}, whose {what} has shape "
                              f"{tuple(out.shape)} and dtype {out.dtype}")
+        return new
+    if isinstance(out, (tuple, list)):
+        if not isinstance(new, (tuple, list)):
+            raise TypeError(f"edit returned a {type(new).__name__} for the {what} of the operation "
+                            f"{key!r}, which is a {type(out).__name__} of {len(out)}")
+        if len(new) != len(out):
+            raise ValueError(f"edit returned {len(new)} items for the operation {key!r}, whose "
+                             f"{what} has {len(out)}")
+        items = [_check_replacement(key, o, n, f"{item}[{i}]") for i, (o, n) in
+                 enumerate(zip(out, new, strict=True))]
+        if type(new) is not type(out) and hasattr(type(out), "n_fields"):  # a torch named tuple
+            return type(out)(items)
+        return new
+    return new

@@ -96,7 +96,7 @@ class AutogradTrace:
                     node.param, node.scope = owner
                 else:
                     node.scope = None
-            node.saved = _saved_shapes(gf)
+            node.saved, node.unread = _saved_shapes(gf)
             index[id(gf)] = len(found)
             found.append(node)
             keep.append(gf)
@@ -127,18 +127,36 @@ class AutogradTrace:
         return out
 
 
-def _saved_shapes(gf: Any) -> list[tuple[str, tuple[int, ...]]]:
-    """``(name, shape)`` of the tensors ``gf`` saved for backward (``_saved_self`` -> ``self``)."""
-    saved = []
+def _saved_shapes(gf: Any) -> tuple[list[tuple[str, tuple[int, ...]]], list[str]]:
+    """``(name, shape)`` of the tensors ``gf`` saved for backward (``_saved_self`` -> ``self``),
+    and the names of those a saved-tensor hook holds.
+
+    Read through ``_raw_saved_<name>`` (the saved variable itself: its ``data`` is the saved
+    tensor, ``None`` once a backward pass freed it), never ``_saved_<name>``, which unpacks:
+    that would call the unpack hooks of ``torch.autograd.graph.saved_tensors_hooks``
+    (an offload that hands each tensor back once, ``torch.utils.checkpoint``'s recomputation
+    of the forward).  A tensor packed by a hook is not read at all: what the hook kept need
+    not have the saved tensor's shape.
+    """
+    saved: list[tuple[str, tuple[int, ...]]] = []
+    unread: list[str] = []
     for attr in dir(gf):
-        if attr.startswith("_saved_"):
-            try:
-                value = getattr(gf, attr)
-            except (RuntimeError, AttributeError):  # freed by a backward pass already
+        if not attr.startswith("_raw_saved_"):
+            continue
+        name = attr[len("_raw_saved_"):]
+        try:
+            raw = getattr(gf, attr)
+            if isinstance(raw, (tuple, list)):  # a list of tensors (``cat``): not drawn
                 continue
-            if isinstance(value, Tensor):
-                saved.append((attr[len("_saved_"):], tuple(value.shape)))
-    return saved
+            if getattr(raw, "unpack_hook", None) is not None:
+                unread.append(name)
+                continue
+            value = raw.data
+        except (RuntimeError, AttributeError):  # freed by a backward pass already
+            continue
+        if isinstance(value, Tensor):
+            saved.append((name, tuple(value.shape)))
+    return saved, unread
 
 
 def _forward_order(n: int, edges: list[tuple[int, int]]) -> list[int]:

@@ -15,12 +15,12 @@ included, so memory stays bounded however many cycles the pass makes; garbage am
 the objects set aside waits until the recording ends, and it cannot grow during
 the pass, since every object the pass makes is a new one.
 
-The youngest generation is also collected less often meanwhile: its threshold is
-multiplied by :data:`YOUNG_SCALE` (700 allocations become 7,000, and back when the last
-recording ends).  Almost every object a recording makes lives as long as its graph, so
-each young collection scans and keeps them; fewer, larger ones do the same work with
-less overhead, and garbage that ``forward`` leaves in cycles is still collected during the
-pass, after at most that many allocations.
+The collector's thresholds are left as they are: garbage that ``forward`` leaves in
+reference cycles (holding tensors, often) is collected at least as soon as in a plain
+call (the recording's own objects count towards the thresholds too), so a recording's
+peak memory is a plain call's plus its graph.  (Collecting the youngest generation ten
+times less often, as an earlier version did, saved at most a few per cent of the
+recording's time and let that garbage pile up ten times higher.)
 
 Nothing is set aside when the process has frozen objects of its own (``gc.freeze``
 called before the recording): unfreezing at the end would put theirs back too.  Objects
@@ -32,46 +32,31 @@ from __future__ import annotations
 import gc
 import threading
 
-__all__ = ["YOUNG_SCALE", "old_objects_aside", "old_objects_back"]
-
-#: how many times the youngest generation's threshold grows while a recording is active
-YOUNG_SCALE = 10
+__all__ = ["old_objects_aside", "old_objects_back"]
 
 _lock = threading.Lock()
 _active = 0  # recordings active, in every thread
 _froze = False  # whether the first of them set the old objects aside
-# the thresholds the first active recording found, and the ones it set (None: left as found)
-_thresholds: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
 
 def old_objects_aside() -> None:
     """Called when a recording starts: the first active one freezes the existing objects."""
-    global _active, _froze, _thresholds
+    global _active, _froze
     with _lock:
         if _active == 0:
             _froze = gc.get_freeze_count() == 0
             if _froze:
                 gc.freeze()
-            found = gc.get_threshold()
-            if found[0] > 0:  # 0 turns automatic collection off: left as it is
-                scaled = (found[0] * YOUNG_SCALE, *found[1:])
-                gc.set_threshold(*scaled)
-                _thresholds = (found, scaled)
         _active += 1
 
 
 def old_objects_back() -> None:
     """Called when a recording ends, whatever happened: the last one unfreezes what it froze."""
-    global _active, _froze, _thresholds
+    global _active, _froze
     with _lock:
         if _active == 0:
             return
         _active -= 1
-        if _active == 0 and _thresholds is not None:
-            found, scaled = _thresholds
-            _thresholds = None
-            if gc.get_threshold() == scaled:  # not changed meanwhile by someone else
-                gc.set_threshold(*found)
         if _active == 0 and _froze:
             _froze = False
             gc.unfreeze()

@@ -19,7 +19,6 @@ are removed when recording ends, whatever happens.
 
 from __future__ import annotations
 
-import inspect
 import sys
 import weakref
 from collections.abc import Callable
@@ -40,7 +39,7 @@ from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
 from ._walk import iter_tensors, named_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
 from .backward import AutogradTrace
-from .fastpath import FastPaths, has_fast_path
+from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
 from .live import LiveObjects
 from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
@@ -54,19 +53,10 @@ __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 # 10 calls per module call) just to be ignored; without DisableTorchFunction only slower.
 _no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
 
-def _global_post_hook_support() -> bool:
-    """Whether torch's global forward hooks can be called when forward raises (``always_call``)."""
-    try:
-        params = inspect.signature(_register_module_forward_hook).parameters
-    except (TypeError, ValueError):
-        return False
-    return "always_call" in params
-
-
-# Calls are closed by ONE global forward hook (it returns at once for modules not recorded):
-# two hooks per module cost much on models of many small modules.  Pre-hooks stay per module
-# (global ones get no keyword arguments).  The global hook runs before a module's own hooks.
-GLOBAL_POST_HOOK = _global_post_hook_support()
+# Calls are closed by ONE global forward hook where torch has one that is always called
+# (GLOBAL_POST_HOOK; it returns at once for modules not recorded): two hooks per module cost
+# much on models of many small modules.  Pre-hooks stay per module (global ones get no
+# keyword arguments).  The global hook runs before a module's own hooks.
 
 # nesting depth from which the recursion limit grows with the call stack (see ``_stack``)
 _GROW_AT = 16
@@ -95,7 +85,6 @@ class Engine(LiveObjects):
         self.graph = graph
         self.autograd = AutogradTrace() if backward else None
         self.keep_tensors = keep_tensors
-        self.fast = FastPaths(self, unfuse_fast_paths, GLOBAL_POST_HOOK)
         self._hook_fns: tuple[Any, ...] = ()
         self._scripts: set[int] = set()  # ids of the ScriptModules recorded as closed boxes
         self.paused = 0
@@ -113,6 +102,7 @@ class Engine(LiveObjects):
         self._modules: dict[int, ModuleInfo] = {}
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
+        self.fast = FastPaths(self, unfuse_fast_paths, GLOBAL_POST_HOOK)
         # set when the hooks are removed: a hook still called after that records nothing
         self.closed = False
         # called before every operation while recording (record() copies what will be written)
