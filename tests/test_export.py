@@ -54,7 +54,7 @@ def models() -> list[tuple[str, torchrecorder.Recorder]]:
 def test_round_trip_draws_the_same(name: str, rec: torchrecorder.Recorder, depth: int) -> None:
     loaded = torchrecorder.loads_json(export.dumps(rec))
     loaded.lint()
-    assert all(node.fn is None for node in loaded.nodes.values())
+    assert all(node.kept is None for node in loaded.nodes.values())
     assert torchrecorder.make_dot(loaded, depth).source == torchrecorder.make_dot(rec, depth).source
     assert torchrecorder.make_mermaid(loaded, depth) == torchrecorder.make_mermaid(rec, depth)
     assert export.dumps(loaded) == export.dumps(rec)

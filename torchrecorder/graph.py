@@ -153,12 +153,12 @@ class NodeTable(dict[Key, BaseNode]):
         if size != len(self):  # made again once nodes were added
             index = {}
             for key, node in self.items():
-                fn = node.fn
+                fn = node._fn  # the object kept, not what 1.0.3 code reads (see nodes)
                 if fn is not None:
                     index.setdefault(id(fn), key)
             self._fn_index = (len(self), index)
         key = index.get(id(obj))
-        return key if key is not None and dict.__getitem__(self, key).fn is obj else None
+        return key if key is not None and dict.__getitem__(self, key)._fn is obj else None
 
 
 def predecessors(edges: Iterable[tuple[Key, Key]]) -> dict[Key, list[Key]]:

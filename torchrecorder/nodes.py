@@ -90,7 +90,7 @@ class BaseNode:
     """
 
     kind = "node"
-    __slots__ = ("depth", "fn", "key", "name", "parent")
+    __slots__ = ("_fn", "depth", "key", "name", "parent")
 
     def __init__(
         self,
@@ -101,10 +101,26 @@ class BaseNode:
         key: Key = None,
     ) -> None:
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
+
+    @property
+    def fn(self) -> Any:
+        """The recorded object (see the class docstring)."""
+        return self._fn
+
+    @fn.setter
+    def fn(self, value: Any) -> None:
+        self._fn = value
+
+    @property
+    def kept(self) -> Any:
+        """The object the recording holds for this node (the module, the parameter, the torch
+        function, the tensor when tensors are kept), or ``None``: unlike :attr:`fn`, never one
+        made for code written for 1.0.3."""
+        return self._fn
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(key={self.key!r}, name={self.name!r}, depth={self.depth})"
@@ -166,7 +182,7 @@ class LayerNode(BaseNode):
         # fields assigned here rather than through BaseNode.__init__: a recording makes
         # one node per module call and per operation, and the extra call shows
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
@@ -248,7 +264,7 @@ class TensorNode(BaseNode):
         role: str = "",
     ) -> None:
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
@@ -256,6 +272,22 @@ class TensorNode(BaseNode):
         self.dtype = dtype
         self.device = device
         self.role = role
+
+    @property
+    def fn(self) -> Any:
+        """The tensor, when the recording kept it (``keep_tensors=True``) or, for a parameter,
+        the live parameter; else, as 1.0.3 code reads it, a tensor on the ``meta`` device with
+        the recorded shape and dtype (no memory): ``node.fn.shape``, ``node.fn.dtype``."""
+        fn = self._fn
+        if fn is None and self.shape is not None:
+            from .seed import meta_tensor
+
+            return meta_tensor(self.shape, self.dtype)
+        return fn
+
+    @fn.setter
+    def fn(self, value: Any) -> None:
+        self._fn = value
 
 
 class ParamNode(TensorNode):
@@ -286,7 +318,7 @@ class ParamNode(TensorNode):
     ) -> None:
         # fields assigned here rather than through TensorNode.__init__ (one node per parameter)
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
@@ -305,10 +337,12 @@ class OpNode(BaseNode):
     Attributes:
         op: the operation's name as called in the forward code.
         output_shapes: shapes of the tensors the operation produced.
+        grad_fn: the class name of the autograd node the operation made, where it made one
+            (``"AddmmBackward0"``), else ``""``.
     """
 
     kind = "op"
-    __slots__ = ("op", "output_shapes")
+    __slots__ = ("_seed", "grad_fn", "op", "output_shapes")
 
     def __init__(
         self,
@@ -319,11 +353,31 @@ class OpNode(BaseNode):
         key: Key = None,
         op: str = "",
         output_shapes: Optional[list[tuple[int, ...]]] = None,
+        grad_fn: str = "",
     ) -> None:
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
         self.op = op or name
         self.output_shapes = output_shapes if output_shapes is not None else []
+        self.grad_fn = grad_fn
+        self._seed: Any = None
+
+    @property
+    def fn(self) -> Any:
+        """The operation as 1.0.3 code reads it: an object whose class is named after the
+        autograd node 1.0.3 recorded (``type(node.fn).__name__`` is ``"AddmmBackward0"``),
+        with the torch function beside it (``node.fn.func``, called by calling ``node.fn``)
+        and its name (``node.fn.op``); see :class:`~torchrecorder.seed.Operation`."""
+        got = self._seed
+        if got is None or got.func is not self._fn:
+            from .seed import operation
+
+            got = self._seed = operation(self)
+        return got
+
+    @fn.setter
+    def fn(self, value: Any) -> None:
+        self._fn = value

@@ -15,6 +15,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
+from ._seedstyle import HtmlLabel, is_seed_styler
 from ._styletable import StyleTable
 from .base import BaseRenderer
 from .labels import (
@@ -30,7 +31,8 @@ from .labels import (
     tooltip_text,
 )
 
-__all__ = ["DEFAULT_STYLES", "EDGE_SHAPES", "GRAPH_ATTRIBUTES", "KIND_ARGS", "PRESETS", "GraphvizStyler"]
+__all__ = ["DEFAULT_STYLES", "EDGE_SHAPES", "GRAPH_ATTRIBUTES", "KIND_ARGS", "PRESETS", "GraphvizStyler",
+           "HtmlLabel", "is_seed_styler"]
 
 T = TypeVar("T")
 
@@ -206,6 +208,9 @@ class GraphvizStyler:
     """
 
     rec: Optional[Graph] = None
+    #: whether the renderer draws the 1.0.3 view for this styler (see :func:`is_seed_styler`):
+    #: ``None`` decides from the code of ``style_node`` and ``style_edge``
+    seed_view: ClassVar[Optional[bool]] = None
     #: the renderer drawing with this styler, set by it (``None`` before): the styler asks it
     #: which data-movement operations an edge stands for (``edge_ops``)
     renderer: Optional[BaseRenderer] = None
@@ -271,6 +276,9 @@ class GraphvizStyler:
         self._type_line = _TYPE_LINE.replace('"9"', f'"{_clamp(size - 1, 9):g}"')
         self._small = _SMALL.replace('"8"', f'"{_clamp(size - 2, 8):g}"')
         self._tiny = _TINY.replace('"7"', f'"{max(_clamp(size - 3, 7), 7.0 if size >= 9 else 6.0):g}"')
+        # the tensor style as made here: what code edits later through styles[TensorNode] is
+        # applied to the network's inputs and outputs too, as in 1.0.3
+        self._tensor_made = dict(self.styles["tensor"])
 
     def _check_attribute(self, arg: str) -> None:
         """Raise ``TypeError`` unless ``arg`` is one of :attr:`node_attributes`, with a hint."""
@@ -314,8 +322,13 @@ class GraphvizStyler:
 
     def style_node(self, node: BaseNode) -> dict[str, str]:
         """Attributes (label included) of ``node`` drawn as a single node."""
-        attrs = dict(self.styles[self.kind_of(node)])
-        attrs["label"] = self.label(node)
+        kind = self.kind_of(node)
+        attrs = dict(self.styles[kind])
+        if kind == "io" and "tensor" in getattr(self.styles, "by_class", ()):
+            made = getattr(self, "_tensor_made", {})
+            attrs.update({k: v for k, v in self.styles["tensor"].items() if made.get(k) != v})
+        label = self.label(node)
+        attrs["label"] = HtmlLabel(label) if label.startswith("<") and label.endswith(">") else label
         attrs["tooltip"] = tooltip_text(self.tooltip(node))
         if isinstance(node, LayerNode) and node.error:
             attrs.update(self.styles["failed"])
@@ -577,3 +590,4 @@ _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 def _clamp(size: float, most: float) -> float:
     """``size`` rounded to a whole point, between 6 (the smallest readable print) and ``most``."""
     return float(max(6, min(most, round(size))))
+
