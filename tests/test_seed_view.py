@@ -337,3 +337,51 @@ def test_styles_of_tensor_nodes_reach_the_inputs_and_outputs(recs):
     dot = parse_dot(torchrecorder.make_dot(recs["mlp"], 1, styler_cls=ByKind).source)
     io = [a for a in dot.node_attrs.values() if "bold" in a.get("style", "")]
     assert len(io) == 2 and all(a["fillcolor"] != "lightblue" for a in io)
+
+
+# ------------------------------------------------------------------ item 9: fn_types
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_fn_types_count_by_class_name_as_1_0_3_did(recs, model):
+    ours, theirs = recs[model].fn_types, SEED[model]["fn_types"]
+    # modules, parameters and tensors as 1.0.3 counted them
+    for name in ("Parameter", "Tensor", "Linear", "Conv2d", "ReLU", "LayerNorm", "Sequential"):
+        assert ours.get(name) == theirs.get(name), name
+    assert ours[type(MODELS[model][0]()).__name__] == 1
+    # operations by autograd name: all 1.0.3 had, but autograd's pieces of one operation
+    ops = {k: v for k, v in ours.items() if k.endswith(("Backward0", "Backward1"))}
+    old = {k: v for k, v in theirs.items() if k.endswith(("Backward0", "Backward1"))}
+    assert not Counter(ops) - Counter(old)
+    assert set(Counter(old) - Counter(ops)) <= AUTOGRAD_PIECES
+
+
+# ------------------------------------------------------------------ item 11: file names
+@needs_backend
+def test_a_documentation_script_at_three_depths_gets_three_files(tmp_path):
+    torch.manual_seed(0)
+    net = MODELS["cnn"][0]()
+    for depth in (1, 2, 3):  # as 1.0.3's documentation scripts drew them, into one folder
+        torchrecorder.render_network(net, "cnn", input_shapes=(1, 1, 8, 8), directory=str(tmp_path),
+                                     fmt="svg", render_depth=depth)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cnn-1.svg", "cnn-2.svg", "cnn-3.svg"]
+    assert all(p.read_bytes().startswith(b"<?xml") for p in tmp_path.iterdir())
+    named = torchrecorder.render_network(net, "cnn", (1, 1, 8, 8), str(tmp_path), filename="cnn", fmt="dot")
+    assert named == str(tmp_path / "cnn.dot")
+
+
+# ------------------------------------------------------------------ item 13: 1.0.3's modules
+def test_the_1_0_3_import_paths_and_attributes():
+    from torchrecorder.helpers import make_dot, record, render_network
+    from torchrecorder.renderer.gv import GraphvizRenderer as GvRenderer
+    from torchrecorder.renderer.gv import GraphvizStyler as GvStyler
+
+    assert GvRenderer is GraphvizRenderer and GvStyler is GraphvizStyler
+    assert (make_dot, record, render_network) == (torchrecorder.make_dot, torchrecorder.record,
+                                                  torchrecorder.render_network)
+    net = MODELS["mlp"][0]()
+    rec = record(net, "mlp", (2, 6))
+    assert net[0] in rec.fn_set and net[0].weight in rec.fn_set and "0" in rec.fn_set
+    assert nn.Linear(2, 2) not in rec.fn_set and torch.zeros(1) not in rec.fn_set
+    layer = rec.nodes[net[0]]
+    layer.pre.remove()  # 1.0.3's remove_hooks did this for every layer: harmless here
+    layer.post.remove()
+    assert all(not m._forward_pre_hooks and not m._forward_hooks for m in net.modules())

@@ -126,6 +126,24 @@ class BaseNode:
         return f"{type(self).__name__}(key={self.key!r}, name={self.name!r}, depth={self.depth})"
 
 
+class _RemovedHook:
+    """A hook handle whose hook is already removed (see :attr:`LayerNode.pre`)."""
+
+    __slots__ = ()
+
+    def remove(self) -> None:
+        """Nothing to remove: the recorder took its hooks off."""
+
+    def __enter__(self) -> _RemovedHook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+_REMOVED = _RemovedHook()
+
+
 class LayerNode(BaseNode):
     """One call of a :class:`torch.nn.Module`.
 
@@ -199,6 +217,18 @@ class LayerNode(BaseNode):
         self.opaque = opaque
         self.unfused = unfused
 
+
+    @property
+    def pre(self) -> _RemovedHook:
+        """1.0.3's handle of the forward pre-hook on the module: the recorder's hooks are
+        taken off when the recording ends (``rec.remove_hooks()``), so its ``remove()`` has
+        nothing left to do."""
+        return _REMOVED
+
+    @property
+    def post(self) -> _RemovedHook:
+        """1.0.3's handle of the forward hook on the module (see :attr:`pre`)."""
+        return _REMOVED
 
     def call_title(self, dotted: bool = False) -> str:
         """The name a reader sees for this call: the module's name (its dotted path if

@@ -360,7 +360,7 @@ class Engine(LiveObjects):
         else:
             used[candidate] = 0
             key = candidate
-        gf = outs[-1].grad_fn
+        gf = outs[0].grad_fn
         nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
                             [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
                             type(gf).__name__ if gf is not None else "")
