@@ -69,7 +69,8 @@ def test_a_postprocessor_reaches_the_call_it_is_for():
 
 def test_scio_settings_for_a_hugging_face_model():
     transformers = pytest.importorskip("transformers")
-    config = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+    config = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2,
+                                     num_attention_heads=2,
                                      intermediate_size=32, max_position_embeddings=16)
     torch.manual_seed(0)
     bert = transformers.BertModel(config)
