@@ -202,14 +202,14 @@ def test_dict_renderer_with_the_three_methods(nested_rec):
     assert renderer(dest) is dest
     names = dest["nodes"]
     assert dest["edges"] and all(a in names and b in names for a, b in dest["edges"])
-    inputs = [i for i, name in names.items() if name == "x"]
-    outputs = [i for i, name in names.items() if name == "output"]
+    inputs = [i for i, name in names.items() if name == "Input"]  # 1.0.3's names
+    outputs = [i for i, name in names.items() if name == "Output"]
     assert len(inputs) == 1 and len(outputs) == 1
     assert _reaches(dest["edges"], inputs[0], outputs[0])
     # every layer above render_depth is a group, as 1.0.3 drew them (head, a Linear, too);
     # the calls of block.2, at depth 2, are single nodes
     assert len(dest["clusters"]) == 1 + 1 + 2 + 1  # nested, stem, block twice, head
-    assert list(names.values()).count("2") == 2
+    assert list(names.values()).count("2\n(Sequential)") == 2
     assert not renderer.processed  # every edge drawn
     with pytest.raises(NotImplementedError, match=r"call the renderer on a destination"):
         renderer.render()
@@ -249,8 +249,8 @@ def test_pink_render_node_override_meets_the_default_edges(nested_rec, depth):
     assert dot.edges and all(a in drawn and b in drawn for a, b in dot.edges)  # no phantom node
     assert all(a in drawn and b in drawn for a, b in dot.invisible)
     assert all(attrs["fillcolor"] == "pink" for attrs in _drawn_nodes(dot).values())
-    (inp,) = _labelled(dot, "<B>x</B>")
-    (out,) = _labelled(dot, "<B>output</B>")
+    (inp,) = _labelled(dot, "<B>Input</B>")
+    (out,) = _labelled(dot, "<B>Output</B>")
     assert _reaches(dot.edges, inp, out)
     assert dot.ranks == {"source": [inp], "sink": [out]}
 
@@ -288,7 +288,7 @@ def test_a_render_node_that_keeps_an_expanded_layer_closed(nested_rec):
     assert {"stem.0", "stem.1"} <= set(dot.nodes)
     assert '\n\t"stem.0" [' in source  # at the top, in no cluster
     assert all(a in dot.nodes and b in dot.nodes for a, b in dot.edges)
-    (inp,) = _labelled(dot, "<B>x</B>")
+    (inp,) = _labelled(dot, "<B>Input</B>")
     assert (inp, "stem.0") in dot.edges
 
 
@@ -402,7 +402,7 @@ def test_styler_reading_node_fn_shapes_make_dot():
     assert colours[("conv1", "conv1@out")] == "#ee8800"
     assert ("conv1@out", "conv2") in colours
     assert all(c == "#ee8800" for (a, _), c in colours.items() if a in ("conv1", "conv2"))
-    assert colours[(next(iter(_labelled(dot, "<B>x</B>"))), "conv1")] != "#ee8800"
+    assert colours[(next(iter(_labelled(dot, "<B>Input</B>"))), "conv1")] != "#ee8800"
     assert render_source(g.source, "svg").startswith(b"<?xml")  # the plain-text label draws
 
 

@@ -385,3 +385,20 @@ def test_the_1_0_3_import_paths_and_attributes():
     layer.pre.remove()  # 1.0.3's remove_hooks did this for every layer: harmless here
     layer.post.remove()
     assert all(not m._forward_pre_hooks and not m._forward_hooks for m in net.modules())
+
+
+# ------------------------------------------------------------------ item 12: 1.0.3's names
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_1_0_3_code_reads_1_0_3s_names(recs, model, depth):
+    rec = recs[model]
+    before = {k: n.name for k, n in rec.nodes.items()}
+    got = Flat(rec, depth)({"nodes": {}, "edges": []})
+    ours = {n["name"] for n in got["nodes"].values()}
+    theirs = {n[1] for n in SEED[model]["depths"][str(depth)]["nodes"]}
+    assert {"Input", "Output"} <= ours
+    layers = {n[1] for n in SEED[model]["depths"][str(depth)]["nodes"] if n[0] == "LayerNode"}
+    assert layers <= ours  # "stem\n(Conv2d)"
+    if model != "transformer":  # there autograd's pieces of a matmul shift 1.0.3's numbering
+        assert ours == {name for name in theirs if not name.startswith("TBackward0")}
+    assert {k: n.name for k, n in rec.nodes.items()} == before  # today's names after drawing

@@ -79,10 +79,6 @@ class BaseNode:
 
     Attributes:
         name: short display name (a module's attribute name, an op name, ...).
-        fn: the recorded object where one is kept: the module of a layer, the
-            parameter of a :class:`ParamNode`, the torch callable of an op, the
-            tensor of a :class:`TensorNode` only when tensors are kept.
-            ``None`` for graphs loaded from JSON.
         depth: scope depth; the context is ``-1``, the root module ``0``.
         parent: key of the node whose scope holds this one (``None`` is the
             context).
@@ -108,7 +104,10 @@ class BaseNode:
 
     @property
     def fn(self) -> Any:
-        """The recorded object (see the class docstring)."""
+        """The recorded object, as torchrecorder 1.0.3 code reads it: the module of a layer,
+        the parameter of a :class:`ParamNode`; a tensor-like of a :class:`TensorNode` and an
+        operation object of an :class:`OpNode` (see theirs).  ``None`` for a layer of a graph
+        loaded from JSON.  :attr:`kept` is what the recording holds."""
         return self._fn
 
     @fn.setter

@@ -15,10 +15,12 @@ autograd node 1.0.3 recorded.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from typing import Any, Optional
 
-__all__ = ["Operation", "grad_fn_name", "meta_tensor", "operation"]
+__all__ = ["Operation", "SeedName", "grad_fn_name", "meta_tensor", "named_as_seed", "operation", "seed_names"]
 
 
 class Operation:
@@ -93,3 +95,60 @@ def meta_tensor(shape: tuple[int, ...], dtype: Optional[str]) -> Any:
     if not isinstance(kind, torch.dtype):
         kind = torch.float32
     return torch.empty([max(int(d), 0) for d in shape], dtype=kind, device="meta")
+
+
+class SeedName(str):
+    """A module's name as 1.0.3 gave it, ``"conv1\\n(Conv2d)"``: a str that the default
+    styler draws on two lines (a newline in any other name is shown as ``\\n``)."""
+
+    __slots__ = ()
+
+
+def seed_names(graph: Any) -> dict[Any, str]:
+    """The name 1.0.3 gave each node of ``graph``, by key: ``Input`` (``Input-1``, ``Input-2``,
+    ... for several), ``Output`` (``Output-1``, ...), ``name\\n(Class)`` for a module below the
+    network, ``Tensor-3`` for a tensor between layers, ``AddmmBackward0-2`` for an operation
+    (numbered by class, as 1.0.3 numbered them); a parameter keeps its name."""
+    from .nodes import ContextNode, LayerNode, OpNode, ParamNode, TensorNode
+
+    counts: dict[str, int] = {}
+
+    def numbered(classname: str) -> str:
+        n = counts[classname] = counts.get(classname, 0) + 1
+        return classname if n == 1 else f"{classname}-{n}"
+
+    nodes = [n for n in graph.nodes.values() if not isinstance(n, ContextNode)]
+    roles = {role: [n for n in nodes if isinstance(n, TensorNode) and getattr(n, "role", "") == role]
+             for role in ("input", "output")}
+    out: dict[Any, str] = {}
+    for role, title in (("input", "Input"), ("output", "Output")):
+        group = roles[role]
+        for i, node in enumerate(group, 1):
+            out[node.key] = title if len(group) == 1 else f"{title}-{i}"
+    for node in nodes:
+        if isinstance(node, LayerNode):
+            out[node.key] = node.name if node.depth <= 0 else SeedName(f"{node.name}\n({node.type_name})")
+        elif isinstance(node, ParamNode):
+            out[node.key] = node.name
+        elif isinstance(node, TensorNode):
+            name = numbered("Tensor")  # inputs and outputs took their number in 1.0.3 too
+            out.setdefault(node.key, name)
+        elif isinstance(node, OpNode):
+            out[node.key] = numbered(type(node.fn).__name__)
+    return out
+
+
+@contextlib.contextmanager
+def named_as_seed(graph: Any) -> Iterator[None]:
+    """Within the block, the nodes of ``graph`` carry 1.0.3's names (:func:`seed_names`); their
+    own names are put back on leaving it, whatever happens.  Used while 1.0.3 code draws."""
+    names = seed_names(graph)
+    nodes = graph.nodes
+    old = {key: nodes[key].name for key in names}
+    try:
+        for key, name in names.items():
+            nodes[key].name = name
+        yield
+    finally:
+        for key, name in old.items():
+            nodes[key].name = name

@@ -59,6 +59,7 @@ output
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import warnings
@@ -81,6 +82,7 @@ from ..projection import (
     fold_min,
 )
 from ..projection.budget import ALL_DEPTHS, DefaultDepth, Fit, MaxNodes, budget_of, default_depth, fit
+from ..seed import named_as_seed
 from ._seedwalk import seed_projection, seed_table
 
 _depth = operator.attrgetter("depth")
@@ -220,8 +222,9 @@ class BaseRenderer:
         context's children (each through :meth:`render_node`), then every drawn edge (through
         :meth:`render_edge`)."""
         g = self.new_graph()
-        self._walk(g)
-        return self.finish(g)
+        with named_as_seed(self.rec) if self._seed_view else contextlib.nullcontext():
+            self._walk(g)
+            return self.finish(g)
 
     def __call__(self, dest: Any) -> Any:
         """Draw the 1.0.3 view of the graph into ``dest`` and return ``dest`` (the original
@@ -242,6 +245,8 @@ class BaseRenderer:
         room = StackRoom()
         if self.render_depth > _DEEP:
             room.grow(2 * min(self.render_depth, max(map(_depth, self.rec.nodes.values()), default=0)))
+        names = named_as_seed(self.rec)
+        names.__enter__()
         try:
             self._begin(dest)
             self._recursed.clear()
@@ -254,10 +259,11 @@ class BaseRenderer:
                     self.render_edge(dest, node, target)
                 processed.pop(node, None)
             self._end_seed_walk(dest)
+            self.finish(dest)
         finally:
             self._seed_walk = False
             room.release()
-        self.finish(dest)
+            names.__exit__(None, None, None)
         return dest
 
     def _end_seed_walk(self, g: Any) -> None:

@@ -15,6 +15,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
+from ..seed import SeedName
 from ._seedstyle import HtmlLabel, is_seed_styler
 from ._styletable import StyleTable
 from .base import BaseRenderer
@@ -495,7 +496,9 @@ class GraphvizStyler:
     def _layer_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
         type_name = node.type_name
         total = node.num_params_total
-        lines = [f"<B>{self._text(title)}</B>"]
+        # 1.0.3's name of a module, "conv1\n(Conv2d)", given while 1.0.3 code draws: two lines
+        first, *rest = title.split("\n") if isinstance(node.name, SeedName) else (title,)
+        lines = [f"<B>{self._text(first)}</B>", *(self._type_line.format(self._text(r)) for r in rest)]
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
             lines.append(self._memo(("type", type_name, total), lambda: self._type_line.format(
