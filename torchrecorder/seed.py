@@ -109,31 +109,28 @@ def seed_names(graph: Any) -> dict[Any, str]:
     ... for several), ``Output`` (``Output-1``, ...), ``name\\n(Class)`` for a module below the
     network, ``Tensor-3`` for a tensor between layers, ``AddmmBackward0-2`` for an operation
     (numbered by class, as 1.0.3 numbered them); a parameter keeps its name."""
-    from .nodes import ContextNode, LayerNode, OpNode, ParamNode, TensorNode
-
     counts: dict[str, int] = {}
 
     def numbered(classname: str) -> str:
         n = counts[classname] = counts.get(classname, 0) + 1
         return classname if n == 1 else f"{classname}-{n}"
 
-    nodes = [n for n in graph.nodes.values() if not isinstance(n, ContextNode)]
-    roles = {role: [n for n in nodes if isinstance(n, TensorNode) and getattr(n, "role", "") == role]
-             for role in ("input", "output")}
+    # node kinds (see torchrecorder.nodes): this module reads nodes, it imports none
+    nodes = [n for n in graph.nodes.values() if n.kind != "context"]
     out: dict[Any, str] = {}
     for role, title in (("input", "Input"), ("output", "Output")):
-        group = roles[role]
+        group = [n for n in nodes if n.kind == "tensor" and n.role == role]
         for i, node in enumerate(group, 1):
             out[node.key] = title if len(group) == 1 else f"{title}-{i}"
     for node in nodes:
-        if isinstance(node, LayerNode):
+        if node.kind == "layer":
             out[node.key] = node.name if node.depth <= 0 else SeedName(f"{node.name}\n({node.type_name})")
-        elif isinstance(node, ParamNode):
+        elif node.kind == "param":
             out[node.key] = node.name
-        elif isinstance(node, TensorNode):
+        elif node.kind == "tensor":
             name = numbered("Tensor")  # inputs and outputs took their number in 1.0.3 too
             out.setdefault(node.key, name)
-        elif isinstance(node, OpNode):
+        elif node.kind == "op":
             out[node.key] = numbered(type(node.fn).__name__)
     return out
 

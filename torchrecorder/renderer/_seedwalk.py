@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from ..errors import RenderError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode
 from ..projection import Projection
 from ..projection.budget import Fit
-
-if TYPE_CHECKING:
-    from .base import BaseRenderer
-    from .graphviz import GraphvizRenderer
 
 __all__ = ["pending_token", "resolve_pending", "seed_projection", "seed_table"]
 
@@ -29,9 +25,9 @@ def seed_projection(rec: Graph, depth: int) -> Fit:
     return Fit(projection, depth, 0, (0, 0), None, depth, None, depth)
 
 
-def seed_table(renderer: BaseRenderer) -> OrderedDict[BaseNode, list[BaseNode]]:
-    """1.0.3's ``processed``: the drawn nodes in recording order, each with the drawn nodes its
-    edges go to."""
+def seed_table(renderer: Any) -> OrderedDict[BaseNode, list[BaseNode]]:
+    """1.0.3's ``processed`` for ``renderer`` (a :class:`~.base.BaseRenderer`): the drawn
+    nodes in recording order, each with the drawn nodes its edges go to."""
     drawn: set[Key] = set()
     projection = renderer.projection
     stack = list(renderer.children(renderer.rec.context))
@@ -57,9 +53,10 @@ def pending_token(kind: str, index: int) -> str:
     return f"\x01{kind}{index}\x01"
 
 
-def resolve_pending(renderer: GraphvizRenderer, g: Any,
+def resolve_pending(renderer: Any, g: Any,
                     pending: list[tuple[BaseNode, Optional[BaseNode], str]]) -> None:
-    """Write the drawn names into the placeholders of ``g`` (1.0.3 drew edges as it went, some
+    """Write the names ``renderer`` (a :class:`~.graphviz.GraphvizRenderer`) drew nodes under
+    into the placeholders of ``g`` (1.0.3 drew edges as it went, some
     before their nodes).
 
     Raises:
