@@ -245,25 +245,23 @@ class BaseRenderer:
         room = StackRoom()
         if self.render_depth > _DEEP:
             room.grow(2 * min(self.render_depth, max(map(_depth, self.rec.nodes.values()), default=0)))
-        names = named_as_seed(self.rec)
-        names.__enter__()
         try:
-            self._begin(dest)
-            self._recursed.clear()
-            processed = self._processed = seed_table(self)
-            while processed:
-                node = next(iter(processed))
-                targets = processed[node]
-                self.render_node(dest, node)
-                for target in targets:
-                    self.render_edge(dest, node, target)
-                processed.pop(node, None)
-            self._end_seed_walk(dest)
-            self.finish(dest)
+            with named_as_seed(self.rec):  # 1.0.3's names while its code draws
+                self._begin(dest)
+                self._recursed.clear()
+                processed = self._processed = seed_table(self)
+                while processed:
+                    node = next(iter(processed))
+                    targets = processed[node]
+                    self.render_node(dest, node)
+                    for target in targets:
+                        self.render_edge(dest, node, target)
+                    processed.pop(node, None)
+                self._end_seed_walk(dest)
+                self.finish(dest)
         finally:
             self._seed_walk = False
             room.release()
-            names.__exit__(None, None, None)
         return dest
 
     def _end_seed_walk(self, g: Any) -> None:
@@ -470,10 +468,12 @@ class BaseRenderer:
         """The original torchrecorder's table of what is drawn: every drawn node (expanded
         layers too), in drawing order, with the list of the drawn nodes its edges go to.
 
-        Made when first read during a walk.  The walk draws the edges of the
-        nodes still in it once every node is drawn and then empties it; a
-        subclass that draws a node's edges itself removes the node
-        (``self.processed.pop(node)``), and the walk leaves them to it.
+        Made when first read during a walk.  The walk of :meth:`render` draws
+        the edges of the nodes still in it once every node is drawn and then
+        empties it; a subclass that draws a node's edges itself removes the node
+        (``self.processed.pop(node)``), and the walk leaves them to it.  During
+        ``renderer(dest)`` it is 1.0.3's table, which that walk empties node by
+        node (see :meth:`__call__`).
         """
         p = self._processed
         if p is None:
