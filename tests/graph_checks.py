@@ -170,7 +170,7 @@ def check_metadata_only(rec: Recorder) -> None:
             if rec.keep_tensors:
                 assert isinstance(node.fn, Tensor), f"{node.key!r} lost its tensor"
             else:
-                assert node.fn is None, f"{node.key!r} keeps a tensor"
+                assert node.kept is None, f"{node.key!r} keeps a tensor"
 
 
 # ----------------------------------------------------------------- model state

@@ -211,7 +211,7 @@ def recorded_relation(rec: Recorder, visible: set[str] | None = None) -> Relatio
     passed: set[Key] = set()
     if visible is not None:
         for k, n in nodes.items():
-            if isinstance(n, OpNode) and n.op == "identity" and n.fn is None:
+            if isinstance(n, OpNode) and n.op == "identity" and n.kept is None:
                 parent = nodes[n.parent]
                 if isinstance(parent, LayerNode) and any(
                         isinstance(c, OpNode) and c.op != "identity"

@@ -56,11 +56,11 @@ def same_state(a: dict[str, object], b: dict[str, object]) -> bool:
 @needs_backend
 def test_seed_call_writes_svg_named_after_the_network(tmp_path: Path) -> None:
     out = torchrecorder.render_network(ResNetish(), "resnet", (1, 3, 16, 16), str(tmp_path / "figures"))
-    assert out == str(tmp_path / "figures" / "resnet.svg")
+    assert out == str(tmp_path / "figures" / "resnet-1.svg")  # as 1.0.3 named it
     texts = svg_texts(out)
     assert {"stem", "block", "head"} <= set(texts)
     assert "Conv2d · 112 params" in texts and "ResidualBlock · 296 params" in texts
-    assert os.listdir(tmp_path / "figures") == ["resnet.svg"]
+    assert os.listdir(tmp_path / "figures") == ["resnet-1.svg"]
     umask = os.umask(0)
     os.umask(umask)
     assert os.stat(out).st_mode & 0o777 == 0o666 & ~umask

@@ -31,7 +31,7 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(torchrecorder.__file__))
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("torchrecorder.errors", "torchrecorder._text", "torchrecorder.nodes", "torchrecorder.backend",
              "torchrecorder._files", "torchrecorder._fused", "torchrecorder.opnames", "torchrecorder._stack",
-             "torchrecorder._progress"),
+             "torchrecorder._progress", "torchrecorder.seed"),
     "graph": ("torchrecorder.graph",),
     "recording": ("torchrecorder.recording",),
     "projection": ("torchrecorder.projection",),

@@ -138,7 +138,7 @@ def test_five_thousand_op_chain_records_without_recursion() -> None:
 def test_keep_tensors_is_opt_in() -> None:
     x = torch.randn(2, 4)
     rec = torchrecorder.record(TinyMLP(), "mlp", input_data=x)
-    assert all(n.fn is None for n in rec.nodes.values() if type(n) is TensorNode)
+    assert all(n.kept is None for n in rec.nodes.values() if type(n) is TensorNode)
     kept = torchrecorder.record(TinyMLP(), "mlp", input_data=x, keep_tensors=True)
     assert kept.nodes["input:x"].fn is x
     assert isinstance(kept.nodes["fc1:out"].fn, torch.Tensor)

@@ -17,8 +17,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 @needs_backend
 @pytest.mark.parametrize(("script", "figure", "expected"), [
-    ("render_example.py", "example.svg", "Residual"),
-    ("render_transformer.py", "gpt2.svg", "GPT2Block"),
+    ("render_example.py", "example-2.svg", "Residual"),
+    ("render_transformer.py", "gpt2-3.svg", "GPT2Block"),
     ("activations_example.py", "activations.svg", "dead-unit fraction"),
 ])
 def test_example_writes_its_figure(tmp_path: Path, script: str, figure: str, expected: str) -> None:

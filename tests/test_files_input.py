@@ -54,13 +54,13 @@ def test_a_link_planted_at_the_old_temporary_name_is_not_followed(tmp_path: Path
     out = tmp_path / "out"
     out.mkdir()
     # the name the writer used to open with O_CREAT|O_TRUNC, following links
-    planted = out / f".net.dot.{os.getpid()}.tmp"
+    planted = out / f".net-1.dot.{os.getpid()}.tmp"
     planted.symlink_to(victim)
     path = torchrecorder.render_network(Counted(), "net", (1, 3), out, fmt="dot")
     assert victim.read_text() == "precious"
     assert planted.is_symlink()
     assert Path(path).read_text().startswith("digraph")
-    assert _files(out) == sorted(["net.dot", planted.name])
+    assert _files(out) == sorted(["net-1.dot", planted.name])
 
 
 def test_a_245_character_file_name_is_written_and_a_longer_one_refused_before_the_model_runs(
@@ -174,7 +174,7 @@ def test_a_lone_surrogate_in_a_module_name_is_written_and_read_back(tmp_path: Pa
 
 def test_an_overwritten_private_file_stays_private_and_a_new_file_follows_the_umask(tmp_path: Path) -> None:
     net = Counted()
-    private = tmp_path / "net.dot"
+    private = tmp_path / "net-1.dot"  # 1.0.3's name: the network and the depth
     private.write_text("old")
     private.chmod(0o600)
     torchrecorder.render_network(net, "net", (1, 3), tmp_path, fmt="dot")

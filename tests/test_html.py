@@ -174,10 +174,10 @@ def test_notebook_iframe(evil_page: HtmlPage) -> None:
 
 def test_render_network_html(tmp_path: Path) -> None:
     path = torchrecorder.render_network(nn.Sequential(nn.Linear(3, 2)), "net", (1, 3), tmp_path, fmt="html")
-    assert path.endswith("net.html")
+    assert path.endswith("net-1.html")  # the name and the depth, as 1.0.3 named files
     text = Path(path).read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and 'id="tr-data"' in text
-    assert os.listdir(tmp_path) == ["net.html"]
+    assert os.listdir(tmp_path) == ["net-1.html"]
 
 
 def test_cli_format_html(tmp_path: Path) -> None:

@@ -32,11 +32,11 @@ def test_render_network_with_input_data_only_writes_to_the_current_directory(
     monkeypatch.chdir(tmp_path)
     net = nn.Sequential(nn.Linear(3, 2))
     path = torchrecorder.render_network(net, "net", input_data=torch.randn(1, 3), fmt="dot")
-    assert os.path.samefile(path, tmp_path / "net.dot")
-    assert (tmp_path / "net.dot").read_text().startswith("digraph")
+    assert os.path.samefile(path, tmp_path / "net-1.dot")  # the name and the depth, as in 1.0.3
+    assert (tmp_path / "net-1.dot").read_text().startswith("digraph")
     # the seed's positional meaning is kept
     path2 = torchrecorder.render_network(net, "net2", (1, 3), str(tmp_path / "figs"), None, "dot")
-    assert Path(path2) == tmp_path / "figs" / "net2.dot"
+    assert Path(path2) == tmp_path / "figs" / "net2-1.dot"
     with pytest.raises(ValueError, match="input_shapes"):
         torchrecorder.render_network(net, "net3", fmt="dot")  # neither shapes nor data
 

@@ -140,7 +140,7 @@ def test_render_network_writes_mermaid(tmp_path: os.PathLike[str]) -> None:
     path = torchrecorder.render_network(DoubledMLP(), "mlp", (1, 4), str(tmp_path), fmt="mmd")
     with open(path, encoding="utf-8") as fh:
         text = fh.read()
-    assert path.endswith("mlp.mmd")
+    assert path.endswith("mlp-1.mmd")
     assert text == torchrecorder.make_mermaid(torchrecorder.record(DoubledMLP(), "mlp", (1, 4)), 1)
 
 

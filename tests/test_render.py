@@ -125,7 +125,10 @@ def test_labels_show_names_types_shapes_counts_and_ops(rec: torchrecorder.Record
 
 def test_param_shapes_come_from_metadata_not_modules(rec: torchrecorder.Recorder) -> None:
     loaded = torchrecorder.loads_json(rec.to_json())
-    assert all(n.fn is None for n in loaded.nodes.values())
+    # no live object came along: layers hold none; tensors and ops hold what 1.0.3 code reads
+    assert all(n.fn is None for n in loaded.nodes.values() if type(n).__name__ == "LayerNode")
+    assert all(n.fn.func is None for n in loaded.nodes.values() if type(n).__name__ == "OpNode")
+    assert all(n.fn.device.type == "meta" for n in loaded.nodes.values() if type(n).__name__ == "ParamNode")
     assert "weight: 6×4" in torchrecorder.make_dot(loaded, 1, param_shapes=True).source
     assert "weight 6×4" in torchrecorder.make_dot(loaded, 1).source  # in the tooltip
 

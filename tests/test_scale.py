@@ -100,7 +100,7 @@ def test_activations_are_freed_after_record(user_input: bool) -> None:
         str(tuple(t.shape)) for t in alive)
     # the recording holds metadata: no tensor anywhere but the parameters
     for node in rec.nodes.values():
-        for slot in ("fn", *getattr(node, "__slots__", ())):
+        for slot in ("kept", *getattr(node, "__slots__", ())):  # fn: a meta tensor made on demand
             value = getattr(node, slot, None)
             if isinstance(value, Tensor):
                 assert isinstance(node, ParamNode) and isinstance(value, nn.Parameter), (
@@ -112,7 +112,7 @@ def test_activations_are_freed_after_record(user_input: bool) -> None:
 def test_activations_kept_only_when_asked() -> None:
     rec, refs, _ = _record_tracked(keep_tensors=True, user_input=False)
     kept = {id(n.fn) for n in rec.nodes.values()
-            if isinstance(n, TensorNode) and not isinstance(n, ParamNode) and n.fn is not None}
+            if isinstance(n, TensorNode) and not isinstance(n, ParamNode) and n.kept is not None}
     assert kept, "keep_tensors=True kept no tensor"
     assert any(r() is not None and id(r()) in kept for r in refs)
     del rec

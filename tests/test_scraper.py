@@ -87,8 +87,8 @@ def test_files_a_block_wrote_are_embedded(tmp_path: Path) -> None:
                           "j = torchrecorder.render_network(net, 'mlp3', (1, 4), out, fmt='json')\n")
     assert [Path(t).name for t in _image_targets(rst)] == ["sphx_glr_files_001.svg", "sphx_glr_files_002.png"]
     images = tmp_path / "auto_examples" / "images"
-    assert (images / "sphx_glr_files_001.svg").read_bytes() == (out / "mlp.svg").read_bytes()
-    assert (images / "sphx_glr_files_002.png").read_bytes() == (out / "mlp2.png").read_bytes()
+    assert (images / "sphx_glr_files_001.svg").read_bytes() == (out / "mlp-1.svg").read_bytes()
+    assert (images / "sphx_glr_files_002.png").read_bytes() == (out / "mlp2-1.png").read_bytes()
     assert _image_targets(ex.run("z = 0\n")) == []  # written once, embedded once
 
 
@@ -124,7 +124,7 @@ def test_the_dot_source_of_a_written_picture_is_remembered_until_the_file_is_rew
     assert dot_source_of(json_path) is None
     for i in range(40):  # only the latest few are kept
         torchrecorder.render_network(net, f"n{i}", (1, 4), tmp_path, fmt="dot")
-    assert dot_source_of(tmp_path / "n0.dot") is None and dot_source_of(tmp_path / "n39.dot")
+    assert dot_source_of(tmp_path / "n0-1.dot") is None and dot_source_of(tmp_path / "n39-1.dot")
 
 
 def test_a_changed_digraph_is_drawn_again(tmp_path: Path) -> None:

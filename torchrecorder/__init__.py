@@ -34,7 +34,7 @@ from .renderer import (
 )
 from .renderer.activations import ActivationStyler
 
-__version__ = "0.2.0"
+__version__ = "2.0.0"
 
 
 def _get_sg_image_scraper() -> Any:

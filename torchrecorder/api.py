@@ -274,13 +274,17 @@ def _check_directory(directory: str) -> None:
 _write_atomically = write_atomically
 
 
+def _target_stem(name: str) -> str:
+    """``name`` as a file name: path separators replaced by ``_``."""
+    stem = name.replace(os.sep, "_").replace("/", "_")
+    return stem.replace(os.altsep, "_") if os.altsep else stem
+
+
 def _target_path(directory: str, name: str, filename: Any, fmt: str) -> str:
     """``directory/stem.fmt``, checked before anything runs: the stem is ``filename`` (a name,
     or a path that stays inside ``directory``), else ``name`` with path separators replaced."""
     if filename is None:
-        stem = name.replace(os.sep, "_").replace("/", "_")
-        if os.altsep:
-            stem = stem.replace(os.altsep, "_")
+        stem = _target_stem(name)
         what = f"name {name!r}"
     else:
         if not isinstance(filename, (str, os.PathLike)):
@@ -332,14 +336,17 @@ def render_network(
 
     Args:
         net: the module to draw.
-        name: name of the network (a str); also the file name unless ``filename``
-            is given, with path separators replaced by ``_``.
+        name: name of the network (a str); with the depth, also the file name
+            unless ``filename`` is given, with path separators replaced by ``_``.
         input_shapes: as in :func:`record`; leave it out (or pass ``None``)
             when ``input_data`` is given: ``render_network(net, "net",
             input_data=x)``.
         directory: where to write (default: the current directory); created
             if needed.
-        filename: file name without extension (default: ``name``); it may name
+        filename: file name without extension (default: ``{name}-{render_depth}``,
+            as torchrecorder 1.0.3 named it, ``{name}-all`` for ``render_depth=None``,
+            so that one folder holds a network drawn at several depths; ``{name}``
+            for ``fmt="json"``, the whole graph whatever the depth); it may name
             a subdirectory (``"plots/net"``) but must stay inside ``directory``.
         fmt: any format of the installed Graphviz (``svg``, ``png``, ``pdf``,
             ...), ``dot``/``gv`` for the DOT source, ``json`` for the recorded
@@ -381,6 +388,9 @@ def render_network(
     _check_name(name)
     fmt = check_format(fmt)
     directory = os.fspath(directory)
+    if filename is None and fmt != "json" and _target_stem(name) and (render_depth is None or (
+            isinstance(render_depth, int) and not isinstance(render_depth, bool))):
+        filename = _target_stem(name) + f"-{'all' if render_depth is None else int(render_depth)}"
     path = _target_path(directory, name, filename, fmt)
     _check_drawing(name, render_depth, fold_repeats, styler_args)
     _check_directory(os.path.dirname(path))

@@ -30,11 +30,14 @@ add:
   (``"float32"``), ``device``, ``role`` (``"input"``, ``"output"`` or ``""``);
 * ``param``: ``shape``, ``dtype``, ``device``, ``path``, ``numel``,
   ``requires_grad``;
-* ``op``: ``op`` (the function's name), ``output_shapes``.
+* ``op``: ``op`` (the function's name), ``output_shapes``, ``grad_fn`` (the class name of
+  the autograd node it made, ``""`` if none; optional).
 
-Tensors and modules themselves are never saved: a loaded graph's nodes have
-``fn = None``.  Every renderer reads only this metadata, so a loaded graph
-draws exactly like the recording.
+Tensors and modules themselves are never saved: a loaded graph's nodes keep no
+object (``kept`` is ``None``; ``fn`` is ``None`` for layers, and what 1.0.3 code
+reads for tensors and operations: see :mod:`torchrecorder.seed`).  Every
+renderer reads only this metadata, so a loaded graph draws exactly like the
+recording.
 
 >>> import torch, torchrecorder
 >>> rec = torchrecorder.record(torch.nn.Linear(3, 2), "fc", (1, 3))
@@ -95,6 +98,8 @@ def _node_dict(node: BaseNode) -> dict[str, Any]:
             out.update(role=node.role)
     elif isinstance(node, OpNode):
         out.update(op=node.op, output_shapes=[_shape(s) for s in node.output_shapes])
+        if node.grad_fn:
+            out["grad_fn"] = node.grad_fn
     return out
 
 
@@ -217,7 +222,7 @@ _FIELDS: dict[str, dict[str, tuple[str, Any]]] = {
                "role": ("role", "")},
     "param": {"shape": ("shape", None), "dtype": ("str", ""), "device": ("str", ""),
               "path": ("str", ""), "numel": ("count", 0), "requires_grad": ("bool", True)},
-    "op": {"op": ("str", ""), "output_shapes": ("shapes", [])},
+    "op": {"op": ("str", ""), "output_shapes": ("shapes", []), "grad_fn": ("str", "")},
 }
 
 
@@ -276,7 +281,7 @@ def _make_node(d: Any, index: int) -> BaseNode:
         node = TensorNode(**common, shape=_shapes([f["shape"]])[0], dtype=f["dtype"],
                           device=f["device"], role=f["role"])
     else:
-        node = OpNode(**common, op=f["op"], output_shapes=_shapes(f["output_shapes"]))
+        node = OpNode(**common, op=f["op"], output_shapes=_shapes(f["output_shapes"]), grad_fn=f["grad_fn"])
     return node
 
 

@@ -17,13 +17,13 @@ A test can build one by hand:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Iterator, KeysView, Set
+from collections.abc import Iterable, Iterator, Set
 from typing import Any, Optional
 
 from .errors import GraphError
-from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet
+from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
 
-__all__ = ["AutogradGraph", "AutogradNode", "Graph", "Namespace", "NodeTable", "predecessors"]
+__all__ = ["AutogradGraph", "AutogradNode", "FnSet", "Graph", "Namespace", "NodeTable", "predecessors"]
 
 
 class AutogradNode:
@@ -159,12 +159,37 @@ class NodeTable(dict[Key, BaseNode]):
         if size != len(self):  # made again once nodes were added
             index = {}
             for key, node in self.items():
-                fn = node.fn
+                fn = node._fn  # the object kept, not what 1.0.3 code reads (see nodes)
                 if fn is not None:
                     index.setdefault(id(fn), key)
             self._fn_index = (len(self), index)
         key = index.get(id(obj))
-        return key if key is not None and dict.__getitem__(self, key).fn is obj else None
+        return key if key is not None and dict.__getitem__(self, key)._fn is obj else None
+
+
+class FnSet(Set[Key]):
+    """The keys of a graph's nodes; ``obj in fn_set`` is also true of a recorded module,
+    parameter or tensor that finds its node (see :class:`NodeTable`)."""
+
+    __slots__ = ("_nodes",)
+
+    def __init__(self, nodes: NodeTable) -> None:
+        self._nodes = nodes
+
+    def __contains__(self, obj: object) -> bool:
+        if obj is None or isinstance(obj, str):
+            return dict.__contains__(self._nodes, obj)
+        try:
+            key = self._nodes._key_of(obj)
+        except TypeError:  # unhashable, or not an object a node stands for
+            return False
+        return key is not None and dict.__contains__(self._nodes, key)
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._nodes.keys())
+
+    def __len__(self) -> int:
+        return len(self._nodes)
 
 
 def predecessors(edges: Iterable[tuple[Key, Key]]) -> dict[Key, list[Key]]:
@@ -224,18 +249,34 @@ class Graph:
 
     @property
     def fn_types(self) -> dict[str, int]:
-        """How many nodes of each node class the graph holds (the context not counted)."""
+        """How many recorded objects of each class the graph holds, by class name, as 1.0.3
+        counted them: each module once (``"Conv2d"``, its first call), ``"Parameter"``,
+        ``"Tensor"``, and each operation by its autograd node (``"AddmmBackward0"``: see
+        :class:`~torchrecorder.seed.Operation`)."""
         counts: dict[str, int] = {}
         for key, node in self.nodes.items():
-            if key is not None:
+            if key is None:
+                continue
+            if isinstance(node, LayerNode):
+                if node.call_index != 1:
+                    continue
+                name = node.type_name or "Module"
+            elif isinstance(node, ParamNode):
+                name = "Parameter"
+            elif isinstance(node, TensorNode):
+                name = "Tensor"
+            elif isinstance(node, OpNode):
+                name = type(node.fn).__name__
+            else:
                 name = type(node).__name__
-                counts[name] = counts.get(name, 0) + 1
+            counts[name] = counts.get(name, 0) + 1
         return counts
 
     @property
-    def fn_set(self) -> KeysView[Key]:
-        """The keys of all nodes (a set-like view)."""
-        return self.nodes.keys()
+    def fn_set(self) -> FnSet:
+        """The keys of all nodes, a set that also holds the recorded objects while they are
+        alive, as 1.0.3's did (``module in rec.fn_set``)."""
+        return FnSet(self.nodes)
 
     def layers(self) -> Iterator[LayerNode]:
         """Every module call, in call order."""

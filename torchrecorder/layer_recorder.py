@@ -32,7 +32,10 @@ from torch import nn
 
 from .api import record as record_graph
 from .capture import capture
-from .hooks.select import module_labels, nearest, split_call
+from .hooks.select import nearest, split_call
+from .nodes import LayerNode
+from .recorder import Recorder
+from .summary import layer_labels
 
 __all__ = ["DepthIdx", "LayerRecorder", "Postprocessor"]
 
@@ -42,8 +45,26 @@ DepthIdx = tuple[int, int]
 Postprocessor = Callable[[Any], Optional[Any]]
 
 
+#: torchinfo's keywords that only shape its table, which scio passes on: accepted, unused here
+_DISPLAY_KEYWORDS = ("col_names", "col_width", "depth", "row_settings", "verbose", "cache_forward_pass")
+
+
 def _label_text(label: DepthIdx) -> str:
     return f"{label[0]}-{label[1]}"
+
+
+def _numbering_pass(net: nn.Module, input_size: Any, input_data: Any, mode: Optional[str],
+                    record_kwargs: dict[str, Any]) -> Recorder:
+    """Record ``net`` once to number its layers, in ``mode`` (torchinfo's), then put its own
+    training flags back."""
+    flags = [(m, m.training) for m in net.modules()]
+    try:
+        if mode in ("train", "eval"):
+            net.train(mode == "train")
+        return record_graph(net, type(net).__name__, input_size, input_data, **record_kwargs)
+    finally:
+        for module, training in flags:
+            module.training = training
 
 
 class LayerRecorder(nn.Module):
@@ -62,37 +83,66 @@ class LayerRecorder(nn.Module):
             several inputs), as ``torchinfo.summary`` takes it.
         input_data: a tensor, or a tuple of positional arguments, instead of
             ``input_size``.
-        force_static_flow: scio's switch; only ``True`` (the default) is supported.
+        force_static_flow: scio's switch.  Both values work: the layers are numbered
+            from one pass either way (nothing is traced), and each pass is recorded by
+            hooks, so a pass whose control flow differs is fine as long as the
+            recorded layers run in it (else ``RuntimeError``).  scio sets ``False``
+            for Hugging Face models.
+        dtypes, mode: torchinfo's keywords, as scio passes them on: ``dtypes`` (a
+            list with a dtype for the inputs made from ``input_size``, as
+            ``torchinfo.summary`` takes it; one dtype for all of them here) and
+            ``mode`` (``"train"``, ``"eval"`` or ``"same"``: the mode the numbering
+            pass runs in; the network's own mode is put back after it).
         **record_kwargs: passed to :func:`torchrecorder.record` (``input_kwargs``,
-            ``device``, ``dtype``).
+            ``device``, ``dtype``); torchinfo's display keywords (``col_names``,
+            ``col_width``, ``depth``, ``row_settings``, ``verbose``,
+            ``cache_forward_pass``) are accepted and ignored.
 
     Raises:
         TypeError: ``net`` is not a module.
-        ValueError: neither ``input_size`` nor ``input_data`` is given, or
-            ``force_static_flow`` is not ``True``.
+        ValueError: neither ``input_size`` nor ``input_data`` is given, ``mode`` is
+            not one of torchinfo's, or ``dtypes`` names several different dtypes.
     """
 
     def __init__(self, net: nn.Module, /, *, input_size: Any = None, input_data: Any = None,
-                 force_static_flow: bool = True, **record_kwargs: Any) -> None:
+                 force_static_flow: bool = True, dtypes: Optional[Sequence[Any]] = None,
+                 mode: Optional[str] = None, **record_kwargs: Any) -> None:
         if not isinstance(net, nn.Module):
             raise TypeError(f"LayerRecorder wraps a torch.nn.Module, got {type(net).__name__}")
-        if force_static_flow is not True:
-            raise ValueError("LayerRecorder supports static control flow only (force_static_flow=True): "
-                             "the labels come from one pass, and a recorded layer that does not run "
-                             "in a later pass is an error")
+        del force_static_flow  # the labels come from one pass in both cases (see above)
+        for ignored in _DISPLAY_KEYWORDS:
+            record_kwargs.pop(ignored, None)
+        if dtypes is not None:
+            kinds = list(dict.fromkeys(dtypes))
+            if len(kinds) > 1:
+                raise ValueError(f"dtypes lists several dtypes ({kinds}); LayerRecorder makes every input "
+                                 "from input_size with one dtype: pass input_data for mixed inputs")
+            if kinds:
+                record_kwargs.setdefault("dtype", kinds[0])
+        if mode not in (None, "train", "eval", "same"):
+            raise ValueError(f"mode must be 'train', 'eval' or 'same' (torchinfo's), got {mode!r}")
         if input_size is None and input_data is None and not record_kwargs.get("input_kwargs"):
             raise ValueError("LayerRecorder needs input_size (a tuple, or a list of tuples) or "
                              "input_data (a tensor or a tuple of them) to number the layers")
         super().__init__()
         self._net = net
-        self._graph = record_graph(net, type(net).__name__, input_size, input_data, **record_kwargs)
+        self._graph = _numbering_pass(net, input_size, input_data, mode, record_kwargs)
         labels: dict[DepthIdx, str] = {}
+        calls: dict[DepthIdx, str] = {}
         paths = {p for p, _ in net.named_modules()}
-        for text, path in module_labels(net, self._graph).items():
-            depth, _, idx = text.partition("-")
+        for key, text in layer_labels(self._graph).items():
+            node = self._graph.nodes.get(key)
+            layer = node if isinstance(node, LayerNode) else None
+            path = layer.path if layer is not None else str(key)
             if path in paths:
-                labels[(int(depth), int(idx))] = path
+                depth, _, idx = text.partition("-")
+                label = (int(depth), int(idx))
+                labels[label] = path
+                # the name capture() gives this call: each call of a shared module has its label
+                index = layer.call_index if layer is not None else 1
+                calls[label] = path if index == 1 else f"{path}#{index}"
         self._labels = labels
+        self._calls = calls
         self._recording: tuple[DepthIdx, ...] = ()
         self._activations: dict[DepthIdx, Any] = {}
 
@@ -186,14 +236,14 @@ class LayerRecorder(nn.Module):
             RuntimeError: a recorded layer did not run in this pass.
         """
         posts = self._postprocessors(activation_postproc)
-        by_path: dict[str, DepthIdx] = {}
-        for label in self._recording:
-            by_path.setdefault(self._labels[label], label)
+        by_call = {self._calls[label]: label for label in self._recording}
         seen: list[DepthIdx] = []
         kept: dict[DepthIdx, Any] = {}
 
         def edit(name: str, output: Any) -> Any:
-            label = by_path[split_call(name)[0]]
+            label = by_call.get(name)
+            if label is None:  # another call of a recorded module
+                return None
             if label not in seen:
                 seen.append(label)
             if not dont_record:
@@ -201,12 +251,13 @@ class LayerRecorder(nn.Module):
             post = posts(seen.index(label)) if posts is not None else None
             return post(output) if post is not None else None
 
-        if not by_path:
+        if not by_call:
             self._activations = {}
             return self._net(*args, **kwargs)
-        with capture(self._net, list(by_path), record=False, edit=edit):
+        paths = list(dict.fromkeys(split_call(name)[0] for name in by_call))
+        with capture(self._net, paths, record=False, edit=edit):
             out = self._net(*args, **kwargs)
-        missing = [label for label in self._recording if by_path[self._labels[label]] not in seen]
+        missing = [label for label in self._recording if label not in seen]
         if missing:
             raise RuntimeError("recorded layers did not run in this forward pass: "
                                + ", ".join(f"{_label_text(m)} ({self._labels[m] or 'the network'!s})"

@@ -79,10 +79,6 @@ class BaseNode:
 
     Attributes:
         name: short display name (a module's attribute name, an op name, ...).
-        fn: the recorded object where one is kept: the module of a layer, the
-            parameter of a :class:`ParamNode`, the torch callable of an op, the
-            tensor of a :class:`TensorNode` only when tensors are kept.
-            ``None`` for graphs loaded from JSON.
         depth: scope depth; the context is ``-1``, the root module ``0``.
         parent: key of the node whose scope holds this one (``None`` is the
             context).
@@ -90,7 +86,7 @@ class BaseNode:
     """
 
     kind = "node"
-    __slots__ = ("depth", "fn", "key", "name", "parent")
+    __slots__ = ("_fn", "depth", "key", "name", "parent")
 
     def __init__(
         self,
@@ -101,13 +97,50 @@ class BaseNode:
         key: Key = None,
     ) -> None:
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
 
+    @property
+    def fn(self) -> Any:
+        """The recorded object, as torchrecorder 1.0.3 code reads it: the module of a layer,
+        the parameter of a :class:`ParamNode`; a tensor-like of a :class:`TensorNode` and an
+        operation object of an :class:`OpNode` (see theirs).  ``None`` for a layer of a graph
+        loaded from JSON.  :attr:`kept` is what the recording holds."""
+        return self._fn
+
+    @fn.setter
+    def fn(self, value: Any) -> None:
+        self._fn = value
+
+    @property
+    def kept(self) -> Any:
+        """The object the recording holds for this node (the module, the parameter, the torch
+        function, the tensor when tensors are kept), or ``None``: unlike :attr:`fn`, never one
+        made for code written for 1.0.3."""
+        return self._fn
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(key={self.key!r}, name={self.name!r}, depth={self.depth})"
+
+
+class _RemovedHook:
+    """A hook handle whose hook is already removed (see :attr:`LayerNode.pre`)."""
+
+    __slots__ = ()
+
+    def remove(self) -> None:
+        """Nothing to remove: the recorder took its hooks off."""
+
+    def __enter__(self) -> _RemovedHook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+_REMOVED = _RemovedHook()
 
 
 class LayerNode(BaseNode):
@@ -166,7 +199,7 @@ class LayerNode(BaseNode):
         # fields assigned here rather than through BaseNode.__init__: a recording makes
         # one node per module call and per operation, and the extra call shows
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
@@ -183,6 +216,18 @@ class LayerNode(BaseNode):
         self.opaque = opaque
         self.unfused = unfused
 
+
+    @property
+    def pre(self) -> _RemovedHook:
+        """1.0.3's handle of the forward pre-hook on the module: the recorder's hooks are
+        taken off when the recording ends (``rec.remove_hooks()``), so its ``remove()`` has
+        nothing left to do."""
+        return _REMOVED
+
+    @property
+    def post(self) -> _RemovedHook:
+        """1.0.3's handle of the forward hook on the module (see :attr:`pre`)."""
+        return _REMOVED
 
     def call_title(self, dotted: bool = False) -> str:
         """The name a reader sees for this call: the module's name (its dotted path if
@@ -248,7 +293,7 @@ class TensorNode(BaseNode):
         role: str = "",
     ) -> None:
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
@@ -256,6 +301,22 @@ class TensorNode(BaseNode):
         self.dtype = dtype
         self.device = device
         self.role = role
+
+    @property
+    def fn(self) -> Any:
+        """The tensor, when the recording kept it (``keep_tensors=True``) or, for a parameter,
+        the live parameter; else, as 1.0.3 code reads it, a tensor on the ``meta`` device with
+        the recorded shape and dtype (no memory): ``node.fn.shape``, ``node.fn.dtype``."""
+        fn = self._fn
+        if fn is None and self.shape is not None:
+            from .seed import meta_tensor
+
+            return meta_tensor(self.shape, self.dtype)
+        return fn
+
+    @fn.setter
+    def fn(self, value: Any) -> None:
+        self._fn = value
 
 
 class ParamNode(TensorNode):
@@ -286,7 +347,7 @@ class ParamNode(TensorNode):
     ) -> None:
         # fields assigned here rather than through TensorNode.__init__ (one node per parameter)
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
@@ -305,10 +366,12 @@ class OpNode(BaseNode):
     Attributes:
         op: the operation's name as called in the forward code.
         output_shapes: shapes of the tensors the operation produced.
+        grad_fn: the class name of the autograd node the operation made, where it made one
+            (``"AddmmBackward0"``), else ``""``.
     """
 
     kind = "op"
-    __slots__ = ("op", "output_shapes")
+    __slots__ = ("_seed", "grad_fn", "op", "output_shapes")
 
     def __init__(
         self,
@@ -319,11 +382,31 @@ class OpNode(BaseNode):
         key: Key = None,
         op: str = "",
         output_shapes: Optional[list[tuple[int, ...]]] = None,
+        grad_fn: str = "",
     ) -> None:
         self.name = name
-        self.fn = fn
+        self._fn = fn
         self.depth = depth
         self.parent = parent
         self.key = key
         self.op = op or name
         self.output_shapes = output_shapes if output_shapes is not None else []
+        self.grad_fn = grad_fn
+        self._seed: Any = None
+
+    @property
+    def fn(self) -> Any:
+        """The operation as 1.0.3 code reads it: an object whose class is named after the
+        autograd node 1.0.3 recorded (``type(node.fn).__name__`` is ``"AddmmBackward0"``),
+        with the torch function beside it (``node.fn.func``, called by calling ``node.fn``)
+        and its name (``node.fn.op``); see :class:`~torchrecorder.seed.Operation`."""
+        got = self._seed
+        if got is None or got.func is not self._fn:
+            from .seed import operation
+
+            got = self._seed = operation(self)
+        return got
+
+    @fn.setter
+    def fn(self, value: Any) -> None:
+        self._fn = value

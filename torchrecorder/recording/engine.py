@@ -350,8 +350,10 @@ class Engine(LiveObjects):
         else:
             used[candidate] = 0
             key = candidate
+        gf = outs[0].grad_fn
         nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
-                            [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs])
+                            [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
+                            type(gf).__name__ if gf is not None else "")
         scope.subnets._items[key] = None
         live = self.live
         edges = graph.edges._items

@@ -23,11 +23,14 @@ class StyleTable(dict[str, dict[str, str]]):
     True
     """
 
-    __slots__ = ("kinds",)
+    __slots__ = ("by_class", "kinds")
 
     def __init__(self, kinds: Mapping[type, str], *args: Any) -> None:
         super().__init__(*args)
         self.kinds = kinds
+        #: the kinds read or set through a node class (1.0.3's way): ``styles[TensorNode]``
+        #: styled the network's inputs and outputs too, which today have a kind of their own
+        self.by_class: set[str] = set()
 
     def kind(self, key: Any) -> str:
         """The kind ``key`` names: itself, or the kind of a node class."""
@@ -42,8 +45,13 @@ class StyleTable(dict[str, dict[str, str]]):
 
     def __missing__(self, key: Any) -> dict[str, str]:
         if isinstance(key, type):
-            return dict.__getitem__(self, self.kind(key))
+            kind = self.kind(key)
+            self.by_class.add(kind)
+            return dict.__getitem__(self, kind)
         raise KeyError(key)
 
     def __setitem__(self, key: Any, value: dict[str, str]) -> None:
-        super().__setitem__(self.kind(key), value)
+        kind = self.kind(key)
+        if isinstance(key, type):
+            self.by_class.add(kind)
+        super().__setitem__(kind, value)

@@ -59,6 +59,7 @@ output
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import warnings
@@ -81,6 +82,8 @@ from ..projection import (
     fold_min,
 )
 from ..projection.budget import ALL_DEPTHS, DefaultDepth, Fit, MaxNodes, budget_of, default_depth, fit
+from ..seed import named_as_seed
+from ._seedwalk import seed_projection, seed_table
 
 _depth = operator.attrgetter("depth")
 
@@ -175,6 +178,9 @@ class BaseRenderer:
         self._closed: set[Key] = set()
         self._recursed: set[Key] = set()  # layers given to render_recursive_node in this walk
         self._processed: Optional[OrderedDict[BaseNode, list[BaseNode]]] = None
+        #: draw the 1.0.3 view of the recording (see :attr:`seed_view`)
+        self._seed_view = False
+        self._seed_walk = False  # a 1.0.3 walk (``renderer(dest)``) is under way
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -216,21 +222,67 @@ class BaseRenderer:
         context's children (each through :meth:`render_node`), then every drawn edge (through
         :meth:`render_edge`)."""
         g = self.new_graph()
-        self._walk(g)
-        return self.finish(g)
+        with named_as_seed(self.rec) if self._seed_view else contextlib.nullcontext():
+            self._walk(g)
+            return self.finish(g)
 
     def __call__(self, dest: Any) -> Any:
-        """Draw the whole graph into ``dest`` and return ``dest`` (the original torchrecorder's
-        way to call a renderer: ``GraphvizRenderer(rec, 2)(graphviz.Digraph())``).
+        """Draw the 1.0.3 view of the graph into ``dest`` and return ``dest`` (the original
+        torchrecorder's way to call a renderer: ``GraphvizRenderer(rec, 2)(graphviz.Digraph())``).
 
-        The same walk as :meth:`render`, through the same hooks, into a
-        destination the caller made (a ``graphviz.Digraph``, a ``dict``, ...);
-        :meth:`new_graph` is not needed.  :meth:`finish` runs on ``dest`` for
-        what it adds; ``dest`` itself is returned.
+        This is a 1.0.3 use, and draws what 1.0.3 drew (see :attr:`seed_view`),
+        walked as 1.0.3 walked: :attr:`processed` holds every node of depth
+        ``<= render_depth`` with the drawn nodes its edges go to; until it is
+        empty, its first node is drawn by :meth:`render_node`, then its edges by
+        :meth:`render_edge`, and it is taken out.  A ``render_recursive_node``
+        that draws a layer's children takes them out itself
+        (``self.processed.pop(child)``, harmless when already out); what it
+        leaves is drawn at the top.  :meth:`new_graph` is not needed;
+        :meth:`finish` runs on ``dest`` for what it adds.
         """
-        self._walk(dest)
-        self.finish(dest)
+        self.seed_view = True
+        self._seed_walk = True
+        room = StackRoom()
+        if self.render_depth > _DEEP:
+            room.grow(2 * min(self.render_depth, max(map(_depth, self.rec.nodes.values()), default=0)))
+        try:
+            with named_as_seed(self.rec):  # 1.0.3's names while its code draws
+                self._begin(dest)
+                self._recursed.clear()
+                processed = self._processed = seed_table(self)
+                while processed:
+                    node = next(iter(processed))
+                    targets = processed[node]
+                    self.render_node(dest, node)
+                    for target in targets:
+                        self.render_edge(dest, node, target)
+                    processed.pop(node, None)
+                self._end_seed_walk(dest)
+                self.finish(dest)
+        finally:
+            self._seed_walk = False
+            room.release()
         return dest
+
+    def _end_seed_walk(self, g: Any) -> None:
+        """Called when a 1.0.3 walk has drawn everything, before :meth:`finish` (a renderer
+        resolves what it left pending)."""
+
+    @property
+    def seed_view(self) -> bool:
+        """Whether this renderer draws the 1.0.3 view of the recording: every node of depth
+        ``<= render_depth`` (operations, parameters and the tensors between layers too), every
+        layer above ``render_depth`` a group, nothing folded or left out, edges re-attached to
+        the nearest drawn node.  On for ``renderer(dest)`` and for a 1.0.3 styler (see
+        :func:`~torchrecorder.renderer.styler.is_seed_styler`); set it to choose."""
+        return self._seed_view
+
+    @seed_view.setter
+    def seed_view(self, value: bool) -> None:
+        if bool(value) != self._seed_view:
+            self._seed_view = bool(value)
+            self._projection = None
+            self._processed = None
 
     def _walk(self, g: Any) -> None:
         """The one drawing pass: every drawn node, then every drawn edge whose source is still
@@ -277,6 +329,8 @@ class BaseRenderer:
         """
         if isinstance(node, LoopNode):
             return True
+        if self._seed_view:
+            return isinstance(node, LayerNode) and node.depth < self.render_depth
         return default_expanded(node, self.render_depth, self.rec.nodes,
                                 expand_leaves=self.expand_leaves)
 
@@ -352,6 +406,10 @@ class BaseRenderer:
             rule = lambda node: node.key not in closed and (  # noqa: E731
                 node.key in opened or asked(node))
 
+        if self._seed_view:
+            seed = seed_projection(self.rec, self._render_depth)
+            self._projection, self.budget = seed.projection, None
+            return seed
         structures = BlockStructures(self.rec)  # read once for every projection tried
 
         def make(depth: int, min_run: int) -> Projection:
@@ -410,10 +468,12 @@ class BaseRenderer:
         """The original torchrecorder's table of what is drawn: every drawn node (expanded
         layers too), in drawing order, with the list of the drawn nodes its edges go to.
 
-        Made when first read during a walk.  The walk draws the edges of the
-        nodes still in it once every node is drawn and then empties it; a
-        subclass that draws a node's edges itself removes the node
-        (``self.processed.pop(node)``), and the walk leaves them to it.
+        Made when first read during a walk.  The walk of :meth:`render` draws
+        the edges of the nodes still in it once every node is drawn and then
+        empties it; a subclass that draws a node's edges itself removes the node
+        (``self.processed.pop(node)``), and the walk leaves them to it.  During
+        ``renderer(dest)`` it is 1.0.3's table, which that walk empties node by
+        node (see :meth:`__call__`).
         """
         p = self._processed
         if p is None:
@@ -507,7 +567,7 @@ def _opening(method: Callable[..., Any]) -> Callable[..., Any]:
     def render_recursive_node(self: BaseRenderer, g: Any, node: LayerNode) -> Any:
         if isinstance(node, LayerNode) and node.key is not None:
             self._recursed.add(node.key)
-            if not self.projection.is_expanded(node):
+            if not self._seed_view and not self.projection.is_expanded(node):
                 self.open(node)
         return method(self, g, node)
 
@@ -522,8 +582,8 @@ def _closing(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def render_node(self: BaseRenderer, g: Any, node: BaseNode) -> Any:
         result = method(self, g, node)
-        if (isinstance(node, LayerNode) and node.key not in self._recursed and node.key is not None
-                and self.projection.is_expanded(node)):
+        if (isinstance(node, LayerNode) and not self._seed_view and node.key not in self._recursed
+                and node.key is not None and self.projection.is_expanded(node)):
             self.close(node)
         return result
 

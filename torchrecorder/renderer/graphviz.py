@@ -17,11 +17,12 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
 from ..projection.budget import MaxNodes
+from ._seedwalk import pending_token, resolve_pending
 from ._statements import edge_ends, first_node_id, plain_id, same_id, top_level_statements
 from .attr_values import check_attribute_values
 from .base import DEFAULT_RENDER_DEPTH, BaseRenderer, follows_projection
 from .notebook import mimebundle
-from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler
+from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler, is_seed_styler
 
 __all__ = ["DEFAULT_STYLES", "DIRECTIONS", "PRESETS", "TITLE_SUFFIX", "GraphvizRenderer",
            "GraphvizStyler", "RecordingDigraph", "title_attrs"]
@@ -138,6 +139,12 @@ class GraphvizRenderer(BaseRenderer):
         # plain_id of each of them, and how many there were (see _as_drawn)
         self._drawn_names: tuple[set[str], int] = (set(), 0)
         self.recursion_trace: list[Any] = []
+        # a 1.0.3 walk: edges left to the end (their nodes taken by a cluster), and what edges
+        # drawn before one of their nodes wait for (see _end_seed_walk)
+        self._seed_edges: list[tuple[BaseNode, BaseNode]] = []
+        self._pending: list[tuple[BaseNode, Optional[BaseNode], str]] = []
+        if is_seed_styler(type(self.styler)):
+            self.seed_view = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -165,6 +172,17 @@ class GraphvizRenderer(BaseRenderer):
         self._titled.clear()
         self._drawn_names = (set(), 0)
         self.recursion_trace.clear()
+        self._seed_edges.clear()
+        self._pending.clear()
+
+    def _end_seed_walk(self, g: Any) -> None:
+        """Draw the edges of the nodes a cluster took, then name the ends of the edges that were
+        drawn before their nodes (1.0.3 drew edges as it went)."""
+        edges, self._seed_edges = self._seed_edges, []
+        for fnode, tnode in edges:
+            self.render_edge(g, fnode, tnode)
+        if self._pending:
+            resolve_pending(self, g, self._pending)
 
     def drawn_id(self, node: BaseNode, other: Optional[BaseNode] = None) -> str:
         """The ID (as written in DOT) that ``node`` was drawn under in this walk.
@@ -281,6 +299,12 @@ class GraphvizRenderer(BaseRenderer):
         finally:
             self._indent = indent
         g.body.append(indent + "}\n")
+        if self._seed_walk:  # 1.0.3's render_recursive_node took its children, with their edges
+            processed = self.processed
+            for child in children:
+                targets = processed.pop(child, None)
+                if targets:
+                    self._seed_edges.extend((child, target) for target in targets)
 
     def _title_id(self, node: BaseNode) -> str:
         """The quoted DOT id of the title of the cluster drawn for ``node``."""
@@ -349,9 +373,18 @@ class GraphvizRenderer(BaseRenderer):
             text = self._attr_text(self.styler.style_edge(fnode, tnode), "style_edge", wide)
         drawn = self._drawn
         a, b = drawn.get(fnode.key), drawn.get(tnode.key)
+        if (a is None or b is None) and self._seed_walk:  # an end not drawn yet: named at the end
+            g.body.append(f"\t{self._pend(fnode, tnode, text, 'E')}\n")
+            return
         if a is None or b is None:  # an end drawn as a cluster (an edge into a layer), or never
             a, b, text = self._cluster_edge(g, fnode, tnode, text)
         g.body.append(f"\t{a} -> {b} [{text}]\n")
+
+    def _pend(self, node: BaseNode, other: Optional[BaseNode], text: str, kind: str) -> str:
+        """A placeholder, resolved when the 1.0.3 walk ends, for an edge (``kind`` ``"E"``) or
+        one end of an edge (``"N"``) whose node is not drawn yet."""
+        self._pending.append((node, other, text))
+        return pending_token(kind, len(self._pending) - 1)
 
     def _cluster_edge(self, g: Any, fnode: BaseNode, tnode: BaseNode, text: str) -> tuple[str, str, str]:
         """The ends of an edge one of whose ends was drawn as a cluster (a graph loaded from
@@ -508,6 +541,8 @@ def _as_drawn(renderer: GraphvizRenderer, written: str, node: BaseNode, other: B
         renderer._drawn_names = (names, len(drawn))
     if plain_id(written) in names:
         return written  # an edge the subclass meant to another node it drew
+    if renderer._seed_walk and node.key not in drawn:  # drawn later, maybe: named at the end
+        return renderer._pend(node, other, "", "N")
     return renderer.drawn_id(node, other)
 
 

@@ -15,6 +15,8 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
+from ..seed import SeedName
+from ._seedstyle import HtmlLabel, is_seed_styler
 from ._styletable import StyleTable
 from .base import BaseRenderer
 from .labels import (
@@ -30,7 +32,8 @@ from .labels import (
     tooltip_text,
 )
 
-__all__ = ["DEFAULT_STYLES", "EDGE_SHAPES", "GRAPH_ATTRIBUTES", "KIND_ARGS", "PRESETS", "GraphvizStyler"]
+__all__ = ["DEFAULT_STYLES", "EDGE_SHAPES", "GRAPH_ATTRIBUTES", "KIND_ARGS", "PRESETS", "GraphvizStyler",
+           "HtmlLabel", "is_seed_styler"]
 
 T = TypeVar("T")
 
@@ -206,6 +209,9 @@ class GraphvizStyler:
     """
 
     rec: Optional[Graph] = None
+    #: whether the renderer draws the 1.0.3 view for this styler (see :func:`is_seed_styler`):
+    #: ``None`` decides from the code of ``style_node`` and ``style_edge``
+    seed_view: ClassVar[Optional[bool]] = None
     #: the renderer drawing with this styler, set by it (``None`` before): the styler asks it
     #: which data-movement operations an edge stands for (``edge_ops``)
     renderer: Optional[BaseRenderer] = None
@@ -271,6 +277,9 @@ class GraphvizStyler:
         self._type_line = _TYPE_LINE.replace('"9"', f'"{_clamp(size - 1, 9):g}"')
         self._small = _SMALL.replace('"8"', f'"{_clamp(size - 2, 8):g}"')
         self._tiny = _TINY.replace('"7"', f'"{max(_clamp(size - 3, 7), 7.0 if size >= 9 else 6.0):g}"')
+        # the tensor style as made here: what code edits later through styles[TensorNode] is
+        # applied to the network's inputs and outputs too, as in 1.0.3
+        self._tensor_made = dict(self.styles["tensor"])
 
     def _check_attribute(self, arg: str) -> None:
         """Raise ``TypeError`` unless ``arg`` is one of :attr:`node_attributes`, with a hint."""
@@ -314,8 +323,13 @@ class GraphvizStyler:
 
     def style_node(self, node: BaseNode) -> dict[str, str]:
         """Attributes (label included) of ``node`` drawn as a single node."""
-        attrs = dict(self.styles[self.kind_of(node)])
-        attrs["label"] = self.label(node)
+        kind = self.kind_of(node)
+        attrs = dict(self.styles[kind])
+        if kind == "io" and "tensor" in getattr(self.styles, "by_class", ()):
+            made = getattr(self, "_tensor_made", {})
+            attrs.update({k: v for k, v in self.styles["tensor"].items() if made.get(k) != v})
+        label = self.label(node)
+        attrs["label"] = HtmlLabel(label) if label.startswith("<") and label.endswith(">") else label
         attrs["tooltip"] = tooltip_text(self.tooltip(node))
         if isinstance(node, LayerNode) and node.error:
             attrs.update(self.styles["failed"])
@@ -482,7 +496,9 @@ class GraphvizStyler:
     def _layer_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
         type_name = node.type_name
         total = node.num_params_total
-        lines = [f"<B>{self._text(title)}</B>"]
+        # 1.0.3's name of a module, "conv1\n(Conv2d)", given while 1.0.3 code draws: two lines
+        first, *rest = title.split("\n") if isinstance(node.name, SeedName) else (title,)
+        lines = [f"<B>{self._text(first)}</B>", *(self._type_line.format(self._text(r)) for r in rest)]
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
             lines.append(self._memo(("type", type_name, total), lambda: self._type_line.format(
@@ -577,3 +593,4 @@ _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 def _clamp(size: float, most: float) -> float:
     """``size`` rounded to a whole point, between 6 (the smallest readable print) and ``most``."""
     return float(max(6, min(most, round(size))))
+

@@ -1,0 +1,84 @@
+"""What a styler written for torchrecorder 1.0.3 needs: labels that stay valid when text is
+added to them, and how such a styler is told from one written for today's API."""
+
+from __future__ import annotations
+
+import types
+
+from .._text import html_text
+
+__all__ = ["HtmlLabel", "is_seed_styler"]
+
+
+class HtmlLabel(str):
+    """A Graphviz HTML-like label that stays one when text is added to it.
+
+    Code written for 1.0.3 extends the default label, ``z["label"] += " (depth 1)"``;
+    the text added is escaped and continues the last line (a ``\\n`` in it starts a new
+    line), and text added in front (``"Note: " + z["label"]``) starts the first.
+
+    >>> HtmlLabel("<<B>fc</B>>") + " & co"
+    '<<B>fc</B> &amp; co>'
+    """
+
+    __slots__ = ()
+
+    def __add__(self, other: object) -> HtmlLabel:
+        if not isinstance(other, str):
+            return NotImplemented
+        text = str(self)
+        first, *rest = (html_text(part) for part in other.split("\n"))
+        if text.endswith(_ROW_END):
+            head = text[: -len(_ROW_END)] + first + "</TD></TR>"
+            return HtmlLabel(head + "".join(f"<TR><TD>{r}</TD></TR>" for r in rest) + "</TABLE>>")
+        return HtmlLabel(text[:-1] + first + "".join(f"<BR/>{r}" for r in rest) + ">")
+
+    def __radd__(self, other: object) -> HtmlLabel:
+        if not isinstance(other, str):
+            return NotImplemented
+        text = str(self)
+        *rest, last = (html_text(part) for part in other.split("\n"))
+        if text.startswith(_TABLE_START) and "<TR><TD>" in text:
+            at = text.index("<TR><TD>") + len("<TR><TD>")
+            rows = "".join(f"<TR><TD>{r}</TD></TR>" for r in rest)
+            return HtmlLabel(text[: at - len("<TR><TD>")] + rows + "<TR><TD>" + last + text[at:])
+        return HtmlLabel("<" + "".join(f"{r}<BR/>" for r in rest) + last + text[1:])
+
+
+_ROW_END = "</TD></TR></TABLE>>"
+_TABLE_START = "<<TABLE"
+
+#: what a ``style_node`` / ``style_edge`` written for 1.0.3 reads: the recorded object, and the
+#: parameter nodes that today's default drawing never shows
+_SEED_NAMES = frozenset({"fn", "ParamNode"})
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    """The global and attribute names ``code`` and the functions inside it read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def is_seed_styler(cls: type) -> bool:
+    """Whether the styler class ``cls`` was written for torchrecorder 1.0.3, so that its
+    renderer draws the 1.0.3 view (see :attr:`~torchrecorder.renderer.base.BaseRenderer.seed_view`).
+
+    Its class attribute ``seed_view`` decides when set; else it is one when a
+    ``style_node`` or ``style_edge`` of its own (not torchrecorder's) reads
+    ``node.fn`` or names ``ParamNode``: what 1.0.3 put in a drawing and today's
+    default drawing leaves out (operations as autograd nodes, parameters, tensors).
+    """
+    forced = getattr(cls, "seed_view", None)
+    if forced is not None:
+        return bool(forced)
+    for klass in cls.__mro__:
+        if klass.__module__.split(".")[0] == "torchrecorder":
+            continue
+        for name in ("style_node", "style_edge"):
+            code = getattr(klass.__dict__.get(name), "__code__", None)
+            if isinstance(code, types.CodeType) and _SEED_NAMES & _code_names(code):
+                return True
+    return False
