@@ -16,11 +16,15 @@ from torch.nn.modules.module import register_module_forward_pre_hook
 
 from torchrecorder import ContextNode, LayerNode, ParamNode, Recorder, TensorNode
 from torchrecorder.nodes import Key
+from torchrecorder.projection import Projection
 from torchrecorder.renderer import GraphvizRenderer
+
+from .dot_parse import parse_dot
 
 __all__ = [
     "check_acyclic",
     "check_calls",
+    "check_folding",
     "check_invariants",
     "check_metadata_only",
     "check_outputs_equal",
@@ -263,3 +267,75 @@ def _cache_tensors(cache: Any) -> list[Tensor]:
     for layer in getattr(cache, "layers", []) or []:
         out.extend(iter_tensors(getattr(layer, "__dict__", {})))
     return out
+
+
+# ------------------------------------------------------------ folding
+def _carried_in(p: Projection, a: Key, b: Key) -> set[str]:
+    """The kinds of the folded units (``"run"``, ``"loop"``) that hold ``a`` and ``b`` in
+    different copies (blocks, iterations): an edge from ``a`` to ``b`` is carried."""
+    fold = p.fold
+    other = dict(fold.copy_of(b))
+    return {fold.units[unit] for unit, copy in fold.copy_of(a) if other.get(unit, copy) != copy}
+
+
+def check_folding(rec: Recorder, render_depth: int | None = 256, **options: object) -> None:
+    """The folded drawing of ``rec`` (``fold_repeats=True``) against the unfolded one, with the
+    same ``options``.
+
+    * every edge drawn folded stands for a path of the unfolded drawing (through nodes the
+      folded drawing does not draw), whose ends the folded drawing draws as the edge's ends;
+      a plain edge for one path that is not carried from one block or iteration to another,
+      a carried edge for one that is;
+    * every path of the unfolded drawing between nodes the folded one draws has its image:
+      the folded edge between the nodes standing for its ends, plain or carried as it is, or
+      the ``×N`` mark (ends drawn as one node; a block's output passed to the next block);
+    * the folded edges but the carried ones are acyclic, and so is the DOT source's graph of
+      every edge (invisible ones too) not marked ``constraint=false``; every carried edge is
+      drawn dashed, with ``constraint=false``.
+    """
+    folded = GraphvizRenderer(rec, render_depth, fold_repeats=True, max_nodes=None, **options)  # type: ignore[arg-type]
+    unfolded = GraphvizRenderer(rec, render_depth, fold_repeats=False, max_nodes=None, **options)  # type: ignore[arg-type]
+    p = folded.projection
+    image = p.drawn_key
+    plain = {(a.key, b.key) for a, b in p.edges}
+    carried = {(a.key, b.key) for a, b in p.carried_edges}
+    assert not plain & carried
+    succ: dict[Key, list[Key]] = {}
+    for a, b in unfolded.drawn_edges():
+        succ.setdefault(a.key, []).append(b.key)
+    paths: dict[tuple[Key, Key], list[tuple[Key, Key]]] = {}  # folded edge -> unfolded paths
+    for u in succ:
+        if image(u) is None:
+            continue
+        todo, seen = list(succ[u]), set()
+        while todo:
+            v = todo.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if image(v) is None:  # not drawn folded (a tensor passed between two blocks)
+                todo.extend(succ.get(v, ()))
+            else:
+                paths.setdefault((image(u), image(v)), []).append((u, v))
+    for edge in plain:
+        assert any(not _carried_in(p, u, v) for u, v in paths.get(edge, ())), f"invented edge {edge}"
+    for edge in carried:
+        assert any(_carried_in(p, u, v) for u, v in paths.get(edge, ())), f"invented carried edge {edge}"
+    for (a, b), ends in paths.items():
+        if a == b:
+            continue
+        for u, v in ends:
+            kinds = _carried_in(p, u, v)
+            if not kinds:
+                assert (a, b) in plain, f"lost edge {(a, b)} (from {(u, v)})"
+            elif "run" not in kinds:
+                assert (a, b) in plain | carried, f"lost carried edge {(a, b)} (from {(u, v)})"
+    assert not find_cycle(plain), find_cycle(plain)
+    parsed = parse_dot(folded.render().source)
+    ranked = [e for e, attrs in zip(parsed.edges, parsed.edge_attrs, strict=True)
+              if attrs.get("constraint") != "false"]
+    assert not find_cycle(ranked + parsed.invisible), find_cycle(ranked + parsed.invisible)
+    back = [attrs for attrs in parsed.edge_attrs if attrs.get("tooltip", "").endswith('iteration)"')
+            or attrs.get("tooltip") == '"carried to a later iteration"']
+    assert len(back) == len(carried)
+    assert all(attrs.get("constraint") == "false" and attrs.get("style") == "dashed" for attrs in back)

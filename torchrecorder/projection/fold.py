@@ -113,8 +113,15 @@ class FoldPlan:
             ``LoopNode`` per iteration, the first being the drawn group.
         in_loop: key of each child of a folded loop's first iteration -> its group.
         iteration: key of every node of a folded loop (inside layers too) ->
-            ``(loop number, iteration)``: an edge between two iterations of one
-            loop is the loop's carried value, not drawn.
+            ``(loop number, iteration)`` (the innermost loop's, for a loop folded inside
+            the first iteration of another).
+        units: the kind of each folded run (``"run"``) and loop (``"loop"``), numbered in
+            the order they were folded.
+        copies: key of every node of a folded run or loop (inside layers too, and the
+            tensors passed between the blocks of a run) -> ``(unit, copy)`` for each
+            unit it is in: ``copy`` is the block of the run, or the iteration of the loop,
+            it belongs to (0: the drawn one).  :meth:`copy_of` follows the aliases.
+        gaps: keys of the tensors passed from one block of a folded run to the next.
     """
 
     def __init__(self) -> None:
@@ -124,6 +131,36 @@ class FoldPlan:
         self.loops: dict[Key, list[LayerNode]] = {}
         self.in_loop: dict[Key, LoopNode] = {}
         self.iteration: dict[Key, tuple[int, int]] = {}
+        self.units: list[str] = []
+        self.copies: dict[Key, tuple[tuple[int, int], ...]] = {}
+        self.gaps: set[Key] = set()
+
+    def copy_of(self, key: Key) -> tuple[tuple[int, int], ...]:
+        """``(unit, copy)`` for each folded run or loop whose drawing stands for ``key``,
+        sorted by unit: those ``key`` is in, then those of the node it is drawn as (its
+        counterpart in the first block or iteration), and so on.  Two nodes drawn in one
+        place are copies of it in the same blocks and iterations exactly when their
+        ``copy_of`` are equal; an edge between two nodes one unit holds in different
+        copies is carried from one block or iteration to another.
+        """
+        copies, alias = self.copies, self.alias
+        own = copies.get(key)
+        if own is None and key not in alias:
+            return ()
+        units: dict[int, int] = {}
+        k: Key = key
+        while k is not None:
+            for unit, copy in copies.get(k, ()):
+                units.setdefault(unit, copy)
+            k = alias.get(k)
+        return tuple(sorted(units.items()))
+
+    def _copies_of(self, unit: int, copy: int, keys: Sequence[Key]) -> None:
+        copies = self.copies
+        mark = ((unit, copy),)
+        for key in keys:
+            got = copies.get(key)
+            copies[key] = mark if got is None else got + mark
 
     @classmethod
     def build(cls, rec: Graph, min_run: int, expanded: Callable[[BaseNode], bool], *,
@@ -180,17 +217,23 @@ class FoldPlan:
               insides: list[list[Key]]) -> None:
         first = run[0]
         self.runs[first.key] = run
+        unit = len(self.units)
+        self.units.append("run")
         lead = insides[0]
         alias = self.alias
-        for member, keys in zip(run[1:], insides[1:], strict=True):
+        self._copies_of(unit, 0, lead)
+        for i, (member, keys) in enumerate(zip(run[1:], insides[1:], strict=True), 1):
             self.hidden.add(member.key)
             alias.update(zip(keys, lead, strict=True))
             alias.update(dict.fromkeys(blocks.params_inside(member)))
-        for gap in gaps:
+            self._copies_of(unit, i, keys)
+        for i, gap in enumerate(gaps):
             for tensor, produced in gap:
                 if produced:  # an output of the block before it, passed to the next
                     self.hidden.add(tensor.key)
                     alias[tensor.key] = None
+                    self.gaps.add(tensor.key)
+                    self._copies_of(unit, i, (tensor.key,))
 
 
     def _fold_loops(self, blocks: BlockStructures, layer: LayerNode, kids: list[BaseNode], min_run: int,
@@ -212,6 +255,8 @@ class FoldPlan:
     def _fold_loop(self, blocks: BlockStructures, layer: LayerNode, kids: list[BaseNode], s: Stretch,
                    insides: Callable[[BaseNode], Sequence[Key]]) -> None:
         number = len(self.loops)
+        unit = len(self.units)
+        self.units.append("loop")
         p = s.period
         lead = kids[s.start:s.start + p]
         group = LoopNode(layer, f"{lead[0].key}#loop", lead)
@@ -225,6 +270,7 @@ class FoldPlan:
         iteration, alias, hidden = self.iteration, self.alias, self.hidden
         for keys in lead_insides:
             iteration.update(dict.fromkeys(keys, (number, 0)))
+            self._copies_of(unit, 0, keys)
         lead_ops = {j: m for j, m in enumerate(lead) if isinstance(m, OpNode)}
         varying: set[int] = set()  # positions of ops whose shapes differ from the lead's
         for k in range(1, s.count):
@@ -234,6 +280,7 @@ class FoldPlan:
                 keys = insides(member)
                 hidden.add(member.key)
                 iteration.update(dict.fromkeys(keys, (number, k)))
+                self._copies_of(unit, k, keys)
                 alias.update(zip(keys, lead_insides[j], strict=True))
                 if isinstance(member, LayerNode):
                     alias.update(dict.fromkeys(blocks.params_inside(member)))
