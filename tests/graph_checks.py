@@ -270,12 +270,32 @@ def _cache_tensors(cache: Any) -> list[Tensor]:
 
 
 # ------------------------------------------------------------ folding
-def _carried_in(p: Projection, a: Key, b: Key) -> set[str]:
+def _blocks_of(p: Projection) -> dict[Key, list[tuple[Key, int]]]:
+    """Each node inside a block of a folded run -> (the run's first block, the block's index),
+    for each run it is in, read off the runs' blocks (not off the fold's own bookkeeping)."""
+    out: dict[Key, list[tuple[Key, int]]] = {}
+    nodes = p.graph.nodes
+    for lead, run in p.fold.runs.items():
+        for i, block in enumerate(run):
+            todo = [block.key]
+            while todo:
+                key = todo.pop()
+                out.setdefault(key, []).append((lead, i))
+                node = nodes.get(key)
+                todo.extend(getattr(node, "subnets", ()))
+    return out
+
+
+def _carried_in(p: Projection, blocks: dict[Key, list[tuple[Key, int]]], a: Key, b: Key) -> set[str]:
     """The kinds of the folded units (``"run"``, ``"loop"``) that hold ``a`` and ``b`` in
     different copies (blocks, iterations): an edge from ``a`` to ``b`` is carried."""
     fold = p.fold
     other = dict(fold.copy_of(b))
-    return {fold.units[unit] for unit, copy in fold.copy_of(a) if other.get(unit, copy) != copy}
+    kinds = {fold.units[unit] for unit, copy in fold.copy_of(a) if other.get(unit, copy) != copy}
+    theirs = dict(blocks.get(b, ()))
+    if any(theirs.get(run, i) != i for run, i in blocks.get(a, ())):
+        kinds.add("run")
+    return kinds
 
 
 def check_folding(rec: Recorder, render_depth: int | None = 256, **options: object) -> None:
@@ -297,6 +317,7 @@ def check_folding(rec: Recorder, render_depth: int | None = 256, **options: obje
     unfolded = GraphvizRenderer(rec, render_depth, fold_repeats=False, max_nodes=None, **options)  # type: ignore[arg-type]
     p = folded.projection
     image = p.drawn_key
+    blocks = _blocks_of(p)
     plain = {(a.key, b.key) for a, b in p.edges}
     carried = {(a.key, b.key) for a, b in p.carried_edges}
     assert not plain & carried
@@ -318,14 +339,14 @@ def check_folding(rec: Recorder, render_depth: int | None = 256, **options: obje
             else:
                 paths.setdefault((image(u), image(v)), []).append((u, v))
     for edge in plain:
-        assert any(not _carried_in(p, u, v) for u, v in paths.get(edge, ())), f"invented edge {edge}"
+        assert any(not _carried_in(p, blocks, u, v) for u, v in paths.get(edge, ())), f"invented edge {edge}"
     for edge in carried:
-        assert any(_carried_in(p, u, v) for u, v in paths.get(edge, ())), f"invented carried edge {edge}"
+        assert any(_carried_in(p, blocks, u, v) for u, v in paths.get(edge, ())), f"invented back edge {edge}"
     for (a, b), ends in paths.items():
         if a == b:
             continue
         for u, v in ends:
-            kinds = _carried_in(p, u, v)
+            kinds = _carried_in(p, blocks, u, v)
             if not kinds:
                 assert (a, b) in plain, f"lost edge {(a, b)} (from {(u, v)})"
             elif "run" not in kinds:

@@ -277,9 +277,12 @@ class Projection:
         """
         if self._edges is None:
             drawn = self._drawn if self._drawn is not None else self._drawn_map()
-            got = drawn_edges(self.nodes, self.graph.edges, drawn, self.fold,
-                              tensor_nodes=self.tensor_nodes, all_ops=self.all_ops)
-            nodes = self.nodes
+            fold, nodes = self.fold, self.nodes
+            boxes = {k for k, unit in fold.run_units.items()  # drawn as one box, in no other fold
+                     if all(u == unit for u, _ in fold.copy_of(k))
+                     and drawn.get(k) == k and not self.is_expanded(nodes[k])}
+            got = drawn_edges(nodes, self.graph.edges, drawn, fold, tensor_nodes=self.tensor_nodes,
+                              all_ops=self.all_ops, boxes=boxes)
             self._edges = [(nodes[a], nodes[b]) for a, b in got.plain]
             self._carried = [(nodes[a], nodes[b]) for a, b in got.carried]
             self._via, self._ops, self._left_out = got.via, got.ops, got.left_out

@@ -30,8 +30,9 @@ The edges that are not carried draw an acyclic graph when the graph is.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any, Optional
 
 from ..nodes import BaseNode, Key, OpNode, ParamNode, TensorNode
@@ -40,8 +41,8 @@ from .loops import DATA_MOVEMENT_OPS
 
 __all__ = ["DrawnEdges", "drawn_edges", "is_passed_tensor"]
 
-#: one end of an edge before it is drawn: a drawn key, or ``(drawn key, copies)`` for a
-#: node of a folded run or loop (``copies``: :meth:`~.fold.FoldPlan.copy_of`)
+#: one end of an edge before it is drawn: a drawn key, or for a node of a folded run or loop
+#: an int that stands for its drawn key and copies (:meth:`~.fold.FoldPlan.copy_of`)
 End = Any
 
 
@@ -74,7 +75,7 @@ class DrawnEdges:
 
 def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
                 drawn: Mapping[Key, Optional[Key]], fold: FoldPlan, *, tensor_nodes: bool,
-                all_ops: bool) -> DrawnEdges:
+                all_ops: bool, boxes: Container[Key] = ()) -> DrawnEdges:
     """The edges drawn of the graph's ``edges``, with ``drawn`` mapping each key to the key
     of the drawn node that stands for it (``None``: nothing) and ``fold`` what is folded.
 
@@ -86,26 +87,50 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
         tensor_nodes: passed tensors are drawn (else joined over).
         all_ops: every operation is drawn (else data-movement ones are joined over and
             operations fed by nothing drawn left out).
+        boxes: first blocks of folded runs drawn as one box each, in no other folded run or
+            loop: their copies need not be told apart (an edge between two of them is
+            within the box; nothing in them is left out).
     """
     out = DrawnEdges()
-    folded = bool(fold.copies)
     gaps: set[End] = set()
     ends: Mapping[Key, Optional[End]] = drawn
     end_nodes: Mapping[End, BaseNode] = nodes
-    if folded:  # the copies of the nodes of folded runs and loops are told apart
+    # the copies of the nodes of folded runs and loops, told apart: each (drawn key, copies)
+    # an int (ints hash fast; the graph's keys are strings)
+    copy_key: list[Key] = []  # end -> its drawn key
+    copy_set: list[int] = []  # end -> its copies (an index into ``sets``)
+    sets: list[tuple[tuple[int, int], ...]] = []
+    if fold.copies:
         ends = dict(drawn)
         copy_of = fold.copy_of
         own: dict[End, BaseNode] = {}
-        e: End
-        for key in fold.copies:
+        interned: dict[tuple[Key, tuple[tuple[int, int], ...]], int] = {}
+        set_ids: dict[tuple[tuple[int, int], ...], int] = {}
+        for key in itertools.chain(fold.copies, fold.alias):  # (in a unit, or drawn as one's node)
             d = drawn.get(key)
-            if d is not None:
-                e = ends[key] = (d, copy_of(key))
+            if d in boxes:
+                continue
+            gap = d is None
+            if gap:
+                if key not in fold.gaps:
+                    continue
+                d = key  # a tensor passed between two blocks of a run: joined over
+            copies = copy_of(key)
+            if not copies:
+                continue
+            e = interned.get((d, copies))
+            if e is None:
+                e = interned[(d, copies)] = len(copy_key)
+                copy_key.append(d)
+                got = set_ids.get(copies)
+                if got is None:
+                    got = set_ids[copies] = len(sets)
+                    sets.append(copies)
+                copy_set.append(got)
                 own[e] = nodes[d]
-            elif key in fold.gaps:  # a tensor passed between two blocks of a run: joined over
-                e = ends[key] = (key, copy_of(key))
-                own[e] = nodes[key]
-                gaps.add(e)
+                if gap:
+                    gaps.add(e)
+            ends[key] = e
         end_nodes = {**nodes, **own}
     get = ends.get
     pairs: dict[tuple[End, End], None] = {}
@@ -122,18 +147,35 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
     if not tensor_nodes or not all_ops or gaps:
         joined = _join(end_nodes, list(pairs), gaps, tensor_nodes, all_ops, through, dropped)
     else:
-        joined = [(a, b, None, (), False) for a, b in pairs]
+        joined = dict.fromkeys(pairs, _DIRECT)
+    if not copy_key:  # nothing folded: the ends are the drawn keys
+        out.plain = dict.fromkeys(joined)
+        for pair, (tensor, ops, _) in joined.items():
+            if tensor is not None:
+                out.via[pair] = tensor
+            if ops:
+                out.ops[pair] = ops
+        if through or dropped:
+            kept = {e for edge in pairs for e in edge if e not in dropped}
+            out.left_out = frozenset(through | (dropped - kept))
+        return out
     units = fold.units
     plain, carried, via, edge_ops = out.plain, out.carried, out.via, out.ops
+    kinds_of: dict[tuple[int, int], tuple[str, ...]] = {}
     a: Key
     b: Key
-    for ea, eb, tensor, ops, chain in joined:
+    for (ea, eb), (tensor, ops, chain) in joined.items():
         target = plain
-        if type(ea) is tuple:
-            a = ea[0]
-            if type(eb) is tuple:
-                b = eb[0]
-                kinds = _carried(ea[1], eb[1], units) if a != b else ()
+        if type(ea) is int:
+            a = copy_key[ea]
+            if type(eb) is int:
+                b = copy_key[eb]
+                if a == b:
+                    continue
+                pair = (copy_set[ea], copy_set[eb])
+                kinds = kinds_of.get(pair)
+                if kinds is None:
+                    kinds = kinds_of[pair] = _carried(sets[pair[0]], sets[pair[1]], units)
                 if kinds:
                     if chain and "run" in kinds:
                         continue  # a block's output passed on to the next block: the run's ×N
@@ -142,7 +184,7 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
                 b = eb
         else:
             a = ea
-            b = eb[0] if type(eb) is tuple else eb
+            b = copy_key[eb] if type(eb) is int else eb
         if a == b:
             continue  # within one drawn node (a value carried to its own next copy: the ×N)
         if (a, b) not in target:
@@ -151,18 +193,20 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
                 via.setdefault((a, b), tensor)
             if ops:
                 edge_ops.setdefault((a, b), ops)
-    for pair in [pair for pair in carried if pair in plain]:
-        del carried[pair]  # drawn already
+    for edge in [edge for edge in carried if edge in plain]:
+        del carried[edge]  # drawn already
     if through or dropped:
-        kept = {_key(e) for pair in pairs for e in pair if e not in dropped}
-        out.left_out = frozenset({_key(e) for e in through if e not in gaps}
-                                 | ({_key(e) for e in dropped} - kept))
+        def key_of(e: End) -> Key:
+            return copy_key[e] if type(e) is int else e
+
+        kept = {key_of(e) for edge in pairs for e in edge if e not in dropped}
+        out.left_out = frozenset({key_of(e) for e in through if e not in gaps}
+                                 | ({key_of(e) for e in dropped} - kept))
     return out
 
 
-def _key(end: End) -> Key:
-    """The drawn key of an end."""
-    return end[0] if type(end) is tuple else end
+#: what an edge between two drawn ends carries: no tensor, no operation, no run's gap
+_DIRECT: tuple[None, tuple[OpNode, ...], bool] = (None, (), False)
 
 
 def _carried(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...],
@@ -177,7 +221,7 @@ def _carried(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...],
 
 def _join(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]], gaps: set[End], tensor_nodes: bool,
           all_ops: bool, through: set[End], dropped: set[End]
-          ) -> list[tuple[End, End, Optional[TensorNode], tuple[OpNode, ...], bool]]:
+          ) -> dict[tuple[End, End], tuple[Optional[TensorNode], tuple[OpNode, ...], bool]]:
     """``pairs`` without the ends left out: an edge into a passed tensor, a data-movement
     op or a tensor between two blocks of a folded run is joined to what the chain feeds;
     an operation with no drawn input is dropped with its edges.  Fills ``through`` and
@@ -193,6 +237,7 @@ def _join(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]], gaps: set
     if not all_ops:
         through.update(k for k in succ
                        if isinstance(n := nodes[k], OpNode) and n.op in DATA_MOVEMENT_OPS)
+    if not all_ops:
         dropped.update(_sourceless(nodes, pairs, succ))
         through -= dropped
 
@@ -202,9 +247,13 @@ def _join(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]], gaps: set
         """Ends fed through the chain of left-out ends that starts at ``start``, each with the
         last tensor and the operations on the way, and whether a run's gap was passed."""
         first = nodes[start]
-        seen = {start: (first if isinstance(first, TensorNode) else None,
-                        (first,) if isinstance(first, OpNode) else (), start in gaps)}
+        here = (first if isinstance(first, TensorNode) else None,
+                (first,) if isinstance(first, OpNode) else (), start in gaps)
         out: Reached = []
+        nxt = succ.get(start, ())
+        if not any(b in through for b in nxt):  # (most chains: one node left out)
+            return [(b, *here) for b in nxt if b not in dropped]
+        seen = {start: here}
         todo = deque([start])
         while todo:
             k = todo.popleft()
@@ -222,24 +271,21 @@ def _join(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]], gaps: set
                     out.append((b, tensor, ops, gap))
         return out
 
-    result: list[tuple[End, End, Optional[TensorNode], tuple[OpNode, ...], bool]] = []
-    seen_pairs: set[tuple[End, End]] = set()
+    result: dict[tuple[End, End], tuple[Optional[TensorNode], tuple[OpNode, ...], bool]] = {}
     memo: dict[End, Reached] = {}
     for a, b in pairs:
         if a in through or a in dropped or b in dropped:
             continue
         if b not in through:
-            if (a, b) not in seen_pairs:
-                seen_pairs.add((a, b))
-                result.append((a, b, None, (), False))
+            if (a, b) not in result:
+                result[(a, b)] = _DIRECT
             continue
         got = memo.get(b)
         if got is None:  # several producers feeding one left-out end walk its chain once
             got = memo[b] = reached(b)
         for c, tensor, ops, gap in got:
-            if c != a and (a, c) not in seen_pairs:
-                seen_pairs.add((a, c))
-                result.append((a, c, tensor, ops, gap))
+            if c != a and (a, c) not in result:
+                result[(a, c)] = (tensor, ops, gap)
     return result
 
 
