@@ -288,12 +288,22 @@ def _blocks_of(p: Projection) -> dict[Key, list[tuple[Key, int]]]:
 
 def _carried_in(p: Projection, blocks: dict[Key, list[tuple[Key, int]]], a: Key, b: Key) -> set[str]:
     """The kinds of the folded units (``"run"``, ``"loop"``) that hold ``a`` and ``b`` in
-    different copies (blocks, iterations): an edge from ``a`` to ``b`` is carried."""
+    different copies (blocks, iterations): an edge from ``a`` to ``b`` is carried.  A node of
+    a later block or iteration is in the runs its counterpart in the first is in, too."""
     fold = p.fold
     other = dict(fold.copy_of(b))
     kinds = {fold.units[unit] for unit, copy in fold.copy_of(a) if other.get(unit, copy) != copy}
-    theirs = dict(blocks.get(b, ()))
-    if any(theirs.get(run, i) != i for run, i in blocks.get(a, ())):
+
+    def runs_of(key: Key) -> dict[Key, int]:
+        out: dict[Key, int] = {}
+        while key is not None:
+            for run, i in blocks.get(key, ()):
+                out.setdefault(run, i)
+            key = fold.alias.get(key)
+        return out
+
+    theirs = runs_of(b)
+    if any(theirs.get(run, i) != i for run, i in runs_of(a).items()):
         kinds.add("run")
     return kinds
 

@@ -336,7 +336,7 @@ def test_folding_keeps_every_edges_endpoints(name: str, options: dict[str, bool]
         check_folding(rec, depth, **options)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=loop_specs(), options=st.sampled_from([
     {"tensor_nodes": True, "all_ops": True}, {"tensor_nodes": True}, {"all_ops": True}, {}]),
     depth=st.sampled_from([1, 2, 3, None]))
