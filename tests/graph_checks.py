@@ -308,9 +308,10 @@ def _carried_in(p: Projection, blocks: dict[Key, list[tuple[Key, int]]], a: Key,
     return kinds
 
 
-def check_folding(rec: Recorder, render_depth: int | None = 256, **options: object) -> None:
-    """The folded drawing of ``rec`` (``fold_repeats=True``) against the unfolded one, with the
-    same ``options``.
+def check_folding(rec: Recorder, render_depth: int | None = 256, fold_repeats: bool | int | str = True,
+                  **options: object) -> None:
+    """The folded drawing of ``rec`` (``fold_repeats``) against the unfolded one, with the same
+    ``options``.
 
     * every edge drawn folded stands for a path of the unfolded drawing (through nodes the
       folded drawing does not draw), whose ends the folded drawing draws as the edge's ends;
@@ -323,7 +324,7 @@ def check_folding(rec: Recorder, render_depth: int | None = 256, **options: obje
       every edge (invisible ones too) not marked ``constraint=false``; every carried edge is
       drawn dashed, with ``constraint=false``.
     """
-    folded = GraphvizRenderer(rec, render_depth, fold_repeats=True, max_nodes=None, **options)  # type: ignore[arg-type]
+    folded = GraphvizRenderer(rec, render_depth, fold_repeats=fold_repeats, max_nodes=None, **options)  # type: ignore[arg-type]
     unfolded = GraphvizRenderer(rec, render_depth, fold_repeats=False, max_nodes=None, **options)  # type: ignore[arg-type]
     p = folded.projection
     image = p.drawn_key

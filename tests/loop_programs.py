@@ -212,7 +212,7 @@ def loop_specs():  # type: ignore[no-untyped-def]
 
     @st.composite
     def specs(draw):  # type: ignore[no-untyped-def]
-        steps = draw(st.integers(3, 7))
+        steps = draw(st.integers(3, 9))
         index = st.integers(-steps, steps - 1)
         return LoopSpec(
             steps=steps,

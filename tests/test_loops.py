@@ -339,14 +339,14 @@ def test_folding_keeps_every_edges_endpoints(name: str, options: dict[str, bool]
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=loop_specs(), options=st.sampled_from([
     {"tensor_nodes": True, "all_ops": True}, {"tensor_nodes": True}, {"all_ops": True}, {}]),
-    depth=st.sampled_from([1, 2, 3, None]))
+    depth=st.sampled_from([1, 2, 3, None]), fold=st.sampled_from([True, 3, "auto"]))
 def test_folding_random_loop_programs_keeps_every_edges_endpoints(
-        spec: LoopSpec, options: dict[str, bool], depth: int | None) -> None:
+        spec: LoopSpec, options: dict[str, bool], depth: int | None, fold: bool | int | str) -> None:
     """Random loops (cells, carried states, states read after the loop, writes in place, lists
     of modules, loops inside the blocks of a run or of an outer loop): see check_folding."""
     torch.manual_seed(0)
     rec = torchrecorder.record(LoopProgram(spec), "net", input_data=torch.randn(1, spec.steps, 4))
-    check_folding(rec, depth, **options)
+    check_folding(rec, depth, fold, **options)
 
 
 def test_a_state_read_after_the_loop_comes_from_the_loop() -> None:
