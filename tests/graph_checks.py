@@ -16,11 +16,15 @@ from torch.nn.modules.module import register_module_forward_pre_hook
 
 from torchrecorder import ContextNode, LayerNode, ParamNode, Recorder, TensorNode
 from torchrecorder.nodes import Key
+from torchrecorder.projection import Projection
 from torchrecorder.renderer import GraphvizRenderer
+
+from .dot_parse import parse_dot
 
 __all__ = [
     "check_acyclic",
     "check_calls",
+    "check_folding",
     "check_invariants",
     "check_metadata_only",
     "check_outputs_equal",
@@ -263,3 +267,107 @@ def _cache_tensors(cache: Any) -> list[Tensor]:
     for layer in getattr(cache, "layers", []) or []:
         out.extend(iter_tensors(getattr(layer, "__dict__", {})))
     return out
+
+
+# ------------------------------------------------------------ folding
+def _blocks_of(p: Projection) -> dict[Key, list[tuple[Key, int]]]:
+    """Each node inside a block of a folded run -> (the run's first block, the block's index),
+    for each run it is in, read off the runs' blocks (not off the fold's own bookkeeping)."""
+    out: dict[Key, list[tuple[Key, int]]] = {}
+    nodes = p.graph.nodes
+    for lead, run in p.fold.runs.items():
+        for i, block in enumerate(run):
+            todo = [block.key]
+            while todo:
+                key = todo.pop()
+                out.setdefault(key, []).append((lead, i))
+                node = nodes.get(key)
+                todo.extend(getattr(node, "subnets", ()))
+    return out
+
+
+def _carried_in(p: Projection, blocks: dict[Key, list[tuple[Key, int]]], a: Key, b: Key) -> set[str]:
+    """The kinds of the folded units (``"run"``, ``"loop"``) that hold ``a`` and ``b`` in
+    different copies (blocks, iterations): an edge from ``a`` to ``b`` is carried.  A node of
+    a later block or iteration is in the runs its counterpart in the first is in, too."""
+    fold = p.fold
+    other = dict(fold.copy_of(b))
+    kinds = {fold.units[unit] for unit, copy in fold.copy_of(a) if other.get(unit, copy) != copy}
+
+    def runs_of(key: Key) -> dict[Key, int]:
+        out: dict[Key, int] = {}
+        while key is not None:
+            for run, i in blocks.get(key, ()):
+                out.setdefault(run, i)
+            key = fold.alias.get(key)
+        return out
+
+    theirs = runs_of(b)
+    if any(theirs.get(run, i) != i for run, i in runs_of(a).items()):
+        kinds.add("run")
+    return kinds
+
+
+def check_folding(rec: Recorder, render_depth: int | None = 256, fold_repeats: bool | int | str = True,
+                  **options: object) -> None:
+    """The folded drawing of ``rec`` (``fold_repeats``) against the unfolded one, with the same
+    ``options``.
+
+    * every edge drawn folded stands for a path of the unfolded drawing (through nodes the
+      folded drawing does not draw), whose ends the folded drawing draws as the edge's ends;
+      a plain edge for one path that is not carried from one block or iteration to another,
+      a carried edge for one that is;
+    * every path of the unfolded drawing between nodes the folded one draws has its image:
+      the folded edge between the nodes standing for its ends, plain or carried as it is, or
+      the ``×N`` mark (ends drawn as one node; a block's output passed to the next block);
+    * the folded edges but the carried ones are acyclic, and so is the DOT source's graph of
+      every edge (invisible ones too) not marked ``constraint=false``; every carried edge is
+      drawn dashed, with ``constraint=false``.
+    """
+    folded = GraphvizRenderer(rec, render_depth, fold_repeats=fold_repeats, max_nodes=None, **options)  # type: ignore[arg-type]
+    unfolded = GraphvizRenderer(rec, render_depth, fold_repeats=False, max_nodes=None, **options)  # type: ignore[arg-type]
+    p = folded.projection
+    image = p.drawn_key
+    blocks = _blocks_of(p)
+    plain = {(a.key, b.key) for a, b in p.edges}
+    carried = {(a.key, b.key) for a, b in p.carried_edges}
+    assert not plain & carried
+    succ: dict[Key, list[Key]] = {}
+    for a, b in unfolded.drawn_edges():
+        succ.setdefault(a.key, []).append(b.key)
+    paths: dict[tuple[Key, Key], list[tuple[Key, Key]]] = {}  # folded edge -> unfolded paths
+    for u in succ:
+        if image(u) is None:
+            continue
+        todo, seen = list(succ[u]), set()
+        while todo:
+            v = todo.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if image(v) is None:  # not drawn folded (a tensor passed between two blocks)
+                todo.extend(succ.get(v, ()))
+            else:
+                paths.setdefault((image(u), image(v)), []).append((u, v))
+    for edge in plain:
+        assert any(not _carried_in(p, blocks, u, v) for u, v in paths.get(edge, ())), f"invented edge {edge}"
+    for edge in carried:
+        assert any(_carried_in(p, blocks, u, v) for u, v in paths.get(edge, ())), f"invented back edge {edge}"
+    for (a, b), ends in paths.items():
+        if a == b:
+            continue
+        for u, v in ends:
+            kinds = _carried_in(p, blocks, u, v)
+            if not kinds:
+                assert (a, b) in plain, f"lost edge {(a, b)} (from {(u, v)})"
+            elif "run" not in kinds:
+                assert (a, b) in plain | carried, f"lost carried edge {(a, b)} (from {(u, v)})"
+    assert not find_cycle(plain), find_cycle(plain)
+    parsed = parse_dot(folded.render().source)
+    ranked = [e for e, attrs in zip(parsed.edges, parsed.edge_attrs, strict=True)
+              if attrs.get("constraint") != "false"]
+    assert not find_cycle(ranked + parsed.invisible), find_cycle(ranked + parsed.invisible)
+    back = [attrs for attrs in parsed.edge_attrs if attrs.get("tooltip", "").endswith('iteration)"')
+            or attrs.get("tooltip") == '"carried to a later iteration"']
+    assert len(back) == len(carried)
+    assert all(attrs.get("constraint") == "false" and attrs.get("style") == "dashed" for attrs in back)

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import torchrecorder
 from torchrecorder.nodes import LayerNode
-from torchrecorder.projection import LoopNode, Projection
+from torchrecorder.projection import LoopNode
 from torchrecorder.projection.loops import Stretch, choose, periodic_stretches
 from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
 from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 
 from .dot_parse import parse_dot
+from .graph_checks import check_folding, find_cycle
+from .loop_programs import Flows, LoopProgram, LoopSpec, StatesReadAfter, loop_specs
+from .zoo.stress import FarthestPointSampling
 
 
 class Series(nn.Module):
@@ -166,21 +172,6 @@ def _loops(r: GraphvizRenderer) -> list[LoopNode]:
     return out
 
 
-def _folded_map(folded: Projection, unfolded: Projection) -> set[tuple[str, str]]:
-    """The unfolded drawing's edges, each end taken to the folded node that stands for it;
-    edges between two iterations of a loop (the carried value) left out."""
-    out: set[tuple[str, str]] = set()
-    iteration = folded.fold.iteration
-    for a, b in unfolded.edges:
-        ia, ib = iteration.get(a.key), iteration.get(b.key)
-        if ia is not None and ib is not None and ia[0] == ib[0] and ia[1] != ib[1]:
-            continue
-        fa, fb = folded.drawn_key(a.key), folded.drawn_key(b.key)
-        if fa is not None and fb is not None and fa != fb:
-            out.add((str(fa), str(fb)))
-    return out
-
-
 def test_series_loop_folds_into_one_group_marked_with_its_count() -> None:
     rec = torchrecorder.record(Series(40), "series", (1, 4))
     r = GraphvizRenderer(rec)
@@ -320,28 +311,87 @@ def test_a_recurrence_reading_two_iterations_back_folds() -> None:
     assert [n.op for n in r.children(loop)] == ["add", "tanh"]
 
 
+def _fps() -> nn.Module:
+    return FarthestPointSampling(npoint=10).eval()
+
+
+LOOP_MODELS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
+    "Series": (lambda: Series(30), (1, 4)), "Wrapped": (lambda: Wrapped(30), (1, 4)),
+    "CellLoop": (lambda: CellLoop(12), (1, 4)), "Growing": (Growing, (1, 4)),
+    "Sampler": (lambda: Sampler(12), (1, 4)), "Fibonacci": (Fibonacci, (1, 4)),
+    "StatesReadAfter": (StatesReadAfter, (1, 10, 4)), "FarthestPointSampling": (_fps, (1, 64, 3)),
+    "Flows": (Flows, (1, 4)), "TwoLoops": (TwoLoops, (1, 4)),
+}
+
+
 @pytest.mark.parametrize("options", [
-    {"tensor_nodes": True, "all_ops": True},
-    {},
-])
-@pytest.mark.parametrize("net", [Series(30), Wrapped(30), CellLoop(12), Growing(), Sampler(12), Fibonacci()],
-                         ids=lambda n: type(n).__name__)
-def test_folding_keeps_every_edges_endpoints(net: nn.Module, options: dict[str, bool]) -> None:
-    rec = torchrecorder.record(net, "net", (1, 4))
-    folded = GraphvizRenderer(rec, None, fold_repeats=True, **options)
-    unfolded = GraphvizRenderer(rec, None, fold_repeats=False, **options)
-    drawn = {(str(a.key), str(b.key)) for a, b in folded.drawn_edges()}
-    assert drawn
-    mapped = _folded_map(folded.projection, unfolded.projection)
-    # every folded edge stands for an unfolded one ...
-    assert drawn <= mapped | _joined(folded.projection), drawn - mapped
-    if options:  # ... and, every node drawn, every unfolded edge is drawn
-        assert mapped <= drawn, mapped - drawn
+    {"tensor_nodes": True, "all_ops": True}, {"tensor_nodes": True}, {"all_ops": True}, {},
+], ids=lambda o: "+".join(o) or "default")
+@pytest.mark.parametrize("name", list(LOOP_MODELS))
+def test_folding_keeps_every_edges_endpoints(name: str, options: dict[str, bool]) -> None:
+    make, shape = LOOP_MODELS[name]
+    torch.manual_seed(0)
+    rec = torchrecorder.record(make(), "net", input_data=torch.randn(*shape))
+    for depth in (1, 2, None):
+        check_folding(rec, depth, **options)
 
 
-def _joined(p: Projection) -> set[tuple[str, str]]:
-    """Edges joined across a node left out (a data-movement op), as drawn."""
-    return {(str(a.key), str(b.key)) for a, b in p.edges if p.edge_ops(a, b) or p.edge_tensor(a, b)}
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=loop_specs(), options=st.sampled_from([
+    {"tensor_nodes": True, "all_ops": True}, {"tensor_nodes": True}, {"all_ops": True}, {}]),
+    depth=st.sampled_from([1, 2, 3, None]), fold=st.sampled_from([True, 3, "auto"]))
+def test_folding_random_loop_programs_keeps_every_edges_endpoints(
+        spec: LoopSpec, options: dict[str, bool], depth: int | None, fold: bool | int | str) -> None:
+    """Random loops (cells, carried states, states read after the loop, writes in place, lists
+    of modules, loops inside the blocks of a run or of an outer loop): see check_folding."""
+    torch.manual_seed(0)
+    rec = torchrecorder.record(LoopProgram(spec), "net", input_data=torch.randn(1, spec.steps, 4))
+    check_folding(rec, depth, fold, **options)
+
+
+def test_a_state_read_after_the_loop_comes_from_the_loop() -> None:
+    """``outs[-2]`` is the state of a later iteration: the folded drawing draws it from the loop's
+    cell, never from the call before the loop (the first iteration's producer of the state)."""
+    rec = torchrecorder.record(StatesReadAfter(), "net", input_data=torch.randn(1, 10, 4))
+    for options in ({}, {"tensor_nodes": True}):
+        r = _rendered_rec(rec, fold_repeats=True, **options)
+        (loop,) = _loops(r)
+        edges = {(a.key, b.key) for a, b in r.drawn_edges()}
+        into_head = {a for a, b in edges if b == "head"}
+        if options:  # the state tensor of the loop's iterations
+            assert into_head == {"cell:out"} and r.projection.drawn_key("cell#9:out") == "cell:out"
+        else:
+            assert into_head == {"cell#2"} and ("cell", "head") not in edges
+            assert r.projection.drawn_key("cell#9") == "cell#2" and "cell#2" in loop.subnets
+
+
+def test_a_loop_keeps_its_write_into_a_buffer_made_before_it() -> None:
+    """Farthest-point sampling: ``centroids[:, i] = farthest`` writes, in each iteration, the index
+    the iteration before found into a buffer of zeros.  In the first iteration the write reads
+    nothing drawn (it is left out of the unfolded drawing); in the others it reads ``max``: the
+    folded loop draws it, fed from ``max`` of the iteration before, and the buffer it fills
+    feeds the write after the loop."""
+    rec = torchrecorder.record(_fps(), "net", input_data=torch.randn(1, 64, 3))
+    r = _rendered_rec(rec, fold_repeats=True)
+    loop = next(n for n in _loops(r) if len(r.repeats(n)) == 9)
+    kids = r.children(loop)
+    assert [getattr(n, "op", "") for n in kids].count("setitem") == 2  # both writes
+    assert ("net/setitem", "net/setitem_18") in {(a.key, b.key) for a, b in r.drawn_edges()}
+    assert ("net/max", "net/setitem") in {(a.key, b.key) for a, b in r.projection.carried_edges}
+    source = r.render().source
+    assert '"net/max" -> "net/setitem" [' in source
+
+
+def test_a_loop_inside_the_first_iteration_of_another_draws_no_cycle() -> None:
+    """VITS' flows: the inner loop's value carried from one of its iterations to the next is,
+    in a later flow (an iteration of the outer loop), carried too: a dashed back edge, never
+    a plain edge from the last ``add`` back up to the first op (a cycle)."""
+    rec = torchrecorder.record(Flows(), "net", (1, 4))
+    for options in ({}, {"tensor_nodes": True, "all_ops": True}):
+        r = _rendered_rec(rec, render_depth=3, fold_repeats=True, **options)
+        assert len(_loops(r)) >= 2
+        assert not find_cycle([(a.key, b.key) for a, b in r.drawn_edges()])
+        assert r.projection.carried_edges
 
 
 def test_mermaid_draws_the_loop_as_a_subgraph() -> None:

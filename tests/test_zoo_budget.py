@@ -25,6 +25,7 @@ from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 from torchrecorder.renderer.html import HtmlRenderer
 
 from .dot_parse import parse_dot
+from .graph_checks import check_folding
 from .zoo import all_cases, stress_cases
 from .zoo.session import Zoo
 
@@ -65,29 +66,15 @@ def test_every_zoo_models_default_drawings_are_within_the_budget(zoo: Zoo, case:
 
 
 def _endpoints_kept(rec: torchrecorder.Recorder, depth: int) -> None:
-    """Every drawn edge of the folded drawing stands for an edge of the unfolded one, and every
-    edge of the unfolded one (but the values carried from one iteration to the next) is drawn."""
-    every = {"tensor_nodes": True, "all_ops": True, "max_nodes": None}
-    folded = GraphvizRenderer(rec, depth, fold_repeats=True, **every)  # type: ignore[arg-type]
-    unfolded = GraphvizRenderer(rec, depth, fold_repeats=False, **every)  # type: ignore[arg-type]
+    """Every drawn edge of the folded drawing stands for a path of the unfolded one, every path
+    of the unfolded one has its image, and only the edges carried from one iteration to another
+    go back up (see check_folding)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LargeDrawingWarning)
-        fp, up = folded.projection, unfolded.projection
-    iteration = fp.fold.iteration
-    mapped = set()
-    for a, b in up.edges:
-        ia, ib = iteration.get(a.key), iteration.get(b.key)
-        if ia is not None and ib is not None and ia[0] == ib[0] and ia[1] != ib[1]:
-            continue
-        fa, fb = fp.drawn_key(a.key), fp.drawn_key(b.key)
-        if fa is not None and fb is not None and fa != fb:
-            mapped.add((fa, fb))
-    drawn = {(a.key, b.key) for a, b in fp.edges}
-    assert drawn and drawn <= mapped, sorted(drawn - mapped)[:5]
-    folded_runs = [k for k in fp.fold.hidden]
-    assert folded_runs, "nothing folded"
-    # the folded drawing draws runs once: all blocks' edges end on drawn nodes
-    assert mapped <= drawn, sorted(mapped - drawn)[:5]
+        folded = GraphvizRenderer(rec, depth, fold_repeats=True, tensor_nodes=True, all_ops=True,
+                                  max_nodes=None)
+        assert folded.projection.fold.hidden, "nothing folded"
+        check_folding(rec, depth, tensor_nodes=True, all_ops=True)
 
 
 @pytest.mark.parametrize("case,depth", [

@@ -83,7 +83,8 @@ def budget_of(max_nodes: MaxNodes) -> Optional[tuple[int, int]]:
 
 
 def drawn_size(p: Projection) -> tuple[int, int]:
-    """``(nodes, edges)`` a renderer draws from ``p``: boxes and groups, and edges."""
+    """``(nodes, edges)`` a renderer draws from ``p``: boxes and groups, and edges (those a
+    folded loop carries from one iteration to another too)."""
     count = 0
     todo = list(p.children(p.graph.context))
     while todo:
@@ -91,7 +92,7 @@ def drawn_size(p: Projection) -> tuple[int, int]:
         count += 1
         if isinstance(node, LayerNode) and p.is_expanded(node):
             todo.extend(p.children(node))
-    return count, len(p.edges)
+    return count, len(p.edges) + len(p.carried_edges)
 
 
 def edge_spans(p: Projection) -> int:

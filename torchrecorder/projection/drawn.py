@@ -11,7 +11,6 @@ not drawn as nodes.  It reads node metadata only, never a live module.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Optional, Union
@@ -19,6 +18,7 @@ from typing import Optional, Union
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from .edges import drawn_edges, is_passed_tensor
 from .fold import BlockStructures, FoldPlan
 from .loops import DATA_MOVEMENT_OPS, LoopNode
 
@@ -96,11 +96,6 @@ def default_expanded(node: BaseNode, render_depth: int, nodes: Mapping[Key, Base
     return expand_leaves and ops > 1
 
 
-def is_passed_tensor(node: BaseNode) -> bool:
-    """A tensor between layers: not a parameter, not one of the network's inputs or outputs."""
-    return isinstance(node, TensorNode) and not isinstance(node, ParamNode) and not node.role
-
-
 class Projection:
     """What is drawn of ``graph`` with one set of options; every answer is computed once.
 
@@ -146,6 +141,7 @@ class Projection:
         self._fold: Optional[FoldPlan] = None
         self._drawn: Optional[dict[Key, Optional[Key]]] = None
         self._edges: Optional[list[tuple[BaseNode, BaseNode]]] = None
+        self._carried: list[tuple[BaseNode, BaseNode]] = []
         self._via: dict[tuple[Key, Key], TensorNode] = {}
         self._ops: dict[tuple[Key, Key], tuple[OpNode, ...]] = {}
         self._left_out: frozenset[Key] = frozenset()
@@ -271,40 +267,41 @@ class Projection:
     @property
     def edges(self) -> list[tuple[BaseNode, BaseNode]]:
         """Edges between drawn nodes: re-attached, deduplicated, without self-loops, in
-        recording order.
+        recording order; acyclic when the graph is (see :mod:`~.edges`).
 
         With ``tensor_nodes=False`` an edge through a tensor left out joins the
         tensor's producer to each of its consumers, and :meth:`edge_tensor`
-        says which tensor it carries.
+        says which tensor it carries.  The values carried from one block or
+        iteration of a folded run or loop to another are not among them
+        (:attr:`carried_edges`).
         """
         if self._edges is None:
             drawn = self._drawn if self._drawn is not None else self._drawn_map()
-            pairs: dict[tuple[Key, Key], None] = {}
-            get = drawn.get
-            iteration = self.fold.iteration
-            for a, b in self.graph.edges:
-                da = get(a)
-                if da is None:
-                    continue
-                db = get(b)
-                if db is None or da == db:
-                    continue
-                if iteration:  # an edge between two iterations of a folded loop: not drawn
-                    ia = iteration.get(a)
-                    if ia is not None:
-                        ib = iteration.get(b)
-                        if ib is not None and ia[0] == ib[0] and ia[1] != ib[1]:
-                            continue
-                pairs[(da, db)] = None
-            if not self.tensor_nodes or not self.all_ops:
-                pairs = self._join_left_out(list(pairs))
-            nodes = self.nodes
-            self._edges = [(nodes[a], nodes[b]) for a, b in pairs]
+            fold, nodes = self.fold, self.nodes
+            boxes = {k for k, unit in fold.run_units.items()  # drawn as one box, in no other fold
+                     if all(u == unit for u, _ in fold.copy_of(k))
+                     and drawn.get(k) == k and not self.is_expanded(nodes[k])}
+            got = drawn_edges(nodes, self.graph.edges, drawn, fold, tensor_nodes=self.tensor_nodes,
+                              all_ops=self.all_ops, boxes=boxes)
+            self._edges = [(nodes[a], nodes[b]) for a, b in got.plain]
+            self._carried = [(nodes[a], nodes[b]) for a, b in got.carried]
+            self._via, self._ops, self._left_out = got.via, got.ops, got.left_out
             degree: dict[Key, int] = {}
-            for a, _ in pairs:
+            for a, _ in got.plain:
                 degree[a] = degree.get(a, 0) + 1
             self._out_degree = degree
         return self._edges
+
+    @property
+    def carried_edges(self) -> list[tuple[BaseNode, BaseNode]]:
+        """Edges from one block or iteration of a folded run or loop to another, between two
+        drawn nodes (the next iteration's use of a value, drawn as one edge between the
+        nodes that stand for both): a renderer draws them marked as going back, and not
+        ranking their ends.  A value passed to its own node's next copy, or from one block
+        of a run to the next, is said by the ``×N`` mark and not listed."""
+        if self._edges is None:
+            self.edges  # noqa: B018 - computes them
+        return self._carried
 
     def out_degree(self, node: BaseNode) -> int:
         """How many drawn edges leave ``node``."""
@@ -324,94 +321,6 @@ class Projection:
         if self._edges is None:
             self.edges  # noqa: B018 - computes the left-out operations
         return self._ops.get((fnode.key, tnode.key), ())
-
-    def _join_left_out(self, pairs: list[tuple[Key, Key]]) -> dict[tuple[Key, Key], None]:
-        """``pairs`` without the nodes left out: an edge into a passed tensor or a
-        data-movement op is joined to what the chain feeds; an operation with no drawn
-        input is dropped with its edges."""
-        nodes = self.nodes
-        succ: dict[Key, list[Key]] = {}
-        for a, b in pairs:
-            succ.setdefault(a, []).append(b)
-        through: set[Key] = set()
-        if not self.tensor_nodes:
-            through.update(k for k in succ if is_passed_tensor(nodes[k]))
-            through.update(b for _, b in pairs if is_passed_tensor(nodes[b]))
-        dropped: set[Key] = set()
-        if not self.all_ops:
-            through.update(k for k in succ
-                           if isinstance(n := nodes[k], OpNode) and n.op in DATA_MOVEMENT_OPS)
-            dropped = self._sourceless(pairs, succ)
-            through -= dropped
-        self._left_out = frozenset(through | dropped)
-
-        def reached(start: Key) -> list[tuple[Key, Optional[TensorNode], tuple[OpNode, ...]]]:
-            """Drawn nodes fed through the chain of left-out nodes that starts at ``start``,
-            each with the last tensor and the operations on the way."""
-            first = nodes[start]
-            seen = {start: (first if isinstance(first, TensorNode) else None,
-                            (first,) if isinstance(first, OpNode) else ())}
-            out: list[tuple[Key, Optional[TensorNode], tuple[OpNode, ...]]] = []
-            todo = deque([start])
-            while todo:
-                k = todo.popleft()
-                tensor, ops = seen[k]
-                for b in succ.get(k, ()):
-                    if b in dropped:
-                        continue
-                    if b in through:
-                        if b not in seen:
-                            node = nodes[b]
-                            seen[b] = ((node, ops) if isinstance(node, TensorNode)
-                                       else (tensor, (*ops, node) if isinstance(node, OpNode) else ops))
-                            todo.append(b)
-                    else:
-                        out.append((b, tensor, ops))
-            return out
-
-        result: dict[tuple[Key, Key], None] = {}
-        via, edge_ops = self._via, self._ops
-        memo: dict[Key, list[tuple[Key, Optional[TensorNode], tuple[OpNode, ...]]]] = {}
-        for a, b in pairs:
-            if a in through or a in dropped or b in dropped:
-                continue
-            if b not in through:
-                result[(a, b)] = None
-                continue
-            got = memo.get(b)
-            if got is None:  # several producers feeding one left-out node walk its chain once
-                got = memo[b] = reached(b)
-            for c, tensor, ops in got:
-                if c != a and (a, c) not in result:
-                    result[(a, c)] = None
-                    if tensor is not None:
-                        via[(a, c)] = tensor
-                    if ops:
-                        edge_ops[(a, c)] = ops
-        return result
-
-    def _sourceless(self, pairs: list[tuple[Key, Key]], succ: Mapping[Key, list[Key]]) -> set[Key]:
-        """Drawn operations (and the passed tensors they make) that no input, parameter or
-        layer feeds, however far back: constants and buffer reads."""
-        nodes = self.nodes
-        candidates: set[Key] = set()
-        has_input: set[Key] = set()
-        for a, b in pairs:
-            has_input.add(b)
-            for k in (a, b):
-                node = nodes[k]
-                if isinstance(node, OpNode) or is_passed_tensor(node):
-                    candidates.add(k)
-        fed = list(dict.fromkeys(a for a, _ in pairs if a not in candidates))  # each once
-        sourced: set[Key] = set()
-        while fed:
-            for b in succ.get(fed.pop(), ()):
-                if b in candidates and b not in sourced:
-                    sourced.add(b)
-                    fed.append(b)
-        # a tensor nothing made (no edge in) is not a constant's product: keep it
-        return {k for k in candidates - sourced
-                if isinstance(nodes[k], OpNode) or k in has_input}
 
 
 def _collapse(nodes: Mapping[Key, BaseNode], layer: LayerNode, drawn: dict[Key, Optional[Key]]) -> None:

@@ -10,12 +10,12 @@ identity do not matter: the 32 decoder layers of a transformer match, and so do
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Optional
 
 from ..graph import Graph, predecessors
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
-from .loops import LoopNode, Stretch, find_stretches
+from .loops import DATA_MOVEMENT_OPS, LoopNode, Stretch, find_stretches
 
 __all__ = ["BlockStructures", "FoldPlan", "structure_ids"]
 
@@ -113,8 +113,19 @@ class FoldPlan:
             ``LoopNode`` per iteration, the first being the drawn group.
         in_loop: key of each child of a folded loop's first iteration -> its group.
         iteration: key of every node of a folded loop (inside layers too) ->
-            ``(loop number, iteration)``: an edge between two iterations of one
-            loop is the loop's carried value, not drawn.
+            ``(loop number, iteration)`` (the innermost loop's, for a loop folded inside
+            the first iteration of another).
+        units: the kind of each folded run (``"run"``) and loop (``"loop"``), numbered in
+            the order they were folded.
+        copies: key of every node of a folded run or loop (inside layers too, and the
+            tensors passed between the blocks of a run) -> ``(unit, copy)`` for each
+            unit it is in: ``copy`` is the block of the run, or the iteration of the loop,
+            it belongs to (0: the drawn one).  :meth:`copy_of` follows the aliases.
+        gaps: keys of the tensors passed from one block of a folded run to the next that are
+            read elsewhere too (after the run): drawn joined over.  The copies of a run are
+            recorded only when a block's nodes are wired otherwise than the first block's
+            (a value read after the run, an edge from one block into another).
+        run_units: key of each run's first block -> the run's unit.
     """
 
     def __init__(self) -> None:
@@ -124,6 +135,36 @@ class FoldPlan:
         self.loops: dict[Key, list[LayerNode]] = {}
         self.in_loop: dict[Key, LoopNode] = {}
         self.iteration: dict[Key, tuple[int, int]] = {}
+        self.units: list[str] = []
+        self.copies: dict[Key, tuple[tuple[int, int], ...]] = {}
+        self.gaps: set[Key] = set()
+        self.run_units: dict[Key, int] = {}
+
+    def copy_of(self, key: Key) -> tuple[tuple[int, int], ...]:
+        """``(unit, copy)`` for each folded run or loop whose drawing stands for ``key``,
+        sorted by unit: those ``key`` is in, then those of the node it is drawn as (its
+        counterpart in the first block or iteration), and so on.  Two nodes drawn in one
+        place are copies of it in the same blocks and iterations exactly when their
+        ``copy_of`` are equal; an edge between two nodes one unit holds in different
+        copies is carried from one block or iteration to another.
+        """
+        own = self.copies.get(key, ())
+        target = self.alias.get(key)
+        if target is None:
+            return own
+        more = self.copy_of(target)
+        if not more or (len(more) == 1 and len(own) == 1 and more[0][0] == own[0][0]):
+            return own  # (the common case: a later block's node and its counterpart)
+        units = dict(more)
+        units.update(own)
+        return tuple(sorted(units.items()))
+
+    def _copies_of(self, unit: int, copy: int, keys: Sequence[Key]) -> None:
+        copies = self.copies
+        mark = ((unit, copy),)
+        for key in keys:
+            got = copies.get(key)
+            copies[key] = mark if got is None else got + mark
 
     @classmethod
     def build(cls, rec: Graph, min_run: int, expanded: Callable[[BaseNode], bool], *,
@@ -180,18 +221,41 @@ class FoldPlan:
               insides: list[list[Key]]) -> None:
         first = run[0]
         self.runs[first.key] = run
+        unit = self.run_units[first.key] = len(self.units)
+        self.units.append("run")
         lead = insides[0]
         alias = self.alias
-        for member, keys in zip(run[1:], insides[1:], strict=True):
-            self.hidden.add(member.key)
-            alias.update(zip(keys, lead, strict=True))
-            alias.update(dict.fromkeys(blocks.params_inside(member)))
-        for gap in gaps:
+        readers = blocks.succs
+        member_of: dict[Key, int] = {}
+        for i, keys in enumerate(insides):
+            member_of.update(dict.fromkeys(keys, i))
+        chain: set[Key] = set()  # the tensors passed from one block to the next, read nowhere else
+        read_after: list[tuple[Key, int]] = []
+        for i, gap in enumerate(gaps):
             for tensor, produced in gap:
                 if produced:  # an output of the block before it, passed to the next
                     self.hidden.add(tensor.key)
                     alias[tensor.key] = None
-
+                    if all(k in member_of for k in readers.get(tensor.key, ())):
+                        chain.add(tensor.key)
+                    else:  # read after the run too (outs[-2]): drawn joined over to what reads it
+                        read_after.append((tensor.key, i))
+        for member, keys in zip(run[1:], insides[1:], strict=True):
+            self.hidden.add(member.key)
+            alias.update(zip(keys, lead, strict=True))
+            alias.update(dict.fromkeys(blocks.params_inside(member)))
+        if not read_after and _closed(blocks.nodes, insides, member_of, chain, readers):
+            return  # every block wired like the first: its copies need not be told apart
+        for i, keys in enumerate(insides):
+            self._copies_of(unit, i, keys)
+        for key, i in read_after:
+            self.gaps.add(key)
+            self._copies_of(unit, i, (key,))
+        for i, gap in enumerate(gaps):  # joined over too: what a block reads through them is fed
+            for tensor, _produced in gap:
+                if tensor.key in chain:
+                    self.gaps.add(tensor.key)
+                    self._copies_of(unit, i, (tensor.key,))
 
     def _fold_loops(self, blocks: BlockStructures, layer: LayerNode, kids: list[BaseNode], min_run: int,
                     all_ops: bool) -> None:
@@ -212,6 +276,8 @@ class FoldPlan:
     def _fold_loop(self, blocks: BlockStructures, layer: LayerNode, kids: list[BaseNode], s: Stretch,
                    insides: Callable[[BaseNode], Sequence[Key]]) -> None:
         number = len(self.loops)
+        unit = len(self.units)
+        self.units.append("loop")
         p = s.period
         lead = kids[s.start:s.start + p]
         group = LoopNode(layer, f"{lead[0].key}#loop", lead)
@@ -225,6 +291,7 @@ class FoldPlan:
         iteration, alias, hidden = self.iteration, self.alias, self.hidden
         for keys in lead_insides:
             iteration.update(dict.fromkeys(keys, (number, 0)))
+            self._copies_of(unit, 0, keys)
         lead_ops = {j: m for j, m in enumerate(lead) if isinstance(m, OpNode)}
         varying: set[int] = set()  # positions of ops whose shapes differ from the lead's
         for k in range(1, s.count):
@@ -234,6 +301,7 @@ class FoldPlan:
                 keys = insides(member)
                 hidden.add(member.key)
                 iteration.update(dict.fromkeys(keys, (number, k)))
+                self._copies_of(unit, k, keys)
                 alias.update(zip(keys, lead_insides[j], strict=True))
                 if isinstance(member, LayerNode):
                     alias.update(dict.fromkeys(blocks.params_inside(member)))
@@ -262,12 +330,20 @@ class BlockStructures:
         self.rec = rec
         self.nodes = rec.nodes
         self._preds: Optional[dict[Key, list[Key]]] = None
+        self._succs: Optional[dict[Key, list[Key]]] = None
         self._preorder: dict[Key, list[Key]] = {}
         self._params: dict[Key, list[Key]] = {}
         self._numbers: dict[Key, int] = {}
         self._interned: dict[Hashable, int] = {}
         self._first_calls: Optional[dict[tuple[str, str], LayerNode]] = None
         self._param_memo: dict[Key, tuple[Hashable, ...]] = {}
+
+    @property
+    def succs(self) -> dict[Key, list[Key]]:
+        """Each node's successors: keys, in the order of the graph's edges (indexed on first use)."""
+        if self._succs is None:
+            self._succs = predecessors((b, a) for a, b in self.rec.edges)
+        return self._succs
 
     @property
     def preds(self) -> dict[Key, list[Key]]:
@@ -389,6 +465,28 @@ class BlockStructures:
                         add_edge(i * n + j)
         edges.sort()
         return (tuple(items), tuple(edges))
+
+
+def _closed(nodes: Mapping[Key, BaseNode], insides: list[list[Key]], member_of: dict[Key, int],
+            chain: set[Key], readers: dict[Key, list[Key]]) -> bool:
+    """Whether the blocks of a run are wired to the rest of the graph as the first is, so that
+    drawing each block's nodes as the first block's joins nothing the graph does not: no edge
+    goes from one block into another but through the tensors passed from each block to the
+    next, and what a later block's nodes feed outside the run (the last block's output) they
+    feed from a node never left out of a drawing (a layer, an operation that computes)."""
+    for i, keys in enumerate(insides):
+        for key in keys:
+            for reader in readers.get(key, ()):
+                j = member_of.get(reader)
+                if j == i or reader in chain or (i == 0 and j is None):
+                    continue
+                if j is not None:
+                    return False
+                node = nodes.get(key)
+                if not (isinstance(node, LayerNode)
+                        or (isinstance(node, OpNode) and node.op not in DATA_MOVEMENT_OPS)):
+                    return False
+    return True
 
 
 def _tuples(shapes: list[tuple[int, ...]]) -> Hashable:

@@ -216,6 +216,7 @@ class GraphvizRenderer(BaseRenderer):
         would give ``dot`` a path through every rank to route for each).
         """
         self._title_edges(g)
+        self._carried_edges(g)
         drawn = self._drawn
         note: list[str] = []
         if self.budget is not None and self.budget.reduced:  # on the last rank, with the outputs
@@ -244,6 +245,18 @@ class GraphvizRenderer(BaseRenderer):
                       and not (isinstance(node, TensorNode) and node.role)):
                     g.body.append(f"\t{first} -> {drawn[node.key]} [style=invis]\n")
         return g
+
+    def _carried_edges(self, g: graphviz.Digraph) -> None:
+        """The values a folded loop or run carries from one iteration (or block) to another
+        (:attr:`~torchrecorder.projection.Projection.carried_edges`), styled by the styler's
+        ``style_carried_edge``: back edges that do not rank their ends."""
+        drawn = self._drawn
+        for fnode, tnode in self.projection.carried_edges:
+            a, b = drawn.get(fnode.key), drawn.get(tnode.key)
+            if a is None or b is None:  # an end a subclass's render_node did not draw
+                continue
+            attrs = self.styler.style_carried_edge(fnode, tnode, self.edge_tensor(fnode, tnode))
+            g.body.append(f"\t{a} -> {b} [{self._attr_text(attrs, 'style_carried_edge')}]\n")
 
     def style_note(self) -> dict[str, str]:
         """Attributes of the note that says what the drawing budget collapsed."""

@@ -382,6 +382,20 @@ class GraphvizStyler:
         attrs["tooltip"] = tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
         return attrs
 
+    def style_carried_edge(self, fnode: BaseNode, tnode: BaseNode,
+                           tensor: Optional[TensorNode]) -> dict[str, str]:
+        """Attributes of an edge of a folded loop or run that carries a value from one iteration
+        (or block) to another (carrying ``tensor``, if tensors are not drawn as nodes): the
+        edge's own style (:meth:`style_edge`, :meth:`style_tensor_edge`), dashed, and not
+        ranking its ends (``constraint=false``), since it goes back up the drawing."""
+        attrs = (self.style_edge(fnode, tnode) if tensor is None
+                 else self.style_tensor_edge(fnode, tnode, tensor))
+        attrs = dict(attrs)
+        attrs.update({"style": "dashed", "constraint": "false"})
+        what = "carried to a later iteration"  # plain text: the tooltip's escaping keeps it
+        attrs["tooltip"] = f"{attrs['tooltip']} ({what})" if attrs.get("tooltip") else what
+        return attrs
+
     def _same_shape(self, fnode: BaseNode, tensor: TensorNode) -> bool:
         """Whether ``tensor`` has the shape of one of ``fnode``'s inputs (or is its shape, for
         an input of the network or a parameter): then the edge need not say it again."""
