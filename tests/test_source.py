@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
+import pytest
 import torch
 
 import torchrecorder
+from torchrecorder import __main__, export
 from torchrecorder.nodes import BaseNode, LayerNode, OpNode, Source
+from torchrecorder.renderer.html import HtmlRenderer
 
 from . import source_models
 from .source_models import line_of
@@ -81,3 +86,84 @@ def test_recording_context_manager_and_ops_between_calls() -> None:
     with open(HERE, encoding="utf-8") as f:
         line = next(i for i, t in enumerate(f, 1) if t.rstrip().endswith("# at-test:ctx"))
     assert _line(rec.nodes["g"]) == (HERE, line)
+
+
+# ------------------------------------------------------------------ where nodes are shown
+def test_lines_survive_a_json_round_trip() -> None:
+    rec = _record()
+    again = export.loads(export.dumps(rec))
+    for key, node in rec.nodes.items():
+        assert again.nodes[key].source == node.source, key
+    assert again.nodes["joined/cat"].source.lineno == line_of("cat")
+    # one table entry per line, shared again after loading
+    doc = export.to_dict(rec)
+    assert len(doc["sources"]) == len({n.source for n in rec.nodes.values() if n.source})
+    assert again.nodes["gate/sigmoid"].source is again.nodes["gate#2/sigmoid"].source
+
+
+def test_a_document_without_lines_loads_with_none_and_bad_ones_are_refused() -> None:
+    doc = export.to_dict(_record())
+    old = {k: v for k, v in doc.items() if k != "sources"}
+    old["nodes"] = [{k: v for k, v in n.items() if k != "source"} for n in doc["nodes"]]
+    loaded = export.from_dict(old)
+    assert all(n.source is None for n in loaded.nodes.values())
+    assert "sources" not in export.to_dict(loaded)
+    bad = dict(doc, nodes=[dict(doc["nodes"][0], source=len(doc["sources"])), *doc["nodes"][1:]])
+    with pytest.raises(ValueError, match="'source' must be an index"):
+        export.from_dict(bad)
+    with pytest.raises(ValueError, match=r"sources\[0\]"):
+        export.from_dict(dict(doc, sources=[["f.py", "12", "forward"], *doc["sources"][1:]]))
+
+
+def test_tooltips_table_and_diff_say_file_and_line() -> None:
+    rec = _record()
+    dot = torchrecorder.make_dot(rec).source
+    base = os.path.basename(MODEL_FILE)
+    assert f"called at {base}:{line_of('gate')}" in dot
+    assert f"cat -> 2×8 at {base}:{line_of('cat')}" in dot
+    table = rec.summary(columns=["label", "source"])
+    row = next(r for r in table.splitlines() if "head (Sequential)" in r)
+    assert row.rstrip().endswith(f"{base}:{line_of('head')}")
+    changed = source_models.Joined()
+    changed.head[1] = torch.nn.GELU()
+    text = torchrecorder.diff(rec, torchrecorder.record(changed, "joined", (2, 4))).summary()
+    line = next(r for r in text.splitlines() if "head.1" in r and "GELU" in r)
+    assert line.endswith(f"(called at {base}:{line_of('head')})")
+
+
+def _panel_sources(rec: torchrecorder.Recorder, **options: object) -> dict[str, dict[str, object]]:
+    """Node path or name -> what the page's detail panel gets of its line of code."""
+    data = HtmlRenderer(rec, **options).page_data()  # type: ignore[arg-type]
+    infos = [json.loads(data["strings"][row[6]]) for row in data["nodes"]]
+    return {f"{i['kind']}:{i['path'] if i['kind'] == 'module' else i['name']}": i["source"]
+            for i in infos if "source" in i}
+
+
+def test_html_page_shows_the_line_and_an_editor_link() -> None:
+    rec = _record()
+    path = MODEL_FILE.replace(os.sep, "/")
+    text = torchrecorder.make_html(rec).text
+    assert os.path.basename(MODEL_FILE) in text and f"vscode://file{path}:{line_of('cat')}" in text
+    panel = _panel_sources(rec)
+    cat = panel["operation:cat"]
+    assert cat["code"] == "z = torch.cat([g, h], dim=1)  # at:cat"  # read when the page is built
+    assert cat["href"] == f"vscode://file{path}:{line_of('cat')}" and cat["line"] == line_of("cat")
+    assert panel["module:head"]["where"] == f"{os.path.basename(MODEL_FILE)}:{line_of('head')}"
+    other = _panel_sources(rec, editor_url="pycharm://open?file={path}&line={line}")
+    assert other["module:head"]["href"] == f"pycharm://open?file={path}&line={line_of('head')}"
+    assert all("href" not in v for v in _panel_sources(rec, editor_url=None).values())
+    for bad, why in [("javascript:alert({path}{line})", "not run code"), ("vscode://{path}", "both"),
+                     ("x://{path}:{line}:{col}", "only")]:
+        with pytest.raises(ValueError, match=why):
+            torchrecorder.make_html(rec, editor_url=bad)
+
+
+def test_cli_columns_prints_the_source_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "j.json"
+    code = __main__.main([f"{MODEL_FILE}:Joined", "-s", "2,4", "-o", str(out), "-n", "joined",
+                          "--columns", "label,source"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Source" in printed and f"{os.path.basename(MODEL_FILE)}:{line_of('head')}" in printed
+    loaded = torchrecorder.load_json(out)
+    assert loaded.nodes["joined/cat"].source.lineno == line_of("cat")

@@ -407,7 +407,8 @@ class GraphvizStyler:
                 text += " params: " + ", ".join(f"{p.name} {shape_str(p.shape)}" for p in listed)
             note = node.run_note()
             text += f"; {note}" if note else ""
-            return text + (f" raised {node.error}" if node.error else "")
+            text += f" raised {node.error}" if node.error else ""
+            return text + (f"; called at {node.source.where()}" if node.source is not None else "")
         if isinstance(node, ParamNode):
             return f"{node.path or node.name}: {shape_str(node.shape)} {node.dtype}"
         if isinstance(node, TensorNode):
@@ -416,8 +417,9 @@ class GraphvizStyler:
             key: Any = ("tensor tooltip", node.shape, node.dtype, node.device)
             return self._memo(key, lambda: f"{shape_str(node.shape)} {node.dtype} on {node.device}")
         if isinstance(node, OpNode):
-            key = ("op tooltip", node.op, *map(tuple, node.output_shapes))
-            return self._memo(key, lambda: f"{node.op} -> " + ", ".join(map(shape_str, node.output_shapes)))
+            key = ("op tooltip", node.op, node.source, *map(tuple, node.output_shapes))
+            return self._memo(key, lambda: f"{node.op} -> " + ", ".join(map(shape_str, node.output_shapes))
+                              + (f" at {node.source.where()}" if node.source is not None else ""))
         return node.name
 
     def _memo(self, key: Any, make: Callable[[], T]) -> T:
