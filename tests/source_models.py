@@ -59,3 +59,31 @@ class CallsWrapped(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.inner(x)  # at:wrapped
+
+
+class Thresholded(nn.Module):
+    """Takes a branch on a value read with ``.item()``: a graph break for torch.compile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        if y.sum().item() > 0:  # at:item
+            y = -y
+        return torch.sigmoid(y)
+
+
+class Chatty(nn.Module):
+    """Prints in its own forward (a graph break) and calls a child that breaks too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = Thresholded()
+        self.out = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.gate(x)  # at:chatty.gate
+        print("hidden", tuple(h.shape))  # at:print
+        return self.out(h)

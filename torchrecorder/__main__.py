@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tensor-nodes", action="store_true",
                         help="draw tensors between layers as boxes instead of shapes on the edges")
     parser.add_argument("--dpi", type=float, default=None, help="resolution of raster formats (default 192)")
+    parser.add_argument("--compile-breaks", action="store_true",
+                        help="run torch._dynamo.explain on the model, mark the module calls where "
+                             "torch.compile breaks the graph, and list the breaks")
     return parser
 
 
@@ -213,6 +216,12 @@ def _run(args: argparse.Namespace) -> Optional[str]:
     net = load_model(args.model)
     initialize_lazy(net, shapes, dtype=dtype, device=args.device)  # the command line owns the model
     rec = record(net, name, shapes, dtype=dtype, device=args.device)
+    breaks = None
+    if args.compile_breaks:  # dynamo: imported only here
+        from .graph_breaks import compile_breaks
+        breaks = compile_breaks(net, shapes, dtype=dtype, device=args.device, recording=rec)
+        if fmt not in ("json", "mmd"):
+            drawing["breaks"] = breaks
     data, source = _picture(rec, fmt, args.depth, args.fold, drawing)
     if path == "-":
         sys.stdout.flush()
@@ -223,6 +232,8 @@ def _run(args: argparse.Namespace) -> Optional[str]:
     if args.summary or args.columns:  # (to standard error when the picture went to standard output)
         print(rec.summary(columns=args.columns, fold=args.fold),
               file=sys.stderr if path == "-" else sys.stdout)
+    if breaks is not None:
+        print(breaks.summary(), file=sys.stderr if path == "-" else sys.stdout)
     return None if path == "-" else path
 
 

@@ -232,8 +232,12 @@ class HtmlRenderer(GraphvizRenderer):
             if isinstance(node, LayerNode) and can_open.get(node.key, False):
                 cluster = strings.add(self._cluster_text(self.styler.style_cluster(node), "style_cluster"))
                 is_open = int(first.is_expanded(node))
-            info = strings.add(json.dumps(_info(rec, node, dtypes, where(node.source)),
-                                          ensure_ascii=False, separators=(",", ":")))
+            panel = _info(rec, node, dtypes, where(node.source))
+            found = self.styler.breaks.at(rec, node, inside=False) if isinstance(node, LayerNode) else []
+            if found:  # torch.compile's graph breaks in the call (make_dot(rec, breaks=...))
+                panel["breaks"] = [{"where": f"{os.path.basename(str(b.filename))}:{b.lineno}",
+                                    "reason": self.styler.breaks.describe(b)} for b in found]
+            info = strings.add(json.dumps(panel, ensure_ascii=False, separators=(",", ":")))
             rows.append([parent, kind, strings.add(self._quoted_id(node)), box, cluster, is_open, info])
         edges = self._edge_rows(finest, order, parents, index, attrs, strings)
         runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Optional, TypeVar
 
@@ -17,6 +17,7 @@ from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
 from ._styletable import StyleTable
 from .base import BaseRenderer
+from .breakmarks import BreakMarks
 from .labels import (
     OpInputShapes,
     dtype_suffix,
@@ -79,6 +80,7 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     "failed": MappingProxyType({"fillcolor": "#f8cccc", "color": "#c0392b", "penwidth": "2.5"}),
     "folded": MappingProxyType({"peripheries": "2", "penwidth": "1.4"}),
     "folded_cluster": MappingProxyType({"style": "rounded,bold", "penwidth": "2"}),
+    "graph_break": MappingProxyType({"color": "#d93025", "penwidth": "2.5"}),
 })
 
 #: Named sets of overrides on :data:`DEFAULT_STYLES`, chosen with ``preset=``:
@@ -152,7 +154,7 @@ GRAPH_ATTRIBUTES = frozenset(name for name, users in GRAPHVIZ_ATTRIBUTES.items()
 EDGE_SHAPES = ("changed", "all", "none")
 
 KIND_ARGS = ("graph", "layer", "tensor", "io", "param", "op", "cluster", "edge", "param_edge",
-              "failed", "folded", "folded_cluster")
+              "failed", "folded", "folded_cluster", "graph_break")
 
 
 class GraphvizStyler:
@@ -175,6 +177,10 @@ class GraphvizStyler:
             every input of the node the edge leaves, so that a chain of layers
             keeping one shape is not labelled over and over; ``"all"``; or
             ``"none"`` (the shapes stay in the edges' tooltips).
+        breaks: ``torch.compile`` graph breaks (:func:`torchrecorder.compile_breaks`): each
+            module call that holds one gets a red border (``graph_break_attrs``), a
+            ``graph break`` badge and the reason in its tooltip; a box whose insides are
+            not drawn counts those of the calls inside it.
         **styler_args: ``KIND_attrs={...}`` (``layer_attrs``, ``tensor_attrs``,
             ``io_attrs``, ``param_attrs``, ``op_attrs``, ``cluster_attrs``,
             ``edge_attrs``, ``graph_attrs``, ...) override one kind; any other
@@ -224,13 +230,14 @@ class GraphvizStyler:
         name for name, users in GRAPHVIZ_ATTRIBUTES.items() if "N" in users)
 
     def __init__(self, preset: str = "default", *, param_shapes: bool = False, param_counts: bool = True,
-                 edge_shapes: str = "changed", **styler_args: Any) -> None:
+                 edge_shapes: str = "changed", breaks: Iterable[Any] = (), **styler_args: Any) -> None:
         if edge_shapes not in EDGE_SHAPES:
             raise ValueError(f"edge_shapes must be one of {', '.join(map(repr, EDGE_SHAPES))}, "
                              f"got {edge_shapes!r}")
         self.param_shapes = bool(param_shapes)
         self.param_counts = bool(param_counts)
         self.edge_shapes = edge_shapes
+        self.breaks = BreakMarks(breaks)
         # label and tooltip text of tensors and ops, by what they show (many nodes share one)
         self._text_memo: dict[Any, Any] = {}
         # op key -> the shapes of the tensors and ops that fed it (made when first needed)
@@ -316,19 +323,21 @@ class GraphvizStyler:
         """Attributes (label included) of ``node`` drawn as a single node."""
         attrs = dict(self.styles[self.kind_of(node)])
         attrs["label"] = self.label(node)
-        attrs["tooltip"] = tooltip_text(self.tooltip(node))
+        found = self.breaks.at(self.rec, node, inside=True) if isinstance(node, LayerNode) else []
+        attrs["tooltip"] = tooltip_text(self.tooltip(node) + (self.breaks.tooltip(found)))
         if isinstance(node, LayerNode) and node.error:
             attrs.update(self.styles["failed"])
-        return attrs
+        return attrs | (self.styles["graph_break"] if found else {})
 
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """Attributes of an expanded layer, drawn as a cluster."""
         attrs = dict(self.styles["cluster"])
         attrs["label"] = self._cluster_label(node, node.call_title(dotted=True))
-        attrs["tooltip"] = tooltip_text(self.tooltip(node))
+        found = self.breaks.at(self.rec, node, inside=False)
+        attrs["tooltip"] = tooltip_text(self.tooltip(node) + self.breaks.tooltip(found))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
-        return attrs
+        return attrs | (self.styles["graph_break"] if found else {})
 
     def style_edge(self, fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
         """Attributes of the edge from ``fnode`` to ``tnode``; the data-movement operations
@@ -507,6 +516,9 @@ class GraphvizStyler:
             lines.append(f"<I>{self._small.format(html_text(note))}</I>")
         if node.error:
             lines.append(self._small.format(self._text("raised " + node.error.split(":")[0])))
+        found = self.breaks.at(self.rec, node, inside=True)
+        if found:
+            lines.append(_BREAK.format(self._text(self.breaks.badge(found))))
         return stacked_label(self._row_gap("layer"), lines)
 
     def param_lines(self, node: LayerNode) -> list[str]:
@@ -550,6 +562,10 @@ class GraphvizStyler:
         small_note = self._small.format(self._text(note))
         note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{small_note}</I></TD></TR>'
                     if note else "")
+        found = self.breaks.at(self.rec, node, inside=False)
+        if found:
+            badge = _BREAK.format(self.breaks.badge(found))
+            note_row += f'<TR><TD ALIGN="LEFT" COLSPAN="2">{badge}</TD></TR>'
         # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
         # cell after the title keeps a long one inside the cluster's border
         try:
@@ -574,6 +590,7 @@ _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls"
                     "align", "max_nodes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
+_BREAK = '<FONT POINT-SIZE="9" COLOR="#c5221f"><B>{}</B></FONT>'
 
 
 def _clamp(size: float, most: float) -> float:

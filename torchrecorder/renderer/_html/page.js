@@ -433,6 +433,7 @@
         parts.push(el("p", "parameters in all: " + all + (d.total !== all ? " (" + d.total + ")" : "")));
       }
       if (d.error) parts.push(el("p", "raised " + d.error, "tr-error-text"));
+      if (d.breaks) parts.push.apply(parts, list("torch.compile graph breaks", d.breaks.map(function (b) { return b.where + ": " + b.reason; })));
     } else if (d.kind === "operation") {
       parts.push.apply(parts, list("output shape", d.out));
     } else {
