@@ -1,11 +1,12 @@
-"""The lines of code behind a recording's nodes, for pages that show them: the text of a
+r"""The lines of code behind a recording's nodes, for pages that show them: the text of a
 line (read when a page is built, never while recording) and a link that opens it in an editor.
 
->>> from torchrecorder.nodes import Source
->>> editor_link(Source("/home/me/model.py", 12, "forward"))
+>>> format_link("/home/me/model.py", 12)
 'vscode://file/home/me/model.py:12'
->>> editor_link(Source("/home/me/my model.py", 3, "forward"), "pycharm://open?file={path}&line={line}")
+>>> format_link("/home/me/my model.py", 3, "pycharm://open?file={path}&line={line}")
 'pycharm://open?file=/home/me/my%20model.py&line=3'
+>>> format_link("C:\\work\\model.py", 3)
+'vscode://file/C:/work/model.py:3'
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from urllib.parse import quote
 
 from ..nodes import Source
 
-__all__ = ["DEFAULT_EDITOR_URL", "check_editor_url", "code_line", "editor_link", "source_info"]
+__all__ = ["DEFAULT_EDITOR_URL", "check_editor_url", "code_line", "editor_link", "format_link",
+           "source_info"]
 
 #: the link of a line of code: ``{path}`` (the absolute path, ``/`` separated and
 #: percent-encoded) and ``{line}`` are filled in; VS Code's scheme by default
@@ -60,10 +62,16 @@ def editor_link(src: Source, editor_url: Optional[str] = DEFAULT_EDITOR_URL) -> 
     not on disk: code typed in a console, ``<string>``)."""
     if not editor_url or not os.path.isabs(src.filename) or not os.path.isfile(src.filename):
         return None
-    path = src.filename.replace("\\", "/")
+    return format_link(src.filename, src.lineno, editor_url)
+
+
+def format_link(path: str, lineno: int, editor_url: str = DEFAULT_EDITOR_URL) -> str:
+    """``editor_url`` with ``{path}`` (``/``-separated, starting with ``/``, percent-encoded)
+    and ``{line}`` filled in."""
+    path = path.replace("\\", "/")
     if not path.startswith("/"):  # C:/work/model.py -> /C:/work/model.py
         path = "/" + path
-    return editor_url.format(path=quote(path, safe="/:"), line=src.lineno)
+    return editor_url.format(path=quote(path, safe="/:"), line=lineno)
 
 
 def code_line(src: Source) -> str:
