@@ -117,3 +117,10 @@ def test_not_imported_unless_asked() -> None:
             if any(n.endswith("graph_breaks") or n.startswith("torch._dynamo") for n in names):
                 eager.append(f"{path.name}:{node.lineno}")
     assert eager == []
+
+
+def test_bad_input_is_refused_before_dynamo_runs() -> None:
+    with pytest.raises(TypeError, match=r"torch\.nn\.Module"):
+        torchrecorder.compile_breaks(lambda x: x, (1, 4))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="input_shapes or input_data"):
+        torchrecorder.compile_breaks(source_models.Chatty())

@@ -100,9 +100,11 @@ def compile_breaks(model: nn.Module, input_shapes: Any = None, input_data: Any =
     compiles anything) and :func:`~torchrecorder.record` on the same inputs, then places
     each break on the innermost module call whose code holds its line (see
     :func:`place_breaks`).  Dynamo's caches are reset before and after
-    (``torch._dynamo.reset()``); the model's parameters, buffers, flags and the random state
-    are put back as :func:`~torchrecorder.record` puts them back, and dynamo's log settings
-    are left as they were.
+    (``torch._dynamo.reset()``: what the process compiled before compiles again on its next
+    call); the model's parameters, buffers, flags and the random state are put back as
+    :func:`~torchrecorder.record` puts them back, and dynamo's log settings are left as
+    they were.  The forward pass runs twice (traced, then recorded): its side effects (a
+    ``print``) show twice.
 
     Args:
         model: the module.
@@ -294,7 +296,11 @@ def _in_class(module: Any, filename: str, lineno: int, spans: dict[type, list[tu
                 continue
             for value in vars(klass).values():
                 fn = getattr(value, "__func__", value)
-                code = getattr(inspect.unwrap(fn) if callable(fn) else fn, "__code__", None)
+                try:
+                    fn = inspect.unwrap(fn) if callable(fn) else fn
+                except ValueError:  # a cycle of __wrapped__
+                    pass
+                code = getattr(fn, "__code__", None)
                 if code is None:
                     continue
                 lines = [line for _, _, line in code.co_lines() if line is not None]
