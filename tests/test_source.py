@@ -167,3 +167,24 @@ def test_cli_columns_prints_the_source_column(tmp_path: Path, capsys: pytest.Cap
     assert "Source" in printed and f"{os.path.basename(MODEL_FILE)}:{line_of('head')}" in printed
     loaded = torchrecorder.load_json(out)
     assert loaded.nodes["joined/cat"].source.lineno == line_of("cat")
+
+
+def test_drawings_leave_out_the_lines_of_the_recording_script() -> None:
+    """A ``Sequential`` network's layers are called by torch from the line that recorded it: that
+    line is their ``source``, but a drawing of the model does not depend on where it was recorded."""
+    def draw(net: torch.nn.Module) -> tuple[torchrecorder.Recorder, str]:
+        rec = torchrecorder.record(net, "seq", (1, 4))
+        return rec, torchrecorder.make_dot(rec).source
+
+    torch.manual_seed(0)
+    rec, first = draw(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()))
+    assert rec.nodes["0"].source == rec.nodes["seq"].source == rec.nodes["1/relu"].source
+    assert os.path.abspath(rec.nodes["0"].source.filename) == HERE
+    assert "called at" not in first and " at test_source.py" not in first
+    torch.manual_seed(0)
+    again = torchrecorder.make_dot(torchrecorder.record(  # recorded from another line
+        torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), "seq", (1, 4))).source
+    assert again == first
+    assert "test_source.py" in rec.summary(columns=["source"])
+    joined = torchrecorder.make_dot(_record()).source  # the model's own lines are drawn
+    assert f"called at source_models.py:{line_of('gate')}" in joined

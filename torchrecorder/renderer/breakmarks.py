@@ -15,7 +15,10 @@ from typing import Any, Optional
 from ..graph import Graph
 from ..nodes import Key, LayerNode
 
-__all__ = ["BreakMarks"]
+__all__ = ["BADGE", "BreakMarks"]
+
+#: the label line of a call that holds graph breaks
+BADGE = '<FONT POINT-SIZE="9" COLOR="#c5221f"><B>{}</B></FONT>'
 
 _NEEDS = ("module", "reason", "filename", "lineno")
 
@@ -76,6 +79,11 @@ class BreakMarks:
     def badge(found: list[Any]) -> str:
         """``graph break`` or ``3 graph breaks``."""
         return "graph break" if len(found) == 1 else f"{len(found)} graph breaks"
+
+    def badges(self, rec: Optional[Graph], node: LayerNode, inside: bool) -> list[str]:
+        """The label line (Graphviz label markup) that marks ``node``'s breaks, if it has any."""
+        found = self.at(rec, node, inside)
+        return [BADGE.format(self.badge(found))] if found else []
 
     @staticmethod
     def describe(b: Any) -> str:

@@ -17,10 +17,11 @@ import re
 from typing import Any, Optional
 from urllib.parse import quote
 
-from ..nodes import Source
+from ..graph import Graph
+from ..nodes import LayerNode, Source
 
 __all__ = ["DEFAULT_EDITOR_URL", "check_editor_url", "code_line", "editor_link", "format_link",
-           "source_info"]
+           "script_lines", "source_info"]
 
 #: the link of a line of code: ``{path}`` (the absolute path, ``/`` separated and
 #: percent-encoded) and ``{line}`` are filled in; VS Code's scheme by default
@@ -31,6 +32,16 @@ _REFUSED = re.compile(r"^\s*(javascript|data|vbscript)\s*:", re.IGNORECASE)
 
 #: a line of code is shown up to this many characters
 MAX_CODE_CHARS = 300
+
+
+def script_lines(rec: Optional[Graph]) -> frozenset[Source]:
+    """The lines that called the recorded network itself (the ``source`` of its calls): what
+    torch's own modules run from there (the layers of an ``nn.Sequential`` network) has these
+    lines too, which are the recording script's, not the model's."""
+    if rec is None:
+        return frozenset()
+    return frozenset(node.source for key in rec.context.subnets
+                     if isinstance(node := rec.nodes.get(key), LayerNode) and node.source is not None)
 
 
 def check_editor_url(editor_url: Any) -> Optional[str]:

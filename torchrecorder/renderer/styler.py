@@ -30,6 +30,7 @@ from .labels import (
     stacked_label,
     tooltip_text,
 )
+from .sourcelines import script_lines
 
 __all__ = ["DEFAULT_STYLES", "EDGE_SHAPES", "GRAPH_ATTRIBUTES", "KIND_ARGS", "PRESETS", "GraphvizStyler"]
 
@@ -417,7 +418,7 @@ class GraphvizStyler:
             note = node.run_note()
             text += f"; {note}" if note else ""
             text += f" raised {node.error}" if node.error else ""
-            return text + (f"; called at {node.source.where()}" if node.source is not None else "")
+            return text + self._code_at(node, "; called at ")
         if isinstance(node, ParamNode):
             return f"{node.path or node.name}: {shape_str(node.shape)} {node.dtype}"
         if isinstance(node, TensorNode):
@@ -428,8 +429,14 @@ class GraphvizStyler:
         if isinstance(node, OpNode):
             key = ("op tooltip", node.op, node.source, *map(tuple, node.output_shapes))
             return self._memo(key, lambda: f"{node.op} -> " + ", ".join(map(shape_str, node.output_shapes))
-                              + (f" at {node.source.where()}" if node.source is not None else ""))
+                              + self._code_at(node, " at "))
         return node.name
+
+    def _code_at(self, node: BaseNode, words: str) -> str:
+        """``words`` and ``file:line`` of ``node``'s line of code, unless the line is in the script
+        that recorded the network (the network's call, a ``Sequential``'s layers): not the model's."""
+        script = self._memo(("script lines",), lambda: script_lines(self.rec))
+        return f"{words}{node.source.where()}" if node.source and node.source not in script else ""
 
     def _memo(self, key: Any, make: Callable[[], T]) -> T:
         """``make()``, remembered under ``key`` for this styler."""
@@ -516,9 +523,7 @@ class GraphvizStyler:
             lines.append(f"<I>{self._small.format(html_text(note))}</I>")
         if node.error:
             lines.append(self._small.format(self._text("raised " + node.error.split(":")[0])))
-        found = self.breaks.at(self.rec, node, inside=True)
-        if found:
-            lines.append(_BREAK.format(self._text(self.breaks.badge(found))))
+        lines.extend(self.breaks.badges(self.rec, node, inside=True))
         return stacked_label(self._row_gap("layer"), lines)
 
     def param_lines(self, node: LayerNode) -> list[str]:
@@ -562,10 +567,8 @@ class GraphvizStyler:
         small_note = self._small.format(self._text(note))
         note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{small_note}</I></TD></TR>'
                     if note else "")
-        found = self.breaks.at(self.rec, node, inside=False)
-        if found:
-            badge = _BREAK.format(self.breaks.badge(found))
-            note_row += f'<TR><TD ALIGN="LEFT" COLSPAN="2">{badge}</TD></TR>'
+        note_row += "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="2">{badge}</TD></TR>'
+                            for badge in self.breaks.badges(self.rec, node, inside=False))
         # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
         # cell after the title keeps a long one inside the cluster's border
         try:
@@ -590,7 +593,6 @@ _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls"
                     "align", "max_nodes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
-_BREAK = '<FONT POINT-SIZE="9" COLOR="#c5221f"><B>{}</B></FONT>'
 
 
 def _clamp(size: float, most: float) -> float:
