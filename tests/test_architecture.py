@@ -43,7 +43,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "diff": ("torchrecorder.diff",),
     "recorder": ("torchrecorder.recorder",),
     "api": ("torchrecorder.api", "torchrecorder.__main__", "torchrecorder.factory",
-            "torchrecorder.diff_cli",
+            "torchrecorder.diff_cli", "torchrecorder.graph_breaks",
             "torchrecorder.scraper", "torchrecorder.sphinxext", "torchrecorder"),
 }
 #: layer -> the layers it may import (besides itself)

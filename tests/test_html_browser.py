@@ -162,6 +162,18 @@ def test_details_show_shapes(tr_browser: Any, stack_file: Path) -> None:
     page.close()
 
 
+def test_details_show_the_line_of_code_and_an_editor_link(tr_browser: Any, stack_file: Path) -> None:
+    page, _ = _open(tr_browser, stack_file)
+    page.hover(f"#n{_index(page, 'head')}")
+    code = "return self.head(self.blocks(self.embed(x)).relu())"
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1) if t.strip() == code)
+    assert page.text_content("#tr-details .tr-source pre") == code
+    link = page.query_selector("#tr-details .tr-source a")
+    assert link is not None and link.text_content() == f"{Path(__file__).name}:{line}"
+    assert link.get_attribute("href") == f"vscode://file{Path(__file__).absolute().as_posix()}:{line}"
+    page.close()
+
+
 def test_folded_block_expands_into_its_repeats(tr_browser: Any, stack_file: Path) -> None:
     page, _ = _open(tr_browser, stack_file)
     blocks = _index(page, "blocks")

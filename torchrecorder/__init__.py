@@ -45,6 +45,19 @@ def _get_sg_image_scraper() -> Any:
     return get_scraper()
 
 
+_LAZY = {"compile_breaks", "CompileBreaks", "GraphBreak"}
+
+
+def __getattr__(name: str) -> Any:
+    """``compile_breaks``, ``CompileBreaks`` and ``GraphBreak``, from
+    :mod:`torchrecorder.graph_breaks`, imported on first use (it runs dynamo)."""
+    if name in _LAZY:
+        from . import graph_breaks
+
+        return getattr(graph_breaks, name)
+    raise AttributeError(f"module 'torchrecorder' has no attribute {name!r}")
+
+
 # scio's wrapped network sits above capture and record, so hooks/__init__ cannot import it;
 # it is published there from here (the package runs before any of its submodules)
 setattr(hooks, "LayerRecorder", LayerRecorder)  # noqa: B010 (mypy: a module attribute set at import)

@@ -23,6 +23,7 @@ from .backend import check_format
 from .errors import GraphvizNotFoundError
 from .factory import ModelSpecError, initialize_lazy, load_model, parse_dtype, parse_shape
 from .projection.budget import default_depth
+from .summary import COLUMNS, DEFAULT_COLUMNS
 
 __all__ = ["build_parser", "load_model", "main"]
 
@@ -63,6 +64,16 @@ def _depth(text: str) -> Optional[int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a depth (0, 1, 2, ...) or 'all'") from None
 
 
+def _columns(text: str) -> tuple[str, ...]:
+    """``label,params,source`` -> the layer table's columns, each checked."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in COLUMNS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown column(s) {', '.join(unknown) or repr(text)}; "
+                                         f"choose from {', '.join(COLUMNS)}")
+    return names
+
+
 # what torch says when an embedding is given float inputs: token models want integer ids
 _NEEDS_IDS = ("'indices'", "Long, Int", "expected scalar type Long", "must be Long")
 
@@ -100,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-n", "--name", default=None, help="network name (default: the factory's name)")
     parser.add_argument("--device", default=None, help="device for inputs (default: the model's)")
     parser.add_argument("--summary", action="store_true", help="also print the layer table")
+    parser.add_argument("--columns", type=_columns, default=None, metavar="NAMES",
+                        help="the layer table's columns, comma-separated (implies --summary): "
+                             + ", ".join(COLUMNS) + " (default: " + ",".join(DEFAULT_COLUMNS) + ")")
     parser.add_argument("--preset", default="default", help="style preset: default, compact, print, paper")
     parser.add_argument("--direction", default=None, choices=["TB", "LR", "BT", "RL"],
                         help="layout direction (default TB: top to bottom)")
@@ -113,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tensor-nodes", action="store_true",
                         help="draw tensors between layers as boxes instead of shapes on the edges")
     parser.add_argument("--dpi", type=float, default=None, help="resolution of raster formats (default 192)")
+    parser.add_argument("--compile-breaks", action="store_true",
+                        help="run torch._dynamo.explain on the model, mark the module calls where "
+                             "torch.compile breaks the graph, and list the breaks")
     return parser
 
 
@@ -199,6 +216,12 @@ def _run(args: argparse.Namespace) -> Optional[str]:
     net = load_model(args.model)
     initialize_lazy(net, shapes, dtype=dtype, device=args.device)  # the command line owns the model
     rec = record(net, name, shapes, dtype=dtype, device=args.device)
+    breaks = None
+    if args.compile_breaks:  # dynamo: imported only here
+        from .graph_breaks import compile_breaks
+        breaks = compile_breaks(net, shapes, dtype=dtype, device=args.device, recording=rec)
+        if fmt not in ("json", "mmd"):
+            drawing["breaks"] = breaks
     data, source = _picture(rec, fmt, args.depth, args.fold, drawing)
     if path == "-":
         sys.stdout.flush()
@@ -206,8 +229,11 @@ def _run(args: argparse.Namespace) -> Optional[str]:
         sys.stdout.flush()
     else:
         write_output(path, data, dot_source=source)
-    if args.summary:  # (to standard error when the picture went to standard output)
-        print(rec.summary(fold=args.fold), file=sys.stderr if path == "-" else sys.stdout)
+    if args.summary or args.columns:  # (to standard error when the picture went to standard output)
+        print(rec.summary(columns=args.columns, fold=args.fold),
+              file=sys.stderr if path == "-" else sys.stdout)
+    if breaks is not None:
+        print(breaks.summary(), file=sys.stderr if path == "-" else sys.stdout)
     return None if path == "-" else path
 
 

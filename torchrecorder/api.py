@@ -57,6 +57,7 @@ def record(
     keep_tensors: bool = False,
     unfuse_fast_paths: bool = False,
     backward: bool = False,
+    source: bool = True,
 ) -> Recorder:
     """Record the graph by running a single forward pass of ``net``.
 
@@ -98,6 +99,12 @@ def record(
         backward: also keep the autograd graph the pass built (``grad_fn`` nodes, grouped
             by the module call that created each; ``rec.backward``), drawn by
             ``make_dot(rec, backward=True)``.  It needs gradients on.
+        source: give each module call and each operation the line of code it comes from
+            (``node.source``: file, line, function): for a call, the line that called the
+            module (in the calling module's ``forward``, or your script for the root); for
+            an operation, the first line outside torch and torchrecorder that ran it.
+            Read off the call stack as the pass runs (no source file is read); ``False``
+            leaves every ``node.source`` ``None``.
 
     Returns:
         a :class:`~torchrecorder.recorder.Recorder` holding the execution graph.
@@ -130,7 +137,7 @@ def record(
     args = make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
     rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
-                   backward=backward)
+                   backward=backward, source=source)
     rec.engine.walk = walk  # one walk of the model for the check, the state and the hooks
     with model_state_kept(net, walk) as kept, rec.engine.active(net, name, rec):
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write

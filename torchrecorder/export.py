@@ -9,6 +9,7 @@ The JSON document (schema version :data:`SCHEMA_VERSION`)::
       "error": null,                      # "ExcType: message" if the forward pass raised
       "failed_key": null,                 # key of the module call that raised
       "notes": ["..."],                   # only when the recording lost something (Graph.notes)
+      "sources": [["/path/model.py", 12, "forward"], ...],  # lines of code, when any is known
       "context": ["net", "input:x", ...], # keys directly in the context, in order
       "nodes": [ {node}, ... ],           # every node but the context, in recording order
       "edges": [["from_key", "to_key"], ...]
@@ -33,6 +34,12 @@ add:
 * ``op``: ``op`` (the function's name), ``output_shapes``, ``grad_fn`` (the class name of
   the autograd node it made, ``""`` if none; optional).
 
+A layer or op whose line of code is known (:attr:`~torchrecorder.nodes.BaseNode.source`)
+has ``source``: its index in the document's ``sources``, a list of ``[file, line,
+function]`` (each line once).  Both are optional: a document without them (written before
+they existed, or from ``record(..., source=False)``) loads with ``node.source = None``, and
+a reader that ignores them reads the rest as before; the schema version stays 1.
+
 Tensors and modules themselves are never saved: a loaded graph's nodes keep no
 object (``kept`` is ``None``; ``fn`` is ``None`` for layers, and what 1.0.3 code
 reads for tensors and operations: see :mod:`torchrecorder.seed`).  Every
@@ -56,7 +63,7 @@ from typing import Any, Optional, TypeVar, Union
 from ._files import open_regular, write_atomically
 from .errors import GraphError
 from .graph import Graph
-from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
+from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, Source, TensorNode
 
 __all__ = ["FORMAT_NAME", "INT_RANGE", "MAX_JSON_BYTES", "SCHEMA_VERSION", "dumps", "from_dict", "load",
            "loads", "read_limited", "save", "to_dict"]
@@ -77,7 +84,8 @@ def _shape(shape: Any) -> Any:
     return None if shape is None else [int(d) for d in shape]
 
 
-def _node_dict(node: BaseNode) -> dict[str, Any]:
+def _node_dict(node: BaseNode, sources: dict[Source, int]) -> dict[str, Any]:
+    """``node`` as a JSON object; its source line's index in ``sources`` (added if new)."""
     out: dict[str, Any] = {"key": node.key, "kind": node.kind, "name": node.name,
                            "depth": node.depth, "parent": node.parent}
     if isinstance(node, LayerNode):
@@ -100,6 +108,9 @@ def _node_dict(node: BaseNode) -> dict[str, Any]:
         out.update(op=node.op, output_shapes=[_shape(s) for s in node.output_shapes])
         if node.grad_fn:
             out["grad_fn"] = node.grad_fn
+    src = node.source
+    if isinstance(src, Source):
+        out["source"] = sources.setdefault(src, len(sources))
     return out
 
 
@@ -121,10 +132,14 @@ def to_dict(rec: Graph) -> dict[str, Any]:
     notes = getattr(rec, "notes", None)
     if notes:
         doc["notes"] = list(notes)
+    sources: dict[Source, int] = {}
+    nodes = [_node_dict(n, sources) for k, n in rec.nodes.items() if k is not None]
+    if sources:
+        doc["sources"] = [[src.filename, src.lineno, src.function] for src in sources]
     return {
         **doc,
         "context": list(rec.context.subnets),
-        "nodes": [_node_dict(n) for k, n in rec.nodes.items() if k is not None],
+        "nodes": nodes,
         "edges": [[a, b] for a, b in rec.edges],
     }
 
@@ -249,7 +264,23 @@ def _shapes(values: list[Any]) -> list[Any]:
     return [None if s is None else tuple(s) for s in values]  # (None: a tensor's unknown shape)
 
 
-def _make_node(d: Any, index: int) -> BaseNode:
+def _sources(data: dict[str, Any]) -> list[Source]:
+    """The document's ``sources`` table (empty when it has none)."""
+    table = data.get("sources", [])
+    if not isinstance(table, list):
+        raise ValueError(f"graph: field 'sources' has the wrong type or value: expected a JSON "
+                         f"array, got {_describe(table)}")
+    out = []
+    for i, item in enumerate(table):
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+                and _is_int(item[1], 0) and isinstance(item[2], str)):
+            raise ValueError(f"sources[{i}]: a line of code must be a [file, line, function] "
+                             f"array (a string, an integer >= 0, a string), got {_describe(item)}")
+        out.append(Source(item[0], item[1], item[2]))
+    return out
+
+
+def _make_node(d: Any, index: int, sources: list[Source]) -> BaseNode:
     if not isinstance(d, dict):
         raise ValueError(f"nodes[{index}]: a node must be a JSON object, got {_describe(d)}")
     key = _field(d, "key", "str", f"nodes[{index}]")
@@ -282,6 +313,12 @@ def _make_node(d: Any, index: int) -> BaseNode:
                           device=f["device"], role=f["role"])
     else:
         node = OpNode(**common, op=f["op"], output_shapes=_shapes(f["output_shapes"]), grad_fn=f["grad_fn"])
+    if "source" in d:
+        at = d["source"]
+        if not (_is_int(at, 0) and at < len(sources)):
+            raise ValueError(f"{where}: field 'source' must be an index into 'sources' (0 to "
+                             f"{len(sources) - 1}), got {_describe(at)}")
+        node.source = sources[at]
     return node
 
 
@@ -323,8 +360,9 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise ValueError("graph: field 'notes' must be a list of strings")
     rec.notes = list(notes)
+    sources = _sources(data)
     for i, d in enumerate(nodes):
-        node = _make_node(d, i)
+        node = _make_node(d, i, sources)
         if node.key in rec.nodes:
             raise ValueError(f"duplicate node key {_describe(node.key)}")
         rec.nodes[node.key] = node

@@ -14,7 +14,7 @@ activations themselves, unless a recording was asked to keep them.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, MutableSet
-from typing import Any, Generic, Optional, TypeVar
+from typing import Any, Generic, NamedTuple, Optional, TypeVar
 
 __all__ = [
     "BaseNode",
@@ -23,6 +23,7 @@ __all__ = [
     "OpNode",
     "OrderedSet",
     "ParamNode",
+    "Source",
     "TensorNode",
     "shape_str",
 ]
@@ -74,6 +75,27 @@ def shape_str(shape: Optional[tuple[int, ...]]) -> str:
     return "×".join(str(d) if d >= 0 else "*" for d in shape)
 
 
+class Source(NamedTuple):
+    """Where in the code a node comes from: a line of Python source.
+
+    For a module call, the line that called the module (in the calling module's
+    ``forward``, or in the user's script for the root module); for an operation, the
+    first line outside torch and torchrecorder that ran it.  A recording shares one
+    ``Source`` between all the nodes of a line.
+
+    >>> Source("model.py", 12, "forward").where()
+    'model.py:12'
+    """
+
+    filename: str
+    lineno: int
+    function: str
+
+    def where(self) -> str:
+        """``file:line``, the file by its base name."""
+        return f"{self.filename.replace(chr(92), '/').rpartition('/')[2]}:{self.lineno}"
+
+
 class BaseNode:
     """A node of the recorded graph.
 
@@ -83,10 +105,13 @@ class BaseNode:
         parent: key of the node whose scope holds this one (``None`` is the
             context).
         key: this node's key in ``Recorder.nodes``.
+        source: the :class:`Source` line of code the node comes from (module calls and
+            operations), or ``None`` where it is not known (other nodes, a recording
+            made with ``source=False`` or loaded from a file written without it).
     """
 
     kind = "node"
-    __slots__ = ("_fn", "depth", "key", "name", "parent")
+    __slots__ = ("_fn", "depth", "key", "name", "parent", "source")
 
     def __init__(
         self,
@@ -101,6 +126,7 @@ class BaseNode:
         self.depth = depth
         self.parent = parent
         self.key = key
+        self.source: Optional[Source] = None
 
     @property
     def fn(self) -> Any:
@@ -203,6 +229,7 @@ class LayerNode(BaseNode):
         self.depth = depth
         self.parent = parent
         self.key = key
+        self.source = None
         self.subnets: OrderedSet[Key] = OrderedSet()
         self.type_name = type_name or (type(fn).__name__ if fn is not None else "")
         self.path = path
@@ -297,6 +324,7 @@ class TensorNode(BaseNode):
         self.depth = depth
         self.parent = parent
         self.key = key
+        self.source = None
         self.shape = shape
         self.dtype = dtype
         self.device = device
@@ -351,6 +379,7 @@ class ParamNode(TensorNode):
         self.depth = depth
         self.parent = parent
         self.key = key
+        self.source = None
         self.shape = shape
         self.dtype = dtype
         self.device = device
@@ -389,6 +418,7 @@ class OpNode(BaseNode):
         self.depth = depth
         self.parent = parent
         self.key = key
+        self.source = None
         self.op = op or name
         self.output_shapes = output_shapes if output_shapes is not None else []
         self.grad_fn = grad_fn

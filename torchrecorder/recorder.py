@@ -61,13 +61,16 @@ class Recorder(Display, Graph):
             their unfused Python path (see :func:`torchrecorder.record`).
         record_backward: whether the pass's autograd graph is kept (``backward``, drawn by
             ``make_dot(rec, backward=True)``).
+        record_source: whether module calls and operations get the line of code they come
+            from (``node.source``).
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
     """
 
     def __init__(self, name: str = "net", *, keep_tensors: bool = False,
-                 unfuse_fast_paths: bool = False, backward: bool = False) -> None:
+                 unfuse_fast_paths: bool = False, backward: bool = False, source: bool = True) -> None:
         super().__init__(name)
+        self.record_source = source
         self.keep_tensors = keep_tensors
         self.unfuse_fast_paths = unfuse_fast_paths
         self.record_backward = backward
@@ -84,7 +87,7 @@ class Recorder(Display, Graph):
         if self._engine is None:
             self._engine = Engine(self, keep_tensors=self.keep_tensors,
                                   unfuse_fast_paths=self.unfuse_fast_paths,
-                                  backward=self.record_backward)
+                                  backward=self.record_backward, source=self.record_source)
         return self._engine
 
     def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:
@@ -140,7 +143,8 @@ class Recorder(Display, Graph):
 
 
 def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False,
-              unfuse_fast_paths: bool = False, backward: bool = False) -> AbstractContextManager[Recorder]:
+              unfuse_fast_paths: bool = False, backward: bool = False,
+              source: bool = True) -> AbstractContextManager[Recorder]:
     """Record every forward call of ``net`` made inside the ``with`` block.
 
     >>> import torch
@@ -162,11 +166,13 @@ def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False,
         unfuse_fast_paths: record modules with a fused fast path through their unfused
             Python path (see :func:`torchrecorder.record`).
         backward: keep the autograd graph of the pass (see :func:`torchrecorder.record`).
+        source: give each module call and operation its line of code (see
+            :func:`torchrecorder.record`).
     """
     if not isinstance(net, nn.Module):
         raise TypeError(f"expected a torch.nn.Module to record, got {type(net).__name__}")
     if not isinstance(name, str):
         raise TypeError(f"name must be a str (the name shown for the network), got {name!r}")
     rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
-                   backward=backward)
+                   backward=backward, source=source)
     return rec.engine.active(net, name, rec)

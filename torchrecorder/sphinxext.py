@@ -39,6 +39,9 @@ line; ``:input-shape:`` may be repeated, once per input):
 ``:format:``
     ``svg`` (default), ``png``, or ``html`` for the interactive view (where
     :func:`torchrecorder.make_html` exists).
+``:compile-breaks:``
+    ``yes`` marks the module calls where ``torch.compile`` breaks the graph
+    (:func:`torchrecorder.compile_breaks`; dynamo runs while the page is built).
 ``:caption:``, ``:alt:``, ``:name:``
     the figure's caption (inline markup allowed), its alternative text
     (default: the network's name and what drew it) and the network's name
@@ -77,7 +80,7 @@ logger = logging.getLogger(__name__)
 
 FORMATS = ("svg", "png", "html")
 OPTIONS = ("input-shape", "input-dtype", "depth", "preset", "direction", "fold", "format",
-           "caption", "alt", "name")
+           "caption", "alt", "name", "compile-breaks")
 _OPTION_LINE = re.compile(r"^:([A-Za-z][\w-]*):(?:\s+(.*))?$")
 
 
@@ -148,6 +151,10 @@ class TorchrecorderDirective(SphinxDirective):
                 if value.lower() not in FORMATS:
                     raise ModelSpecError(f":format: must be one of {', '.join(FORMATS)}, got {value!r}")
                 opts["format"] = value.lower()
+            elif name == "compile-breaks":
+                if value.lower() not in ("", "yes", "no"):
+                    raise ModelSpecError(f":compile-breaks: must be yes or no, got {value!r}")
+                opts["breaks"] = value.lower() != "no"
             elif name == "fold":
                 word = value.lower()
                 opts["fold"] = {"auto": "auto", "yes": True, "no": False}.get(
@@ -185,6 +192,9 @@ class TorchrecorderDirective(SphinxDirective):
             page = make_html(record(net, name, shapes, dtype=opts["dtype"]), opts["depth"], **style)
             return str(page._repr_html_()).encode("utf-8"), name
         rec = record(net, name, shapes, dtype=opts["dtype"])
+        if opts.get("breaks"):  # dynamo: imported only here
+            from .graph_breaks import compile_breaks
+            style["breaks"] = compile_breaks(net, shapes, dtype=opts["dtype"], recording=rec)
         if opts["format"] == "png":
             style["dpi"] = 192
         source = make_dot(rec, opts["depth"], **style).source

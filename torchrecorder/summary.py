@@ -54,6 +54,7 @@ COLUMNS: dict[str, str] = {
     "share": "Param %",
     "mult_adds": "Mult-Adds",
     "trainable": "Trainable",
+    "source": "Source",
 }
 
 #: the columns printed when none are chosen (``print(rec)``)
@@ -170,7 +171,9 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             ``"mult_adds"`` (multiply-adds as torchinfo counts them, see
             :meth:`~torchrecorder.summary_rows.Stats.mult_adds`) and ``"trainable"``
             (``True``, ``False``, ``Partial``: whether the module's parameters
-            require gradients).  The name column is always printed.
+            require gradients) and ``"source"`` (``file.py:line``, where the call was
+            made: :attr:`~torchrecorder.nodes.BaseNode.source`).  The name column is
+            always printed.
         depth: print rows down to this depth of the module tree only (the
             network is depth 0, a ``ModuleList``'s items are one deeper than the
             list); a row whose children are not printed counts their parameters
@@ -251,6 +254,7 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             "share": f"{100 * params / stats.total:.2f}%" if params and stats.total else "--",
             "mult_adds": f"{macs:,}" if macs else "--",
             "trainable": stats.trainable_text(row),
+            "source": _cell(layer.source.where()) if layer is not None and layer.source else "--",
         }
         if layer is not None:
             note = layer.run_note()

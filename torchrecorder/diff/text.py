@@ -27,6 +27,16 @@ def title_of(d: Diff, e: Entry) -> str:
     return str(key)
 
 
+def _called_at(d: Diff, e: Entry) -> str:
+    """`` (called at model.py:12)`` for a module call whose line of code is known (the second
+    graph's, else the first's), else ``""``."""
+    node = d.b.nodes[e.b] if e.b is not None else d.a.nodes[e.a]
+    src = getattr(node, "source", None)
+    if not isinstance(node, LayerNode) or src is None:
+        return ""
+    return f" (called at {src.where()})"
+
+
 def describe(d: Diff, e: Entry, wrapper_params: int = 0) -> str:
     """What happened to the entry, in words (the same text for the same change)."""
     parts: list[str] = []
@@ -206,5 +216,7 @@ def summary_text(d: Diff) -> str:
         count = f"{line['count']} × " if line["count"] > 1 else ""
         text = f": {line['text']}" if line["text"] else ""
         name = line["pattern"] if line["count"] > 1 else line["path"]
-        body.append(f"{'  ' * line['depth']}{line['mark']} {count}{name}{text}")
+        single = line["count"] == 1 and line["status"] != "same"
+        where = _called_at(d, d.entries[line["entry"]]) if single else ""
+        body.append(f"{'  ' * line['depth']}{line['mark']} {count}{name}{text}{where}")
     return "\n".join(head + (["", *body] if body and d else []))

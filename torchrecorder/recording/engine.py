@@ -45,6 +45,7 @@ from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
 from .ops import eager
 from .session import Session
+from .source import caller
 from .untraced import Untraced
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
@@ -73,6 +74,8 @@ class Engine(LiveObjects):
             (recorded op by op) rather than as a plain call does (see
             :mod:`~torchrecorder.recording.fastpath`).
         backward: keep the pass's autograd graph on ``graph.backward`` (``recording.backward``).
+        source: give each module call and operation the line of code it comes from
+            (``node.source``; see :func:`~torchrecorder.recording.source.caller`).
 
     Attributes:
         paused: above 0 while the engine's own code runs torch calls that must
@@ -81,8 +84,9 @@ class Engine(LiveObjects):
     """
 
     def __init__(self, graph: Graph, *, keep_tensors: bool = False,
-                 unfuse_fast_paths: bool = False, backward: bool = False) -> None:
+                 unfuse_fast_paths: bool = False, backward: bool = False, source: bool = True) -> None:
         self.graph = graph
+        self.source = source
         self.autograd = AutogradTrace() if backward else None
         self.keep_tensors = keep_tensors
         self._hook_fns: tuple[Any, ...] = ()
@@ -355,6 +359,8 @@ class Engine(LiveObjects):
                             [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
                             type(gf).__name__ if gf is not None else "")
         scope.subnets._items[key] = None
+        if self.source:  # the frames above: record_op, the op mode's __torch_function__
+            nodes[key].source = caller(sys._getframe(2))
         live = self.live
         edges = graph.edges._items
         sources = self._sources
@@ -413,6 +419,8 @@ class Engine(LiveObjects):
         call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count)
         nodes[key] = call
         scope.subnets._items[key] = None
+        if self.source:  # the frames above: _pre_hook, then torch's module call
+            call.source = caller(sys._getframe(2), module)
         if count == 1:
             call.num_params, call.num_params_total, call.num_buffers = (
                 info.num_params, info.total, info.buffers)
@@ -516,6 +524,7 @@ class Engine(LiveObjects):
                 # returned unchanged (or from nowhere): show the pass-through inside the call
                 ident = OpNode("identity", None, call.depth + 1, ckey, graph.keys(f"{ckey}/identity"),
                                op="identity", output_shapes=[shape])
+                ident.source = call.source  # returned from the call made on that line
                 nodes[ident.key] = ident
                 call.subnets.add(ident.key)
                 if src is not None:

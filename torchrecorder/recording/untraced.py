@@ -30,6 +30,7 @@ from torch import Tensor
 
 from ..nodes import Key, LayerNode, OpNode
 from .meta import grad_fn_op_name
+from .source import caller
 
 __all__ = ["TO_PYTHON_OPS", "Untraced"]
 
@@ -145,8 +146,10 @@ class Untraced:
         graph = engine.graph
         skey = scope.key
         key = graph.keys(f"{skey}/{name}" if skey else name)
-        graph.nodes[key] = OpNode(name, None, scope.depth + 1, skey, key, op=name,
-                                  output_shapes=[tuple(t.shape)])
+        node = graph.nodes[key] = OpNode(name, None, scope.depth + 1, skey, key, op=name,
+                                         output_shapes=[tuple(t.shape)])
+        if engine.source:  # where the tensor was read: the code that ran the untraced call
+            node.source = caller(sys._getframe(1))
         scope.subnets.add(key)
         for src in sources:
             if src != key:

@@ -24,7 +24,7 @@ from .._files import write_atomically
 from .._text import utf8_safe
 from ..errors import GraphError
 from ..graph import Graph
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, Source, TensorNode, shape_str
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.budget import MaxNodes, default_depth
 from ._html_loops import loop_rows
@@ -33,6 +33,7 @@ from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list, titl
 from .html_page import client_html, page_html, provider_html, script_json
 from .labels import count_str, run_title
 from .notebook_viewer import SESSION, current_cell, listen_if_running
+from .sourcelines import DEFAULT_EDITOR_URL, check_editor_url, source_info
 from .webfonts import web_fontname
 
 __all__ = ["HtmlPage", "HtmlRenderer", "make_html", "page_html", "script_json"]
@@ -124,7 +125,12 @@ class HtmlRenderer(GraphvizRenderer):
     (runs of identical iterations of operations, drawn as a group ``loop ×N``
     as in :func:`~torchrecorder.make_dot`) start folded; each can be unfolded
     in the page, and folded again.  ``height`` is the height of the notebook
-    view.
+    view.  The detail panel shows the line of code of a module call or an
+    operation (:attr:`~torchrecorder.nodes.BaseNode.source`, read when the page
+    is built) with a link that opens it in an editor: ``editor_url`` is its
+    template, ``{path}`` (absolute, starting with ``/``) and ``{line}`` filled
+    in; VS Code's ``"vscode://file{path}:{line}"`` by default, for instance
+    ``"pycharm://open?file={path}&line={line}"`` for PyCharm, ``None`` for no link.
 
     The styler's ``style_node``, ``style_cluster``, ``style_repeated``,
     ``style_edge`` and ``style_tensor_edge`` make every attribute the page
@@ -140,13 +146,14 @@ class HtmlRenderer(GraphvizRenderer):
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
                  direction: Optional[str] = None, height: int = 640, max_nodes: MaxNodes = "auto",
-                 **styler_args: Any) -> None:
+                 editor_url: Optional[str] = DEFAULT_EDITOR_URL, **styler_args: Any) -> None:
         super().__init__(rec, render_depth, styler_cls, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
                          expand_leaves=expand_leaves, all_ops=all_ops, direction=direction,
                          max_nodes=max_nodes, **styler_args)
         if isinstance(height, bool) or not isinstance(height, int) or height < 100:
             raise ValueError(f"height must be an int >= 100 (CSS pixels), got {height!r}")
         self.height = height
+        self.editor_url = check_editor_url(editor_url)
         # the page draws with the web fonts whose widths viz.js lays text out with
         for attrs in self.styler.styles.values():
             if "fontname" in attrs:
@@ -207,6 +214,15 @@ class HtmlRenderer(GraphvizRenderer):
         order, parents = _preorder(rec, finest)
         index = {node.key: i for i, node in enumerate(order)}
         dtypes = _boundary_tensors(rec)
+        lines: dict[Source, Optional[dict[str, Any]]] = {}  # one read and one link per line of code
+
+        def where(src: Optional[Source]) -> Optional[dict[str, Any]]:
+            if src is None:
+                return None
+            if src not in lines:
+                lines[src] = source_info(src, self.editor_url)
+            return lines[src]
+
         rows: list[list[Any]] = []
         for node, parent in zip(order, parents, strict=True):
             kind = _KINDS.get(self.styler.kind_of(node), 1)
@@ -216,8 +232,12 @@ class HtmlRenderer(GraphvizRenderer):
             if isinstance(node, LayerNode) and can_open.get(node.key, False):
                 cluster = strings.add(self._cluster_text(self.styler.style_cluster(node), "style_cluster"))
                 is_open = int(first.is_expanded(node))
-            info = strings.add(json.dumps(_info(rec, node, dtypes), ensure_ascii=False,
-                                          separators=(",", ":")))
+            panel = _info(rec, node, dtypes, where(node.source))
+            found = self.styler.breaks.at(rec, node, inside=False) if isinstance(node, LayerNode) else []
+            if found:  # torch.compile's graph breaks in the call (make_dot(rec, breaks=...))
+                panel["breaks"] = [{"where": f"{os.path.basename(str(b.filename))}:{b.lineno}",
+                                    "reason": self.styler.breaks.describe(b)} for b in found]
+            info = strings.add(json.dumps(panel, ensure_ascii=False, separators=(",", ":")))
             rows.append([parent, kind, strings.add(self._quoted_id(node)), box, cluster, is_open, info])
         edges = self._edge_rows(finest, order, parents, index, attrs, strings)
         runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings)
@@ -501,9 +521,18 @@ def _tensor_text(t: TensorNode) -> str:
     return f"{shape_str(t.shape)} {t.dtype}".strip()
 
 
-def _info(rec: Graph, node: BaseNode,
-          tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]]) -> dict[str, Any]:
-    """What the page's detail panel shows of ``node`` (plain text; the page writes it as text)."""
+def _info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]],
+          source: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """What the page's detail panel shows of ``node`` (plain text; the page writes it as text),
+    with ``source`` (:func:`~torchrecorder.renderer.sourcelines.source_info`) when given."""
+    info = _node_info(rec, node, tensors)
+    if source is not None:
+        info["source"] = source
+    return info
+
+
+def _node_info(rec: Graph, node: BaseNode,
+               tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]]) -> dict[str, Any]:
     if isinstance(node, LayerNode):
         ins, outs = tensors.get(node.key, ([], []))
         params = [[p.name, shape_str(p.shape), p.dtype, p.numel] for k in node.subnets

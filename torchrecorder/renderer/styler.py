@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Optional, TypeVar
 
@@ -19,6 +19,7 @@ from ..seed import SeedName
 from ._seedstyle import HtmlLabel, is_seed_styler
 from ._styletable import StyleTable
 from .base import BaseRenderer
+from .breakmarks import BreakMarks
 from .labels import (
     OpInputShapes,
     dtype_suffix,
@@ -31,6 +32,7 @@ from .labels import (
     stacked_label,
     tooltip_text,
 )
+from .sourcelines import script_lines
 
 __all__ = ["DEFAULT_STYLES", "EDGE_SHAPES", "GRAPH_ATTRIBUTES", "KIND_ARGS", "PRESETS", "GraphvizStyler",
            "HtmlLabel", "is_seed_styler"]
@@ -82,6 +84,7 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     "failed": MappingProxyType({"fillcolor": "#f8cccc", "color": "#c0392b", "penwidth": "2.5"}),
     "folded": MappingProxyType({"peripheries": "2", "penwidth": "1.4"}),
     "folded_cluster": MappingProxyType({"style": "rounded,bold", "penwidth": "2"}),
+    "graph_break": MappingProxyType({"color": "#d93025", "penwidth": "2.5"}),
 })
 
 #: Named sets of overrides on :data:`DEFAULT_STYLES`, chosen with ``preset=``:
@@ -155,7 +158,7 @@ GRAPH_ATTRIBUTES = frozenset(name for name, users in GRAPHVIZ_ATTRIBUTES.items()
 EDGE_SHAPES = ("changed", "all", "none")
 
 KIND_ARGS = ("graph", "layer", "tensor", "io", "param", "op", "cluster", "edge", "param_edge",
-              "failed", "folded", "folded_cluster")
+              "failed", "folded", "folded_cluster", "graph_break")
 
 
 class GraphvizStyler:
@@ -178,6 +181,10 @@ class GraphvizStyler:
             every input of the node the edge leaves, so that a chain of layers
             keeping one shape is not labelled over and over; ``"all"``; or
             ``"none"`` (the shapes stay in the edges' tooltips).
+        breaks: ``torch.compile`` graph breaks (:func:`torchrecorder.compile_breaks`): each
+            module call that holds one gets a red border (``graph_break_attrs``), a
+            ``graph break`` badge and the reason in its tooltip; a box whose insides are
+            not drawn counts those of the calls inside it.
         **styler_args: ``KIND_attrs={...}`` (``layer_attrs``, ``tensor_attrs``,
             ``io_attrs``, ``param_attrs``, ``op_attrs``, ``cluster_attrs``,
             ``edge_attrs``, ``graph_attrs``, ...) override one kind; any other
@@ -230,13 +237,14 @@ class GraphvizStyler:
         name for name, users in GRAPHVIZ_ATTRIBUTES.items() if "N" in users)
 
     def __init__(self, preset: str = "default", *, param_shapes: bool = False, param_counts: bool = True,
-                 edge_shapes: str = "changed", **styler_args: Any) -> None:
+                 edge_shapes: str = "changed", breaks: Iterable[Any] = (), **styler_args: Any) -> None:
         if edge_shapes not in EDGE_SHAPES:
             raise ValueError(f"edge_shapes must be one of {', '.join(map(repr, EDGE_SHAPES))}, "
                              f"got {edge_shapes!r}")
         self.param_shapes = bool(param_shapes)
         self.param_counts = bool(param_counts)
         self.edge_shapes = edge_shapes
+        self.breaks = BreakMarks(breaks)
         # label and tooltip text of tensors and ops, by what they show (many nodes share one)
         self._text_memo: dict[Any, Any] = {}
         # op key -> the shapes of the tensors and ops that fed it (made when first needed)
@@ -330,19 +338,21 @@ class GraphvizStyler:
             attrs.update({k: v for k, v in self.styles["tensor"].items() if made.get(k) != v})
         label = self.label(node)
         attrs["label"] = HtmlLabel(label) if label.startswith("<") and label.endswith(">") else label
-        attrs["tooltip"] = tooltip_text(self.tooltip(node))
+        found = self.breaks.at(self.rec, node, inside=True) if isinstance(node, LayerNode) else []
+        attrs["tooltip"] = tooltip_text(self.tooltip(node) + (self.breaks.tooltip(found)))
         if isinstance(node, LayerNode) and node.error:
             attrs.update(self.styles["failed"])
-        return attrs
+        return attrs | (self.styles["graph_break"] if found else {})
 
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """Attributes of an expanded layer, drawn as a cluster."""
         attrs = dict(self.styles["cluster"])
         attrs["label"] = self._cluster_label(node, node.call_title(dotted=True))
-        attrs["tooltip"] = tooltip_text(self.tooltip(node))
+        found = self.breaks.at(self.rec, node, inside=False)
+        attrs["tooltip"] = tooltip_text(self.tooltip(node) + self.breaks.tooltip(found))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
-        return attrs
+        return attrs | (self.styles["graph_break"] if found else {})
 
     def style_edge(self, fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
         """Attributes of the edge from ``fnode`` to ``tnode``; the data-movement operations
@@ -435,7 +445,8 @@ class GraphvizStyler:
                 text += " params: " + ", ".join(f"{p.name} {shape_str(p.shape)}" for p in listed)
             note = node.run_note()
             text += f"; {note}" if note else ""
-            return text + (f" raised {node.error}" if node.error else "")
+            text += f" raised {node.error}" if node.error else ""
+            return text + self._code_at(node, "; called at ")
         if isinstance(node, ParamNode):
             return f"{node.path or node.name}: {shape_str(node.shape)} {node.dtype}"
         if isinstance(node, TensorNode):
@@ -444,9 +455,16 @@ class GraphvizStyler:
             key: Any = ("tensor tooltip", node.shape, node.dtype, node.device)
             return self._memo(key, lambda: f"{shape_str(node.shape)} {node.dtype} on {node.device}")
         if isinstance(node, OpNode):
-            key = ("op tooltip", node.op, *map(tuple, node.output_shapes))
-            return self._memo(key, lambda: f"{node.op} -> " + ", ".join(map(shape_str, node.output_shapes)))
+            key = ("op tooltip", node.op, node.source, *map(tuple, node.output_shapes))
+            return self._memo(key, lambda: f"{node.op} -> " + ", ".join(map(shape_str, node.output_shapes))
+                              + self._code_at(node, " at "))
         return node.name
+
+    def _code_at(self, node: BaseNode, words: str) -> str:
+        """``words`` and ``file:line`` of ``node``'s line of code, unless the line is in the script
+        that recorded the network (the network's call, a ``Sequential``'s layers): not the model's."""
+        script = self._memo(("script lines",), lambda: script_lines(self.rec))
+        return f"{words}{node.source.where()}" if node.source and node.source not in script else ""
 
     def _memo(self, key: Any, make: Callable[[], T]) -> T:
         """``make()``, remembered under ``key`` for this styler."""
@@ -535,6 +553,7 @@ class GraphvizStyler:
             lines.append(f"<I>{self._small.format(html_text(note))}</I>")
         if node.error:
             lines.append(self._small.format(self._text("raised " + node.error.split(":")[0])))
+        lines.extend(self.breaks.badges(self.rec, node, inside=True))
         return stacked_label(self._row_gap("layer"), lines)
 
     def param_lines(self, node: LayerNode) -> list[str]:
@@ -578,6 +597,8 @@ class GraphvizStyler:
         small_note = self._small.format(self._text(note))
         note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{small_note}</I></TD></TR>'
                     if note else "")
+        note_row += "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="2">{badge}</TD></TR>'
+                            for badge in self.breaks.badges(self.rec, node, inside=False))
         # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
         # cell after the title keeps a long one inside the cluster's border
         try:

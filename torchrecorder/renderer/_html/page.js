@@ -373,6 +373,20 @@
     details.replaceChildren(el("h2", "loop ×" + r.count), el("div", "Python loop in " + where, "tr-sub"), actions,
                             el("p", r.about));
   }
+  // the line of code of a module call (where it was called) or an operation, and its editor link
+  function sourceBlock(src, call) {
+    const box = el("div", null, "tr-source"), head = el("div");
+    head.appendChild(document.createTextNode(call ? "called at " : "at "));
+    if (src.href) {
+      const a = el("a", src.where);
+      a.href = src.href; a.title = "open " + src.file + ":" + src.line + " in the editor";
+      head.appendChild(a);
+    } else head.appendChild(el("span", src.where));
+    if (src.function) head.appendChild(document.createTextNode(" in " + src.function));
+    box.appendChild(head);
+    if (src.code) box.appendChild(el("pre", src.code));
+    return box;
+  }
   function showDetails(i) {
     const parts = [];
     if (i < 0) { details.replaceChildren(el("p", "Click a module to open or close it; hover or click any node for its details.", "tr-hint")); return; }
@@ -383,6 +397,7 @@
     if (d.type) sub = d.type + " · " + d.kind;
     if (d.kind === "operation" && d.path) sub = "operation in " + d.path;
     parts.push(el("div", sub, "tr-sub"));
+    if (d.source) parts.push(sourceBlock(d.source, d.kind === "module"));
     const actions = el("div", null, "tr-actions");
     if (isLayerThatOpens(i)) {
       const b = el("button", isOpen(i) ? "Collapse" : "Expand");
@@ -418,6 +433,7 @@
         parts.push(el("p", "parameters in all: " + all + (d.total !== all ? " (" + d.total + ")" : "")));
       }
       if (d.error) parts.push(el("p", "raised " + d.error, "tr-error-text"));
+      if (d.breaks) parts.push.apply(parts, list("torch.compile graph breaks", d.breaks.map(function (b) { return b.where + ": " + b.reason; })));
     } else if (d.kind === "operation") {
       parts.push.apply(parts, list("output shape", d.out));
     } else {

@@ -1,0 +1,64 @@
+"""What recording the line of code of every node costs: ``record(..., source=True)`` (the
+default) against ``source=False``, in one process, in alternating rounds.
+
+Each round is timed in thread CPU time (``time.thread_time``), which waiting for a core does
+not count.  Prints, per model, the plain forward pass, both recordings (median and best), the
+record / forward ratio of each, and how much the ratio moves with the lines on.
+
+    python benchmarks/source_cost.py --rounds 15 --models gpt2-small,gpt2-w32-L32
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(HERE), HERE]
+
+import torch  # noqa: E402
+from models import build  # noqa: E402
+
+import torchrecorder  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15, help="alternating timed rounds (default 15)")
+    parser.add_argument("--models", default="gpt2-small,gpt2-w32-L32",
+                        help="comma-separated names from benchmarks/models.py")
+    parser.add_argument("--threads", type=int, default=1, help="torch's intra-op threads (default 1)")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"thread CPU time, median (best) of {args.rounds} alternating rounds")
+    print(f"{'model':14} {'forward ms':>10} {'source=False ms':>18} {'source=True ms':>18} "
+          f"{'ratio off':>9} {'ratio on':>9} {'moves':>7}")
+    for name in args.models.split(","):
+        model, inputs = build(name)
+        fns: list[Callable[[], Any]] = [
+            lambda m=model, i=inputs: m(*i),
+            lambda m=model, i=inputs: torchrecorder.record(m, "net", None, input_data=i, source=False),
+            lambda m=model, i=inputs: torchrecorder.record(m, "net", None, input_data=i, source=True),
+        ]
+        times: list[list[float]] = [[], [], []]
+        for fn in fns:
+            fn()  # warm-up
+        for _ in range(args.rounds):
+            for i, fn in enumerate(fns):
+                start = time.thread_time()
+                fn()
+                times[i].append(time.thread_time() - start)
+        med = [statistics.median(t) * 1e3 for t in times]
+        best = [min(t) * 1e3 for t in times]
+        off, on = med[1] / med[0], med[2] / med[0]
+        print(f"{name:14} {med[0]:10.2f} {med[1]:10.2f} ({best[1]:5.1f}) {med[2]:10.2f} ({best[2]:5.1f}) "
+              f"{off:9.3f} {on:9.3f} {(on / off - 1) * 100:+6.1f}%")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""Where in the user's code a module call or an operation comes from, read off the call stack.
+
+A recording asks once per module call and once per operation; the answer is the first
+Python frame outside torch and torchrecorder.  Nothing here reads source files or builds
+``inspect`` frame records: :func:`caller` walks ``f_back`` from the frame it is given,
+tells torch's and torchrecorder's own files by a prefix test remembered per file name, and
+returns one shared :class:`~torchrecorder.nodes.Source` per line of code.
+"""
+
+from __future__ import annotations
+
+import os
+from types import FrameType
+from typing import Any, Optional
+
+import torch
+
+from ..nodes import Source
+from .meta import Memo
+
+__all__ = ["caller", "internal_file"]
+
+
+def _roots() -> tuple[str, ...]:
+    """The directories of torch and of torchrecorder, as imported and with links resolved."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the torchrecorder package
+    roots: list[str] = []
+    for path in (os.path.dirname(os.path.abspath(torch.__file__)), here):
+        for variant in (path, os.path.realpath(path)):
+            root = variant.rstrip(os.sep) + os.sep
+            if root not in roots:
+                roots.append(root)
+    return tuple(roots)
+
+
+_ROOTS = _roots()
+# file name -> whether it belongs to torch or torchrecorder (the same for every recording)
+_INTERNAL: Memo[str, bool] = Memo(16384)
+# (file name, line, function) -> the one Source of that line
+_LINES: Memo[tuple[str, int, str], Source] = Memo(65536)
+# (id of a code object, offset of an instruction in it) -> (the code object, its line's Source):
+# finding the line of an instruction reads the code's line table, an offset is at hand
+_AT: Memo[tuple[int, int], tuple[Any, Source]] = Memo(65536)
+
+
+def internal_file(filename: str) -> bool:
+    """Whether ``filename`` is a file of torch or of torchrecorder."""
+    inside = _INTERNAL.get(filename)
+    if inside is None:
+        inside = _INTERNAL.put(filename, filename.startswith(_ROOTS))
+    return inside
+
+
+def caller(frame: Optional[FrameType], module: Any = None) -> Optional[Source]:
+    """The first frame from ``frame`` outwards that is outside torch and torchrecorder.
+
+    Args:
+        frame: where to start (``sys._getframe()`` in the engine's hook or mode).
+        module: for a module call, the module: a ``__call__`` of the module's own class
+            (a subclass that overrides ``__call__`` and calls ``super().__call__``, as
+            Hugging Face's gradient-checkpointing layers do) is part of calling it, so
+            the line is the one that called that ``__call__``.
+
+    Returns:
+        the frame's :class:`~torchrecorder.nodes.Source` (shared by every node of that
+        line), or ``None`` when every frame is inside torch or torchrecorder.
+    """
+    internal = _INTERNAL
+    while frame is not None:
+        code = frame.f_code
+        filename = code.co_filename
+        inside = internal.get(filename)
+        if inside is None:
+            inside = internal_file(filename)
+        if not inside:
+            name = code.co_name
+            if module is None or name != "__call__" or not _own_call(frame, module):
+                at = (id(code), frame.f_lasti)
+                hit = _AT.get(at)
+                if hit is not None and hit[0] is code:
+                    return hit[1]
+                key = (filename, frame.f_lineno or code.co_firstlineno, name)
+                found = _LINES.get(key)
+                if found is None:
+                    found = _LINES.put(key, Source(*key))
+                _AT.put(at, (code, found))
+                return found
+        frame = frame.f_back
+    return None
+
+
+def _own_call(frame: FrameType, module: Any) -> bool:
+    """Whether ``frame`` runs ``module.__call__`` (its first argument is ``module``)."""
+    code = frame.f_code
+    if not code.co_argcount:
+        return False
+    return frame.f_locals.get(code.co_varnames[0]) is module
