@@ -10,6 +10,8 @@ from torch import nn
 
 import torchrecorder
 from torchrecorder import export
+from torchrecorder.projection.backward import backward_view
+from torchrecorder.renderer.html import BackwardHtmlRenderer, HtmlRenderer
 
 from .test_backward import net
 
@@ -88,3 +90,33 @@ def test_a_module_the_model_calls_twice_round_trips() -> None:
     loaded = torchrecorder.loads_json(rec.to_json())
     assert (torchrecorder.make_dot(loaded, backward=True, show_saved=True).source
             == torchrecorder.make_dot(rec, backward=True, show_saved=True).source)
+
+
+
+def _page_data(rec: torchrecorder.Recorder, renderer: type) -> tuple[str, set[str]]:
+    """The page's strings (joined) and the DOT ids of the layers its first view opens."""
+    data = renderer(rec).page_data()
+    strings = data["strings"]
+    return "\n".join(strings), {strings[row[2]].strip('"') for row in data["nodes"] if row[5]}
+
+
+def test_the_page_shows_the_backward_graph_of_a_recording_and_of_its_json(
+        rec: torchrecorder.Recorder) -> None:
+    page = torchrecorder.make_html(rec, backward=True)
+    assert page.text == BackwardHtmlRenderer(backward_view(rec)).render().text
+    text, opened = _page_data(backward_view(rec), BackwardHtmlRenderer)
+    forward_text, forward_opened = _page_data(rec, HtmlRenderer)
+    assert "AddmmBackward0" in text and "GeluBackward0" in text and "AddmmBackward0" not in forward_text
+    # the leaf modules holding grad_fn nodes can open, as make_dot(backward=True) draws them
+    assert opened == forward_opened == {"net"}  # the first view: depth 1
+    assert BackwardHtmlRenderer(backward_view(rec)).expandable()["0"]
+    assert not HtmlRenderer(rec).expandable()["0"]
+    loaded = torchrecorder.loads_json(rec.to_json())
+    assert torchrecorder.make_html(loaded, backward=True).text == page.text
+    saved, _ = _page_data(backward_view(rec, saved=True), BackwardHtmlRenderer)
+    assert "mat1" in saved and "mat1" not in text
+    assert torchrecorder.make_html(rec, backward=True, show_saved=True).text != page.text
+    with pytest.raises(ValueError, match="record it with"):
+        torchrecorder.make_html(torchrecorder.record(net(), "net", (2, 4)), backward=True)
+    with pytest.raises(ValueError, match="backward=True too"):
+        torchrecorder.make_html(rec, show_saved=True)
