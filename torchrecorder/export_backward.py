@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .graph import AutogradGraph, AutogradNode
+from .nodes import TensorNode
 
 __all__ = ["backward_from_dict", "backward_to_dict"]
 
@@ -60,15 +61,15 @@ def _shape(v: Any, where: str) -> tuple[int, ...]:
     return tuple(v)
 
 
-def _key(v: Any, nodes: Mapping[Any, Any], where: str) -> Any:
+def _key(v: Any, where: str) -> Any:
+    """A key an autograd node names: its module call (one the pass pruned, or none, puts it at
+    the top level) or the operation it is the ``grad_fn`` of (kept for reference only)."""
     if v is not None and not isinstance(v, str):
         raise _bad(where, "a node key (a string) or null")
-    if v is not None and v not in nodes:
-        raise ValueError(f"backward: {where} names {v[:40]!r}, which is not a node of the graph")
     return v
 
 
-def _node(d: Any, i: int, nodes: Mapping[Any, Any]) -> AutogradNode:
+def _node(d: Any, i: int) -> AutogradNode:
     where = f"nodes[{i}]"
     if not isinstance(d, dict):
         raise _bad(where, "a JSON object")
@@ -86,16 +87,17 @@ def _node(d: Any, i: int, nodes: Mapping[Any, Any]) -> AutogradNode:
     unread = d.get("unread", [])
     if not isinstance(unread, list) or not all(isinstance(u, str) for u in unread):
         raise _bad(f"{where}.unread", "a list of strings")
-    return AutogradNode(name, _key(d.get("scope"), nodes, f"{where}.scope"),
-                        _key(d.get("forward"), nodes, f"{where}.forward"), param,
+    return AutogradNode(name, _key(d.get("scope"), f"{where}.scope"),
+                        _key(d.get("forward"), f"{where}.forward"), param,
                         None if shape is None else _shape(shape, f"{where}.shape"),
                         [(s[0], _shape(s[1], f"{where}.saved")) for s in saved], list(unread))
 
 
 def backward_from_dict(data: Any, nodes: Mapping[Any, Any]) -> AutogradGraph:
     """The :class:`~torchrecorder.graph.AutogradGraph` of a document's ``"backward"`` field,
-    every field checked: its keys must name nodes of ``nodes`` (the loaded graph's), its
-    indices nodes of the backward graph, and its edges run forward (as recorded).
+    every field checked: its outputs must name tensor nodes of ``nodes`` (the loaded
+    graph's), its indices nodes of the backward graph, and its edges run forward (as
+    recorded), so that the backward graph it loads draws.
 
     Raises:
         ValueError: a field has the wrong type or value (the message names it).
@@ -110,7 +112,7 @@ def backward_from_dict(data: Any, nodes: Mapping[Any, Any]) -> AutogradGraph:
         if not isinstance(value, list):
             raise _bad(field, "a JSON array")
     bw = AutogradGraph(grad_enabled)
-    bw.nodes = [_node(d, i, nodes) for i, d in enumerate(raw["nodes"])]
+    bw.nodes = [_node(d, i) for i, d in enumerate(raw["nodes"])]
     n = len(bw.nodes)
     for i, e in enumerate(raw["edges"]):
         if not (isinstance(e, list) and len(e) == 2 and all(_is_int(x, 0, n) for x in e) and e[0] < e[1]):
@@ -119,5 +121,8 @@ def backward_from_dict(data: Any, nodes: Mapping[Any, Any]) -> AutogradGraph:
     for i, o in enumerate(raw["outputs"]):
         if not (isinstance(o, list) and len(o) == 2 and _is_int(o[0], 0, n) and isinstance(o[1], str)):
             raise _bad(f"outputs[{i}]", "a pair [node index, output tensor key]")
-        bw.outputs.append((o[0], _key(o[1], nodes, f"outputs[{i}]")))
+        if not isinstance(nodes.get(o[1]), TensorNode):
+            raise ValueError(f"backward: outputs[{i}] names {o[1][:40]!r}, which is not a tensor node "
+                             "of the graph")
+        bw.outputs.append((o[0], o[1]))
     return bw
