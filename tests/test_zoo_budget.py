@@ -19,6 +19,7 @@ from torchrecorder.projection.budget import (
     default_depth,
     drawn_size,
     edge_spans,
+    layout_spans,
 )
 from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
 from torchrecorder.renderer.graphviz import TITLE_SUFFIX
@@ -56,7 +57,8 @@ def test_every_zoo_models_default_drawings_are_within_the_budget(zoo: Zoo, case:
     assert (NOTE in parse_dot(source).nodes) == bool(said)  # reduced: the drawing says so too
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LargeDrawingWarning)
-        assert edge_spans(GraphvizRenderer(rec).projection) <= MAX_SPANS
+        projection = GraphvizRenderer(rec).projection
+    assert edge_spans(projection) <= MAX_SPANS and layout_spans(projection) <= MAX_SPANS
     # the notebook's and the page's first view (depth 1 by default)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LargeDrawingWarning)
@@ -268,3 +270,72 @@ def test_default_drawing_keeps_to_the_span_budget_and_says_why() -> None:
         warnings.simplefilter("always")
         GraphvizRenderer(reader, None, fold_repeats=False).render()
     assert any("ranks" in str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning))
+
+
+def test_cluster_title_edges_count_toward_the_layout_budget(zoo: Zoo) -> None:
+    """PointNet++: every stage reads the point coordinates again.  Folded at full depth it
+    draws 200-odd boxes and its drawn edges pass fewer ranks than the budget allows, but each
+    edge entering a module's cluster also ranks that cluster's title below its tail, and
+    those invisible edges pass thousands of ranks: ``dot`` took 24 s on it
+    (``benchmarks/layout_measures.py``).  The default drawing counts them and goes shallower."""
+    rec = zoo.recorded("PointNet2").rec
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LargeDrawingWarning)
+        full = GraphvizRenderer(rec, None, fold_repeats=True, max_nodes=None).projection
+    nodes, edges = drawn_size(full)
+    assert nodes <= MAX_NODES and edges <= MAX_EDGES and edge_spans(full) <= MAX_SPANS  # the old budget
+    assert layout_spans(full) > 2 * MAX_SPANS  # the title edges do not fit
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        renderer = GraphvizRenderer(rec)
+        source = renderer.render().source
+    said = [str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning)]
+    assert renderer.budget is not None and renderer.budget.reduced and renderer.budget.depth < 256
+    assert renderer.budget.full_spans is not None and renderer.budget.full_spans > MAX_SPANS
+    assert layout_spans(renderer.projection) <= MAX_SPANS
+    assert said and "ranks" in said[0] and "render_depth=" in said[0], said
+    assert NOTE in parse_dot(source).nodes and "ranks" in parse_dot(source).node_attrs[NOTE]["label"]
+
+
+def test_layout_spans_count_the_title_edges_into_nested_clusters() -> None:
+    """An input read at the top and again modules down: its drawn edge, and a title edge for
+    each cluster it enters, as long; the deeper the nesting, the more.  A chain of modules
+    passes only the rank of each title it enters."""
+    blocks = nn.Sequential(*[nn.Sequential(nn.ReLU()) for _ in range(12)])
+    chain = torchrecorder.record(blocks, "chain", (1, 4))
+    everything = {"fold_repeats": False, "max_nodes": None}
+    p = GraphvizRenderer(chain, **everything).projection  # type: ignore[arg-type]
+    assert edge_spans(p) == 0 and layout_spans(p) <= 2 * len(p.edges)
+    spans = []
+    for levels in (1, 3, 6):
+        rec = torchrecorder.record(_Reread(levels), "reread", (1, 4))
+        p = GraphvizRenderer(rec, **everything).projection  # type: ignore[arg-type]
+        spans.append((edge_spans(p), layout_spans(p)))
+    assert all(drawn > 0 for drawn, _ in spans)
+    title_spans = [layout - drawn for drawn, layout in spans]
+    assert title_spans[0] < title_spans[1] < title_spans[2], spans
+
+
+class _Nest(nn.Module):
+    def __init__(self, levels: int) -> None:
+        super().__init__()
+        self.inner = _Nest(levels - 1) if levels > 1 else None
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        x = torch.sin(torch.cos(torch.tanh(x)))
+        return self.inner(x, y) if self.inner is not None else x * y
+
+
+class _Reread(nn.Module):
+    """The input goes through a chain of ops, then into a module nested ``levels`` deep that
+    reads it again."""
+
+    def __init__(self, levels: int) -> None:
+        super().__init__()
+        self.nest = _Nest(levels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x
+        for _ in range(6):
+            h = torch.sigmoid(torch.exp(h))
+        return self.nest(h, x)

@@ -10,6 +10,7 @@ The JSON document (schema version :data:`SCHEMA_VERSION`)::
       "failed_key": null,                 # key of the module call that raised
       "notes": ["..."],                   # only when the recording lost something (Graph.notes)
       "sources": [["/path/model.py", 12, "forward"], ...],  # lines of code, when any is known
+      "backward": {...},                  # only when recorded with backward=True (export_backward)
       "context": ["net", "input:x", ...], # keys directly in the context, in order
       "nodes": [ {node}, ... ],           # every node but the context, in recording order
       "edges": [["from_key", "to_key"], ...]
@@ -62,6 +63,7 @@ from typing import Any, Optional, TypeVar, Union
 
 from ._files import open_regular, write_atomically
 from .errors import GraphError
+from .export_backward import backward_from_dict, backward_to_dict
 from .graph import Graph
 from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, Source, TensorNode
 
@@ -136,6 +138,9 @@ def to_dict(rec: Graph) -> dict[str, Any]:
     nodes = [_node_dict(n, sources) for k, n in rec.nodes.items() if k is not None]
     if sources:
         doc["sources"] = [[src.filename, src.lineno, src.function] for src in sources]
+    backward = getattr(rec, "backward", None)
+    if backward is not None:
+        doc["backward"] = backward_to_dict(backward)
     return {
         **doc,
         "context": list(rec.context.subnets),
@@ -388,6 +393,8 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
         rec.lint()
     except GraphError as exc:
         raise GraphError(f"inconsistent graph: {exc}") from None
+    if "backward" in data:
+        rec.backward = backward_from_dict(data["backward"], rec.nodes)
     return rec
 
 

@@ -6,12 +6,15 @@ its loops fold (``×N``), or its depth is lowered, and a note says so.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import Tensor, nn
 
 from . import Case
 
-__all__ = ["CASES", "DartsSupernet", "FarthestPointSampling", "SeriesDecoder", "Transformer48", "YoloStyle"]
+__all__ = ["CASES", "DartsSupernet", "FarthestPointSampling", "PointNet2", "SeriesDecoder", "Transformer48",
+           "YoloStyle"]
 
 
 def _x(*shape: int, seed: int = 0) -> Tensor:
@@ -46,6 +49,160 @@ class FarthestPointSampling(nn.Module):
         points = xyz[batch[:, None], centroids]
         features = self.mlp(points.transpose(1, 2))
         return self.head(features.max(dim=-1)[0])
+
+
+def _square_distance(src: Tensor, dst: Tensor) -> Tensor:
+    dist = -2 * torch.matmul(src, dst.permute(0, 2, 1))
+    dist = dist + torch.sum(src ** 2, -1).unsqueeze(-1)
+    return dist + torch.sum(dst ** 2, -1).unsqueeze(1)
+
+
+def _index_points(points: Tensor, idx: Tensor) -> Tensor:
+    b = points.shape[0]
+    view = [b] + [1] * (idx.dim() - 1)
+    repeat = [1, *idx.shape[1:]]
+    batch = torch.arange(b, dtype=torch.long).view(view).repeat(repeat)
+    return points[batch, idx, :]
+
+
+def _farthest_point_sample(xyz: Tensor, npoint: int) -> Tensor:
+    b, n, _ = xyz.shape
+    centroids = torch.zeros(b, npoint, dtype=torch.long)
+    distance = torch.ones(b, n) * 1e10
+    farthest = torch.zeros(b, dtype=torch.long)
+    batch = torch.arange(b, dtype=torch.long)
+    for i in range(npoint):
+        centroids[:, i] = farthest
+        centroid = xyz[batch, farthest, :].view(b, 1, 3)
+        dist = torch.sum((xyz - centroid) ** 2, -1)
+        mask = dist < distance
+        distance[mask] = dist[mask]
+        farthest = torch.max(distance, -1)[1]
+    return centroids
+
+
+def _query_ball_point(radius: float, nsample: int, xyz: Tensor, new_xyz: Tensor) -> Tensor:
+    b, n, _ = xyz.shape
+    s = new_xyz.shape[1]
+    group_idx = torch.arange(n, dtype=torch.long).view(1, 1, n).repeat([b, s, 1])
+    sqrdists = _square_distance(new_xyz, xyz)
+    group_idx[sqrdists > radius ** 2] = n
+    group_idx = group_idx.sort(dim=-1)[0][:, :, :nsample]
+    group_first = group_idx[:, :, 0].view(b, s, 1).repeat([1, 1, nsample])
+    mask = group_idx == n
+    group_idx[mask] = group_first[mask]
+    return group_idx
+
+
+class _SetAbstraction(nn.Module):
+    """Sample ``npoint`` centroids, group the points within ``radius`` of each (at most
+    ``nsample``), run a shared MLP over every group and max-pool it (or group everything)."""
+
+    def __init__(self, npoint: int, radius: float, nsample: int, cin: int, mlp: list[int],
+                 group_all: bool = False) -> None:
+        super().__init__()
+        self.npoint, self.radius, self.nsample, self.group_all = npoint, radius, nsample, group_all
+        self.convs = nn.ModuleList()
+        self.bns = nn.ModuleList()
+        last = cin
+        for c in mlp:
+            self.convs.append(nn.Conv2d(last, c, 1))
+            self.bns.append(nn.BatchNorm2d(c))
+            last = c
+
+    def forward(self, xyz: Tensor, points: Optional[Tensor]) -> tuple[Tensor, Tensor]:
+        xyz = xyz.permute(0, 2, 1)
+        if points is not None:
+            points = points.permute(0, 2, 1)
+        b, n, c = xyz.shape
+        if self.group_all:
+            new_xyz = torch.zeros(b, 1, c)
+            grouped = xyz.view(b, 1, n, c)
+            if points is not None:
+                grouped = torch.cat([grouped, points.view(b, 1, n, -1)], dim=-1)
+        else:
+            fps_idx = _farthest_point_sample(xyz, self.npoint)
+            new_xyz = _index_points(xyz, fps_idx)
+            idx = _query_ball_point(self.radius, self.nsample, xyz, new_xyz)
+            grouped_xyz = _index_points(xyz, idx)
+            grouped_norm = grouped_xyz - new_xyz.view(b, self.npoint, 1, c)
+            grouped = (torch.cat([grouped_norm, _index_points(points, idx)], dim=-1)
+                       if points is not None else grouped_norm)
+        new_points = grouped.permute(0, 3, 2, 1)
+        for conv, bn in zip(self.convs, self.bns, strict=True):
+            new_points = torch.relu(bn(conv(new_points)))
+        new_points = torch.max(new_points, 2)[0]
+        return new_xyz.permute(0, 2, 1), new_points
+
+
+class _FeaturePropagation(nn.Module):
+    """Interpolate the coarse features at the fine points (inverse distance to the 3 nearest),
+    concatenate the skip features, shared MLP."""
+
+    def __init__(self, cin: int, mlp: list[int]) -> None:
+        super().__init__()
+        self.convs = nn.ModuleList()
+        self.bns = nn.ModuleList()
+        last = cin
+        for c in mlp:
+            self.convs.append(nn.Conv1d(last, c, 1))
+            self.bns.append(nn.BatchNorm1d(c))
+            last = c
+
+    def forward(self, xyz1: Tensor, xyz2: Tensor, points1: Optional[Tensor], points2: Tensor) -> Tensor:
+        xyz1, xyz2 = xyz1.permute(0, 2, 1), xyz2.permute(0, 2, 1)
+        points2 = points2.permute(0, 2, 1)
+        b, n, _ = xyz1.shape
+        s = xyz2.shape[1]
+        if s == 1:
+            interpolated = points2.repeat(1, n, 1)
+        else:
+            dists = _square_distance(xyz1, xyz2)
+            dists, idx = dists.sort(dim=-1)
+            dists, idx = dists[:, :, :3], idx[:, :, :3]
+            recip = 1.0 / (dists + 1e-8)
+            weight = recip / torch.sum(recip, dim=2, keepdim=True)
+            interpolated = torch.sum(_index_points(points2, idx) * weight.view(b, n, 3, 1), dim=2)
+        if points1 is not None:
+            new_points = torch.cat([points1.permute(0, 2, 1), interpolated], dim=-1)
+        else:
+            new_points = interpolated
+        new_points = new_points.permute(0, 2, 1)
+        for conv, bn in zip(self.convs, self.bns, strict=True):
+            new_points = torch.relu(bn(conv(new_points)))
+        return new_points
+
+
+class PointNet2(nn.Module):
+    """A PointNet++ segmentation network (SSG): four set abstractions (farthest-point sampling,
+    ball-query grouping through gathers and index writes, shared MLPs), four feature
+    propagations.  Few boxes, but many values read far below where they are made and many
+    labelled edges: ``dot`` took 20 s for its 200-box default drawing before the budget
+    counted the layout's virtual nodes."""
+
+    def __init__(self, classes: int = 4, w: int = 8) -> None:
+        super().__init__()
+        self.sa1 = _SetAbstraction(32, 0.2, 8, 6 + 3, [w, w, 2 * w])
+        self.sa2 = _SetAbstraction(16, 0.4, 8, 2 * w + 3, [2 * w, 2 * w, 4 * w])
+        self.sa3 = _SetAbstraction(8, 0.6, 4, 4 * w + 3, [4 * w, 4 * w, 8 * w])
+        self.sa4 = _SetAbstraction(1, 0.0, 0, 8 * w + 3, [8 * w, 8 * w], group_all=True)
+        self.fp4 = _FeaturePropagation(16 * w, [4 * w, 4 * w])
+        self.fp3 = _FeaturePropagation(8 * w, [4 * w, 2 * w])
+        self.fp2 = _FeaturePropagation(2 * w + 2 * w, [2 * w, 2 * w])
+        self.fp1 = _FeaturePropagation(2 * w + 3, [2 * w, 2 * w])
+        self.conv = nn.Conv1d(2 * w, classes, 1)
+
+    def forward(self, xyz: Tensor) -> Tensor:
+        l0_points, l0_xyz = xyz, xyz[:, :3, :]
+        l1_xyz, l1_points = self.sa1(l0_xyz, l0_points)
+        l2_xyz, l2_points = self.sa2(l1_xyz, l1_points)
+        l3_xyz, l3_points = self.sa3(l2_xyz, l2_points)
+        l4_xyz, l4_points = self.sa4(l3_xyz, l3_points)
+        l3_points = self.fp4(l3_xyz, l4_xyz, l3_points, l4_points)
+        l2_points = self.fp3(l2_xyz, l3_xyz, l2_points, l3_points)
+        l1_points = self.fp2(l1_xyz, l2_xyz, l1_points, l2_points)
+        l0_points = self.fp1(l0_xyz, l1_xyz, l0_xyz, l1_points)
+        return torch.log_softmax(self.conv(l0_points), dim=1)
 
 
 class SeriesDecoder(nn.Module):
@@ -265,6 +422,7 @@ def _seeded(cls: type[nn.Module]) -> nn.Module:
 CASES: list[Case] = [
     Case(name="FarthestPointSampling", build=lambda: _seeded(FarthestPointSampling),
          inputs=lambda: ((_x(1, 1024, 3),), {})),
+    Case(name="PointNet2", build=lambda: _seeded(PointNet2), inputs=lambda: ((_x(1, 6, 64),), {})),
     Case(name="SeriesDecoder", build=lambda: _seeded(SeriesDecoder), inputs=lambda: ((_x(2, 8),), {})),
     Case(name="DartsSupernet", build=lambda: _seeded(DartsSupernet), inputs=lambda: ((_x(1, 3, 8, 8),), {})),
     Case(name="YoloStyle", build=lambda: _seeded(YoloStyle), inputs=lambda: ((_x(1, 3, 64, 64),), {})),

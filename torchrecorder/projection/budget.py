@@ -14,7 +14,11 @@ of a few hundred boxes whose edges reach far back (a DARTS cell, where every
 step reads every earlier state; a loop whose every iteration reads the same
 input) lays out as slowly as one of thousands of nodes.  So a drawing also
 fits only when its edges pass at most :data:`MAX_SPANS` ranks in all
-(:func:`edge_spans`).  :func:`fit` says what it collapsed; the renderer writes that in
+(:func:`edge_spans`), counting the invisible edges that put each cluster's title
+above what feeds it (:func:`layout_spans`): a PointNet++ whose every stage reads
+the point coordinates again draws 200 boxes within the other bounds, yet its
+title edges alone pass thousands of ranks and ``dot`` took 24 s on it.
+:func:`fit` says what it collapsed; the renderer writes that in
 the drawing and in a :class:`~torchrecorder.errors.LargeDrawingWarning`.  A
 depth given explicitly (an ``int`` or ``None`` for everything) is drawn as
 asked, with a warning first when it exceeds the budget.
@@ -22,15 +26,15 @@ asked, with a warning first when it exceeds the budget.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Optional, Union
 
-from ..graph import Graph, predecessors
-from ..nodes import Key, LayerNode
+from ..graph import Graph
+from ..nodes import BaseNode, Key, LayerNode
 from .drawn import Projection
 
 __all__ = ["ALL_DEPTHS", "MAX_EDGES", "MAX_NODES", "MAX_SPANS", "DefaultDepth", "Fit", "MaxNodes",
-           "budget_of", "default_depth", "drawn_size", "edge_spans", "fit", "graph_depth"]
+           "budget_of", "default_depth", "drawn_size", "edge_spans", "fit", "graph_depth", "layout_spans"]
 
 #: the most drawn nodes (boxes and clusters) of a default drawing: ``dot`` lays out drawings
 #: of recorded models this size in 2-3 s on a loaded 2-core machine (``benchmarks/layout_budget.py``:
@@ -41,7 +45,9 @@ MAX_EDGES = 1200
 #: the most ranks the edges of a default drawing pass in all (:func:`edge_spans`): ``dot``
 #: lays out a loop whose every iteration reads one input in 0.8 s at 2,146 of them, 3.5 s at
 #: 3,404 and 22 s at 4,951, and a DARTS supernet's cells (736 boxes) in 10-15 s at 7,238, on
-#: a loaded 2-core machine (``benchmarks/layout_budget.py``)
+#: a loaded 2-core machine (``benchmarks/layout_budget.py``); counted with the title edges
+#: (:func:`layout_spans`), a PointNet++ (197 boxes) took 24 s at 8,690 and a 48-layer
+#: transformer 1.5 s at 913 (``benchmarks/layout_measures.py``)
 MAX_SPANS = 2500
 #: a ``render_depth`` deeper than any recording
 ALL_DEPTHS = 1 << 30
@@ -104,10 +110,61 @@ def edge_spans(p: Projection) -> int:
     Linear in nodes and edges; edges on a cycle (boxes of modules that feed each other) count
     nothing.
     """
-    pairs = [(a.key, b.key) for a, b in p.edges]
-    succ = predecessors((b, a) for a, b in pairs)  # each node's successors, in edge order
-    indegree: dict[Key, int] = {}
+    return _spans([(a.key, b.key) for a, b in p.edges])
+
+
+def layout_spans(p: Projection) -> int:
+    """:func:`edge_spans` of the graph ``dot`` is given: the drawn edges and the invisible
+    edges that put each cluster's title on a rank of its own, below whatever feeds the
+    cluster (one per edge entering it: an edge from far above into a cluster nested
+    ``k`` deep ranks ``k`` more long edges) and above the cluster's members.
+
+    These edges, not the boxes, make a drawing of a few hundred boxes whose values are read
+    far below where they are made (a PointNet++: every set abstraction and feature
+    propagation reads the point coordinates again) lay out for tens of seconds.
+    """
+    parent: dict[Key, Key] = {}
+    members: list[tuple[Key, Key, Hashable]] = []  # (cluster, direct child, it or its title)
+    todo: list[BaseNode] = [p.graph.context]
+    while todo:
+        node = todo.pop()
+        for child in p.children(node):
+            parent[child.key] = node.key
+            opened = isinstance(child, LayerNode) and p.is_expanded(child)
+            if opened:
+                todo.append(child)
+            members.append((node.key, child.key, ("title", child.key) if opened else child.key))
+    root = p.graph.context.key
+    pairs: list[tuple[Hashable, Hashable]] = []
+    fed_inside: set[tuple[Key, Key]] = set()  # (cluster, direct child) fed from inside it
+    for a, b in p.edges:
+        pairs.append((a.key, b.key))
+        outer = set()
+        k = a.key
+        while k in parent:
+            k = parent[k]
+            outer.add(k)
+        inner = b.key
+        while inner in parent:
+            k = parent[inner]
+            if k in outer:
+                fed_inside.add((k, inner))
+                break
+            if k != root:
+                pairs.append((a.key, ("title", k)))
+            inner = k
+    for cluster, key, head in members:  # the title above the members nothing inside feeds
+        if cluster != root and (cluster, key) not in fed_inside:
+            pairs.append((("title", cluster), head))
+    return _spans(pairs)
+
+
+def _spans(pairs: Sequence[tuple[Hashable, Hashable]]) -> int:
+    """The ranks the edges ``pairs`` pass without stopping (see :func:`edge_spans`)."""
+    succ: dict[Hashable, list[Hashable]] = {}  # each node's successors, in edge order
+    indegree: dict[Hashable, int] = {}
     for a, b in pairs:
+        succ.setdefault(a, []).append(b)
         indegree[b] = indegree.get(b, 0) + 1
         indegree.setdefault(a, 0)
     rank = dict.fromkeys(indegree, 0)
@@ -147,7 +204,8 @@ class Fit:
         requested: the ``render_depth`` asked for (``None``: everything).
         full: ``(nodes, edges)`` of the drawing asked for, when it did not fit.
         deepest: the ``render_depth`` that opens every module.
-        spans: the ranks the drawn edges pass (:func:`edge_spans`).
+        spans: the ranks the drawn edges pass (the larger of :func:`edge_spans` and
+            :func:`layout_spans`).
         full_spans: the same of the drawing asked for, when it did not fit.
     """
 
@@ -216,7 +274,8 @@ def _fits(size: tuple[int, int], spans: int, budget: tuple[int, int]) -> bool:
 
 
 def _measure(p: Projection) -> tuple[tuple[int, int], int]:
-    return drawn_size(p), edge_spans(p)
+    # two estimates of the ranks dot's virtual nodes fill: the larger one counts
+    return drawn_size(p), max(edge_spans(p), layout_spans(p))
 
 
 def fit(graph: Graph, requested: Optional[int], make: Callable[[int, int], Projection], *,

@@ -26,8 +26,10 @@ from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, Source, TensorNode, shape_str
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
+from ..projection.backward import backward_view
 from ..projection.budget import MaxNodes, default_depth
 from ._html_loops import loop_rows
+from .backward import BackwardRenderer
 from .base import ALL_DEPTHS
 from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list, title_attrs
 from .html_page import client_html, page_html, provider_html, script_json
@@ -36,7 +38,7 @@ from .notebook_viewer import SESSION, current_cell, listen_if_running
 from .sourcelines import DEFAULT_EDITOR_URL, check_editor_url, source_info
 from .webfonts import web_fontname
 
-__all__ = ["HtmlPage", "HtmlRenderer", "make_html", "page_html", "script_json"]
+__all__ = ["BackwardHtmlRenderer", "HtmlPage", "HtmlRenderer", "make_html", "page_html", "script_json"]
 
 #: the render depth at which every module that can open is open (the finest drawing)
 #: node kinds as numbers in the page's data
@@ -562,15 +564,37 @@ def _node_info(rec: Graph, node: BaseNode,
     return {"kind": type(node).__name__, "name": node.name}
 
 
+class BackwardHtmlRenderer(BackwardRenderer, HtmlRenderer):
+    """The page of a backward graph (:func:`~torchrecorder.projection.backward.backward_view`):
+    an :class:`HtmlRenderer` whose module calls open as
+    :class:`~torchrecorder.renderer.backward.BackwardRenderer`'s do, so that every
+    ``grad_fn`` can be shown."""
+
+
 def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
-              styler_cls: Optional[type[GraphvizStyler]] = None,
-              **options: Any) -> HtmlPage:
+              styler_cls: Optional[type[GraphvizStyler]] = None, *, backward: bool = False,
+              show_saved: bool = False, **options: Any) -> HtmlPage:
     """The interactive HTML page of a recording (``options`` as in :class:`HtmlRenderer`).
+
+    ``backward=True`` shows the autograd graph of a recording made with
+    ``record(..., backward=True)`` (or loaded from its JSON) instead, as
+    ``make_dot(rec, backward=True)`` draws it; ``show_saved=True`` adds the tensors each
+    autograd node saved.
 
     >>> import torch, torchrecorder
     >>> rec = torchrecorder.record(torch.nn.Sequential(torch.nn.Linear(2, 2)), "mlp", (1, 2))
     >>> page = torchrecorder.make_html(rec)
     >>> page.text.startswith("<!DOCTYPE html>"), "viz-global" in page.text or "Viz" in page.text
     (True, True)
+
+    Raises:
+        ValueError: ``backward=True`` and the recording holds no backward graph (the message
+            says why), or ``show_saved=True`` without ``backward=True``.
     """
+    if backward:
+        view = backward_view(rec, saved=show_saved)
+        return BackwardHtmlRenderer(view, render_depth, styler_cls, **options).render()
+    if show_saved:
+        raise ValueError("show_saved=True shows the tensors saved for the backward pass: "
+                         "pass backward=True too")
     return HtmlRenderer(rec, render_depth, styler_cls, **options).render()
