@@ -74,7 +74,7 @@ def interactive() -> bool:
     shell = sys.modules.get("IPython")
     if shell is not None and "ipykernel" in sys.modules:
         try:
-            ip = shell.get_ipython()  # type: ignore[attr-defined]
+            ip = shell.get_ipython()
         except Exception:
             ip = None
         if ip is not None and type(ip).__name__ == "ZMQInteractiveShell":
