@@ -6,7 +6,7 @@ Run from the repository root (needs torchview, transformers and the ``dot`` prog
     python examples/compare_figures.py            # redraw the figures, rewrite the page
     python examples/compare_figures.py --check    # exit 1 if the page or README's ratios are stale
 
-Both draw with the DejaVu fonts alone (a fontconfig configuration listing only DejaVu's
+Both draw with the DejaVu fonts alone, embedded in each SVG, (a fontconfig configuration listing only DejaVu's
 folder), the fonts every machine the README's commands run on has, so the figures and the
 numbers come out the same wherever they are made with the same Graphviz version (named on the
 page; ``--check`` says it cannot judge under another one).
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torchrecorder
 from torchrecorder.renderer import PRESETS
+from torchrecorder.svgfont import embed_fonts
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from figure_models import MODELS
@@ -61,8 +62,13 @@ def draw_torchview(net, args, name: str, depth: int, images: str) -> str | None:
 
         graph = torchview.draw_graph(net, input_data=list(args), depth=depth, expand_nested=True,
                                      graph_name=name)
-        return str(graph.visual_graph.render(os.path.join(images, f"{name}_d{depth}_torchview"),
+        path = str(graph.visual_graph.render(os.path.join(images, f"{name}_d{depth}_torchview"),
                                              format="svg", cleanup=True))
+        with open(path, "rb") as fh:  # its fonts embedded too, as ours are
+            svg = embed_fonts(fh.read())
+        with open(path, "wb") as fh:
+            fh.write(svg)
+        return path
     except Exception as exc:  # a peer's failure is a result to report, not ours to fix
         print(f"torchview failed on {name} at depth {depth}: {type(exc).__name__}: {exc}")
         return None
@@ -75,7 +81,7 @@ def presets(images: str) -> str:
     cells = []
     for preset in PRESETS:
         path = torchrecorder.render_network(net, "cnn", None, images, filename=f"preset_{preset}",
-                                            input_data=args, render_depth=2, preset=preset)
+                                            input_data=args, render_depth=2, preset=preset, embed_font=True)
         w, h = svg_size(path)
         cells.append(f'<img src="images/figures/preset_{preset}.svg" width="100%"><br>{w:.0f}×{h:.0f} pt')
     return ("\n## The presets\n\n"
@@ -102,7 +108,7 @@ def page(images: str) -> tuple[str, dict[int, list[float]]]:
         cells = []
         for depth in DEPTHS:
             ours = torchrecorder.render_network(net, name, None, images, filename=f"{name}_d{depth}",
-                                                input_data=args, render_depth=depth)
+                                                input_data=args, render_depth=depth, embed_font=True)
             theirs = draw_torchview(net, args, name, depth, images)
             w, h = svg_size(ours)
             a = f"{w:.0f}×{h:.0f} pt = {w * h / 1000:.0f}k"

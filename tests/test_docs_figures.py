@@ -49,3 +49,16 @@ def test_documented_sizes_are_what_the_code_draws(compare_figures, name: str, tm
         assert row in page, f"docs/figures.md is stale: it has no row {row!r}"
         assert compare_figures.svg_size(str(ROOT / "docs" / "images" / "figures" / f"{name}_d{depth}.svg")) \
             == (w, h), f"docs/images/figures/{name}_d{depth}.svg is stale"
+
+
+def test_every_documentation_svg_carries_its_font() -> None:
+    """Made with ``embed_font=True`` (``tools/docs_images.py``, ``examples/compare_figures.py``):
+    each names an embedded family first wherever it draws text."""
+    svgs = sorted((ROOT / "docs" / "images").rglob("*.svg"))
+    assert len(svgs) > 10
+    for path in svgs:
+        text = path.read_text(encoding="utf-8")
+        faces = set(re.findall(r'@font-face \{ font-family: "([^"]+)"', text))
+        assert faces, f"{path.name} embeds no font"
+        families = re.findall(r'font-family="([^",]*)', text)
+        assert families and set(families) <= faces, (path.name, set(families) - faces)

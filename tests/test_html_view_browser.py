@@ -51,7 +51,8 @@ def _box(page: Any, element_id: str) -> dict[str, float]:
 
 
 def _in_window(box: dict[str, float]) -> bool:
-    return box["left"] >= 0 and box["top"] >= 0 and box["right"] <= box["width"] and box["bottom"] <= box["height"]
+    return (box["left"] >= 0 and box["top"] >= 0
+            and box["right"] <= box["width"] and box["bottom"] <= box["height"])
 
 
 def _search(page: Any, text: str) -> None:

@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tensor-nodes", action="store_true",
                         help="draw tensors between layers as boxes instead of shapes on the edges")
     parser.add_argument("--dpi", type=float, default=None, help="resolution of raster formats (default 192)")
+    parser.add_argument("--embed-font", action=argparse.BooleanOptionalAction, default=None,
+                        help="an SVG carries the glyphs it uses, so that it looks the same everywhere "
+                             "(default: only with --preset paper)")
     return parser
 
 
@@ -199,7 +202,7 @@ def _run(args: argparse.Namespace) -> Optional[str]:
     net = load_model(args.model)
     initialize_lazy(net, shapes, dtype=dtype, device=args.device)  # the command line owns the model
     rec = record(net, name, shapes, dtype=dtype, device=args.device)
-    data, source = _picture(rec, fmt, args.depth, args.fold, drawing)
+    data, source = _picture(rec, fmt, args.depth, args.fold, drawing, args.embed_font)
     if path == "-":
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
