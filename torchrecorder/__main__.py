@@ -75,7 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                "  torchrecorder mypackage.models:build_net -s 1,3,224,224 -o net.svg -d 2 --summary\n"
                "  torchrecorder models.py:Net -s 2,16 -s 2,16 -o net.pdf --preset paper\n"
-               "  torchrecorder lm.py:make_model -s 1,32 --input-dtype int64 -f json -o lm.json",
+               "  torchrecorder lm.py:make_model -s 1,32 --input-dtype int64 -f json -o lm.json\n\n"
+               "compare two recordings (saved with -f json):\n"
+               "  torchrecorder diff before.json after.json -o diff.svg   (see: torchrecorder diff --help)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model", help="'package.module:factory' or 'file.py:factory': a class or function "
