@@ -95,5 +95,6 @@ def label_problems(source: str, label_nodes: str = "::label") -> list[str]:
             if e["_gvid"] in own or e.get("style") == "invis":
                 continue
             if any(_inside(p, box) for p in _bezier_points(e.get("_draw_", []))):
-                problems.append(f"the edge {names[e['tail']]} -> {names[e['head']]} runs through the label of {what}")
+                edge = f"{names[e['tail']]} -> {names[e['head']]}"
+                problems.append(f"the edge {edge} runs through the label of {what}")
     return problems
