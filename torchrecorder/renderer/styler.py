@@ -514,7 +514,9 @@ class GraphvizStyler:
     def style_repeated(self, node: LayerNode, run: Sequence[LayerNode], expanded: bool) -> dict[str, str]:
         """Attributes of the first block of a folded run of ``len(run)`` identical blocks.
 
-        Its title spans the run (``layers.0 … layers.11``) and it is marked ``×12``.
+        Its title spans the run and it is marked ``×12``, named as the blocks would be
+        unfolded: a box by the blocks' names (``0 … 11``, as a box reads ``0``), a cluster by
+        their dotted paths (``layers.0 … layers.11``, as a cluster's title reads ``layers.0``).
         """
         if expanded:
             attrs = self.style_cluster(node)
@@ -523,7 +525,7 @@ class GraphvizStyler:
             attrs.update(self.styles["folded_cluster"])
         else:
             attrs = self.style_node(node)
-            attrs["label"] = self._layer_label(node, run_title(list(run), dotted=True), len(run))
+            attrs["label"] = self._layer_label(node, run_title(list(run), dotted=False), len(run))
             attrs.update(self.styles["folded"])
         what = (iterations_text(node, len(run)) if isinstance(node, LoopNode)
                 else f"{len(run)} identical blocks")
