@@ -570,8 +570,8 @@ _ALIGN = {"left": "l", "center": "c", "centre": "c", "right": "r"}
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
-                    "all_ops", "direction", "margin", "param_shapes", "param_counts", "edge_shapes",
-                    "align", "max_nodes")
+                    "label_nodes", "all_ops", "direction", "margin", "param_shapes", "param_counts",
+                    "edge_shapes", "align", "max_nodes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 
