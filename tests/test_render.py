@@ -433,3 +433,26 @@ def test_quoting_is_the_graphviz_package_quoting(text: str) -> None:
     assert quote_dot_id(dot_id(text)) == quote(dot_id(text))
     slow = html.escape(visible(text), quote=True).replace("\\", "\\\\").replace("]", "&#93;")
     assert html_text(text) == slow
+
+
+def test_a_cluster_holding_one_box_shows_the_parameter_count_once() -> None:
+    """A wrapper around one block (a ``DoubleConv`` holding its ``Sequential``): the box says
+    how many parameters, the cluster's title does not say it again; a cluster of two boxes
+    keeps its total."""
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.block(x)
+
+    net = torch.nn.Sequential(Wrapper(), torch.nn.Linear(8, 2))
+    source = torchrecorder.make_dot(torchrecorder.record(net, "net", (1, 4)), 2).source
+    title = next(line for line in source.splitlines() if '"0::title"' in line and "label=" in line)
+    assert "Wrapper<" in title and "params" not in title, title
+    box = next(line for line in source.splitlines() if line.lstrip().startswith('"0.block" ['))
+    assert "40 params" in box
+    root = next(line for line in source.splitlines() if '"net::title"' in line and "label=" in line)
+    assert "58 params" in root  # two boxes inside: the total stays

@@ -324,7 +324,8 @@ class GraphvizStyler:
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """Attributes of an expanded layer, drawn as a cluster."""
         attrs = dict(self.styles["cluster"])
-        attrs["label"] = self._cluster_label(node, node.call_title(dotted=True))
+        attrs["label"] = self._cluster_label(node, node.call_title(dotted=True),
+                                             count=not self._one_box_holds_all(node))
         attrs["tooltip"] = tooltip_text(self.tooltip(node))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
@@ -533,7 +534,19 @@ class GraphvizStyler:
         return attrs
 
 
-    def _cluster_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
+    def _one_box_holds_all(self, node: LayerNode) -> bool:
+        """Whether the cluster of ``node`` holds one box, a module with all its parameters
+        (a wrapper around one block): the box shows the count, the title need not."""
+        renderer = self.renderer
+        if renderer is None or not node.num_params_total:
+            return False
+        inside = [child for child in renderer.children(node) if not isinstance(child, TensorNode)]
+        return (len(inside) == 1 and isinstance(inside[0], LayerNode)
+                and not renderer.projection.is_expanded(inside[0])
+                and len(renderer.repeats(inside[0])) == 1
+                and inside[0].num_params_total == node.num_params_total)
+
+    def _cluster_label(self, node: LayerNode, title: str, repeat: int = 1, count: bool = True) -> str:
         """The dotted path in bold (``×N`` for a folded run), and below it the type and the
         parameter count in grey.
 
@@ -544,7 +557,7 @@ class GraphvizStyler:
         """
         bold = title + (f" ×{repeat}" if repeat > 1 else "")
         rest = node.type_name
-        if node.num_params_total and self.param_counts:
+        if node.num_params_total and self.param_counts and count:
             rest += " · " + param_lines(None, node)[-1]
         note = node.run_note()
         small_note = self._small.format(self._text(note))
