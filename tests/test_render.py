@@ -456,3 +456,32 @@ def test_a_cluster_holding_one_box_shows_the_parameter_count_once() -> None:
     assert "40 params" in box
     root = next(line for line in source.splitlines() if '"net::title"' in line and "label=" in line)
     assert "58 params" in root  # two boxes inside: the total stays
+
+
+def test_a_cluster_title_takes_one_line_where_it_fits() -> None:
+    """``enc1 DoubleConv`` above a box as wide fits on one line; a title wider than what its
+    cluster holds keeps the type on a line of its own."""
+
+    class DoubleConv(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = torch.nn.Sequential(torch.nn.Conv2d(3, 3, 3), torch.nn.ReLU())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.block(x)
+
+    class AVeryLongNameForAModuleThatHoldsOneSmallBox(DoubleConv):
+        pass
+
+    net = torch.nn.Sequential()
+    net.add_module("enc1", DoubleConv())
+    net.add_module("a_rather_long_attribute_name", AVeryLongNameForAModuleThatHoldsOneSmallBox())
+    source = torchrecorder.make_dot(torchrecorder.record(net, "net", (1, 3, 12, 12)), 2).source
+
+    def title(key: str) -> str:
+        return next(line for line in source.splitlines() if f'"{key}::title" [label=' in line
+                    or f"{key}::title [label=" in line)
+
+    short, long = title("enc1"), title("a_rather_long_attribute_name")
+    assert short.count("<TR>") == 1 and "<B>enc1</B>" in short and ">DoubleConv</FONT>" in short
+    assert long.count("<TR>") == 2

@@ -15,6 +15,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
+from ._cluster_titles import cluster_label, one_box_holds_all, title_fits
 from ._styletable import StyleTable
 from .base import BaseRenderer
 from .labels import (
@@ -324,8 +325,10 @@ class GraphvizStyler:
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """Attributes of an expanded layer, drawn as a cluster."""
         attrs = dict(self.styles["cluster"])
-        attrs["label"] = self._cluster_label(node, node.call_title(dotted=True),
-                                             count=not self._one_box_holds_all(node))
+        count = not one_box_holds_all(self, node)
+        title = node.call_title(dotted=True)
+        attrs["label"] = cluster_label(self, node, title, count=count,
+                                       one_line=title_fits(self, node, title, count))
         attrs["tooltip"] = tooltip_text(self.tooltip(node))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
@@ -522,7 +525,7 @@ class GraphvizStyler:
         if expanded:
             attrs = self.style_cluster(node)
             title = run_title(list(run), dotted=True)
-            attrs["label"] = self._cluster_label(node, title, len(run))
+            attrs["label"] = cluster_label(self, node, title, len(run))
             attrs.update(self.styles["folded_cluster"])
         else:
             attrs = self.style_node(node)
@@ -532,49 +535,6 @@ class GraphvizStyler:
                 else f"{len(run)} identical blocks")
         attrs["tooltip"] = tooltip_text(f"{what}: " + self.tooltip(node))
         return attrs
-
-
-    def _one_box_holds_all(self, node: LayerNode) -> bool:
-        """Whether the cluster of ``node`` holds one box, a module with all its parameters
-        (a wrapper around one block): the box shows the count, the title need not."""
-        renderer = self.renderer
-        if renderer is None or not node.num_params_total:
-            return False
-        inside = [child for child in renderer.children(node) if not isinstance(child, TensorNode)]
-        return (len(inside) == 1 and isinstance(inside[0], LayerNode)
-                and not renderer.projection.is_expanded(inside[0])
-                and len(renderer.repeats(inside[0])) == 1
-                and inside[0].num_params_total == node.num_params_total)
-
-    def _cluster_label(self, node: LayerNode, title: str, repeat: int = 1, count: bool = True) -> str:
-        """The dotted path in bold (``×N`` for a folded run), and below it the type and the
-        parameter count in grey.
-
-        Each is one text run on a line of its own: a browser that draws the
-        bold title wider than Graphviz measured it cannot run it into the
-        type, and no space between runs can be lost (SVG drops a run's
-        leading space).
-        """
-        bold = title + (f" ×{repeat}" if repeat > 1 else "")
-        rest = node.type_name
-        if node.num_params_total and self.param_counts and count:
-            rest += " · " + param_lines(None, node)[-1]
-        note = node.run_note()
-        small_note = self._small.format(self._text(note))
-        note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{small_note}</I></TD></TR>'
-                    if note else "")
-        # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
-        # cell after the title keeps a long one inside the cluster's border
-        try:
-            size = float(self.styles["cluster"].get("fontsize", 14))
-        except ValueError:
-            size = 14.0
-        pad = 2 + round(0.03 * size * len(bold))
-        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{self._row_gap("cluster")}" '
-                'CELLPADDING="0">'
-                f'<TR><TD ALIGN="LEFT"><B>{self._text(bold)}</B></TD><TD WIDTH="{pad}"></TD></TR>'
-                f'<TR><TD ALIGN="LEFT" COLSPAN="2"><FONT COLOR="#555555">{self._text(rest)}</FONT></TD></TR>'
-                f'{note_row}</TABLE>>')
 
 
 _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
