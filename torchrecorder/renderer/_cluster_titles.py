@@ -5,13 +5,14 @@ cluster holds one box that shows it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..nodes import LayerNode, TensorNode
 from .labels import param_lines
 
-if TYPE_CHECKING:
-    from .styler import GraphvizStyler
+#: the styler whose title is made (a :class:`~torchrecorder.renderer.styler.GraphvizStyler`,
+#: not imported here: it imports this module)
+GraphvizStyler = Any
 
 __all__ = ["cluster_label", "one_box_holds_all", "title_fits"]
 

@@ -3,10 +3,9 @@ with the attributes a :class:`~torchrecorder.renderer.styler.GraphvizStyler` giv
 
 from __future__ import annotations
 
-import functools
 import itertools
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import graphviz
@@ -17,7 +16,8 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
 from ..projection.budget import MaxNodes
-from ._statements import edge_ends, first_node_id, plain_id, same_id, top_level_statements
+from ._statements import plain_id
+from ._subclass_names import naming_edge, naming_node
 from .attr_values import check_attribute_values
 from .base import DEFAULT_RENDER_DEPTH, BaseRenderer, follows_projection
 from .notebook import mimebundle
@@ -148,14 +148,14 @@ class GraphvizRenderer(BaseRenderer):
         self._tips: dict[str, str] = {}
         # key -> the ID (as written) each node was drawn under in the current walk
         self._drawn: dict[Any, str] = {}
-        # plain_id of each of them, and how many there were (see _as_drawn)
+        # plain_id of each of them, and how many there were (see _subclass_names)
         self._drawn_names: tuple[set[str], int] = (set(), 0)
         self.recursion_trace: list[Any] = []
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # a subclass's own render_node / render_edge: learn the names it draws nodes under
-        for name, wrap in (("render_node", _naming_node), ("render_edge", _naming_edge)):
+        for name, wrap in (("render_node", naming_node), ("render_edge", naming_edge)):
             method = cls.__dict__.get(name)
             if callable(method) and not getattr(method, "_names_" + name, False):
                 setattr(cls, name, wrap(method))
@@ -505,66 +505,6 @@ def _never_drawn(renderer: GraphvizRenderer, node: BaseNode, other: Optional[Bas
     return (f"{type(renderer).__name__}:{edge} {type(node).__name__} {node.key!r} was never drawn as a "
             "node (render_node wrote no node statement for it); draw every node that render_node "
             "is given, or leave out the edges that touch the nodes it skips")
-
-
-def _naming_node(method: Callable[..., Any]) -> Callable[..., Any]:
-    """A subclass's ``render_node``, which remembers the ID of the node statement it wrote."""
-
-    @functools.wraps(method)
-    def render_node(self: GraphvizRenderer, g: Any, node: BaseNode) -> Any:
-        body = getattr(g, "body", None)
-        if type(body) is not list:
-            return method(self, g, node)
-        start = len(body)
-        result = method(self, g, node)
-        if node.key not in self._drawn:
-            name = first_node_id(body, start)
-            if name is not None:
-                self._drawn[node.key] = name
-        return result
-
-    render_node._names_render_node = True  # type: ignore[attr-defined]
-    return render_node
-
-
-def _naming_edge(method: Callable[..., Any]) -> Callable[..., Any]:
-    """A subclass's ``render_edge``, whose edge statements name the nodes as they were drawn."""
-
-    @functools.wraps(method)
-    def render_edge(self: GraphvizRenderer, g: Any, fnode: BaseNode, tnode: BaseNode) -> Any:
-        body = getattr(g, "body", None)
-        if type(body) is not list:
-            return method(self, g, fnode, tnode)
-        start = len(body)
-        result = method(self, g, fnode, tnode)
-        for i, stmt in top_level_statements(body, start):
-            spans = edge_ends(stmt)
-            if spans is None:
-                continue
-            (a0, a1), (b0, b1) = spans
-            tail, head = stmt[a0:a1], stmt[b0:b1]
-            new_tail, new_head = _as_drawn(self, tail, fnode, tnode), _as_drawn(self, head, tnode, fnode)
-            if new_tail != tail or new_head != head:
-                body[i] = stmt[:a0] + new_tail + stmt[a1:b0] + new_head + stmt[b1:]
-        return result
-
-    render_edge._names_render_edge = True  # type: ignore[attr-defined]
-    return render_edge
-
-
-def _as_drawn(renderer: GraphvizRenderer, written: str, node: BaseNode, other: BaseNode) -> str:
-    """``written`` if it names a node drawn in this walk, else the ID ``node`` was drawn under."""
-    drawn = renderer._drawn
-    own = drawn.get(node.key)
-    if own is not None and same_id(own, written):
-        return written
-    names, made_for = renderer._drawn_names
-    if made_for != len(drawn):  # made again only after more nodes were drawn
-        names = {plain_id(name) for name in drawn.values()}
-        renderer._drawn_names = (names, len(drawn))
-    if plain_id(written) in names:
-        return written  # an edge the subclass meant to another node it drew
-    return renderer.drawn_id(node, other)
 
 
 #: appended to a cluster's DOT id: the id of the node that draws its title
