@@ -20,19 +20,23 @@ FONT_SETS = ("system", "dejavu")
 
 _DEJAVU_DIRS = ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
                 "/usr/share/fonts/TTF")
+_LIBERATION_DIRS = ("/usr/share/fonts/truetype/liberation2", "/usr/share/fonts/truetype/liberation",
+                    "/usr/share/fonts/liberation")
 
 
 def font_env(font_set: str, scratch: Path) -> dict[str, str]:
     """Environment variables under which fontconfig (Graphviz, Chromium) sees ``font_set``:
     nothing to change for ``"system"``; a configuration listing only DejaVu's folder for
-    ``"dejavu"`` (written into ``scratch``)."""
+    ``"dejavu"`` (written into ``scratch``); the same for Liberation alone, ``"liberation"``
+    (a machine without DejaVu)."""
     if font_set == "system":
         return {}
-    if font_set != "dejavu":
+    if font_set not in ("dejavu", "liberation"):
         raise ValueError(f"unknown font set {font_set!r}")
-    dirs = [d for d in _DEJAVU_DIRS if os.path.isdir(d)]
+    dirs = [d for d in (_DEJAVU_DIRS if font_set == "dejavu" else _LIBERATION_DIRS) if os.path.isdir(d)]
     if not dirs:
-        raise FileNotFoundError("DejaVu fonts are not installed (apt-get install fonts-dejavu-core)")
+        raise FileNotFoundError(f"{font_set} fonts are not installed (apt-get install fonts-{font_set}"
+                                f"{'-core' if font_set == 'dejavu' else '2'})")
     scratch.mkdir(parents=True, exist_ok=True)
     conf = scratch / "fonts.conf"
     conf.write_text('<?xml version="1.0"?>\n<!DOCTYPE fontconfig SYSTEM "fonts.dtd">\n<fontconfig>\n'

@@ -45,6 +45,24 @@ def test_capture_statistics_colour_the_modules_and_draw_a_legend() -> None:
     assert re.search(r"cluster_net.*?dead 0%", dot, re.S)
 
 
+def _legend_cells(source: str) -> list[str]:
+    return re.findall(r'<TD BGCOLOR="[^"]*" WIDTH="\d+"><FONT[^>]*>([^<]*)</FONT>', source)
+
+
+def test_a_legend_says_each_value_once() -> None:
+    """A statistic that is the same everywhere (every unit dead, every call alike) is one
+    cell saying so, not five cells of the same number; a narrow range shows each value once."""
+    rec = torchrecorder.record(_dead_net(), "net", (2, 4))
+    same = torchrecorder.make_dot(rec, 1, activations={"0": 1.0, "2": 1.0}, stat="mean").source
+    assert _legend_cells(same) == ["1 everywhere"]
+    spread = torchrecorder.make_dot(rec, 1, activations={"0": 1.0, "2": 3.0}, stat="mean").source
+    cells = _legend_cells(spread)
+    assert len(cells) == 5 and len(set(cells)) == 5, cells
+    narrow = torchrecorder.make_dot(rec, 1, activations={"0": 1.0, "2": 1.0001}, stat="mean").source
+    cells = _legend_cells(narrow)
+    assert len(cells) == len(set(cells)), cells
+
+
 def test_a_mapping_of_values_scale_range_and_options() -> None:
     net = _dead_net()
     rec = torchrecorder.record(net, "net", (2, 4))

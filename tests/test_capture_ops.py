@@ -163,6 +163,22 @@ def test_a_pattern_that_chooses_nothing_in_a_pass_raises_with_the_nearest_keys()
     assert hook_count(model) == 0 and no_modes()
 
 
+def test_a_softmax_inside_fused_attention_says_where_it_is_and_how_to_get_it() -> None:
+    """GPT-2 with its default (SDPA) attention runs no softmax of its own: the error names the
+    fused operation it runs inside and the eager attention that runs it as an operation."""
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=4, vocab_size=60, n_positions=32,
+                                  attn_implementation="sdpa", bos_token_id=0, eos_token_id=0)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    with pytest.raises(UnknownLayerError) as info:
+        with torchrecorder.capture(model, ops="*/softmax"):
+            model(torch.randint(0, 60, (1, 5)))
+    message = str(info.value)
+    assert "'softmax' runs inside 'scaled_dot_product_attention'" in message
+    assert 'attn_implementation="eager"' in message
+    assert hook_count(model) == 0 and no_modes()
+
+
 def test_an_edit_of_the_wrong_shape_or_dtype_names_the_operation() -> None:
     model = Attention()
     x = torch.randn(1, 2, 4)

@@ -288,3 +288,19 @@ def test_initialize_lazy_changes_only_the_lazy_tensors() -> None:
     assert [m.training for m in net.modules()] == [True, True, True, True, False]
     assert initialize_lazy(net, (2, 4)) is False  # nothing lazy left: it does not run again
     assert torchrecorder.record(net, "net", (2, 4)).summary().count("(Linear)") == 2
+
+
+def test_the_help_names_the_diff_command_and_diff_names_html(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "torchrecorder diff " in capsys.readouterr().out
+    from torchrecorder.diff_cli import build_diff_parser
+
+    output = next(a for a in build_diff_parser()._actions if "--output" in a.option_strings)
+    assert ".html" in str(output.help)
+
+
+def test_the_comparison_page_says_the_backward_graph_is_drawn() -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "comparison.md").read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith("| backward (autograd) graph |"))
+    assert row.split("|")[2].strip().startswith("yes") and "backward=True" in row

@@ -288,11 +288,23 @@ def _svg_area(svg: bytes) -> float:
 
 
 @needs_dot
-@pytest.mark.parametrize("name", ["cnn", "transformer_encoder"])
-def test_default_figure_is_about_as_large_as_torchviews_at_depth_two(name: str) -> None:
+@pytest.mark.parametrize("name", [
+    "cnn",
+    pytest.param("transformer_encoder", marks=pytest.mark.xfail(
+        strict=True, reason="1.40x with DejaVu: the title ranks of depth-2 clusters (issue 35)")),
+])
+def test_default_figure_is_about_as_large_as_torchviews_at_depth_two(name: str, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both figures measured with the same fonts, DejaVu alone (what every machine has; where
+    Liberation is installed too, ours would be laid out with its narrower Helvetica metrics
+    and torchview's with DejaVu)."""
     torchview = pytest.importorskip("torchview")
     import sys
 
+    from .figure_checks import font_env
+
+    for key, value in font_env("dejavu", tmp_path).items():
+        monkeypatch.setenv(key, value)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
     try:
         from figure_models import MODELS

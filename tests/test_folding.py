@@ -109,7 +109,8 @@ def test_twelve_blocks_fold_into_one_marked_x12(depth: int) -> None:
     assert not any(k.startswith(f"layers.{i}") and not k.startswith("layers.11:")
                    for k in keys for i in range(1, 12)), keys
     assert len(re.findall(r"×12(?:&#160;)*</B>", source)) == 1
-    assert "layers.0 … layers.11" in source
+    # named as the blocks are unfolded: a box by their names, a cluster by their dotted paths
+    assert ("<B>0 … 11" if depth == 1 else "<B>layers.0 … layers.11") in source
     e = edges(r)
     assert is_acyclic(e)
     if depth == 1:  # the block is a box: one edge in, one edge out
@@ -320,3 +321,13 @@ def test_blocks_compare_as_structure_ids_do() -> None:
             for b in layers:
                 same = numbers.number(a) == numbers.number(b)
                 assert same == (ids[a.key] == ids[b.key]), (a.key, b.key)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_folded_run_is_named_as_its_blocks_are_unfolded(depth: int) -> None:
+    rec = stack(12)
+    unfolded = GraphvizRenderer(rec, depth, fold_repeats=False).render().source
+    folded = GraphvizRenderer(rec, depth, fold_repeats=True).render().source
+    first = re.search(r"<B>([^<]*)</B>", unfolded[unfolded.index('"layers.0'):]).group(1)
+    last = re.search(r"<B>([^<]*)</B>", unfolded[unfolded.index('"layers.11'):]).group(1)
+    assert f"<B>{first} … {last}" in folded, (first, last)

@@ -1,6 +1,7 @@
 """Progress of long recordings: shown once a recording runs long (a ``tqdm`` bar, or lines on
-standard error), never for a short one, forced on or off by ``_progress.ENABLED``, and
-gone when the recording ends, however it ends."""
+standard error), never for a short one, forced on or off by ``_progress.ENABLED`` or
+``TORCHRECORDER_PROGRESS``, and gone when the recording ends, however it ends; where
+standard error is a pipe or a file (CI logs), one line per stage and no bar frames."""
 
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ def slow_net(raises: Optional[BaseException] = None) -> nn.Sequential:
     """Thirty linear layers, the waiting module, thirty more: 62 modules with the root."""
     return nn.Sequential(*[nn.Linear(3, 3) for _ in range(30)], Waits(raises),
                          *[nn.Linear(3, 3) for _ in range(30)])
+
+
+@pytest.fixture(autouse=True)
+def on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests in this process see standard error as a terminal (pytest's capture is not
+    one); those in subprocesses below see their real, piped standard error."""
+    monkeypatch.setattr(_progress, "INTERACTIVE", True)
+    monkeypatch.delenv(_progress.ENV, raising=False)
 
 
 @pytest.fixture
@@ -304,9 +313,70 @@ def test_the_command_line_shows_the_progress_of_a_long_recording(tmp_path: Path)
                            "-o", str(tmp_path / "slow.dot")], capture_output=True, text=True, cwd=tmp_path,
                           env=env, check=False, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "torchrecorder: recording '" in proc.stderr
-    assert "/2 [" in proc.stderr or "/2 modules" in proc.stderr  # tqdm's bar, or the lines
+    # standard error is a pipe: no bar frames, one line when the recording ends
+    assert "\r" not in proc.stderr and "\x1b" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("torchrecorder: recording '")]
+    assert len(lines) == 1 and "done in" in lines[0] and "2/2 modules" in lines[0], proc.stderr
     assert (tmp_path / "slow.dot").read_text().startswith("digraph")
+
+
+PIPED = SLOW_MODULE + '''
+import sys
+
+import torch
+
+import torchrecorder
+
+net = torch.nn.Sequential(*[Slow() for _ in range(3)])
+torchrecorder.record(net, "piped", (1, 3))
+dot = torchrecorder.make_dot(torchrecorder.record(torch.nn.Linear(3, 3), "small", (1, 3)))
+'''
+
+
+@pytest.mark.parametrize("setting", [None, "1", "0"])
+def test_a_piped_standard_error_gets_a_line_per_stage_and_no_bar(tmp_path: Path,
+                                                                 setting: Optional[str]) -> None:
+    """Where standard error is a pipe (CI, ``2>file``, ``| tee``) and ``tqdm`` is installed:
+    no carriage returns nor bar frames; a long recording writes one line; the environment
+    variable forces progress on (every stage, however short: one line each) or off."""
+    pytest.importorskip("tqdm")
+    script = tmp_path / "piped.py"
+    script.write_text(PIPED)
+    env = {k: v for k, v in os.environ.items() if k != _progress.ENV}
+    env["PYTHONPATH"] = str(ROOT)
+    if setting is not None:
+        env[_progress.ENV] = setting
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr
+    assert "\r" not in err and "it/s" not in err and "%|" not in err, err
+    lines = err.splitlines()
+    assert all(line.startswith("torchrecorder: ") for line in lines), lines
+    if setting == "0":
+        assert lines == []
+        return
+    piped = [line for line in lines if "recording 'piped'" in line]
+    assert len(piped) == 1 and "done in" in piped[0] and "7/7 modules" in piped[0], lines
+    small = [line for line in lines if "'small'" in line]
+    if setting == "1":  # forced: the short recording and its drawing show too, a line each
+        assert len(small) == 2 and all("done in" in line for line in small), lines
+    else:
+        assert small == [], lines
+
+
+def test_the_environment_variable_forces_progress(monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(_progress.ENV, "1")
+    assert _progress.forced() is True
+    monkeypatch.setattr(_progress, "ENABLED", False)  # set in code: wins
+    assert _progress.forced() is False
+    monkeypatch.setattr(_progress, "ENABLED", None)
+    monkeypatch.setenv(_progress.ENV, "off")
+    assert _progress.forced() is False
+    monkeypatch.setenv(_progress.ENV, "maybe")
+    with pytest.warns(RuntimeWarning, match="TORCHRECORDER_PROGRESS='maybe'"):
+        assert _progress.forced() is None
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
@@ -338,6 +408,7 @@ class Forks(Slow):
 
 
 _progress._tqdm = lambda: None
+_progress.INTERACTIVE = True  # lines while it runs, as on a terminal
 torchrecorder.record(Forks(), "net", (1, 3))
 ''')
     env = dict(os.environ, PYTHONPATH=str(ROOT))

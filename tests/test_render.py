@@ -436,3 +436,55 @@ def test_quoting_is_the_graphviz_package_quoting(text: str) -> None:
     assert quote_dot_id(dot_id(text)) == quote(dot_id(text))
     slow = html.escape(visible(text), quote=True).replace("\\", "\\\\").replace("]", "&#93;")
     assert html_text(text) == slow
+
+
+def test_a_cluster_holding_one_box_shows_the_parameter_count_once() -> None:
+    """A wrapper around one block (a ``DoubleConv`` holding its ``Sequential``): the box says
+    how many parameters, the cluster's title does not say it again; a cluster of two boxes
+    keeps its total."""
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.block(x)
+
+    net = torch.nn.Sequential(Wrapper(), torch.nn.Linear(8, 2))
+    source = torchrecorder.make_dot(torchrecorder.record(net, "net", (1, 4)), 2).source
+    title = next(line for line in source.splitlines() if '"0::title"' in line and "label=" in line)
+    assert "Wrapper<" in title and "params" not in title, title
+    box = next(line for line in source.splitlines() if line.lstrip().startswith('"0.block" ['))
+    assert "40 params" in box
+    root = next(line for line in source.splitlines() if '"net::title"' in line and "label=" in line)
+    assert "58 params" in root  # two boxes inside: the total stays
+
+
+def test_a_cluster_title_takes_one_line_where_it_fits() -> None:
+    """``enc1 DoubleConv`` above a box as wide fits on one line; a title wider than what its
+    cluster holds keeps the type on a line of its own."""
+
+    class DoubleConv(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = torch.nn.Sequential(torch.nn.Conv2d(3, 3, 3), torch.nn.ReLU())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.block(x)
+
+    class AVeryLongNameForAModuleThatHoldsOneSmallBox(DoubleConv):
+        pass
+
+    net = torch.nn.Sequential()
+    net.add_module("enc1", DoubleConv())
+    net.add_module("a_rather_long_attribute_name", AVeryLongNameForAModuleThatHoldsOneSmallBox())
+    source = torchrecorder.make_dot(torchrecorder.record(net, "net", (1, 3, 12, 12)), 2).source
+
+    def title(key: str) -> str:
+        return next(line for line in source.splitlines() if f'"{key}::title" [label=' in line
+                    or f"{key}::title [label=" in line)
+
+    short, long = title("enc1"), title("a_rather_long_attribute_name")
+    assert short.count("<TR>") == 1 and "<B>enc1</B>" in short and ">DoubleConv</FONT>" in short
+    assert long.count("<TR>") == 2

@@ -86,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
                "  torchrecorder mypackage.models:build_net -s 1,3,224,224 -o net.svg -d 2 --summary\n"
                "  torchrecorder models.py:Net -s 2,16 -s 2,16 -o net.pdf --preset paper\n"
-               "  torchrecorder lm.py:make_model -s 1,32 --input-dtype int64 -f json -o lm.json",
+               "  torchrecorder lm.py:make_model -s 1,32 --input-dtype int64 -f json -o lm.json\n\n"
+               "compare two recordings (saved with -f json):\n"
+               "  torchrecorder diff before.json after.json -o diff.svg   (see: torchrecorder diff --help)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("model", help="'package.module:factory' or 'file.py:factory': a class or function "
@@ -130,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compile-breaks", action="store_true",
                         help="run torch._dynamo.explain on the model, mark the module calls where "
                              "torch.compile breaks the graph, and list the breaks")
+    parser.add_argument("--embed-font", action=argparse.BooleanOptionalAction, default=None,
+                        help="an SVG carries the glyphs it uses, so that it looks the same everywhere "
+                             "(default: only with --preset paper)")
     return parser
 
 
@@ -222,7 +227,7 @@ def _run(args: argparse.Namespace) -> Optional[str]:
         breaks = compile_breaks(net, shapes, dtype=dtype, device=args.device, recording=rec)
         if fmt not in ("json", "mmd"):
             drawing["breaks"] = breaks
-    data, source = _picture(rec, fmt, args.depth, args.fold, drawing)
+    data, source = _picture(rec, fmt, args.depth, args.fold, drawing, args.embed_font)
     if path == "-":
         sys.stdout.flush()
         sys.stdout.buffer.write(data)

@@ -1,5 +1,7 @@
-"""Progress of long work: a ``tqdm`` bar where ``tqdm`` is installed (``tqdm.auto``: a widget
-in a notebook), a line per stage on standard error otherwise; nothing for short work.
+"""Progress of long work, shown only where someone watches it: on a terminal a ``tqdm`` bar
+where ``tqdm`` is installed (lines on standard error otherwise), in a notebook a ``tqdm``
+widget; where standard error goes to a pipe, a file or a CI log, one line per stage at most,
+when it ends; nothing for short work.
 
 Drawing work counts as long from :data:`LONG` items (drawn nodes and edges, or
 DOT statements to lay out).  A recording counts as long once it has run
@@ -7,7 +9,9 @@ DOT statements to lay out).  A recording counts as long once it has run
 the process, watches it then and reads its counters a few times a second (see
 :func:`watch`); the recording itself does no work for it on any module call or
 operation.  :data:`ENABLED` forces progress on (``True``: shown from the start,
-whatever the size or time) or off (``False``) for both.
+whatever the size or time) or off (``False``) for both; where it is ``None``, the
+environment variable ``TORCHRECORDER_PROGRESS`` does (``1`` / ``0``).  :data:`INTERACTIVE`
+says whether someone watches (``None``: a notebook, or a standard error that is a terminal).
 """
 
 from __future__ import annotations
@@ -20,15 +24,65 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Optional, TypeVar
 
-__all__ = ["ENABLED", "IDLE_EXIT", "LINE_EVERY", "LONG", "LONG_LAYOUT", "POLL", "RECORD_AFTER", "Counts",
-           "Watch", "bar", "hold", "plural", "stage", "unwatch", "watch"]
+__all__ = ["ENABLED", "ENV", "IDLE_EXIT", "INTERACTIVE", "LINE_EVERY", "LONG", "LONG_LAYOUT", "POLL",
+           "RECORD_AFTER", "Counts", "Watch", "bar", "forced", "hold", "interactive", "plural", "stage",
+           "unwatch", "watch"]
 
 T = TypeVar("T")
 
 #: work of this many items or more shows its progress
 LONG = 20_000
-#: ``None``: by size (drawing) or time (recording); ``True`` / ``False``: always / never
+#: ``None``: by size (drawing) or time (recording), unless :data:`ENV` says; ``True`` /
+#: ``False``: always / never
 ENABLED: Optional[bool] = None
+#: the environment variable that forces progress on (``1``, ``true``, ``yes``, ``on``) or off
+#: (``0``, ``false``, ``no``, ``off``) where :data:`ENABLED` is ``None``
+ENV = "TORCHRECORDER_PROGRESS"
+#: ``None``: bars where someone watches (a notebook, a terminal); ``True`` / ``False``: as if
+#: standard error were a terminal / a file
+INTERACTIVE: Optional[bool] = None
+
+_ON = frozenset(("1", "true", "yes", "on"))
+_OFF = frozenset(("0", "false", "no", "off"))
+_warned_env: set[str] = set()
+
+
+def forced() -> Optional[bool]:
+    """:data:`ENABLED`, or what ``TORCHRECORDER_PROGRESS`` says where it is ``None`` (a value
+    it does not know is warned about once and ignored)."""
+    if ENABLED is not None:
+        return ENABLED
+    value = os.environ.get(ENV, "").strip().lower()
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
+    if value and value not in _warned_env:
+        _warned_env.add(value)
+        import warnings
+
+        warnings.warn(f"{ENV}={os.environ[ENV]!r} is neither 1 nor 0 (nor true/false, yes/no, on/off): "
+                      "progress is shown as if it were not set", RuntimeWarning, stacklevel=3)
+    return None
+
+
+def interactive() -> bool:
+    """Whether someone watches standard error: :data:`INTERACTIVE` if set, else whether this
+    is a Jupyter kernel (``tqdm.auto`` draws a widget there) or standard error is a terminal."""
+    if INTERACTIVE is not None:
+        return INTERACTIVE
+    shell = sys.modules.get("IPython")
+    if shell is not None and "ipykernel" in sys.modules:
+        try:
+            ip = shell.get_ipython()
+        except Exception:
+            ip = None
+        if ip is not None and type(ip).__name__ == "ZMQInteractiveShell":
+            return True
+    try:
+        return bool(sys.stderr.isatty())
+    except Exception:  # no stderr, or a closed one
+        return False
 
 
 #: a layout of this many DOT statements may take Graphviz long (the drawing budget's size)
@@ -36,7 +90,8 @@ LONG_LAYOUT = 2_500
 
 
 def _on(size: int, long: int = LONG) -> bool:
-    return ENABLED if ENABLED is not None else size >= long
+    force = forced()
+    return force if force is not None else size >= long
 
 
 def _tqdm() -> Optional[type]:
@@ -64,21 +119,25 @@ def _bar_cls() -> Optional[type]:
 @contextmanager
 def stage(what: str, size: int, long: int = LONG) -> Iterator[None]:
     """Say that ``what`` (of ``size`` items) starts and how long it took, when ``size`` is at
-    least ``long``."""
+    least ``long``: two lines where someone watches (:func:`interactive`), one at the end
+    elsewhere."""
     if not _on(size, long):
         yield
         return
-    print(f"torchrecorder: {what} ({size:,} items) ...", file=sys.stderr, flush=True)
+    watched = interactive()
+    if watched:
+        _line(f"{what} ({size:,} items) ...")
     start = time.perf_counter()
     yield
-    print(f"torchrecorder: {what}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+    items = "" if watched else f" ({size:,} items)"
+    _line(f"{what}{items}: done in {time.perf_counter() - start:.1f} s")
 
 
 def bar(items: Iterable[T], total: int, what: str) -> Iterable[T]:
     """``items``, with a progress bar (or a line at the start and the end) when ``total`` is long."""
     if not _on(total):
         return items
-    tqdm = _tqdm()
+    tqdm = _tqdm() if interactive() else None
     if tqdm is not None:
         return tqdm(items, total=total, desc=f"torchrecorder: {what}", leave=False)
     return _lines(items, total, what)
@@ -115,10 +174,12 @@ class Watch:
         start: when the work began (``time.perf_counter()``).
         finished: set by :func:`unwatch`; nothing of the job is shown after it.
         held: set by :func:`hold`: the counts shown no longer change.
+        quiet: nobody watches (:func:`interactive` was false): no bar and no line while the
+            work runs, one line when it ends.
     """
 
-    __slots__ = ("bar", "finished", "held", "last", "next_line", "orphan", "poll", "read", "shown", "start",
-                 "unit", "what")
+    __slots__ = ("bar", "finished", "held", "last", "next_line", "orphan", "poll", "quiet", "read", "shown",
+                 "start", "unit", "what")
 
     def __init__(self, what: str, read: Callable[[], Counts], unit: str) -> None:
         self.what, self.read, self.unit = what, read, unit
@@ -130,6 +191,7 @@ class Watch:
         self.poll = POLL
         self.orphan = False  # finished but still watched at a poll: unwatch was interrupted
         self.held = False  # see hold()
+        self.quiet = False
         self.last: Counts = (0, None, "")
 
 
@@ -143,13 +205,15 @@ def watch(what: str, read: Callable[[], Counts], unit: str = "item") -> Optional
     """Watch a piece of work that has just begun: if it runs :data:`RECORD_AFTER` seconds
     (or at once where :data:`ENABLED` is ``True``), show its progress from ``read()`` until
     :func:`unwatch`.  Costs a lock and a list append; ``None`` where progress is off."""
-    if ENABLED is False:
+    force = forced()
+    if force is False:
         return None
     job = Watch(what, read, unit)
+    job.quiet = not interactive()
     with _cond:
         _jobs.append(job)
         try:
-            if ENABLED:
+            if force:
                 _show(job, job.start)
             _start_worker()
         except Exception:  # no thread to be had (at exit, or a limit): the work goes on unwatched
@@ -271,6 +335,8 @@ def _line(text: str) -> None:
 
 def _show(job: Watch, now: float) -> None:  # under _cond
     job.shown = True
+    if job.quiet:  # its one line comes at the end
+        return
     counts = _read(job)
     cls = _bar_cls()
     if cls is not None:
@@ -290,6 +356,8 @@ def _show(job: Watch, now: float) -> None:  # under _cond
 
 
 def _update(job: Watch, now: float) -> None:  # under _cond
+    if job.quiet:
+        return
     counts = _read(job)
     bar = job.bar
     if bar is None:

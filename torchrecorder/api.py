@@ -28,6 +28,7 @@ from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.html import HtmlRenderer
 from .renderer.mermaid import MermaidRenderer
 from .renderer.paper import fit_options
+from .svgfont import embed_fonts
 
 __all__ = ["load_json", "loads_json", "make_dot", "record", "render_network"]
 
@@ -337,6 +338,7 @@ def render_network(
     dtype: Optional[torch.dtype] = None,
     fold_repeats: FoldRepeats = "auto",
     unfuse_fast_paths: bool = False,
+    embed_font: Optional[bool] = None,
     **styler_args: Any,
 ) -> str:
     """Record ``net`` and write its picture to ``directory/filename.fmt``.
@@ -368,6 +370,10 @@ def render_network(
             modules that PyTorch runs as one fused kernel (marked ``unfused``)
             instead of a closed box marked ``fused``.
         fold_repeats: as in :func:`make_dot`.
+        embed_font: an SVG carries the glyphs it draws, as ``@font-face`` rules with the
+            fonts Graphviz laid it out with (see :func:`torchrecorder.svgfont.embed_fonts`),
+            so that it looks the same on every machine; ``None`` (the default): only with
+            ``preset="paper"``.  Other formats are unchanged (PDF embeds its fonts anyway).
         **styler_args: as in :func:`make_dot`.  Raster formats (``png``,
             ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is given.
 
@@ -403,7 +409,7 @@ def render_network(
     _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
                  dtype=dtype, unfuse_fast_paths=unfuse_fast_paths)
-    data, source = _picture(rec, fmt, render_depth, fold_repeats, styler_args)
+    data, source = _picture(rec, fmt, render_depth, fold_repeats, styler_args, embed_font)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     write_atomically(path, data, dot_source=source)
     return path
@@ -417,9 +423,10 @@ def _check_drawing(name: str, render_depth: Optional[int], fold_repeats: FoldRep
 
 
 def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
-             styler_args: dict[str, Any]) -> tuple[bytes, Optional[str]]:
+             styler_args: dict[str, Any], embed_font: Optional[bool] = None) -> tuple[bytes, Optional[str]]:
     """The bytes of the ``fmt`` file of ``rec`` (``fmt`` checked by :func:`check_format`), and
-    the DOT source they were drawn from (``None`` for JSON, HTML and Mermaid)."""
+    the DOT source they were drawn from (``None`` for JSON, HTML and Mermaid); an SVG with its
+    fonts embedded if ``embed_font`` (``None``: with ``preset="paper"``)."""
     if fmt == "json":
         return rec.to_json().encode(), None
     if fmt == "html":
@@ -434,7 +441,14 @@ def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats:
         styler_args = {**styler_args, "dpi": DEFAULT_RASTER_DPI}
     dot = make_dot(rec, render_depth, fold_repeats=fold_repeats, **styler_args)
     source = dot.source
-    return (source.encode() if fmt in ("dot", "gv") else render_source(source, fmt)), source
+    if fmt in ("dot", "gv"):
+        return source.encode(), source
+    data = render_source(source, fmt)
+    if embed_font is None:
+        embed_font = styler_args.get("preset") == "paper"
+    if embed_font and fmt == "svg":
+        data = embed_fonts(data)
+    return data, source
 
 
 def load_json(path: Union[str, os.PathLike[str]], *, max_bytes: Optional[int] = MAX_JSON_BYTES) -> Recorder:

@@ -1,7 +1,7 @@
 """The ``diff`` command: ``torchrecorder diff a.json b.json [-o diff.svg] [--exit-code]``.
 
 Prints the summary tree on standard output unless ``-o`` names a file (``.svg``, ``.png``,
-``.pdf``, any Graphviz format, ``.dot``, ``.json`` or ``.txt``).  Exit status: 0, or 1 with
+``.pdf``, any Graphviz format, ``.dot``, ``.html``, ``.json`` or ``.txt``).  Exit status: 0, or 1 with
 ``--exit-code`` when the models differ; 2 for an input that cannot be read (the message on
 standard error).
 """
@@ -27,13 +27,14 @@ def build_diff_parser() -> argparse.ArgumentParser:
         description="Compare two saved recordings (rec.to_json(path), or torchrecorder ... -f json).",
         epilog="examples:\n  torchrecorder diff before.json after.json\n"
                "  torchrecorder diff before.json after.json -o diff.svg --view a\n"
+               "  torchrecorder diff before.json after.json -o diff.html\n"
                "  torchrecorder diff before.json after.json --exit-code   # CI: nothing may change",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("a", help="the first (old) recording, a JSON file")
     parser.add_argument("b", help="the second (new) recording, a JSON file")
     parser.add_argument("-o", "--output", default=None,
-                        help="file to write: a picture (.svg, .png, .pdf, .dot), .json or .txt "
-                             "(default: the summary on standard output)")
+                        help="file to write: a picture (.svg, .png, .pdf, .dot), the interactive page "
+                             "(.html), .json or .txt (default: the summary on standard output)")
     parser.add_argument("--view", default="union", choices=VIEWS, help="what a picture shows")
     parser.add_argument("--no-legend", action="store_true", help="draw no legend")
     parser.add_argument("-d", "--depth", type=int, default=256, help="modules deeper stay closed")

@@ -102,13 +102,40 @@ def check_call_patterns(model: nn.Module, rules: Sequence[OpRule], root: str) ->
                                     + nearest(rule.call or "", paths))
 
 
+#: fused operations -> the operations that run inside them, unseen (one call of the fused one)
+FUSED_PARTS = {
+    "scaled_dot_product_attention": ("softmax", "matmul", "bmm", "baddbmm", "dropout", "masked_fill",
+                                     "div", "mul", "add", "where", "transpose"),
+    "multi_head_attention_forward": ("softmax", "matmul", "bmm", "baddbmm", "dropout", "linear",
+                                     "masked_fill", "scaled_dot_product_attention"),
+    "_native_multi_head_attention": ("softmax", "matmul", "bmm", "baddbmm", "dropout", "linear"),
+}
+#: how to have the parts run on their own, where there is a way
+_UNFUSE = {
+    "scaled_dot_product_attention": ', or load a transformers model with attn_implementation="eager" '
+                                    '(its config: config._attn_implementation = "eager")',
+}
+
+
+def _op_name(key: str) -> str:
+    """``"h.0.attn/softmax_2"`` -> ``"softmax"``."""
+    tail = key.rpartition("/")[2]
+    head, sep, n = tail.rpartition("_")
+    return head if sep and head and n.isdigit() else tail
+
+
 def nearest_ops(rule: OpRule, keys: Sequence[str]) -> str:
-    """``"nearest: 'a/softmax', ..."`` for a rule's op part among operation ``keys``."""
+    """``"nearest: 'a/softmax', ..."`` for a rule's op part among operation ``keys``; first, for
+    an operation that ran inside a fused one (a ``softmax`` inside ``scaled_dot_product_attention``),
+    which one and how to have it run on its own."""
     by_name: dict[str, list[str]] = {}
     for key in keys:
-        tail = key.rpartition("/")[2]
-        head, sep, n = tail.rpartition("_")
-        by_name.setdefault(head if sep and head and n.isdigit() else tail, []).append(key)
+        by_name.setdefault(_op_name(key), []).append(key)
+    for fused, parts in FUSED_PARTS.items():
+        if fused in by_name and any(fnmatchcase(part, rule.op) for part in parts):
+            return (f"{rule.op!r} runs inside {fused!r} here ({by_name[fused][0]!r}, one fused operation "
+                    f"whose insides are not operations of the model): capture {fused!r} itself"
+                    f"{_UNFUSE.get(fused, '')}")
     close = difflib.get_close_matches(rule.op, list(by_name), n=3, cutoff=0.5)
     if close:
         return "nearest: " + ", ".join(repr(k) for name in close for k in by_name[name][:2])

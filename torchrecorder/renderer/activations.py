@@ -222,16 +222,24 @@ class ActivationStyler(GraphvizStyler):
         if not self.legend or not self.values:
             return attrs
         steps = 5
-        cells = []
+        marks: list[tuple[str, str]] = []  # (label, colour) of each cell, no label twice
         for i in range(steps):
             if self.log:
                 v = self.vmin * (self.vmax / self.vmin) ** (i / (steps - 1))
             else:
                 v = self.vmin + (self.vmax - self.vmin) * i / (steps - 1)
-            colour = self.colour(v)
+            text = _fmt(v, self.stat)
+            if not marks or marks[-1][0] != text:
+                marks.append((text, self.colour(v)))
+        if len(marks) == 1:  # one value for every call (all dead, all alike): said once
+            marks = [(f"{marks[0][0]} everywhere", marks[0][1])]
+        cells = []
+        for text, colour in marks:
             font = ' COLOR="white"' if _dark(colour) else ""
-            cells.append(f'<TD BGCOLOR="{colour}" WIDTH="48"><FONT POINT-SIZE="9"{font}>'
-                         f"{html_text(_fmt(v, self.stat))}</FONT></TD>")
+            width = 48 if len(marks) > 1 else 96
+            cells.append(f'<TD BGCOLOR="{colour}" WIDTH="{width}"><FONT POINT-SIZE="9"{font}>'
+                         f"{html_text(text)}</FONT></TD>")
+        steps = len(cells)
         attrs["label"] = ('<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
                           f'<TR><TD COLSPAN="{steps}" BORDER="0"><B>{html_text(self.title)}</B></TD></TR>'
                           f"<TR>{''.join(cells)}</TR></TABLE>>")

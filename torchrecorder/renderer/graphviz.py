@@ -3,10 +3,9 @@ with the attributes a :class:`~torchrecorder.renderer.styler.GraphvizStyler` giv
 
 from __future__ import annotations
 
-import functools
 import itertools
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import graphviz
@@ -18,13 +17,14 @@ from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
 from ..projection.budget import MaxNodes
 from ._seedwalk import pending_token, resolve_pending
-from ._statements import edge_ends, first_node_id, plain_id, same_id, top_level_statements
+from ._statements import plain_id
+from ._subclass_names import naming_edge, naming_node
 from .attr_values import check_attribute_values
 from .base import DEFAULT_RENDER_DEPTH, BaseRenderer, follows_projection
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler, is_seed_styler
 
-__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "PRESETS", "TITLE_SUFFIX", "GraphvizRenderer",
+__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "LABEL_SUFFIX", "PRESETS", "TITLE_SUFFIX", "GraphvizRenderer",
            "GraphvizStyler", "RecordingDigraph", "title_attrs"]
 
 
@@ -65,6 +65,13 @@ class GraphvizRenderer(BaseRenderer):
             their shapes are written on the edges; ``True`` draws each as a box.
         expand_leaves, all_ops, max_nodes: see :class:`~torchrecorder.renderer.base.BaseRenderer`;
             a drawing reduced to fit the budget carries a note saying so.
+        label_nodes: draw each edge label as a node of its own on the edge (``a -> label ->
+            b``, the label a plain text node), in the innermost cluster that holds both ends:
+            Graphviz keeps a node inside its cluster and routes other edges around it, where
+            it may put an edge's own label across a cluster's border or under another edge.
+            Edges that do not rank their ends keep their label.  ``None``: the class
+            attribute :attr:`label_nodes` (``False``).  The label nodes are not drawn by
+            :meth:`render_node`, and an edge becomes two edge statements.
         direction: the layout direction, ``"TB"`` (top to bottom, the
             default), ``"LR"``, ``"BT"`` or ``"RL"``; the same as
             ``graph_attrs={"rankdir": ...}``.
@@ -93,13 +100,16 @@ class GraphvizRenderer(BaseRenderer):
     #: (rotary tables or a mask fed to all 80 layers of an unfolded Llama: the
     #: layout takes seconds instead of minutes)
     max_constraining_fanout = 8
+    #: the default of ``label_nodes``
+    label_nodes = False
 
     def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = False,
                  expand_leaves: bool = False, all_ops: bool = False,
                  direction: Optional[str] = None, margin: Optional[float] = None,
-                 max_nodes: MaxNodes = "auto", **styler_args: Any) -> None:
+                 max_nodes: MaxNodes = "auto", label_nodes: Optional[bool] = None,
+                 **styler_args: Any) -> None:
         super().__init__(rec, render_depth, fold_repeats=fold_repeats, tensor_nodes=tensor_nodes,
                          expand_leaves=expand_leaves, all_ops=all_ops, max_nodes=max_nodes)
         if margin is not None:
@@ -118,6 +128,8 @@ class GraphvizRenderer(BaseRenderer):
             graph_attrs = dict(styler_args.get("graph_attrs") or {})
             graph_attrs["rankdir"] = str(direction).upper()
             styler_args["graph_attrs"] = graph_attrs
+        if label_nodes is not None:
+            self.label_nodes = bool(label_nodes)
         cls = styler_cls if styler_cls is not None else GraphvizStyler
         self.styler = cls(**styler_args)
         check_attribute_values(self.styler.styles)  # dpi=inf, nan, -5: refused before any work
@@ -128,6 +140,7 @@ class GraphvizRenderer(BaseRenderer):
         self._clusters: dict[Any, list[BaseNode]] = {}
         self._cluster_nodes: dict[Any, BaseNode] = {}  # key -> the layer (or loop group) drawn
         self._titled: set[Any] = set()
+        self._cluster_parent_of: Optional[dict[Any, Any]] = None  # drawn key -> its cluster's key
         self._qids: dict[Any, str] = {}
         # attribute text of everything but the label and the tooltip, by the attributes' items:
         # nodes of one kind share it
@@ -136,7 +149,7 @@ class GraphvizRenderer(BaseRenderer):
         self._tips: dict[str, str] = {}
         # key -> the ID (as written) each node was drawn under in the current walk
         self._drawn: dict[Any, str] = {}
-        # plain_id of each of them, and how many there were (see _as_drawn)
+        # plain_id of each of them, and how many there were (see _subclass_names)
         self._drawn_names: tuple[set[str], int] = (set(), 0)
         self.recursion_trace: list[Any] = []
         # a 1.0.3 walk: edges left to the end (their nodes taken by a cluster), and what edges
@@ -149,7 +162,7 @@ class GraphvizRenderer(BaseRenderer):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # a subclass's own render_node / render_edge: learn the names it draws nodes under
-        for name, wrap in (("render_node", _naming_node), ("render_edge", _naming_edge)):
+        for name, wrap in (("render_node", naming_node), ("render_edge", naming_edge)):
             method = cls.__dict__.get(name)
             if callable(method) and not getattr(method, "_names_" + name, False):
                 setattr(cls, name, wrap(method))
@@ -170,6 +183,7 @@ class GraphvizRenderer(BaseRenderer):
         self._clusters.clear()
         self._cluster_nodes.clear()
         self._titled.clear()
+        self._cluster_parent_of = None
         self._drawn_names = (set(), 0)
         self.recursion_trace.clear()
         self._seed_edges.clear()
@@ -380,15 +394,20 @@ class GraphvizRenderer(BaseRenderer):
         tensor = self.edge_tensor(fnode, tnode)
         wide = self.out_degree(fnode) > self.max_constraining_fanout
         if tensor is not None:
-            text = self._attr_text(self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge",
-                                   wide)
+            attrs, method = self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge"
         else:
-            text = self._attr_text(self.styler.style_edge(fnode, tnode), "style_edge", wide)
+            attrs, method = self.styler.style_edge(fnode, tnode), "style_edge"
         drawn = self._drawn
         a, b = drawn.get(fnode.key), drawn.get(tnode.key)
         if (a is None or b is None) and self._seed_walk:  # an end not drawn yet: named at the end
-            g.body.append(f"\t{self._pend(fnode, tnode, text, 'E')}\n")
+            g.body.append(f"\t{self._pend(fnode, tnode, self._attr_text(attrs, method, wide), 'E')}\n")
             return
+        if (self.label_nodes and not wide and a is not None and b is not None and isinstance(attrs, Mapping)
+                and attrs.get("label") and str(attrs.get("constraint", "true")).lower() != "false"
+                and "invis" not in str(attrs.get("style", ""))):
+            self._labelled_edge(g, fnode, tnode, a, b, dict(attrs), method)
+            return
+        text = self._attr_text(attrs, method, wide)
         if a is None or b is None:  # an end drawn as a cluster (an edge into a layer), or never
             a, b, text = self._cluster_edge(g, fnode, tnode, text)
         g.body.append(f"\t{a} -> {b} [{text}]\n")
@@ -398,6 +417,43 @@ class GraphvizRenderer(BaseRenderer):
         one end of an edge (``"N"``) whose node is not drawn yet."""
         self._pending.append((node, other, text))
         return pending_token(kind, len(self._pending) - 1)
+
+    def _labelled_edge(self, g: graphviz.Digraph, fnode: BaseNode, tnode: BaseNode, a: str, b: str,
+                       attrs: dict[Any, Any], method: str) -> None:
+        """The edge ``a -> b`` styled ``attrs`` (with a label) drawn through a node holding the
+        label (``shape=plain``, its id ``"a -> b::label"``), in the innermost cluster holding
+        both ends; the first half has no arrowhead."""
+        label = attrs.pop("label")
+        node = {"label": label, "shape": "plain"}
+        node.update({k: attrs[k] for k in ("fontname", "fontsize", "fontcolor", "tooltip") if k in attrs})
+        lid = quote_dot_id(f"{plain_id(a)} -> {plain_id(b)}{LABEL_SUFFIX}")
+        chain = self._common_clusters(fnode, tnode)
+        opening = "".join(f"subgraph {dot_quote('cluster_' + self.node_id(n))} {{ " for n in chain)
+        g.body.append(f"\t{opening}{lid} [{self._attr_text(node, method)}]{' }' * len(chain)}\n")
+        g.body.append(f"\t{a} -> {lid} [{self._attr_text({**attrs, 'arrowhead': 'none'}, method)}]\n")
+        g.body.append(f"\t{lid} -> {b} [{self._attr_text(attrs, method)}]\n")
+
+    def _common_clusters(self, fnode: BaseNode, tnode: BaseNode) -> list[BaseNode]:
+        """The clusters that hold both ``fnode`` and ``tnode``, outermost first."""
+        if self._cluster_parent_of is None:
+            parent: dict[Any, Any] = {}
+            for key, children in self._clusters.items():
+                for child in children:
+                    parent[child.key] = key
+            self._cluster_parent_of = parent
+        parent = self._cluster_parent_of
+
+        def chain(key: Any) -> list[Any]:
+            out = []
+            while key in parent:
+                key = parent[key]
+                out.append(key)
+            return out  # innermost first
+
+        around_f = chain(fnode.key)
+        around_t = set(chain(tnode.key))
+        common = [key for key in around_f if key in around_t]
+        return [self._cluster_nodes[key] for key in reversed(common)]
 
     def _cluster_edge(self, g: Any, fnode: BaseNode, tnode: BaseNode, text: str) -> tuple[str, str, str]:
         """The ends of an edge one of whose ends was drawn as a cluster (a graph loaded from
@@ -497,70 +553,10 @@ def _never_drawn(renderer: GraphvizRenderer, node: BaseNode, other: Optional[Bas
             "is given, or leave out the edges that touch the nodes it skips")
 
 
-def _naming_node(method: Callable[..., Any]) -> Callable[..., Any]:
-    """A subclass's ``render_node``, which remembers the ID of the node statement it wrote."""
-
-    @functools.wraps(method)
-    def render_node(self: GraphvizRenderer, g: Any, node: BaseNode) -> Any:
-        body = getattr(g, "body", None)
-        if type(body) is not list:
-            return method(self, g, node)
-        start = len(body)
-        result = method(self, g, node)
-        if node.key not in self._drawn:
-            name = first_node_id(body, start)
-            if name is not None:
-                self._drawn[node.key] = name
-        return result
-
-    render_node._names_render_node = True  # type: ignore[attr-defined]
-    return render_node
-
-
-def _naming_edge(method: Callable[..., Any]) -> Callable[..., Any]:
-    """A subclass's ``render_edge``, whose edge statements name the nodes as they were drawn."""
-
-    @functools.wraps(method)
-    def render_edge(self: GraphvizRenderer, g: Any, fnode: BaseNode, tnode: BaseNode) -> Any:
-        body = getattr(g, "body", None)
-        if type(body) is not list:
-            return method(self, g, fnode, tnode)
-        start = len(body)
-        result = method(self, g, fnode, tnode)
-        for i, stmt in top_level_statements(body, start):
-            spans = edge_ends(stmt)
-            if spans is None:
-                continue
-            (a0, a1), (b0, b1) = spans
-            tail, head = stmt[a0:a1], stmt[b0:b1]
-            new_tail, new_head = _as_drawn(self, tail, fnode, tnode), _as_drawn(self, head, tnode, fnode)
-            if new_tail != tail or new_head != head:
-                body[i] = stmt[:a0] + new_tail + stmt[a1:b0] + new_head + stmt[b1:]
-        return result
-
-    render_edge._names_render_edge = True  # type: ignore[attr-defined]
-    return render_edge
-
-
-def _as_drawn(renderer: GraphvizRenderer, written: str, node: BaseNode, other: BaseNode) -> str:
-    """``written`` if it names a node drawn in this walk, else the ID ``node`` was drawn under."""
-    drawn = renderer._drawn
-    own = drawn.get(node.key)
-    if own is not None and same_id(own, written):
-        return written
-    names, made_for = renderer._drawn_names
-    if made_for != len(drawn):  # made again only after more nodes were drawn
-        names = {plain_id(name) for name in drawn.values()}
-        renderer._drawn_names = (names, len(drawn))
-    if plain_id(written) in names:
-        return written  # an edge the subclass meant to another node it drew
-    if renderer._seed_walk and node.key not in drawn:  # drawn later, maybe: named at the end
-        return renderer._pend(node, other, "", "N")
-    return renderer.drawn_id(node, other)
-
-
 #: appended to a cluster's DOT id: the id of the node that draws its title
 TITLE_SUFFIX = "::title"
+#: appended to ``"a -> b"``: the id of the node that draws the label of the edge from a to b
+LABEL_SUFFIX = "::label"
 #: the cluster attributes its title node takes
 _TITLE_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
 

@@ -16,6 +16,7 @@ from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_st
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
 from ..seed import SeedName
+from ._cluster_titles import cluster_label, one_box_holds_all, title_fits
 from ._seedstyle import HtmlLabel, is_seed_styler
 from ._styletable import StyleTable
 from .base import BaseRenderer
@@ -347,7 +348,10 @@ class GraphvizStyler:
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """Attributes of an expanded layer, drawn as a cluster."""
         attrs = dict(self.styles["cluster"])
-        attrs["label"] = self._cluster_label(node, node.call_title(dotted=True))
+        count = not one_box_holds_all(self, node)
+        title = node.call_title(dotted=True)
+        attrs["label"] = cluster_label(self, node, title, count=count,
+                                       one_line=title_fits(self, node, title, count))
         found = self.breaks.at(self.rec, node, inside=False)
         attrs["tooltip"] = tooltip_text(self.tooltip(node) + self.breaks.tooltip(found))
         if node.error:
@@ -563,54 +567,23 @@ class GraphvizStyler:
     def style_repeated(self, node: LayerNode, run: Sequence[LayerNode], expanded: bool) -> dict[str, str]:
         """Attributes of the first block of a folded run of ``len(run)`` identical blocks.
 
-        Its title spans the run (``layers.0 … layers.11``) and it is marked ``×12``.
+        Its title spans the run and it is marked ``×12``, named as the blocks would be
+        unfolded: a box by the blocks' names (``0 … 11``, as a box reads ``0``), a cluster by
+        their dotted paths (``layers.0 … layers.11``, as a cluster's title reads ``layers.0``).
         """
         if expanded:
             attrs = self.style_cluster(node)
             title = run_title(list(run), dotted=True)
-            attrs["label"] = self._cluster_label(node, title, len(run))
+            attrs["label"] = cluster_label(self, node, title, len(run))
             attrs.update(self.styles["folded_cluster"])
         else:
             attrs = self.style_node(node)
-            attrs["label"] = self._layer_label(node, run_title(list(run), dotted=True), len(run))
+            attrs["label"] = self._layer_label(node, run_title(list(run), dotted=False), len(run))
             attrs.update(self.styles["folded"])
         what = (iterations_text(node, len(run)) if isinstance(node, LoopNode)
                 else f"{len(run)} identical blocks")
         attrs["tooltip"] = tooltip_text(f"{what}: " + self.tooltip(node))
         return attrs
-
-
-    def _cluster_label(self, node: LayerNode, title: str, repeat: int = 1) -> str:
-        """The dotted path in bold (``×N`` for a folded run), and below it the type and the
-        parameter count in grey.
-
-        Each is one text run on a line of its own: a browser that draws the
-        bold title wider than Graphviz measured it cannot run it into the
-        type, and no space between runs can be lost (SVG drops a run's
-        leading space).
-        """
-        bold = title + (f" ×{repeat}" if repeat > 1 else "")
-        rest = node.type_name
-        if node.num_params_total and self.param_counts:
-            rest += " · " + param_lines(None, node)[-1]
-        note = node.run_note()
-        small_note = self._small.format(self._text(note))
-        note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{small_note}</I></TD></TR>'
-                    if note else "")
-        note_row += "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="2">{badge}</TD></TR>'
-                            for badge in self.breaks.badges(self.rec, node, inside=False))
-        # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
-        # cell after the title keeps a long one inside the cluster's border
-        try:
-            size = float(self.styles["cluster"].get("fontsize", 14))
-        except ValueError:
-            size = 14.0
-        pad = 2 + round(0.03 * size * len(bold))
-        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{self._row_gap("cluster")}" '
-                'CELLPADDING="0">'
-                f'<TR><TD ALIGN="LEFT"><B>{self._text(bold)}</B></TD><TD WIDTH="{pad}"></TD></TR>'
-                f'<TR><TD ALIGN="LEFT" COLSPAN="2"><FONT COLOR="#555555">{self._text(rest)}</FONT></TD></TR>'
-                f'{note_row}</TABLE>>')
 
 
 _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
@@ -619,8 +592,8 @@ _ALIGN = {"left": "l", "center": "c", "centre": "c", "right": "r"}
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
-                    "all_ops", "direction", "margin", "param_shapes", "param_counts", "edge_shapes",
-                    "align", "max_nodes")
+                    "label_nodes", "all_ops", "direction", "margin", "param_shapes", "param_counts",
+                    "edge_shapes", "align", "max_nodes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 

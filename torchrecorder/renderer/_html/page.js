@@ -284,17 +284,34 @@
     const v = view.getBoundingClientRect(), r = el.getBoundingClientRect();
     return [r.left + r.width / 2 - v.left, r.top + r.height / 2 - v.top];
   }
+  // where a module is on screen, as a new layout keeps it: the middle of its top edge (a box
+  // that opens into a cluster keeps its title where the box was, and the other way round)
+  function topMiddle(el) {
+    const v = view.getBoundingClientRect(), r = el.getBoundingClientRect();
+    return [r.left + r.width / 2 - v.left, r.top - v.top];
+  }
   function elementOf(i) { return document.getElementById("n" + i) || document.getElementById("c" + i); }
+  // unless all of it is in the window already: its middle in the middle of the window (its
+  // top a little below the window's top, if it is taller than the window)
   function bringIntoView(el) {
-    const c = centre(el), w = view.clientWidth, h = view.clientHeight;
-    if (c[0] < 0 || c[0] > w || c[1] < 0 || c[1] > h) { tx += w / 2 - c[0]; ty += h / 2 - c[1]; applyTransform(); }
+    const v = view.getBoundingClientRect(), r = el.getBoundingClientRect(), w = view.clientWidth, h = view.clientHeight;
+    const x0 = r.left - v.left, y0 = r.top - v.top;
+    if (x0 >= 0 && y0 >= 0 && x0 + r.width <= w && y0 + r.height <= h) return;
+    tx += w / 2 - (x0 + r.width / 2);
+    ty += r.height < h - 20 ? h / 2 - (y0 + r.height / 2) : 10 - y0;
+    applyTransform();
   }
 
   // ---------------------------------------------------------------- layout
   let viz = null, pending = null, busy = false;
   function setStatus(text, error) { status.textContent = text; status.classList.toggle("tr-error", !!error); }
-  function layout(anchor) {
-    pending = { anchor: anchor === undefined ? -1 : anchor };
+  // lay the view out again (now, or after the layout under way); the module ``anchor`` stays
+  // where it is on screen; ``then`` runs once the new drawing is on screen (a layout asked
+  // for meanwhile takes the place of this one, and its callbacks with it)
+  function layout(anchor, then) {
+    const calls = pending ? pending.then : [];
+    if (then) calls.push(then);
+    pending = { anchor: anchor === undefined ? -1 : anchor, then: calls };
     if (!busy && viz) run();
   }
   function run() {
@@ -302,7 +319,7 @@
     const job = pending; pending = null;
     const t0 = performance.now();
     let before = null;
-    if (job.anchor >= 0) { const el = elementOf(job.anchor); if (el) before = centre(el); }
+    if (job.anchor >= 0) { const el = elementOf(job.anchor); if (el) before = topMiddle(el); }
     const dot = buildDot();
     T.dot = dot;
     let svg;
@@ -316,15 +333,16 @@
     }
     canvas.replaceChildren(svg);
     decorate(svg);
-    if (T.firstPaint === null) { T.firstPaint = performance.now(); fit(); }
-    if (before) { const el = elementOf(job.anchor); if (el) { const after = centre(el); tx += before[0] - after[0]; ty += before[1] - after[1]; applyTransform(); } }
+    if (T.firstPaint === null) { T.firstPaint = performance.now(); fit(); before = null; }
+    if (before) { const el = elementOf(job.anchor); if (el) { const after = topMiddle(el); tx += before[0] - after[0]; ty += before[1] - after[1]; applyTransform(); } }
     T.lastLayoutMs = performance.now() - t0;
     T.layouts += 1;
     const shown = canvas.querySelectorAll("g.node").length;
     setStatus(shown + " nodes · laid out in " + Math.round(T.lastLayoutMs) + " ms");
     syncControls();
     busy = false;
-    if (pending) setTimeout(run, 0);
+    if (pending) { pending.then = job.then.concat(pending.then); setTimeout(run, 0); return; }
+    job.then.forEach(function (fn) { fn(); });
   }
   function decorate(svg) {
     svg.querySelectorAll("g.node, g.cluster").forEach(function (g) {
@@ -478,8 +496,10 @@
   function setDepth(d) {
     for (let i = 0; i < n; i++) open[i] = canOpen[i] && depth[i] < d ? 1 : 0;
   }
-  $("tr-expand-all").addEventListener("click", function () { open = canOpen.slice(); layout(); });
-  $("tr-collapse-all").addEventListener("click", function () { setDepth(1); hit = -1; layout(); });
+  // the selected module (the one clicked last) stays where it is on screen, if it is drawn
+  function anchorOfSelection() { return selected >= 0 && selected < n && elementOf(selected) ? selected : -1; }
+  $("tr-expand-all").addEventListener("click", function () { open = canOpen.slice(); layout(anchorOfSelection()); });
+  $("tr-collapse-all").addEventListener("click", function () { setDepth(1); hit = -1; layout(anchorOfSelection()); });
   const depthInput = $("tr-depth");
   depthInput.max = String(maxDepth);
   depthInput.addEventListener("change", function () {
@@ -506,7 +526,7 @@
   $("tr-reset").addEventListener("click", function () {
     open = firstOpen.slice(); folded = runs.map(function () { return D.folded; }); hit = -1;
     loopFolded = loops.map(function () { return D.folded; });
-    pending = { anchor: -1 }; T.firstPaint = T.firstPaint || null;
+    pending = { anchor: -1, then: [] }; T.firstPaint = T.firstPaint || null;
     layout(); setTimeout(fit, 0);
   });
 
@@ -541,13 +561,8 @@
     found.textContent = (at + 1) + " of " + matches.length;
     reveal(hit);
     select(hit);
-    pending = null;
-    layout();
-    afterLayout(function () { const e = elementOf(hit); if (e) bringIntoView(e); });
-  }
-  function afterLayout(fn) {
-    const count = T.layouts;
-    (function wait() { if (T.layouts > count && !busy) fn(); else setTimeout(wait, 10); })();
+    const target = hit;  // this search's hit, whatever the next search finds meanwhile
+    layout(-1, function () { const e = elementOf(target); if (e && hit === target) bringIntoView(e); });
   }
   search.addEventListener("keydown", function (ev) {
     if (ev.key === "Enter") { ev.preventDefault(); goTo(search.value.trim()); }

@@ -1,0 +1,115 @@
+"""The titles of clusters (expanded modules), for :class:`~torchrecorder.renderer.styler.GraphvizStyler`:
+the module's dotted path in bold and its type with the parameter count in grey, on one line
+where that is no wider than what the cluster holds, else on two; the count left out where the
+cluster holds one box that shows it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..nodes import LayerNode, TensorNode
+from .labels import param_lines
+
+#: the styler whose title is made (a :class:`~torchrecorder.renderer.styler.GraphvizStyler`,
+#: not imported here: it imports this module)
+GraphvizStyler = Any
+
+__all__ = ["cluster_label", "one_box_holds_all", "title_fits"]
+
+#: average character widths, in ems, of the fonts Graphviz lays out with: a generous one for
+#: a title (bold, DejaVu) and a modest one for what it must fit beside
+_EM_WIDE = 0.64
+_EM_NARROW = 0.5
+
+
+def one_box_holds_all(styler: GraphvizStyler, node: LayerNode) -> bool:
+    """Whether the cluster of ``node`` holds one box, a module with all its parameters
+    (a wrapper around one block): the box shows the count, the title need not."""
+    renderer = styler.renderer
+    if renderer is None or not node.num_params_total:
+        return False
+    inside = [child for child in renderer.children(node) if not isinstance(child, TensorNode)]
+    return (len(inside) == 1 and isinstance(inside[0], LayerNode)
+            and not renderer.projection.is_expanded(inside[0])
+            and len(renderer.repeats(inside[0])) == 1
+            and inside[0].num_params_total == node.num_params_total)
+
+def _size(styler: GraphvizStyler, kind: str, default: float) -> float:
+    try:
+        return float(styler.styles[kind].get("fontsize", default))
+    except (KeyError, ValueError):
+        return default
+
+def _title_rest(styler: GraphvizStyler, node: LayerNode, count: bool) -> str:
+    rest = node.type_name
+    if node.num_params_total and styler.param_counts and count:
+        rest += " · " + param_lines(None, node)[-1]
+    return rest
+
+def _width_inside(styler: GraphvizStyler, node: LayerNode) -> float:
+    """About how wide (points) the widest thing drawn inside the cluster of ``node`` is, by
+    the length of its text (a low estimate: a title on one line no wider than this does not
+    widen the cluster)."""
+    renderer = styler.renderer
+    if renderer is None:
+        return 0.0
+    layer, cluster = _size(styler, "layer", 11.0), _size(styler, "cluster", 10.0)
+    widest = 0.0
+    for child in renderer.children(node):
+        if not isinstance(child, LayerNode) or len(renderer.repeats(child)) > 1:
+            continue
+        if renderer.projection.is_expanded(child):
+            rest = _title_rest(styler, child, True)
+            width = max(_EM_NARROW * cluster * max(len(child.call_title(dotted=True)), len(rest)),
+                        _width_inside(styler, child)) + 12
+        else:
+            rest = _title_rest(styler, child, True)
+            width = _EM_NARROW * max(layer * len(child.call_title()), 0.8 * layer * len(rest)) + 14
+        widest = max(widest, width)
+    return widest
+
+def title_fits(styler: GraphvizStyler, node: LayerNode, title: str, count: bool) -> bool:
+    """Whether the cluster title of ``node`` fits on one line: the bold path and the type
+    (with the count) side by side, at most as wide as what the cluster holds already."""
+    size = _size(styler, "cluster", 10.0)
+    one_line = _EM_WIDE * size * (len(title) + len(_title_rest(styler, node, count))) + size
+    return one_line <= _width_inside(styler, node)
+
+def cluster_label(styler: GraphvizStyler, node: LayerNode, title: str, repeat: int = 1, count: bool = True,
+                  one_line: bool = False) -> str:
+    """The dotted path in bold (``×N`` for a folded run), and below it the type and the
+    parameter count in grey.
+
+    Each is one text run in a cell of its own: a browser that draws the
+    bold title wider than Graphviz measured it cannot run it into the
+    type, and no space between runs can be lost (SVG drops a run's
+    leading space).  ``one_line``: the type beside the path, an empty cell
+    apart, instead of below it.
+    """
+    bold = title + (f" ×{repeat}" if repeat > 1 else "")
+    rest = _title_rest(styler, node, count)
+    note = node.run_note()
+    small_note = styler._small.format(styler._text(note))
+    span = 3 if one_line else 2
+    note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="{span}"><I>{small_note}</I></TD></TR>'
+                if note else "")
+    note_row += "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="{span}">{badge}</TD></TR>'
+                        for badge in styler.breaks.badges(styler.rec, node, inside=False))
+    # Graphviz measures bold text a few percent narrower than browsers draw it: an empty
+    # cell after the title keeps a long one inside the cluster's border
+    try:
+        size = float(styler.styles["cluster"].get("fontsize", 14))
+    except ValueError:
+        size = 14.0
+    pad = 2 + round(0.03 * size * len(bold))
+    grey = f'<FONT COLOR="#555555">{styler._text(rest)}</FONT>'
+    if one_line:
+        gap = pad + round(size / 2)
+        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
+                f'<TR><TD ALIGN="LEFT"><B>{styler._text(bold)}</B></TD><TD WIDTH="{gap}"></TD>'
+                f'<TD ALIGN="LEFT">{grey}</TD></TR>{note_row}</TABLE>>')
+    return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{styler._row_gap("cluster")}" '
+            'CELLPADDING="0">'
+            f'<TR><TD ALIGN="LEFT"><B>{styler._text(bold)}</B></TD><TD WIDTH="{pad}"></TD></TR>'
+            f'<TR><TD ALIGN="LEFT" COLSPAN="2"><FONT COLOR="#555555">{styler._text(rest)}</FONT></TD></TR>'
+            f'{note_row}</TABLE>>')
