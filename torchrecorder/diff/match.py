@@ -23,7 +23,6 @@ Children of a module that no alignment can tell apart (an identical block insert
 identical blocks) are flagged *ambiguous* rather than guessed.
 """
 
-from __future__ import annotations
 
 import difflib
 import re
@@ -31,119 +30,11 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from ..nodes import Key, LayerNode, OpNode, ParamNode, TensorNode
+from .align import align, flag_ambiguous
+from .sides import Matching, Side
 
 __all__ = ["Matching", "Side", "match"]
-
-#: names under which a wrapper keeps the module it wraps (peft, torch.ao, DDP-like wrappers)
-WRAPPED_NAMES = ("base_layer", "module", "original_module", "base_model", "model", "layer")
-_NUMBER = re.compile(r"\d+")
-#: alignment scores (see :func:`_score`)
-_SIG, _NAME, _TYPE_NAME, _NAME_ONLY, _TYPE = 10.0, 1.0, 2.0, 1.5, 1.0
-
-
-class Side:
-    """One graph, indexed for matching: children, signatures and normalised paths of its calls."""
-
-    def __init__(self, graph: Graph, interned: dict[Any, int]) -> None:
-        self.graph = graph
-        nodes = graph.nodes
-        self.layers: list[LayerNode] = list(graph.layers())
-        self.order: dict[Key, int] = {k: i for i, k in enumerate(nodes)}
-        self.children: dict[Key, list[LayerNode]] = {}
-        self.ops: dict[Key, list[OpNode]] = {}
-        self.params: dict[Key, list[ParamNode]] = {}
-        self.tensors: dict[Key, list[TensorNode]] = {}
-        for layer in [graph.context, *self.layers]:
-            kids: list[LayerNode] = []
-            ops: list[OpNode] = []
-            params: list[ParamNode] = []
-            tensors: list[TensorNode] = []
-            for k in layer.subnets:
-                n = nodes[k]
-                if isinstance(n, LayerNode):
-                    kids.append(n)
-                elif isinstance(n, OpNode):
-                    ops.append(n)
-                elif isinstance(n, ParamNode):
-                    params.append(n)
-                elif isinstance(n, TensorNode):
-                    tensors.append(n)
-            self.children[layer.key] = kids
-            self.ops[layer.key] = ops
-            self.params[layer.key] = params
-            self.tensors[layer.key] = tensors
-        self.calls: dict[str, int] = {}
-        for layer in self.layers:
-            self.calls[layer.path] = self.calls.get(layer.path, 0) + 1
-        # subtree signatures, interned into small ints shared by both sides (children first)
-        self.sig: dict[Key, int] = {}
-        for layer in reversed(self.layers):
-            k = layer.key
-            item = (layer.type_name,
-                    tuple((p.name, tuple(p.shape or ()), p.dtype) for p in self.params[k]),
-                    tuple(self.sig.get(c.key, -1) for c in self.children[k]),
-                    tuple(o.op for o in self.ops[k]))
-            got = interned.get(item)
-            if got is None:
-                got = interned[item] = len(interned)
-            self.sig[k] = got
-        self.norm: dict[Key, str] = {layer.key: layer.path for layer in self.layers}
-        self.types: dict[Key, str] = {layer.key: layer.type_name for layer in self.layers}
-        self.prefix = ""
-
-    def strip(self, prefix: str) -> None:
-        """Normalise every path by removing ``prefix`` (``"x.y."``)."""
-        self.prefix = prefix
-        whole = prefix[:-1]
-        for layer in self.layers:
-            p = layer.path
-            if p.startswith(prefix):
-                self.norm[layer.key] = p[len(prefix):]
-            elif p == whole:
-                self.norm[layer.key] = ""
-            elif not p or prefix.startswith(p + "."):  # a module around the prefix: a wrapper
-                self.norm[layer.key] = "^" + p
-
-    def local(self, layer: LayerNode, parent: Optional[LayerNode]) -> str:
-        """``layer``'s name inside ``parent`` (normalised), with ``#k`` for a later call."""
-        p = self.norm.get(parent.key, "") if parent is not None and parent.key is not None else ""
-        path = self.norm[layer.key]
-        name = path[len(p) + 1:] if p and path.startswith(p + ".") else path
-        return name if layer.call_index == 1 else f"{name}#{layer.call_index}"
-
-    def parent_layer(self, node: BaseNode) -> Optional[LayerNode]:
-        got = self.graph.nodes.get(node.parent)
-        return got if isinstance(got, LayerNode) and got.key is not None else None
-
-
-class Matching:
-    """The result of :func:`match`.
-
-    Attributes:
-        a, b: the two indexed sides.
-        pairs: ``a`` key -> ``b`` key; ``back`` the reverse.
-        via: ``a`` key -> how it was paired (``"key"``, ``"aligned"``, ``"signature"``,
-            ``"bottom-up"``, ``"user"``, ``"wrapped"``, ``"scope"``, ``"producer"``).
-        wrapped: ``a`` key -> (the side holding the wrapper, the wrapper's key).
-        ambiguous: keys (``("a", key)`` / ``("b", key)``) of unpaired calls that an identical
-            sibling could stand for.
-        notes: what the matcher did that a reader should know, in words.
-    """
-
-    def __init__(self, a: Side, b: Side) -> None:
-        self.a, self.b = a, b
-        self.pairs: dict[Key, Key] = {}
-        self.back: dict[Key, Key] = {}
-        self.via: dict[Key, str] = {}
-        self.wrapped: dict[Key, tuple[str, Key]] = {}
-        self.ambiguous: list[tuple[str, Key]] = []
-        self.notes: list[str] = []
-
-    def pair(self, ka: Key, kb: Key, via: str) -> None:
-        self.pairs[ka] = kb
-        self.back[kb] = ka
-        self.via[ka] = via
 
 
 def _prefix_candidates(side: Side) -> list[str]:
@@ -180,118 +71,14 @@ def _choose_prefix(a: Side, b: Side) -> None:
     if best[2]:
         b.strip(best[2])
 
-
-def _inner(side: Side, layer: LayerNode, type_name: str) -> Optional[LayerNode]:
-    """The module that ``layer`` wraps, if it wraps one of type ``type_name``."""
-    if layer.type_name == type_name:
-        return None
-    kids = side.children.get(layer.key, [])
-    for kid in kids:
-        name = side.local(kid, layer)
-        if kid.type_name == type_name and (name in WRAPPED_NAMES or len(kids) == 1):
-            return kid
-    return None
-
-
-def _score(m: Matching, la: LayerNode, pa: Optional[LayerNode], lb: LayerNode,
-           pb: Optional[LayerNode]) -> tuple[float, Optional[tuple[str, LayerNode]]]:
-    """How well ``la`` fits ``lb`` (0: not at all), and the wrapped module if a wrapper fits."""
-    a, b = m.a, m.b
-    name_a, name_b = a.local(la, pa), b.local(lb, pb)
-    same_name = name_a == name_b
-    if a.sig[la.key] == b.sig[lb.key]:
-        return _SIG + (_NAME if same_name else 0.0), None
-    if same_name:
-        wrapped = _inner(b, lb, la.type_name)
-        if wrapped is not None:
-            return _SIG if a.sig[la.key] == b.sig[wrapped.key] else _TYPE_NAME, ("b", wrapped)
-        wrapped = _inner(a, la, lb.type_name)
-        if wrapped is not None:
-            return _SIG if a.sig[wrapped.key] == b.sig[lb.key] else _TYPE_NAME, ("a", wrapped)
-        return (_TYPE_NAME if la.type_name == lb.type_name else _NAME_ONLY), None
-    if la.type_name == lb.type_name:
-        return _TYPE, None
-    return 0.0, None
-
-
-def _align(m: Matching, pa: LayerNode, pb: LayerNode) -> list[tuple[LayerNode, LayerNode, str]]:
-    """Align the unpaired child calls of ``pa`` and ``pb`` in call order; the new pairs."""
-    xs = [c for c in m.a.children.get(pa.key, []) if c.key not in m.pairs]
-    ys = [c for c in m.b.children.get(pb.key, []) if c.key not in m.back]
-    if not xs or not ys:
-        return []
-    pa_ = pa if pa.key is not None else None
-    pb_ = pb if pb.key is not None else None
-    # equal children at both ends pair at once (an edit is usually local): the alignment
-    # below is quadratic in what is left between them
-    out: list[tuple[LayerNode, LayerNode, str]] = []
-    def same(x: LayerNode, y: LayerNode, renumbered: bool = False) -> bool:
-        if m.a.sig[x.key] != m.b.sig[y.key]:
-            return False
-        u, v = m.a.local(x, pa_), m.b.local(y, pb_)
-        return u == v or (renumbered and _NUMBER.sub("#", u) == _NUMBER.sub("#", v))
-    head = 0
-    while head < min(len(xs), len(ys)) and same(xs[head], ys[head]):
-        out.append((xs[head], ys[head], "aligned"))
-        head += 1
-    tail: list[tuple[LayerNode, LayerNode, str]] = []
-    while len(xs) - len(tail) > head and len(ys) - len(tail) > head \
-            and same(xs[len(xs) - 1 - len(tail)], ys[len(ys) - 1 - len(tail)], True):
-        tail.append((xs[len(xs) - 1 - len(tail)], ys[len(ys) - 1 - len(tail)], "aligned"))
-    xs, ys = xs[head:len(xs) - len(tail)], ys[head:len(ys) - len(tail)]
-    tail.reverse()
-    if not xs or not ys:
-        return out + tail
-    nx, ny = len(xs), len(ys)
-    scores = [[_score(m, x, pa_, y, pb_) for y in ys] for x in xs]
-    best = [[0.0] * (ny + 1) for _ in range(nx + 1)]
-    for i in range(nx - 1, -1, -1):
-        row, below = best[i], best[i + 1]
-        srow = scores[i]
-        for j in range(ny - 1, -1, -1):
-            s = srow[j][0]
-            v = below[j + 1] + s if s > 0 else -1.0
-            row[j] = max(v, below[j], row[j + 1])
-    i = j = 0
-    while i < nx and j < ny:
-        s, wrap = scores[i][j]
-        if s > 0 and best[i][j] == best[i + 1][j + 1] + s:
-            x, y = xs[i], ys[j]
-            if wrap is None:
-                out.append((x, y, "aligned"))
-            elif wrap[0] == "b":
-                m.wrapped[x.key] = ("b", y.key)
-                out.append((x, wrap[1], "wrapped"))
-            else:
-                m.wrapped[wrap[1].key] = ("a", x.key)
-                out.append((wrap[1], y, "wrapped"))
-            i += 1
-            j += 1
-        elif best[i][j] == best[i + 1][j]:
-            i += 1
-        else:
-            j += 1
-    return out + tail
-
-
-def _flag_ambiguous(m: Matching, pa: LayerNode, pb: LayerNode) -> None:
-    """Unpaired children with the signature of a paired sibling: which one moved cannot be told."""
-    for tag, side, kids, paired in (("a", m.a, m.a.children.get(pa.key, []), m.pairs),
-                                    ("b", m.b, m.b.children.get(pb.key, []), m.back)):
-        sigs = {side.sig[c.key] for c in kids if c.key in paired}
-        for c in kids:
-            if c.key not in paired and side.sig[c.key] in sigs:
-                m.ambiguous.append((tag, c.key))
-
-
 def _descend(m: Matching, todo: list[tuple[LayerNode, LayerNode]]) -> None:
     """Align the children of every pair in ``todo``, and of the pairs that gives, depth first."""
     while todo:
         pa, pb = todo.pop()
-        new = _align(m, pa, pb)
+        new = align(m, pa, pb)
         for x, y, via in new:
             m.pair(x.key, y.key, via)
-        _flag_ambiguous(m, pa, pb)
+        flag_ambiguous(m, pa, pb)
         todo.extend((x, y) for x, y, _ in reversed(new))
 
 
