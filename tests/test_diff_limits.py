@@ -5,6 +5,8 @@ from __future__ import annotations
 import tracemalloc
 
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import torchrecorder
@@ -38,3 +40,59 @@ def test_diff_memory_grows_linearly_with_many_changed_siblings() -> None:
     assert [e.b for e in big.entries if e.a == "1499"] == ["1499"]
     assert peak_big < 40 * 2**20, peak_big
     assert peak_big < 8 * peak_small, (peak_small, peak_big)  # 5 x the size
+
+
+# ---------------------------------------------------------------- item 8: diff(b, a) mirrors diff(a, b)
+_PARTS = ("linear", "linear_nobias", "relu", "tanh", "norm", "pair")
+
+
+def _part(name: str) -> nn.Module:
+    if name == "linear":
+        return nn.Linear(3, 3)
+    if name == "linear_nobias":
+        return nn.Linear(3, 3, bias=False)
+    if name == "relu":
+        return nn.ReLU()
+    if name == "tanh":
+        return nn.Tanh()
+    if name == "norm":
+        return nn.LayerNorm(3)
+    return nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+
+
+def _net(parts: list[str]) -> torchrecorder.Recorder:
+    torch.manual_seed(0)
+    return torchrecorder.record(nn.Sequential(*[_part(p) for p in parts]), "net", (1, 3))
+
+
+def _assert_mirror(a: torchrecorder.Recorder, b: torchrecorder.Recorder) -> None:
+    forward, backward = torchrecorder.diff(a, b), torchrecorder.diff(b, a)
+    assert sorted(map(repr, forward.mirrored())) == sorted(
+        repr((e.a, e.b, e.kind, e.status)) for e in backward.entries)
+    mirror = {"added": "removed", "removed": "added", "same": "same"}
+    assert sorted(map(repr, ((eb, ea, mirror[s]) for ea, eb, s in forward.edges))) == sorted(
+        map(repr, backward.edges))
+
+
+def test_swapping_two_modules_pairs_the_same_way_in_both_directions() -> None:
+    _assert_mirror(_net(["linear", "relu"]), _net(["relu", "linear"]))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=5),
+       st.lists(st.tuples(st.sampled_from(("swap", "insert", "delete", "replace")),
+                          st.integers(0, 5), st.sampled_from(_PARTS)), min_size=1, max_size=3))
+def test_reverse_diff_is_the_mirror_property(parts: list[str], edits: list[tuple[str, int, str]]) -> None:
+    other = list(parts)
+    for what, at, part in edits:
+        i = at % (len(other) + (what == "insert")) if other or what == "insert" else 0
+        if what == "swap" and len(other) > 1:
+            j = (i + 1) % len(other)
+            other[i], other[j] = other[j], other[i]
+        elif what == "insert":
+            other.insert(i, part)
+        elif what == "delete" and len(other) > 1:
+            del other[i]
+        elif what == "replace" and other:
+            other[i] = part
+    _assert_mirror(_net(parts), _net(other))

@@ -67,6 +67,8 @@ def score(m: Matching, la: LayerNode, name_a: str, lb: LayerNode, name_b: str) -
 
 def _emit(m: Matching, x: LayerNode, y: LayerNode, wrap: Optional[tuple[str, LayerNode]],
           out: list[Pair]) -> None:
+    if wrap is not None and wrap[1].key in (m.back if wrap[0] == "b" else m.pairs):
+        wrap = None  # the wrapped module is paired already (by hand): pair the two plainly
     if wrap is None:
         out.append((x, y, "aligned"))
     elif wrap[0] == "b":

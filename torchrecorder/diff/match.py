@@ -32,7 +32,7 @@ from typing import Any, Optional
 from ..graph import Graph
 from ..nodes import Key, LayerNode, OpNode, ParamNode, TensorNode
 from .align import align, flag_ambiguous
-from .sides import Matching, Side
+from .sides import Matching, Side, content_key
 
 __all__ = ["Matching", "Side", "match"]
 
@@ -82,17 +82,25 @@ def _descend(m: Matching, todo: list[tuple[LayerNode, LayerNode]]) -> None:
         todo.extend((x, y) for x, y, _ in reversed(new))
 
 
-def _user_pairs(m: Matching, mapping: Mapping[str, str]) -> None:
-    by_a = {(layer.path if layer.call_index == 1 else f"{layer.path}#{layer.call_index}"): layer
-            for layer in m.a.layers}
-    by_b = {(layer.path if layer.call_index == 1 else f"{layer.path}#{layer.call_index}"): layer
-            for layer in m.b.layers}
+def _user_pairs(a: Side, b: Side, mapping: Mapping[str, str]) -> list[tuple[LayerNode, LayerNode]]:
+    """The module calls that ``mapping`` pairs, checked: every path exists, no module twice."""
+    def by_path(side: Side) -> dict[str, LayerNode]:
+        return {(layer.path if layer.call_index == 1 else f"{layer.path}#{layer.call_index}"): layer
+                for layer in side.layers}
+    by_a, by_b = by_path(a), by_path(b)
+    out = []
+    seen: dict[str, str] = {}
     for old, new in mapping.items():
         if old not in by_a:
             raise ValueError(f"mapping: {old!r} is not a module path of the first model")
         if new not in by_b:
             raise ValueError(f"mapping: {new!r} is not a module path of the second model")
-        m.pair(by_a[old].key, by_b[new].key, "user")
+        if new in seen:
+            raise ValueError(f"mapping: {seen[new]!r} and {old!r} are both mapped onto {new!r}; "
+                             "a module pairs with one module at most")
+        seen[new] = old
+        out.append((by_a[old], by_b[new]))
+    return out
 
 
 def _root(side: Side) -> Optional[LayerNode]:
@@ -214,6 +222,9 @@ def match(a: Graph, b: Graph, *, mapping: Optional[Mapping[str, str]] = None,
           rename: Optional[Mapping[str, str]] = None, strip_prefix: Any = "auto") -> Matching:
     """Pair the nodes of ``a`` and ``b`` (see the module's docstring for the passes).
 
+    The passes run on the two graphs in an order fixed by their contents (:func:`content_key`),
+    not by which is ``a``: so ``match(b, a)`` is the mirror of ``match(a, b)`` by construction.
+
     Args:
         a, b: the graphs.
         mapping: ``{a_module_path: b_module_path}`` pairs made by hand (``path#2`` for a
@@ -224,10 +235,32 @@ def match(a: Graph, b: Graph, *, mapping: Optional[Mapping[str, str]] = None,
             string is stripped from the side whose paths start with it.
 
     Raises:
-        ValueError: a ``mapping`` path names no module, a ``rename`` pattern does not compile.
+        ValueError: a ``mapping`` path names no module, a ``mapping`` pairs two modules with
+            one, a ``rename`` pattern does not compile.
     """
+    rules = []
+    for pattern, repl in (rename or {}).items():
+        try:
+            rules.append((re.compile(pattern), repl))
+        except re.error as exc:
+            raise ValueError(f"rename: {pattern!r} is not a regular expression: {exc}") from None
     interned: dict[Any, int] = {}
-    m = Matching(Side(a, interned), Side(b, interned))
+    side_a, side_b = Side(a, interned), Side(b, interned)
+    for rx, repl in rules:
+        for k, path in side_a.norm.items():
+            side_a.norm[k] = rx.sub(repl, path)
+    user = _user_pairs(side_a, side_b, mapping or {})
+    if content_key(a) <= content_key(b):
+        m = _match(Matching(side_a, side_b), user, strip_prefix)
+    else:
+        m = _match(Matching(side_b, side_a), [(y, x) for x, y in user], strip_prefix).swapped()
+    for side, tag in ((m.a, "first"), (m.b, "second")):
+        if side.prefix:
+            m.notes.insert(0, f"the prefix {side.prefix!r} of the {tag} model's module paths was stripped")
+    return m
+
+
+def _match(m: Matching, user: list[tuple[LayerNode, LayerNode]], strip_prefix: Any) -> Matching:
     if strip_prefix == "auto":
         _choose_prefix(m.a, m.b)
     elif strip_prefix:
@@ -235,18 +268,8 @@ def match(a: Graph, b: Graph, *, mapping: Optional[Mapping[str, str]] = None,
         for side in (m.a, m.b):
             if any(layer.path.startswith(pre) for layer in side.layers):
                 side.strip(pre)
-    for side, tag in ((m.a, "first"), (m.b, "second")):
-        if side.prefix:
-            m.notes.append(f"the prefix {side.prefix!r} of the {tag} model's module paths was stripped")
-    for pattern, repl in (rename or {}).items():
-        try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"rename: {pattern!r} is not a regular expression: {exc}") from None
-        for k, path in m.a.norm.items():
-            m.a.norm[k] = rx.sub(repl, path)
-    if mapping:
-        _user_pairs(m, mapping)
+    for x, y in user:
+        m.pair(x.key, y.key, "user")
     ra, rb = _root(m.a), _root(m.b)
     todo: list[tuple[LayerNode, LayerNode]] = []
     if ra is not None and rb is not None and ra.key not in m.pairs and rb.key not in m.back:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Optional
 
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
 
-__all__ = ["WRAPPED_NAMES", "Matching", "Side"]
+__all__ = ["WRAPPED_NAMES", "Matching", "Side", "content_key"]
 
 #: names under which a wrapper keeps the module it wraps (peft, torch.ao, DDP-like wrappers)
 WRAPPED_NAMES = ("base_layer", "module", "original_module", "base_model", "model", "layer")
@@ -111,6 +112,57 @@ class Matching:
         self.notes: list[str] = []
 
     def pair(self, ka: Key, kb: Key, via: str) -> None:
+        """Pair ``a``'s node ``ka`` with ``b``'s ``kb`` (neither may be paired already)."""
+        if ka in self.pairs or kb in self.back:
+            raise RuntimeError(f"diff: {ka!r} or {kb!r} is paired twice (a bug in the matcher)")
         self.pairs[ka] = kb
         self.back[kb] = ka
         self.via[ka] = via
+
+    def swapped(self) -> Matching:
+        """The same pairs seen from the other side (``b`` first)."""
+        m = Matching(self.b, self.a)
+        for ka, kb in self.pairs.items():
+            m.pair(kb, ka, self.via[ka])
+        flip = {"a": "b", "b": "a"}
+        m.wrapped = {self.pairs[k]: (flip[side], w) for k, (side, w) in self.wrapped.items()}
+        m.ambiguous = [(flip[tag], k) for tag, k in self.ambiguous]
+        m.notes = list(self.notes)
+        return m
+
+
+def _slots(cls: type) -> list[str]:
+    out: list[str] = []
+    for klass in reversed(cls.__mro__):
+        for name in getattr(klass, "__slots__", ()):
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with lists, tuples and sets as tuples and any other object as its text (so a
+    recording and its JSON copy give one digest)."""
+    if isinstance(value, (list, tuple, OrderedSet)):
+        return tuple(_plain(v) for v in value)
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return str(value)
+
+
+def content_key(graph: Graph) -> bytes:
+    """A digest of everything recorded in ``graph`` (not of where it came from): equal for two
+    graphs that a matcher cannot tell apart, and the same in every process."""
+    h = hashlib.blake2b(digest_size=16)
+    slots: dict[type, list[str]] = {}
+    for key, node in graph.nodes.items():
+        names = slots.get(type(node))
+        if names is None:
+            names = slots[type(node)] = [n for n in _slots(type(node)) if n != "fn"]
+        values: list[Any] = [type(node).__name__]
+        for name in names:
+            values.append(_plain(getattr(node, name, None)))
+        h.update(repr((key, values)).encode("utf-8", "surrogatepass"))
+    for edge in graph.edges:
+        h.update(repr(edge).encode("utf-8", "surrogatepass"))
+    return h.digest()
