@@ -42,7 +42,7 @@ def test_diff_memory_grows_linearly_with_many_changed_siblings() -> None:
     assert peak_big < 8 * peak_small, (peak_small, peak_big)  # 5 x the size
 
 
-# ---------------------------------------------------------------- item 8: diff(b, a) mirrors diff(a, b)
+# ------------------------------------------------ item 8: diff(b, a) mirrors diff(a, b)
 _PARTS = ("linear", "linear_nobias", "relu", "tanh", "norm", "pair")
 
 
@@ -96,3 +96,33 @@ def test_reverse_diff_is_the_mirror_property(parts: list[str], edits: list[tuple
         elif what == "replace" and other:
             other[i] = part
     _assert_mirror(_net(parts), _net(other))
+
+
+# ------------------------------------------------ item 9: no key of one side takes the place of another
+class _SlashNames(nn.Module):
+    """Modules named ``a/net`` and ``net`` (legal in torch) beside a model recorded as ``net``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_module("a/net", nn.Conv1d(1, 1, 1))
+        self.add_module("net", nn.GELU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(getattr(self, "a/net")(x))
+
+
+def test_union_drawing_keeps_every_entry_when_names_hold_slashes() -> None:
+    from torchrecorder.diff.draw import union_graph
+
+    torch.manual_seed(0)
+    a = torchrecorder.record(nn.Sequential(nn.Linear(3, 3), nn.ReLU()), "net", (1, 1, 3))
+    b = torchrecorder.record(_SlashNames(), "net", (1, 1, 3))
+    d = torchrecorder.diff(a, b)
+    g, info = union_graph(d)
+    assert len(g.nodes) - 1 == len(d.entries) == len(info)
+    assert sorted(e.index for e in info.values()) == list(range(len(d.entries)))
+    source = torchrecorder.make_dot(d, changes_only=False).source
+    for e in d.entries:
+        if e.kind == "layer":
+            assert source.count(f'id=d{e.index} ') + source.count(f'id=d{e.index}\n') \
+                + source.count(f'id="d{e.index}"') == 1, e

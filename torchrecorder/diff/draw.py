@@ -56,22 +56,16 @@ def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
     """One graph holding every entry of ``d`` once (the second graph's node where there is one)
     and the edges of both; with the entry of each of its keys.
 
-    Keys are the second graph's; a node found only in the first keeps its key, prefixed
-    ``a/`` when the second graph uses that key too.
+    Keys are the second graph's; a node found only in the first keeps its key behind a prefix
+    (``a/``, or ``aa/``, ... : the first that begins none of the second graph's keys), so no
+    key of one side can take the place of a key of the other.
     """
     g = UnionGraph(d.b.name if d.b.name == d.a.name else f"{d.a.name} → {d.b.name}")
-    ukeys: list[Key] = []
-    b_keys = d.b.nodes
-    taken: set[Key] = set()
-    for e in d.entries:
-        if e.b is not None:
-            k: Key = e.b
-        else:
-            k = e.a if e.a not in b_keys else f"a/{e.a}"
-            while k in taken:
-                k = f"a/{k}"
-        taken.add(k)
-        ukeys.append(k)
+    b_keys = [str(k) for k in d.b.nodes if k is not None]
+    prefix = "a/"
+    while any(k.startswith(prefix) for k in b_keys):
+        prefix = "a" + prefix
+    ukeys: list[Key] = [e.b if e.b is not None else f"{prefix}{e.a}" for e in d.entries]
     info: dict[Key, Entry] = {}
     copies: list[BaseNode] = []
     for i, e in enumerate(d.entries):
