@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import tracemalloc
+from pathlib import Path
 
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 import torchrecorder
+from torchrecorder.diff import render_diff
 
 
 def _linear_stack(n: int) -> tuple[torchrecorder.Recorder, torchrecorder.Recorder]:
@@ -126,3 +129,28 @@ def test_union_drawing_keeps_every_entry_when_names_hold_slashes() -> None:
         if e.kind == "layer":
             assert source.count(f'id=d{e.index} ') + source.count(f'id=d{e.index}\n') \
                 + source.count(f'id="d{e.index}"') == 1, e
+
+
+# ------------------------------------------------ item 10: names with surrogates and control characters
+def _hostile(width: int) -> nn.Sequential:
+    torch.manual_seed(0)
+    m = nn.Sequential()
+    m.add_module("fc\ud800", nn.Linear(3, width))
+    m.add_module("x\nno difference\x1b[2J", nn.Linear(width, width))
+    return m
+
+
+def test_render_diff_writes_names_with_lone_surrogates_and_escapes_controls(tmp_path: Path) -> None:
+    d = torchrecorder.diff(torchrecorder.record(_hostile(3), "net", (1, 3)),
+                           torchrecorder.record(_hostile(4), "net", (1, 3)))
+    for ext in ("json", "txt", "html"):
+        render_diff(d, tmp_path / f"d.{ext}")
+    data = json.loads((tmp_path / "d.json").read_text("utf-8"))
+    assert {n["a"] for n in data["nodes"]} >= {"fc\ud800", "x\nno difference\x1b[2J"}
+    text = (tmp_path / "d.txt").read_text("utf-8")
+    assert text == d.summary() + "\n"
+    assert "\x1b" not in text and "\\x1b[2J" in text and "fc\\ud800" in text
+    assert not any(line.startswith("no difference") for line in text.splitlines())
+    assert "x\\nno difference" in text
+    page = (tmp_path / "d.html").read_text("utf-8")
+    assert "\x1b" not in page.split("<script>")[0]

@@ -17,6 +17,7 @@ import re
 from html import escape
 from typing import Any
 
+from .._text import utf8_safe, visible
 from ..backend import render_source
 from .draw import make_diff_dot
 from .model import Diff
@@ -60,12 +61,12 @@ def make_diff_html(d: Diff, **kwargs: Any) -> str:
                                  "changes": {k: list(v) for k, v in e.changes.items()}}
         if e.status != "same":
             order.append(e.index)
-    data = json.dumps({"a": d.a.name, "b": d.b.name, "entries": entries, "order": order},
-                      ensure_ascii=False, sort_keys=True)
+    data = utf8_safe(json.dumps({"a": d.a.name, "b": d.b.name, "entries": entries, "order": order},
+                                ensure_ascii=False, sort_keys=True))
     data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     csp = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
            "img-src data:")
-    title = escape(f"diff {d.a.name} → {d.b.name}")
+    title = escape(utf8_safe(visible(f"diff {d.a.name} → {d.b.name}")))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"

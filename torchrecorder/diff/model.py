@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any, Optional
 
+from .._text import utf8_safe
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from .match import Matching
@@ -348,7 +349,8 @@ class Diff:
         {attr: [old, new]}, "note"?, "ambiguous"?, "rollup"?}], "edges": [{"a": [u, v]|null,
         "b": [u, v]|null, "status"}]}``.
         """
-        text = json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        # a lone surrogate (from a name) becomes a \uXXXX escape: it reads back as the same text
+        text = utf8_safe(json.dumps(self.to_dict(), indent=indent, ensure_ascii=False))
         if path is not None:
             from .._files import write_atomically
             write_atomically(str(path), text.encode("utf-8"))

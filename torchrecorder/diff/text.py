@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from .._text import utf8_safe, visible
 from ..nodes import LayerNode
 from .status import MARKS
 
@@ -207,4 +208,6 @@ def summary_text(d: Diff) -> str:
         text = f": {line['text']}" if line["text"] else ""
         name = line["pattern"] if line["count"] > 1 else line["path"]
         body.append(f"{'  ' * line['depth']}{line['mark']} {count}{name}{text}")
-    return "\n".join(head + (["", *body] if body and d else []))
+    # names may hold control characters and lone surrogates: each line shows them as escapes
+    # (as the layer table does), so no name can write a line of its own or move the cursor
+    return "\n".join(utf8_safe(visible(line)) for line in head + (["", *body] if body and d else []))
