@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -154,3 +157,37 @@ def test_render_diff_writes_names_with_lone_surrogates_and_escapes_controls(tmp_
     assert "x\\nno difference" in text
     page = (tmp_path / "d.html").read_text("utf-8")
     assert "\x1b" not in page.split("<script>")[0]
+
+
+# ------------------------------------------------ item 11: -o on a FIFO, /dev/null, a link to a device
+def _saved_pair(tmp_path: Path) -> tuple[str, str]:
+    torch.manual_seed(0)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    torchrecorder.record(nn.Sequential(nn.Linear(3, 3)), "net", (1, 3)).to_json(str(a))
+    torchrecorder.record(nn.Sequential(nn.Linear(3, 4)), "net", (1, 3)).to_json(str(b))
+    return str(a), str(b)
+
+
+def test_diff_command_writes_into_a_fifo_and_devices(tmp_path: Path) -> None:
+    from torchrecorder.diff_cli import main
+
+    a, b = _saved_pair(tmp_path)
+    fifo = tmp_path / "out.txt"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    try:
+        assert main([a, b, "-o", str(fifo)]) == 0
+        reader.join(timeout=30)
+    finally:
+        if reader.is_alive() and stat.S_ISFIFO(os.lstat(fifo).st_mode):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # let the reader go
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert got and got[0].decode("utf-8").startswith("diff 'net' → 'net': the models differ")
+    assert main([a, b, "-o", "/dev/null"]) == 0
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    link = tmp_path / "null.svg"
+    link.symlink_to("/dev/null")
+    assert main([a, b, "-o", str(link), "-f", "dot"]) == 0
+    assert link.is_symlink() and stat.S_ISCHR(os.stat("/dev/null").st_mode)

@@ -1,7 +1,9 @@
 """The ``diff`` command: ``torchrecorder diff a.json b.json [-o diff.svg] [--exit-code]``.
 
 Prints the summary tree on standard output unless ``-o`` names a file (``.svg``, ``.png``,
-``.pdf``, any Graphviz format, ``.dot``, ``.json`` or ``.txt``).  Exit status: 0, or 1 with
+``.pdf``, any Graphviz format, ``.dot``, ``.html``, ``.json`` or ``.txt``; ``-f`` for a path
+without one, else svg).  A device or named pipe (``/dev/null``, a FIFO) is written to, not
+replaced, as by the main command.  Exit status: 0, or 1 with
 ``--exit-code`` when the models differ; 2 for an input that cannot be read (the message on
 standard error).
 """
@@ -9,6 +11,7 @@ standard error).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Optional
@@ -34,6 +37,9 @@ def build_diff_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", default=None,
                         help="file to write: a picture (.svg, .png, .pdf, .dot), .json or .txt "
                              "(default: the summary on standard output)")
+    parser.add_argument("-f", "--format", default=None,
+                        help="format of -o: svg, png, pdf (any of Graphviz's), dot, html, json, txt "
+                             "(default: the extension of -o, else svg)")
     parser.add_argument("--view", default="union", choices=VIEWS, help="what a picture shows")
     parser.add_argument("--no-legend", action="store_true", help="draw no legend")
     parser.add_argument("-d", "--depth", type=int, default=256, help="modules deeper stay closed")
@@ -56,7 +62,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         d = diff(args.a, args.b, mapping=mapping or None)
         if args.output:
-            print(render_diff(d, args.output, view=args.view, legend=not args.no_legend,
+            fmt = args.format or os.path.splitext(args.output)[1].lstrip(".") or "svg"
+            print(render_diff(d, args.output, fmt, view=args.view, legend=not args.no_legend,
                               render_depth=args.depth))
         else:
             print(d.summary())
