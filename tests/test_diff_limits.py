@@ -9,6 +9,7 @@ import threading
 import tracemalloc
 from pathlib import Path
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -191,3 +192,35 @@ def test_diff_command_writes_into_a_fifo_and_devices(tmp_path: Path) -> None:
     link.symlink_to("/dev/null")
     assert main([a, b, "-o", str(link), "-f", "dot"]) == 0
     assert link.is_symlink() and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+# ------------------------------------------------ item 12: a mapping pairs one module with one module
+class _BlkHead(nn.Module):
+    def __init__(self, width: int = 3) -> None:
+        super().__init__()
+        self.blk = nn.Linear(3, 3)
+        self.head = nn.Linear(3, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blk(x))
+
+
+def _every_node_has_an_entry(d: torchrecorder.Diff) -> None:
+    for side, graph in (("a", d.a), ("b", d.b)):
+        keys = [getattr(e, side) for e in d.entries if getattr(e, side) is not None]
+        assert sorted(keys) == sorted(k for k in graph.nodes if k is not None), side
+
+
+def test_mapping_two_modules_onto_one_is_an_error() -> None:
+    torch.manual_seed(0)
+    a = torchrecorder.record(_BlkHead(), "net", (1, 3))
+    b = torchrecorder.record(_BlkHead(4), "net", (1, 3))
+    with pytest.raises(ValueError, match="'blk' and 'head' are both mapped onto 'blk'"):
+        torchrecorder.diff(a, b, mapping={"blk": "blk", "head": "blk"})
+    for mapping in ({"blk": "head", "head": "blk"}, {"head": "blk"}, {"blk": "head"}, {"": "blk"}):
+        d = torchrecorder.diff(a, b, mapping=mapping)
+        _every_node_has_an_entry(d)
+        for old, new in mapping.items():
+            ka = next(k for k, n in a.nodes.items() if k is not None and getattr(n, "path", None) == old)
+            kb = next(k for k, n in b.nodes.items() if k is not None and getattr(n, "path", None) == new)
+            assert d.entry_of("a", ka) is d.entry_of("b", kb)

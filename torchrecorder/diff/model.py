@@ -192,6 +192,9 @@ class Diff:
             self.entries.append(e)
             for k in slots.get(kb, ()):
                 add_a_only(k)
+        if len(self.index_a) != len(a_nodes) - (None in a_nodes) or \
+                len(self.index_b) != len(b_nodes) - (None in b_nodes):
+            raise RuntimeError("diff: a node of a model has no entry (a bug in the matcher)")
 
     def _classify(self) -> None:
         for i, e in enumerate(self.entries):
