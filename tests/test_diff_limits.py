@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 import tracemalloc
+import warnings
 from pathlib import Path
 
 import pytest
@@ -224,3 +226,28 @@ def test_mapping_two_modules_onto_one_is_an_error() -> None:
             ka = next(k for k, n in a.nodes.items() if k is not None and getattr(n, "path", None) == old)
             kb = next(k for k, n in b.nodes.items() if k is not None and getattr(n, "path", None) == new)
             assert d.entry_of("a", ka) is d.entry_of("b", kb)
+
+
+# ------------------------------------------------ item 13: the drawing budget holds for diffs
+def test_diff_drawings_keep_to_the_drawing_budget(tmp_path: Path) -> None:
+    from torchrecorder.diff_cli import main
+    from torchrecorder.errors import LargeDrawingWarning
+    from torchrecorder.projection.budget import MAX_NODES
+
+    a, b = _linear_stack(1100)
+    d = torchrecorder.diff(a, b)
+    a.to_json(str(tmp_path / "a.json"))
+    b.to_json(str(tmp_path / "b.json"))
+
+    def boxes(source: str) -> int:
+        return len(re.findall(r"^\s*\S+ \[.*\bid=d\d+", source, flags=re.M))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LargeDrawingWarning)  # it says what it collapsed
+        made = torchrecorder.make_dot(d).source
+        render_diff(d, tmp_path / "d.dot")
+        assert main([str(tmp_path / "a.json"), str(tmp_path / "b.json"), "-o", str(tmp_path / "c.dot")]) == 0
+    for source in (made, (tmp_path / "d.dot").read_text("utf-8"), (tmp_path / "c.dot").read_text("utf-8")):
+        assert 0 < boxes(source) <= MAX_NODES, boxes(source)
+    with pytest.warns(LargeDrawingWarning):  # a depth asked for is drawn as asked, with a warning
+        assert boxes(torchrecorder.make_dot(d, render_depth=1, fold_repeats=False).source) > 1100

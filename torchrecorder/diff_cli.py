@@ -19,6 +19,7 @@ from typing import Optional
 from .diff import diff
 from .diff.draw import VIEWS
 from .diff.files import render_diff
+from .projection.budget import default_depth
 
 __all__ = ["build_diff_parser", "main"]
 
@@ -42,7 +43,9 @@ def build_diff_parser() -> argparse.ArgumentParser:
                              "(default: the extension of -o, else svg)")
     parser.add_argument("--view", default="union", choices=VIEWS, help="what a picture shows")
     parser.add_argument("--no-legend", action="store_true", help="draw no legend")
-    parser.add_argument("-d", "--depth", type=int, default=256, help="modules deeper stay closed")
+    parser.add_argument("-d", "--depth", type=int, default=None,
+                        help="modules deeper stay closed (default: all that hold changes, within the "
+                             "drawing budget)")
     parser.add_argument("--map", action="append", default=[], metavar="OLD=NEW",
                         help="pair module OLD of the first with NEW of the second (repeatable)")
     parser.add_argument("--exit-code", action="store_true", help="exit with status 1 when the models differ")
@@ -64,7 +67,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.output:
             fmt = args.format or os.path.splitext(args.output)[1].lstrip(".") or "svg"
             print(render_diff(d, args.output, fmt, view=args.view, legend=not args.no_legend,
-                              render_depth=args.depth))
+                              render_depth=default_depth(256) if args.depth is None else args.depth))
         else:
             print(d.summary())
     except (ValueError, TypeError, OSError) as exc:

@@ -19,6 +19,7 @@ import graphviz
 from .._text import html_text
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OrderedSet, TensorNode
+from ..renderer.base import DEFAULT_RENDER_DEPTH
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from ..renderer.labels import stacked_label
 from .model import MARKS, Diff, Entry
@@ -280,7 +281,8 @@ class DiffRenderer(GraphvizRenderer):
         **kwargs: as for :class:`~torchrecorder.renderer.GraphvizRenderer`.
     """
 
-    def __init__(self, rec: Graph, render_depth: Optional[int] = 256, *, changes_only: bool = True,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH, *,
+                 changes_only: bool = True,
                  legend: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("styler_cls", DiffStyler)
         super().__init__(rec, render_depth, **kwargs)
@@ -314,7 +316,7 @@ class DiffRenderer(GraphvizRenderer):
         return g
 
 
-def make_diff_dot(d: Diff, view: str = "union", render_depth: Optional[int] = 256, *,
+def make_diff_dot(d: Diff, view: str = "union", render_depth: Optional[int] = DEFAULT_RENDER_DEPTH, *,
                   changes_only: bool = True, legend: bool = True, fold_repeats: Any = False,
                   **styler_args: Any) -> graphviz.Digraph:
     """The Graphviz drawing of a diff (what :func:`torchrecorder.make_dot` returns for one).
@@ -323,7 +325,9 @@ def make_diff_dot(d: Diff, view: str = "union", render_depth: Optional[int] = 25
         d: the :class:`~torchrecorder.diff.Diff`.
         view: ``"union"`` (both graphs in one), ``"a"`` or ``"b"``: the same layout with only
             that graph's nodes visible, so the three pictures line up.
-        render_depth: modules deeper than this stay closed (``None``: none does).
+        render_depth: modules deeper than this stay closed (``None``: none does).  Left to
+            its default, it is lowered to keep the drawing within the drawing budget
+            (:mod:`torchrecorder.projection.budget`, ``max_nodes``), as for a model's drawing.
         changes_only: open only modules that hold changes (the default).
         legend: draw the legend (``False`` for a paper).
         fold_repeats: as for :func:`torchrecorder.make_dot` (off by default: blocks differ).
