@@ -25,11 +25,24 @@ _NUMBER = re.compile(r"\d+")
 _SIG, _NAME, _TYPE_NAME, _NAME_ONLY, _TYPE = 10.0, 1.0, 2.0, 1.5, 1.0
 
 
-def _inner(side: Side, layer: LayerNode, type_name: str) -> Optional[LayerNode]:
-    """The module that ``layer`` wraps, if it wraps one of type ``type_name``."""
-    if layer.type_name == type_name:
+def _inner(side: Side, layer: LayerNode, sig: int, type_name: str) -> Optional[LayerNode]:
+    """The child of ``layer`` that is the other side's module (signature ``sig``, type
+    ``type_name``), if ``layer`` wraps it.
+
+    Recognised by structure, not by class name: a child with the very signature (type,
+    parameters' names, shapes and dtypes, children) of the other side's module, whatever
+    ``layer``'s own type (peft's ``lora.Linear`` is a ``Linear`` too); failing that, a child of
+    that type kept under a wrapper's name (``base_layer``, ``module``, ...) or as the only child
+    of a module of another type.
+    """
+    if side.sig[layer.key] == sig:
         return None
     kids = side.children.get(layer.key, [])
+    for kid in kids:
+        if side.sig[kid.key] == sig:
+            return kid
+    if layer.type_name == type_name:
+        return None
     for kid in kids:
         name = side.local(kid, layer)
         if kid.type_name == type_name and (name in WRAPPED_NAMES or len(kids) == 1):
@@ -53,10 +66,10 @@ def score(m: Matching, la: LayerNode, name_a: str, lb: LayerNode, name_b: str) -
     if a.sig[la.key] == b.sig[lb.key]:
         return _SIG + (_NAME if same_name else 0.0), None
     if same_name:
-        wrapped = _inner(b, lb, la.type_name)
+        wrapped = _inner(b, lb, a.sig[la.key], la.type_name)
         if wrapped is not None:
             return _SIG if a.sig[la.key] == b.sig[wrapped.key] else _TYPE_NAME, ("b", wrapped)
-        wrapped = _inner(a, la, lb.type_name)
+        wrapped = _inner(a, la, b.sig[lb.key], lb.type_name)
         if wrapped is not None:
             return _SIG if a.sig[wrapped.key] == b.sig[lb.key] else _TYPE_NAME, ("a", wrapped)
         return (_TYPE_NAME if la.type_name == lb.type_name else _NAME_ONLY), None

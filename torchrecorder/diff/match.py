@@ -103,6 +103,27 @@ def _user_pairs(a: Side, b: Side, mapping: Mapping[str, str]) -> list[tuple[Laye
     return out
 
 
+def _top(side: Side) -> Optional[LayerNode]:
+    """The recorded root call (the model itself)."""
+    return next((layer for layer in side.layers if layer.depth == 0), None)
+
+
+def _wrapped_root(m: Matching, ra: LayerNode, rb: LayerNode) -> None:
+    """When one root module is held inside the other model's recorded root (peft's ``PeftModel``
+    holds the model as ``base_model.model``), the two are paired as *wrapped* by that root, and
+    the modules between them are the wrapper's parts (:attr:`Matching.chain`)."""
+    for tag, side, inner, other in (("b", m.b, rb, ra), ("a", m.a, ra, rb)):
+        top = _top(side)
+        if top is None or top.key == inner.key or _top(m.a if tag == "b" else m.b) is not other:
+            continue
+        m.wrapped[ra.key] = (tag, top.key)
+        node = side.graph.nodes.get(inner.parent)
+        while isinstance(node, LayerNode) and node.key is not None and node.key != top.key:
+            m.chain.append((tag, node.key))
+            node = side.graph.nodes.get(node.parent)
+        return
+
+
 def _root(side: Side) -> Optional[LayerNode]:
     for layer in side.layers:
         if side.norm[layer.key] == "" and layer.call_index == 1:
@@ -179,7 +200,10 @@ def _pair_scope(m: Matching, ka: Key, kb: Key) -> None:
             elif tag == "replace":
                 xs, ys = ops_a[i1:i2], ops_b[j1:j2]
                 inner = difflib.SequenceMatcher(None, [o.op for o in xs], [o.op for o in ys], autojunk=False)
-                for blk in inner.get_matching_blocks():
+                blocks = [blk for blk in inner.get_matching_blocks() if blk.size]
+                if not blocks and len(xs) == len(ys):  # one op for another (linear -> linear_dynamic)
+                    blocks = [difflib.Match(0, 0, len(xs))]
+                for blk in blocks:
                     for x, y in zip(xs[blk.a:blk.a + blk.size], ys[blk.b:blk.b + blk.size], strict=True):
                         m.pair(x.key, y.key, "scope")
     params_b = {p.name: p for p in b.params.get(kb, []) if p.key not in m.back}
@@ -187,6 +211,57 @@ def _pair_scope(m: Matching, ka: Key, kb: Key) -> None:
         q = params_b.get(p.name)
         if q is not None and p.key not in m.pairs:
             m.pair(p.key, q.key, "scope")
+
+
+def _pair_wrapped_outputs(m: Matching, prod_a: dict[Key, Key], prod_b: dict[Key, Key]) -> None:
+    """A tensor made inside a wrapped module is, on the other side, the wrapper's output: pair it
+    with the tensor that the paired consumer reads in its place (same position among its inputs)."""
+    inner: dict[tuple[str, Key], None] = {}
+    for ka, (tag, _) in m.wrapped.items():
+        inner[("a", ka) if tag == "b" else ("b", m.pairs[ka])] = None
+    if not inner:
+        return
+
+    def inputs_of(side: Side) -> dict[Key, list[Key]]:
+        got: dict[Key, list[Key]] = {}
+        nodes = side.graph.nodes
+        for u, v in side.graph.edges:
+            if type(nodes[u]) is TensorNode:
+                got.setdefault(v, []).append(u)
+        return got
+
+    def made_inside(side: Side, tag: str, producer: Key) -> bool:
+        node = side.graph.nodes.get(producer)
+        while node is not None and node.parent is not None:
+            if (tag, node.parent) in inner:
+                return True
+            node = side.graph.nodes.get(node.parent)
+        return False
+
+    ins = {"a": inputs_of(m.a), "b": inputs_of(m.b)}
+    for tag, side, prod, here, there, other in (("a", m.a, prod_a, m.pairs, m.back, "b"),
+                                                ("b", m.b, prod_b, m.back, m.pairs, "a")):
+        readers: dict[Key, list[Key]] = {}
+        for v, us in ins[tag].items():
+            for u in us:
+                readers.setdefault(u, []).append(v)
+        for t, producer in prod.items():
+            if t in here or not made_inside(side, tag, producer):
+                continue
+            for c in readers.get(t, ()):
+                c2 = here.get(c)
+                if c2 is None:
+                    continue
+                i = ins[tag][c].index(t)
+                got = ins[other].get(c2, [])
+                far_side, far_prod = (m.b, prod_b) if other == "b" else (m.a, prod_a)
+                if i < len(got) and got[i] not in there \
+                        and not made_inside(far_side, other, far_prod.get(got[i])):
+                    if tag == "a":
+                        m.pair(t, got[i], "wrapper")
+                    else:
+                        m.pair(got[i], t, "wrapper")
+                    break
 
 
 def _pair_tensors(m: Matching) -> None:
@@ -201,7 +276,8 @@ def _pair_tensors(m: Matching) -> None:
                 outs.setdefault(u, []).append(v)
         return outs, producer
     outs_a, prod_a = outputs(m.a)
-    outs_b, _ = outputs(m.b)
+    outs_b, prod_b = outputs(m.b)
+    _pair_wrapped_outputs(m, prod_a, prod_b)
     inputs_b = {n.name: k for k, n in m.b.graph.nodes.items()
                 if type(n) is TensorNode and n.role == "input"}
     for k, n in m.a.graph.nodes.items():
@@ -215,7 +291,15 @@ def _pair_tensors(m: Matching) -> None:
             got = outs_b.get(m.pairs[prod_a[k]], [])
             kb = got[i] if i < len(got) else None
         if kb is not None and kb not in m.back:
-            m.pair(k, kb, "producer")
+            m.pair(k, kb, "producer" if n.role != "input" else "key")
+    # inputs whose names differ (peft's forward(*args, **kwargs) names input_ids args[0]) pair
+    # by position among the inputs left
+    free_a = [k for k, n in m.a.graph.nodes.items()
+              if type(n) is TensorNode and n.role == "input" and k not in prod_a and k not in m.pairs]
+    free_b = [k for k, n in m.b.graph.nodes.items()
+              if type(n) is TensorNode and n.role == "input" and k not in m.back]
+    for ka, kb in zip(free_a, free_b, strict=False):
+        m.pair(ka, kb, "position")
 
 
 def match(a: Graph, b: Graph, *, mapping: Optional[Mapping[str, str]] = None,
@@ -274,6 +358,7 @@ def _match(m: Matching, user: list[tuple[LayerNode, LayerNode]], strip_prefix: A
     todo: list[tuple[LayerNode, LayerNode]] = []
     if ra is not None and rb is not None and ra.key not in m.pairs and rb.key not in m.back:
         m.pair(ra.key, rb.key, "key")
+        _wrapped_root(m, ra, rb)
     for ka, kb in list(m.pairs.items()):
         todo.append((m.a.graph.nodes[ka], m.b.graph.nodes[kb]))  # type: ignore[arg-type]
     _descend(m, list(reversed(todo)))
@@ -288,6 +373,9 @@ def _match(m: Matching, user: list[tuple[LayerNode, LayerNode]], strip_prefix: A
         m.via.clear()
         m.wrapped.clear()
         m.notes.append("the two models share no module: everything is added or removed")
+        ta, tb = _top(m.a), _top(m.b)
+        if ta is not None and tb is not None:  # the two recorded roots are always paired
+            m.pair(ta.key, tb.key, "key")
         return m
     _pair_scope(m, None, None)
     for ka, kb in list(m.pairs.items()):

@@ -99,6 +99,8 @@ class Matching:
         wrapped: ``a`` key -> (the side holding the wrapper, the wrapper's key).
         ambiguous: keys (``("a", key)`` / ``("b", key)``) of unpaired calls that an identical
             sibling could stand for.
+        chain: keys (``("a", key)`` / ``("b", key)``) of the modules between a wrapping root
+            and the other model's root it holds (peft's ``LoraModel``): parts of that wrapper.
         notes: what the matcher did that a reader should know, in words.
     """
 
@@ -109,6 +111,7 @@ class Matching:
         self.via: dict[Key, str] = {}
         self.wrapped: dict[Key, tuple[str, Key]] = {}
         self.ambiguous: list[tuple[str, Key]] = []
+        self.chain: list[tuple[str, Key]] = []
         self.notes: list[str] = []
 
     def pair(self, ka: Key, kb: Key, via: str) -> None:
@@ -127,6 +130,7 @@ class Matching:
         flip = {"a": "b", "b": "a"}
         m.wrapped = {self.pairs[k]: (flip[side], w) for k, (side, w) in self.wrapped.items()}
         m.ambiguous = [(flip[tag], k) for tag, k in self.ambiguous]
+        m.chain = [(flip[tag], k) for tag, k in self.chain]
         m.notes = list(self.notes)
         return m
 
