@@ -111,3 +111,25 @@ def test_dynamic_quantisation_changes_the_class_behind_one_name() -> None:
         assert e.changes["type"][1].endswith("quantized.dynamic.modules.linear.Linear")
         op = d.entry_of("a", f"{key}/linear")
         assert op is not None and op.changes["op"] == ("linear", "linear_dynamic")
+
+
+def test_lora_parts_are_told_apart_in_pictures() -> None:
+    torch.manual_seed(0)
+    lora = peft.get_peft_model(_llama(1), peft.LoraConfig(r=2, target_modules=["q_proj"]))
+    b = _record(lora, "llama", _IDS)
+    source = torchrecorder.make_dot(b, render_depth=None).source
+    for part in ("lora_A.default", "lora_B.default", "lora_dropout.default"):
+        assert f"<B>{part}</B>" in source
+    assert "<B>default</B>" not in source
+    d = torchrecorder.diff(_record(_llama(1), "llama", _IDS), b)
+    union = torchrecorder.make_dot(d, render_depth=None, changes_only=False).source
+    assert "<B>default</B>" not in union and "lora_A.default" in union
+
+
+def test_view_a_draws_no_title_of_a_module_only_b_has() -> None:
+    torch.manual_seed(0)
+    d = torchrecorder.diff(_record(_gpt2(2), "gpt2", _IDS), _record(_gpt2(3), "gpt2", _IDS))
+    source = torchrecorder.make_dot(d, view="a").source
+    title = next(line for line in source.splitlines()
+                 if line.strip().startswith('"transformer.h.2::title" ['))
+    assert "style=invis" in title
