@@ -3,10 +3,12 @@
 The page holds the SVG that Graphviz makes of :func:`~torchrecorder.diff.draw.make_diff_dot`'s
 union drawing (so it draws what ``make_dot(d)`` draws), the entries' old and new values as
 JSON, and a small script: *union* / *a* / *b* / *a | b* (two panes side by side) toggle what
-is visible over the same coordinates; *only changes* fades what did not change; a list of
-the changes with *previous* / *next*; a side panel with the old and new values of the
-selected node; hovering a node highlights its counterpart in the other pane.  It needs no
-network and no server.
+is visible over the same coordinates; the drawing opens fitted to its pane and zooms (wheel,
+*fit* / *−* / *+*, keys ``0`` ``-`` ``+``) and pans (drag) as the model page does, the panes
+together; *only changes* fades what did not change; a list of the changes (long paths cut at
+their start, so the part that tells them apart shows) with *previous* / *next*; a side panel
+with the old and new values of the selected node; hovering a node highlights its counterpart
+in the other pane.  It needs no network and no server.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def make_diff_html(d: Diff, **kwargs: Any) -> str:
         if e.kind not in ("layer", "op", "tensor", "param"):
             continue
         entries[str(e.index)] = {"a": e.a, "b": e.b, "status": e.status, "title": title_of(d, e),
-                                 "mark": MARKS[e.status].strip() or "=", "text": describe(d, e),
+                                 "mark": (MARKS["wrapped"] if e.note.startswith("wrapper of") else
+                                          MARKS[e.status]).strip() or "=", "text": describe(d, e),
                                  "changes": {k: list(v) for k, v in e.changes.items()}}
         if e.status != "same":
             order.append(e.index)
@@ -73,6 +76,9 @@ def make_diff_html(d: Diff, **kwargs: Any) -> str:
         f"<title>{title}</title><style>{_shipped('diff.css')}</style></head><body>"
         "<div id=\"bar\"><button data-view=\"union\">union</button><button data-view=\"a\">a</button>"
         "<button data-view=\"b\">b</button><button data-view=\"ab\">a | b</button>"
+        "<button id=\"fit\" title=\"fit the window (0)\">fit</button>"
+        "<button id=\"zout\" title=\"zoom out (-)\">−</button>"
+        "<button id=\"zin\" title=\"zoom in (+)\">+</button>"
         "<label><input type=\"checkbox\" id=\"only\"> only changes</label>"
         "<button id=\"prev\">◀ previous</button><span id=\"pos\"></span><button id=\"next\">next ▶</button>"
         f"<span>{escape(d.summary().splitlines()[0])}</span></div>"

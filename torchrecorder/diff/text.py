@@ -30,7 +30,10 @@ def title_of(d: Diff, e: Entry) -> str:
             return (d.b if side == "b" else d.a).name
     else:
         title = str(key)
-    # the prefix the matcher stripped (peft's base_model.model.) is left out, as the note says
+    # the prefix the matcher stripped (peft's base_model.model.) is left out, as the note says;
+    # the module it names stands for the model itself
+    if prefix and title + "." == prefix:
+        return (d.a if side == "a" else d.b).name
     return title[len(prefix):] if prefix and title.startswith(prefix) and len(title) > len(prefix) else title
 
 
