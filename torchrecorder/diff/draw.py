@@ -77,6 +77,13 @@ def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
         node.parent = ukeys[e.parent] if e.parent is not None else None
         if isinstance(node, LayerNode):
             node.subnets = OrderedSet()
+            # the prefix the matcher stripped (peft's base_model.model.) is left out of titles
+            side = d.matching.b if e.b is not None else d.matching.a
+            prefix = side.prefix
+            if prefix and node.path.startswith(prefix):
+                node.path = node.path[len(prefix):]
+            elif prefix and node.path + "." == prefix:  # the module the prefix names: the model
+                node.path, node.name = "", side.graph.name
         copies.append(node)
         info[node.key] = e
         g.nodes[node.key] = node
@@ -194,7 +201,9 @@ class DiffStyler(GraphvizStyler):
         e = self.info.get(node.key)
         if e is not None:
             extra = []
-            if e.status != "same":
+            if e.note.startswith("wrapper of"):
+                extra.append(f"{MARKS['wrapped']} wrapper")
+            elif e.status != "same":
                 extra.append(f"{MARKS[e.status]} {_WORDS[e.status]}")
             if e.rollup:
                 extra.append(rollup_text(e.rollup))
