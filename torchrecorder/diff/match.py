@@ -1,28 +1,34 @@
 """Pair the nodes of two recorded graphs: deterministic, linear apart from small local alignments.
 
-The passes, in order (each pairs only what is still unpaired):
+The passes run on the two graphs in an order fixed by their contents
+(:func:`~torchrecorder.diff.sides.content_key`), so ``match(b, a)`` is the mirror of
+``match(a, b)`` by construction.  In order (each pairs only what is still unpaired):
 
 1. *normalise* the module paths: a common prefix on one side (peft's ``base_model.model.``) is
    found and stripped, the user's ``rename={regex: repl}`` is applied to ``a``'s paths, and the
-   user's ``mapping={a_path: b_path}`` pairs modules by hand;
-2. *top-down*: the two root calls are paired; inside every paired module its child calls are
-   aligned in call order: equal children at both ends pair first, the rest by a
-   Needleman-Wunsch alignment over a score that puts an equal subtree signature - types,
-   parameter shapes, child signatures, operation names - above an equal name,
-   so an inserted block renumbers the blocks after it instead of changing them all; a child
-   that wraps the other side's module (its ``base_layer``) pairs that module as *wrapped*;
+   user's ``mapping={a_path: b_path}`` (checked: one module onto one) pairs modules by hand;
+2. *top-down*: the two roots are paired (a root that holds the other model, as peft's
+   ``PeftModel`` or ``OptimizedModule`` do, wraps it); inside every paired module its child
+   calls are aligned in call order (:mod:`~torchrecorder.diff.align`): equal children at both
+   ends pair first, the rest is cut at anchors and aligned by a Needleman-Wunsch alignment over
+   a score that puts an equal subtree signature - types, parameter shapes, child signatures,
+   operation names - above an equal name, so an inserted block renumbers the blocks after it
+   instead of changing them all; a child that wraps the other side's module (a child with its
+   signature, whatever the wrapper's class) pairs that module as *wrapped*;
 3. *exact paths*: modules left over whose normalised path and call match;
 4. *unique signatures*: a left-over subtree whose signature occurs once on each side (moved);
 5. *bottom-up*: a left-over container whose children mostly map into one left-over container
    of the other side (Dice >= 0.5);
 6. inside every paired module (and the top scope): operations aligned by (name, output shapes)
    in recording order, ignoring the ``_N`` ordinals of their keys, then by name alone;
-   parameters by name; tensors through the node that produced them.
+   parameters by name; tensors through the node that produced them (or, made inside a wrapped
+   module, the wrapper's output read in their place); inputs by name, else by position.
 
 Children of a module that no alignment can tell apart (an identical block inserted among
 identical blocks) are flagged *ambiguous* rather than guessed.
 """
 
+from __future__ import annotations
 
 import difflib
 import re
