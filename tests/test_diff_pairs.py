@@ -133,3 +133,32 @@ def test_view_a_draws_no_title_of_a_module_only_b_has() -> None:
     title = next(line for line in source.splitlines()
                  if line.strip().startswith('"transformer.h.2::title" ['))
     assert "style=invis" in title
+
+
+def test_data_parallel_wraps_the_plain_model() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4))
+    d = torchrecorder.diff(_record(net, "net", torch.randn(1, 4)),
+                           _record(nn.DataParallel(copy.deepcopy(net)), "net", torch.randn(1, 4)))
+    root = d.entry_of("a", "net")
+    assert root is not None and root.status == "wrapped" and root.note == "wrapped by DataParallel"
+    assert {e.status for e in d.entries if e.a not in (None, "net")} == {"same"}
+
+
+class _Symmetric(nn.Module):
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        return w.triu() + w.triu(1).T
+
+
+def test_parametrized_weight_is_not_removed() -> None:
+    from torch.nn.utils import parametrize
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    other = copy.deepcopy(net)
+    parametrize.register_parametrization(other[0], "weight", _Symmetric())
+    a, b = _record(net, "net", torch.randn(1, 4)), _record(other, "net", torch.randn(1, 4))
+    for d in (torchrecorder.diff(a, b), torchrecorder.diff(b, a)):
+        assert [e for e in d.entries if e.kind == "param" and e.status in ("added", "removed")] == []
+    e = torchrecorder.diff(a, b).entry_of("a", "0.weight")
+    assert e is not None and e.b == "0.parametrizations.weight.original"

@@ -217,6 +217,27 @@ def _pair_scope(m: Matching, ka: Key, kb: Key) -> None:
         q = params_b.get(p.name)
         if q is not None and p.key not in m.pairs:
             m.pair(p.key, q.key, "scope")
+    if ka is not None and kb is not None:
+        _pair_parametrized(m, ka, kb)
+
+
+def _pair_parametrized(m: Matching, ka: Key, kb: Key) -> None:
+    """A parameter that ``torch.nn.utils.parametrize`` moved on one side (``weight`` kept as
+    ``parametrizations.weight.original`` of the same module) pairs with the other side's."""
+    la, lb = m.a.graph.nodes[ka], m.b.graph.nodes[kb]
+    if not isinstance(la, LayerNode) or not isinstance(lb, LayerNode):
+        return
+    for here, there, layer, other, forward in ((m.a, m.b, la, lb, True), (m.b, m.a, lb, la, False)):
+        paired, other_paired = (m.pairs, m.back) if forward else (m.back, m.pairs)
+        if not there.parametrized or not other.path:
+            continue
+        for p in here.params.get(layer.key, []):
+            q = there.parametrized.get(f"{other.path}.parametrizations.{p.name}.original")
+            if q is not None and p.key not in paired and q.key not in other_paired:
+                if forward:
+                    m.pair(p.key, q.key, "scope")
+                else:
+                    m.pair(q.key, p.key, "scope")
 
 
 def _pair_wrapped_outputs(m: Matching, prod_a: dict[Key, Key], prod_b: dict[Key, Key]) -> None:

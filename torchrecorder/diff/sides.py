@@ -59,6 +59,9 @@ class Side:
             if got is None:
                 got = interned[item] = len(interned)
             self.sig[k] = got
+        # parameters that torch.nn.utils.parametrize moved (``x.parametrizations.weight.original``)
+        self.parametrized: dict[str, ParamNode] = {
+            n.path: n for n in nodes.values() if isinstance(n, ParamNode) and ".parametrizations." in n.path}
         self.norm: dict[Key, str] = {layer.key: layer.path for layer in self.layers}
         self.types: dict[Key, str] = {layer.key: layer.type_name for layer in self.layers}
         self.prefix = ""
