@@ -4,6 +4,8 @@ GPT-2, BERT from tiny configs), one block more, torch.compile's wrapper, dynamic
 from __future__ import annotations
 
 import copy
+import re
+import subprocess
 import warnings
 from typing import Any
 
@@ -12,6 +14,7 @@ import torch
 from torch import nn
 
 import torchrecorder
+from torchrecorder.renderer.labels import count_str
 
 peft = pytest.importorskip("peft")
 transformers = pytest.importorskip("transformers")
@@ -133,6 +136,21 @@ def test_view_a_draws_no_title_of_a_module_only_b_has() -> None:
     title = next(line for line in source.splitlines()
                  if line.strip().startswith('"transformer.h.2::title" ['))
     assert "style=invis" in title
+    # each view reads its own parameter count (the other drawn transparent: the same layout)
+    a_total, b_total = (next(n.num_params_total for n in g.layers() if n.depth == 0) for g in (d.a, d.b))
+    counts = {}
+    for view in ("union", "a", "b"):
+        src = torchrecorder.make_dot(d, view=view).source
+        root = next(line for line in src.splitlines() if line.strip().startswith('"gpt2::title" ['))
+        counts[view] = re.findall(r'<FONT COLOR="([^"]+)">([^<]*params)</FONT>', root)
+        plain = subprocess.run(["dot", "-Tplain"], input=src.encode(), capture_output=True, check=True).stdout
+        counts[view + " nodes"] = sorted(line.split()[:4] for line in plain.decode().splitlines()
+                                         if line.startswith("node"))
+    a_text, b_text = f"{count_str(a_total)} params", f"{count_str(b_total)} params"
+    assert counts["a"] == [("#555555", a_text), ("transparent", b_text)]
+    assert counts["b"] == [("transparent", a_text), ("#555555", b_text)]
+    assert counts["union"] == [("#555555", a_text), ("#555555", b_text)]
+    assert counts["a nodes"] == counts["union nodes"] == counts["b nodes"]
 
 
 def test_data_parallel_wraps_the_plain_model() -> None:

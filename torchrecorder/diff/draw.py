@@ -12,6 +12,7 @@ so the three pictures give identical node positions.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any, Optional
 
 import graphviz
@@ -21,7 +22,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OrderedSet, TensorNode
 from ..renderer.base import DEFAULT_RENDER_DEPTH
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
-from ..renderer.labels import stacked_label
+from ..renderer.labels import count_str, stacked_label
 from .model import MARKS, Diff, Entry
 from .text import describe, rollup_text
 
@@ -188,17 +189,43 @@ class DiffStyler(GraphvizStyler):
         first = inner if not mark else f"<B>{html_text(mark)}</B> {inner}"
         return stacked_label(self._row_gap(kind), [first, *below])
 
+    def _own_counts(self, label: str, node: BaseNode, e: Optional[Entry]) -> str:
+        """``label`` with a paired module's parameter count as each side has it: ``8.1k params →
+        11.4k params`` in the union; in a view, the other side's part drawn transparent, so the
+        view reads its own number and the text (and so every position) stays that of the union."""
+        if e is None or e.a is None or e.b is None or self.diff is None or not isinstance(node, LayerNode):
+            return label
+        x = self.diff.a.nodes.get(e.a)
+        if not isinstance(x, LayerNode) or x.num_params_total == node.num_params_total:
+            return label
+        ours = f"{count_str(node.num_params_total)} params" if node.num_params_total != 1 else "1 param"
+        if ours not in label:
+            return label
+        old = f"{count_str(x.num_params_total)} params" if x.num_params_total != 1 else "1 param"
+        new = ours
+        at = label.index(ours)
+        colours = re.findall(r'<FONT[^>]*COLOR="([^"]+)"', label[:at])
+        shown = colours[-1] if colours else "black"
+        # the same runs of text in every view (so the same width): only their colours differ
+        seen = {"union": (shown, shown, shown), "a": (shown, "transparent", "transparent"),
+                "b": ("transparent", "transparent", shown)}[self.view]
+        runs = "".join(f'<FONT COLOR="{c}">{html_text(t)}</FONT>'
+                       for c, t in zip(seen, (old, " → ", new), strict=True))
+        return label[:at] + runs + label[at + len(ours):]
+
     def style_node(self, node: BaseNode) -> dict[str, str]:
         """The styler's attributes, coloured and marked by the node's status."""
         attrs = super().style_node(node)
         e = self.info.get(node.key)
-        attrs["label"] = self._marked(attrs["label"], e, self.kind_of(node))
+        attrs["label"] = self._own_counts(self._marked(attrs["label"], e, self.kind_of(node)), node, e)
         return self._paint(attrs, e)
 
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """The cluster's attributes, coloured by its status, its label carrying the roll-up."""
         attrs = super().style_cluster(node)
         e = self.info.get(node.key)
+        if "label" in attrs:
+            attrs["label"] = self._own_counts(attrs["label"], node, e)
         if e is not None:
             extra = []
             if e.note.startswith("wrapper of"):
