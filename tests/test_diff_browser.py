@@ -131,6 +131,12 @@ def test_page_opens_fitted_and_zooms(tr_browser: Any, tmp_path: Path) -> None:
     assert len(widths) == 2 and abs(widths[0] - widths[1]) <= 1
     assert sum(widths) >= page.evaluate("document.getElementById('panes').clientWidth") - 4
     assert page.evaluate(fits)
+    # each pane reads its own side's parameter counts (the other side's run hidden)
+    shown = page.evaluate("""() => [...document.querySelectorAll('.pane')].map(
+        p => ['count-a', 'count-b'].map(
+            c => [...p.querySelectorAll('text.' + c)].map(t => getComputedStyle(t).visibility)))""")
+    assert shown[0][0] and set(shown[0][0]) == {"visible"} and set(shown[0][1]) == {"hidden"}
+    assert set(shown[1][0]) == {"hidden"} and set(shown[1][1]) == {"visible"}
     # the list of changes shows the end of each path (cut at its start when it is long)
     ends = page.evaluate("""() => [...document.querySelectorAll('#changes li .path')].map(t => {
         const n = t.firstChild, r = document.createRange();

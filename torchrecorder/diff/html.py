@@ -41,7 +41,15 @@ def _svg(source: str) -> str:
     start = svg.find("<svg")
     if start < 0:
         raise RuntimeError("Graphviz wrote no <svg> element")
-    return re.sub(r"<!--.*?-->", "", svg[start:], flags=re.S)
+    svg = re.sub(r"<!--.*?-->", "", svg[start:], flags=re.S)
+    # a count that differs is drawn as three runs (DiffStyler._own_counts): the panes a and b
+    # each hide the other side's run, as the views a and b of make_dot do
+    return _COUNT_RUNS.sub(r'\1 class="count-a">\2</text>\3\4 class="count-arrow"> → </text>\5'
+                           r'\6 class="count-b">\7</text>', svg)
+
+
+_COUNT_RUNS = re.compile(r"(<text[^>]*)>([^<]*params?)</text>(\s*)(<text[^>]*)> → </text>(\s*)"
+                         r"(<text[^>]*)>([^<]*params?)</text>")
 
 
 def make_diff_html(d: Diff, **kwargs: Any) -> str:
