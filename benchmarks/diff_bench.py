@@ -6,10 +6,13 @@ Run ``python benchmarks/diff_bench.py`` (under a minute on 2 CPU cores).  Two pa
   hand-written GPT-2 of ``models.py``), width 768, 64 tokens; the variant wraps every attention
   input projection (``c_attn``, or the first linear of each attention) in a hand-written LoRA
   layer (``base_layer``, ``lora_A``, ``lora_B``) under peft's ``base_model.model.`` prefix;
-* ``llama-70b-meta`` vs the same with one more block (81 layers), on the meta device.
+* ``llama-70b-meta`` vs the same with one more block (81 layers), on the meta device;
+* ``4000 Linear`` vs the same model in float64: 4,000 sibling modules, every one changed, so
+  none pairs at the ends of the children's alignment (issue 33: this pair was quadratic).
 
 For each it prints the median time of ``record`` (of the first model), of ``diff`` (the two
-recordings made beforehand) and their ratio, with PASS/FAIL against the targets of issue 25
+recordings made beforehand), their ratio and the peak memory that ``diff`` allocates (tracemalloc,
+one extra run), with PASS/FAIL against the targets of issue 25
 (under 2 s and under 3x one recording).  Times are medians of ``--repeats`` runs after a
 warm-up.  The exit status is 0 whatever it measures.
 """
@@ -22,6 +25,7 @@ import os
 import statistics
 import sys
 import time
+import tracemalloc
 from typing import Any
 
 import torch
@@ -97,6 +101,10 @@ def _lora(model: nn.Module) -> nn.Module:
     return PeftStyle(model)
 
 
+def _is_double(model: nn.Module) -> bool:
+    return any(p.dtype == torch.float64 for p in model.parameters())
+
+
 def _median(fn: Any, repeats: int) -> float:
     fn()
     times = []
@@ -115,27 +123,42 @@ def _record(model: nn.Module, args: tuple[Any, ...], name: str) -> torchrecorder
 def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pairs", default="gpt2,llama,linear4000",
+                        help="comma-separated: gpt2, llama, linear4000")
     args = parser.parse_args(argv)
+    chosen = set(args.pairs.split(","))
     pairs = []
-    net, inputs = _gpt2()
-    pairs.append(("gpt2-12 vs LoRA", net, _lora(net), inputs))
-    net, inputs = llama(layers=80)
-    longer, _ = llama(layers=81)
-    pairs.append(("llama-70b-meta vs 81 layers", net, longer, inputs))
+    if "gpt2" in chosen:
+        net, inputs = _gpt2()
+        pairs.append(("gpt2-12 vs LoRA", net, _lora(net), inputs))
+    if "llama" in chosen:
+        net, inputs = llama(layers=80)
+        longer, _ = llama(layers=81)
+        pairs.append(("llama-70b-meta vs 81 layers", net, longer, inputs))
+    if "linear4000" in chosen:
+        torch.manual_seed(0)
+        net = nn.Sequential(*[nn.Linear(4, 4) for _ in range(4000)])
+        pairs.append(("4000 Linear vs float64", net, copy.deepcopy(net).double(), (torch.randn(1, 4),)))
     rows = []
     for name, a_net, b_net, inputs in pairs:
         rec_a = _record(a_net, inputs, "a")
-        rec_b = _record(b_net, inputs, "b")
+        b_inputs = tuple(x.double() if x.is_floating_point() and _is_double(b_net) else x for x in inputs)
+        rec_b = _record(b_net, b_inputs, "b")
         t_rec = _median(lambda: _record(a_net, inputs, "a"), args.repeats)  # noqa: B023
         t_diff = _median(lambda: torchrecorder.diff(rec_a, rec_b), args.repeats)  # noqa: B023
+        tracemalloc.start()
         d = torchrecorder.diff(rec_a, rec_b)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
         counts = {k: v for k, v in d.counts("layer").items() if v and k != "same"}
-        rows.append((name, len(rec_a.nodes), len(rec_b.nodes), t_rec, t_diff, counts))
-    print(f"{'pair':30} {'nodes a':>8} {'nodes b':>8} {'record':>8} {'diff':>8} {'diff/rec':>8}  modules")
-    for name, na, nb, t_rec, t_diff, counts in rows:
-        print(f"{name:30} {na:8d} {nb:8d} {t_rec:7.3f}s {t_diff:7.3f}s {t_diff / t_rec:8.2f}  {counts}")
+        rows.append((name, len(rec_a.nodes), len(rec_b.nodes), t_rec, t_diff, peak, counts))
+    print(f"{'pair':30} {'nodes a':>8} {'nodes b':>8} {'record':>8} {'diff':>8} {'diff/rec':>8} "
+          f"{'diff MiB':>8}  modules")
+    for name, na, nb, t_rec, t_diff, peak, counts in rows:
+        print(f"{name:30} {na:8d} {nb:8d} {t_rec:7.3f}s {t_diff:7.3f}s {t_diff / t_rec:8.2f} {peak:8.1f}  "
+              f"{counts}")
     print()
-    for name, _, _, t_rec, t_diff, _ in rows:
+    for name, _, _, t_rec, t_diff, _, _ in rows:
         ok = t_diff < 2.0 and t_diff < 3 * t_rec
         print(f"{'PASS' if ok else 'FAIL'}  {name}: diff {t_diff:.3f} s (< 2 s), "
               f"{t_diff / t_rec:.2f}x one recording (< 3x)")

@@ -95,17 +95,19 @@ def test_lora_wrap_with_prefix() -> None:
     d = torchrecorder.diff(a, b)
     pre = "base_model.model."
     wrapped = by_status(d, "layer", "wrapped")
-    assert wrapped == [(f"layers.{i}.self_attn.{p}", f"{pre}layers.{i}.self_attn.{p}.base_layer")
-                       for i in range(2) for p in ("q_proj", "v_proj")]
-    assert all(d.entry_of("a", x).note == "wrapped by LoraLinear" for x, _ in wrapped)
+    # the root is held by the wrapping model's root (through the prefix); below it, the targets
+    assert wrapped == [("dec", pre[:-1])] + [
+        (f"layers.{i}.self_attn.{p}", f"{pre}layers.{i}.self_attn.{p}.base_layer")
+        for i in range(2) for p in ("q_proj", "v_proj")]
+    assert d.entry_of("a", "dec").note == "wrapped by PeftLike"
+    assert all(d.entry_of("a", x).note == "wrapped by LoraLinear" for x, _ in wrapped[1:])
     added = {y for x, y in by_status(d, "layer", "added")}
     assert added == {"dec", "base_model"} | {f"{pre}layers.{i}.self_attn.{p}{s}" for i in range(2)
                                             for p in ("q_proj", "v_proj") for s in ("", ".lora_A", ".lora_B")}
     assert d.entry_of("a", "dec").b == pre[:-1]  # the root paired through the stripped prefix
     assert d.entry_of("a", "layers.1.self_attn.k_proj").status == "same"
     assert by_status(d, "layer", "removed") == [] and by_status(d, "layer", "changed") == []
-    assert "4 × base_model.model.layers.*.self_attn.{q,v}_proj: wrapped by LoraLinear, +2 parameters" \
-        in d.summary()
+    assert "4 × layers.*.self_attn.{q,v}_proj: wrapped by LoraLinear, +2 parameters" in d.summary()
     assert any("base_model.model." in n for n in d.notes)
 
 
@@ -177,7 +179,9 @@ def test_unrelated_models() -> None:
     a = rec(Block(), (1, 8))
     b = rec(ConvBnRelu(), (1, 3, 8, 8))
     d = torchrecorder.diff(a, b)
-    assert d and by_status(d, "layer", "same") == [] and by_status(d, "layer", "changed") == []
+    # the two roots are always paired (type Block -> ConvBnRelu); nothing else is
+    assert d and by_status(d, "layer", "same") == [] and by_status(d, "layer", "changed") == [("net", "net")]
+    assert d.entry_of("a", "net").changes["type"] == ("Block", "ConvBnRelu")
     assert "share no module" in d.summary()
 
 

@@ -101,3 +101,48 @@ def test_lora_page_has_no_errors(tr_browser: Any, tmp_path: Path) -> None:
     assert len(page.evaluate("__diff.changes")) > 4
     assert w.console_errors == [] and w.page_errors == []
     page.close()
+
+
+def test_page_opens_fitted_and_zooms(tr_browser: Any, tmp_path: Path) -> None:
+    # a tall drawing (a LoRA decoder, every module open) in a small window
+    torch.manual_seed(0)
+    m = Decoder(4)
+    d = torchrecorder.diff(torchrecorder.record(m, "dec", (1, 3, 8)),
+                           torchrecorder.record(lora_wrap(copy.deepcopy(m)), "dec", (1, 3, 8)))
+    path = Path(render_diff(d, tmp_path / "tall.html", changes_only=False))
+    page = tr_browser.new_page(viewport={"width": 1000, "height": 600})
+    w = watch(page)
+    page.goto(path.as_uri())
+    page.wait_for_selector(".pane svg")
+    fits = """() => [...document.querySelectorAll('.pane')].every(p => {
+                 const r = p.getBoundingClientRect(), s = p.querySelector('svg').getBoundingClientRect();
+                 return s.left >= r.left - 1 && s.right <= r.right + 1 && s.top >= r.top - 1
+                        && s.bottom <= r.bottom + 1; })"""
+    assert page.evaluate(fits)
+    fitted = page.evaluate("__diff.zoom.scale")
+    assert fitted < 1  # the drawing is larger than the window
+    page.click("#zin")
+    assert page.evaluate("__diff.zoom.scale") > fitted
+    page.click("#fit")
+    assert abs(page.evaluate("__diff.zoom.scale") - fitted) < 1e-9
+    # a | b: each pane as wide as the other, together the width left to them, both fitted
+    page.click("#bar button[data-view=ab]")
+    widths = page.evaluate("[...document.querySelectorAll('.pane')].map(p => p.clientWidth)")
+    assert len(widths) == 2 and abs(widths[0] - widths[1]) <= 1
+    assert sum(widths) >= page.evaluate("document.getElementById('panes').clientWidth") - 4
+    assert page.evaluate(fits)
+    # each pane reads its own side's parameter counts (the other side's run hidden)
+    shown = page.evaluate("""() => [...document.querySelectorAll('.pane')].map(
+        p => ['count-a', 'count-b'].map(
+            c => [...p.querySelectorAll('text.' + c)].map(t => getComputedStyle(t).visibility)))""")
+    assert shown[0][0] and set(shown[0][0]) == {"visible"} and set(shown[0][1]) == {"hidden"}
+    assert set(shown[1][0]) == {"hidden"} and set(shown[1][1]) == {"visible"}
+    # the list of changes shows the end of each path (cut at its start when it is long)
+    ends = page.evaluate("""() => [...document.querySelectorAll('#changes li .path')].map(t => {
+        const n = t.firstChild, r = document.createRange();
+        r.setStart(n, n.length - 2); r.setEnd(n, n.length - 1);
+        const c = r.getBoundingClientRect(), b = t.getBoundingClientRect();
+        return c.right <= b.right + 1 && c.left >= b.left - 1; })""")
+    assert ends and all(ends)
+    assert w.console_errors == [] and w.page_errors == []
+    page.close()

@@ -1,7 +1,9 @@
 """The ``diff`` command: ``torchrecorder diff a.json b.json [-o diff.svg] [--exit-code]``.
 
 Prints the summary tree on standard output unless ``-o`` names a file (``.svg``, ``.png``,
-``.pdf``, any Graphviz format, ``.dot``, ``.html``, ``.json`` or ``.txt``).  Exit status: 0, or 1 with
+``.pdf``, any Graphviz format, ``.dot``, ``.html``, ``.json`` or ``.txt``; ``-f`` for a path
+without one, else svg).  A device or named pipe (``/dev/null``, a FIFO) is written to, not
+replaced, as by the main command.  Exit status: 0, or 1 with
 ``--exit-code`` when the models differ; 2 for an input that cannot be read (the message on
 standard error).
 """
@@ -9,6 +11,7 @@ standard error).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Optional
@@ -16,6 +19,7 @@ from typing import Optional
 from .diff import diff
 from .diff.draw import VIEWS
 from .diff.files import render_diff
+from .projection.budget import default_depth
 
 __all__ = ["build_diff_parser", "main"]
 
@@ -35,9 +39,14 @@ def build_diff_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", default=None,
                         help="file to write: a picture (.svg, .png, .pdf, .dot), the interactive page "
                              "(.html), .json or .txt (default: the summary on standard output)")
+    parser.add_argument("-f", "--format", default=None,
+                        help="format of -o: svg, png, pdf (any of Graphviz's), dot, html, json, txt "
+                             "(default: the extension of -o, else svg)")
     parser.add_argument("--view", default="union", choices=VIEWS, help="what a picture shows")
     parser.add_argument("--no-legend", action="store_true", help="draw no legend")
-    parser.add_argument("-d", "--depth", type=int, default=256, help="modules deeper stay closed")
+    parser.add_argument("-d", "--depth", type=int, default=None,
+                        help="modules deeper stay closed (default: all that hold changes, within the "
+                             "drawing budget)")
     parser.add_argument("--map", action="append", default=[], metavar="OLD=NEW",
                         help="pair module OLD of the first with NEW of the second (repeatable)")
     parser.add_argument("--exit-code", action="store_true", help="exit with status 1 when the models differ")
@@ -57,8 +66,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         d = diff(args.a, args.b, mapping=mapping or None)
         if args.output:
-            print(render_diff(d, args.output, view=args.view, legend=not args.no_legend,
-                              render_depth=args.depth))
+            fmt = args.format or os.path.splitext(args.output)[1].lstrip(".") or "svg"
+            print(render_diff(d, args.output, fmt, view=args.view, legend=not args.no_legend,
+                              render_depth=default_depth(256) if args.depth is None else args.depth))
         else:
             print(d.summary())
     except (ValueError, TypeError, OSError) as exc:

@@ -80,7 +80,8 @@ def diff(a: Side, b: Side, *, mapping: Optional[Mapping[str, str]] = None,
     Raises:
         TypeError: ``a`` or ``b`` is neither a recording nor JSON.
         ValueError: a JSON input is not a recording, is from a newer version or malformed;
-            a ``mapping`` names a module that does not exist; a ``rename`` pattern is invalid.
+            a ``mapping`` names a module that does not exist or maps two modules onto one; a
+            ``rename`` pattern is invalid.
     """
     ga, gb = read_side(a, "a"), read_side(b, "b")
     if mapping is not None and not isinstance(mapping, Mapping):

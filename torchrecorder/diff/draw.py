@@ -12,6 +12,7 @@ so the three pictures give identical node positions.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any, Optional
 
 import graphviz
@@ -19,8 +20,9 @@ import graphviz
 from .._text import html_text
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OrderedSet, TensorNode
+from ..renderer.base import DEFAULT_RENDER_DEPTH
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
-from ..renderer.labels import stacked_label
+from ..renderer.labels import count_str, stacked_label
 from .model import MARKS, Diff, Entry
 from .text import describe, rollup_text
 
@@ -56,22 +58,16 @@ def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
     """One graph holding every entry of ``d`` once (the second graph's node where there is one)
     and the edges of both; with the entry of each of its keys.
 
-    Keys are the second graph's; a node found only in the first keeps its key, prefixed
-    ``a/`` when the second graph uses that key too.
+    Keys are the second graph's; a node found only in the first keeps its key behind a prefix
+    (``a/``, or ``aa/``, ... : the first that begins none of the second graph's keys), so no
+    key of one side can take the place of a key of the other.
     """
     g = UnionGraph(d.b.name if d.b.name == d.a.name else f"{d.a.name} → {d.b.name}")
-    ukeys: list[Key] = []
-    b_keys = d.b.nodes
-    taken: set[Key] = set()
-    for e in d.entries:
-        if e.b is not None:
-            k: Key = e.b
-        else:
-            k = e.a if e.a not in b_keys else f"a/{e.a}"
-            while k in taken:
-                k = f"a/{k}"
-        taken.add(k)
-        ukeys.append(k)
+    b_keys = [str(k) for k in d.b.nodes if k is not None]
+    prefix = "a/"
+    while any(k.startswith(prefix) for k in b_keys):
+        prefix = "a" + prefix
+    ukeys: list[Key] = [e.b if e.b is not None else f"{prefix}{e.a}" for e in d.entries]
     info: dict[Key, Entry] = {}
     copies: list[BaseNode] = []
     for i, e in enumerate(d.entries):
@@ -82,6 +78,13 @@ def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
         node.parent = ukeys[e.parent] if e.parent is not None else None
         if isinstance(node, LayerNode):
             node.subnets = OrderedSet()
+            # the prefix the matcher stripped (peft's base_model.model.) is left out of titles
+            side = d.matching.b if e.b is not None else d.matching.a
+            prefix = side.prefix
+            if prefix and node.path.startswith(prefix):
+                node.path = node.path[len(prefix):]
+            elif prefix and node.path + "." == prefix:  # the module the prefix names: the model
+                node.path, node.name = "", side.graph.name
         copies.append(node)
         info[node.key] = e
         g.nodes[node.key] = node
@@ -186,20 +189,48 @@ class DiffStyler(GraphvizStyler):
         first = inner if not mark else f"<B>{html_text(mark)}</B> {inner}"
         return stacked_label(self._row_gap(kind), [first, *below])
 
+    def _own_counts(self, label: str, node: BaseNode, e: Optional[Entry]) -> str:
+        """``label`` with a paired module's parameter count as each side has it: ``8.1k params →
+        11.4k params`` in the union; in a view, the other side's part drawn transparent, so the
+        view reads its own number and the text (and so every position) stays that of the union."""
+        if e is None or e.a is None or e.b is None or self.diff is None or not isinstance(node, LayerNode):
+            return label
+        x = self.diff.a.nodes.get(e.a)
+        if not isinstance(x, LayerNode) or x.num_params_total == node.num_params_total:
+            return label
+        ours = f"{count_str(node.num_params_total)} params" if node.num_params_total != 1 else "1 param"
+        if ours not in label:
+            return label
+        old = f"{count_str(x.num_params_total)} params" if x.num_params_total != 1 else "1 param"
+        new = ours
+        at = label.index(ours)
+        colours = re.findall(r'<FONT[^>]*COLOR="([^"]+)"', label[:at])
+        shown = colours[-1] if colours else "black"
+        # the same runs of text in every view (so the same width): only their colours differ
+        seen = {"union": (shown, shown, shown), "a": (shown, "transparent", "transparent"),
+                "b": ("transparent", "transparent", shown)}[self.view]
+        runs = "".join(f'<FONT COLOR="{c}">{html_text(t)}</FONT>'
+                       for c, t in zip(seen, (old, " → ", new), strict=True))
+        return label[:at] + runs + label[at + len(ours):]
+
     def style_node(self, node: BaseNode) -> dict[str, str]:
         """The styler's attributes, coloured and marked by the node's status."""
         attrs = super().style_node(node)
         e = self.info.get(node.key)
-        attrs["label"] = self._marked(attrs["label"], e, self.kind_of(node))
+        attrs["label"] = self._own_counts(self._marked(attrs["label"], e, self.kind_of(node)), node, e)
         return self._paint(attrs, e)
 
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """The cluster's attributes, coloured by its status, its label carrying the roll-up."""
         attrs = super().style_cluster(node)
         e = self.info.get(node.key)
+        if "label" in attrs:
+            attrs["label"] = self._own_counts(attrs["label"], node, e)
         if e is not None:
             extra = []
-            if e.status != "same":
+            if e.note.startswith("wrapper of"):
+                extra.append(f"{MARKS['wrapped']} wrapper")
+            elif e.status != "same":
                 extra.append(f"{MARKS[e.status]} {_WORDS[e.status]}")
             if e.rollup:
                 extra.append(rollup_text(e.rollup))
@@ -286,7 +317,8 @@ class DiffRenderer(GraphvizRenderer):
         **kwargs: as for :class:`~torchrecorder.renderer.GraphvizRenderer`.
     """
 
-    def __init__(self, rec: Graph, render_depth: Optional[int] = 256, *, changes_only: bool = True,
+    def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH, *,
+                 changes_only: bool = True,
                  legend: bool = True, **kwargs: Any) -> None:
         kwargs.setdefault("styler_cls", DiffStyler)
         super().__init__(rec, render_depth, **kwargs)
@@ -320,7 +352,7 @@ class DiffRenderer(GraphvizRenderer):
         return g
 
 
-def make_diff_dot(d: Diff, view: str = "union", render_depth: Optional[int] = 256, *,
+def make_diff_dot(d: Diff, view: str = "union", render_depth: Optional[int] = DEFAULT_RENDER_DEPTH, *,
                   changes_only: bool = True, legend: bool = True, fold_repeats: Any = False,
                   **styler_args: Any) -> graphviz.Digraph:
     """The Graphviz drawing of a diff (what :func:`torchrecorder.make_dot` returns for one).
@@ -329,7 +361,9 @@ def make_diff_dot(d: Diff, view: str = "union", render_depth: Optional[int] = 25
         d: the :class:`~torchrecorder.diff.Diff`.
         view: ``"union"`` (both graphs in one), ``"a"`` or ``"b"``: the same layout with only
             that graph's nodes visible, so the three pictures line up.
-        render_depth: modules deeper than this stay closed (``None``: none does).
+        render_depth: modules deeper than this stay closed (``None``: none does).  Left to
+            its default, it is lowered to keep the drawing within the drawing budget
+            (:mod:`torchrecorder.projection.budget`, ``max_nodes``), as for a model's drawing.
         changes_only: open only modules that hold changes (the default).
         legend: draw the legend (``False`` for a paper).
         fold_repeats: as for :func:`torchrecorder.make_dot` (off by default: blocks differ).

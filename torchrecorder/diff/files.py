@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Optional, Union
 
-from .._files import write_atomically
+from .._files import write_output
 from ..backend import check_format, render_source
 from .draw import make_diff_dot
 from .html import make_diff_html
@@ -19,10 +19,14 @@ def render_diff(d: Diff, path: Union[str, os.PathLike[str]], fmt: Optional[str] 
     """Write a diff to ``path``: a picture (``svg``, ``png``, ``pdf``, any Graphviz format, or
     ``dot``), ``html`` (the interactive page of :func:`~torchrecorder.diff.html.make_diff_html`), ``json``
     (:meth:`~torchrecorder.diff.Diff.to_json`) or ``txt`` (the summary);
-    the format is ``fmt`` or the file's extension.  Returns the path written.
+    the format is ``fmt`` or the file's extension.  A regular file is replaced atomically (its
+    folder made if needed); a device, a named pipe or a path under ``/dev/`` (``/dev/null``,
+    ``/dev/stdout``, a link to one) is opened and written, as the main command does.  Returns
+    the path written.
 
     Raises:
         ValueError: the format is unknown, or no format is given and the path has no extension.
+        IsADirectoryError: ``path`` is a directory.
     """
     path = os.fspath(path)
     fmt = (fmt or os.path.splitext(path)[1].lstrip(".")).lower()
@@ -39,6 +43,5 @@ def render_diff(d: Diff, path: Union[str, os.PathLike[str]], fmt: Optional[str] 
         fmt = check_format(fmt)
         source = make_diff_dot(d, view, **kwargs).source
         data = source.encode("utf-8") if fmt in ("dot", "gv") else render_source(source, fmt)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    write_atomically(path, data, dot_source=source)
+    write_output(path, data, dot_source=source)
     return path

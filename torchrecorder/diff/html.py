@@ -3,10 +3,12 @@
 The page holds the SVG that Graphviz makes of :func:`~torchrecorder.diff.draw.make_diff_dot`'s
 union drawing (so it draws what ``make_dot(d)`` draws), the entries' old and new values as
 JSON, and a small script: *union* / *a* / *b* / *a | b* (two panes side by side) toggle what
-is visible over the same coordinates; *only changes* fades what did not change; a list of
-the changes with *previous* / *next*; a side panel with the old and new values of the
-selected node; hovering a node highlights its counterpart in the other pane.  It needs no
-network and no server.
+is visible over the same coordinates; the drawing opens fitted to its pane and zooms (wheel,
+*fit* / *−* / *+*, keys ``0`` ``-`` ``+``) and pans (drag) as the model page does, the panes
+together; *only changes* fades what did not change; a list of the changes (long paths cut at
+their start, so the part that tells them apart shows) with *previous* / *next*; a side panel
+with the old and new values of the selected node; hovering a node highlights its counterpart
+in the other pane.  It needs no network and no server.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 from html import escape
 from typing import Any
 
+from .._text import utf8_safe, visible
 from ..backend import render_source
 from .draw import make_diff_dot
 from .model import Diff
@@ -38,7 +41,15 @@ def _svg(source: str) -> str:
     start = svg.find("<svg")
     if start < 0:
         raise RuntimeError("Graphviz wrote no <svg> element")
-    return re.sub(r"<!--.*?-->", "", svg[start:], flags=re.S)
+    svg = re.sub(r"<!--.*?-->", "", svg[start:], flags=re.S)
+    # a count that differs is drawn as three runs (DiffStyler._own_counts): the panes a and b
+    # each hide the other side's run, as the views a and b of make_dot do
+    return _COUNT_RUNS.sub(r'\1 class="count-a">\2</text>\3\4 class="count-arrow"> → </text>\5'
+                           r'\6 class="count-b">\7</text>', svg)
+
+
+_COUNT_RUNS = re.compile(r"(<text[^>]*)>([^<]*params?)</text>(\s*)(<text[^>]*)> → </text>(\s*)"
+                         r"(<text[^>]*)>([^<]*params?)</text>")
 
 
 def make_diff_html(d: Diff, **kwargs: Any) -> str:
@@ -56,22 +67,26 @@ def make_diff_html(d: Diff, **kwargs: Any) -> str:
         if e.kind not in ("layer", "op", "tensor", "param"):
             continue
         entries[str(e.index)] = {"a": e.a, "b": e.b, "status": e.status, "title": title_of(d, e),
-                                 "mark": MARKS[e.status].strip() or "=", "text": describe(d, e),
+                                 "mark": (MARKS["wrapped"] if e.note.startswith("wrapper of") else
+                                          MARKS[e.status]).strip() or "=", "text": describe(d, e),
                                  "changes": {k: list(v) for k, v in e.changes.items()}}
         if e.status != "same":
             order.append(e.index)
-    data = json.dumps({"a": d.a.name, "b": d.b.name, "entries": entries, "order": order},
-                      ensure_ascii=False, sort_keys=True)
+    data = utf8_safe(json.dumps({"a": d.a.name, "b": d.b.name, "entries": entries, "order": order},
+                                ensure_ascii=False, sort_keys=True))
     data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     csp = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
            "img-src data:")
-    title = escape(f"diff {d.a.name} → {d.b.name}")
+    title = escape(utf8_safe(visible(f"diff {d.a.name} → {d.b.name}")))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
         f"<title>{title}</title><style>{_shipped('diff.css')}</style></head><body>"
         "<div id=\"bar\"><button data-view=\"union\">union</button><button data-view=\"a\">a</button>"
         "<button data-view=\"b\">b</button><button data-view=\"ab\">a | b</button>"
+        "<button id=\"fit\" title=\"fit the window (0)\">fit</button>"
+        "<button id=\"zout\" title=\"zoom out (-)\">−</button>"
+        "<button id=\"zin\" title=\"zoom in (+)\">+</button>"
         "<label><input type=\"checkbox\" id=\"only\"> only changes</label>"
         "<button id=\"prev\">◀ previous</button><span id=\"pos\"></span><button id=\"next\">next ▶</button>"
         f"<span>{escape(d.summary().splitlines()[0])}</span></div>"

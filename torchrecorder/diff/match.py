@@ -1,23 +1,28 @@
 """Pair the nodes of two recorded graphs: deterministic, linear apart from small local alignments.
 
-The passes, in order (each pairs only what is still unpaired):
+The passes run on the two graphs in an order fixed by their contents
+(:func:`~torchrecorder.diff.sides.content_key`), so ``match(b, a)`` is the mirror of
+``match(a, b)`` by construction.  In order (each pairs only what is still unpaired):
 
 1. *normalise* the module paths: a common prefix on one side (peft's ``base_model.model.``) is
    found and stripped, the user's ``rename={regex: repl}`` is applied to ``a``'s paths, and the
-   user's ``mapping={a_path: b_path}`` pairs modules by hand;
-2. *top-down*: the two root calls are paired; inside every paired module its child calls are
-   aligned in call order: equal children at both ends pair first, the rest by a
-   Needleman-Wunsch alignment over a score that puts an equal subtree signature - types,
-   parameter shapes, child signatures, operation names - above an equal name,
-   so an inserted block renumbers the blocks after it instead of changing them all; a child
-   that wraps the other side's module (its ``base_layer``) pairs that module as *wrapped*;
+   user's ``mapping={a_path: b_path}`` (checked: one module onto one) pairs modules by hand;
+2. *top-down*: the two roots are paired (a root that holds the other model, as peft's
+   ``PeftModel`` or ``OptimizedModule`` do, wraps it); inside every paired module its child
+   calls are aligned in call order (:mod:`~torchrecorder.diff.align`): equal children at both
+   ends pair first, the rest is cut at anchors and aligned by a Needleman-Wunsch alignment over
+   a score that puts an equal subtree signature - types, parameter shapes, child signatures,
+   operation names - above an equal name, so an inserted block renumbers the blocks after it
+   instead of changing them all; a child that wraps the other side's module (a child with its
+   signature, whatever the wrapper's class) pairs that module as *wrapped*;
 3. *exact paths*: modules left over whose normalised path and call match;
 4. *unique signatures*: a left-over subtree whose signature occurs once on each side (moved);
 5. *bottom-up*: a left-over container whose children mostly map into one left-over container
    of the other side (Dice >= 0.5);
 6. inside every paired module (and the top scope): operations aligned by (name, output shapes)
    in recording order, ignoring the ``_N`` ordinals of their keys, then by name alone;
-   parameters by name; tensors through the node that produced them.
+   parameters by name; tensors through the node that produced them (or, made inside a wrapped
+   module, the wrapper's output read in their place); inputs by name, else by position.
 
 Children of a module that no alignment can tell apart (an identical block inserted among
 identical blocks) are flagged *ambiguous* rather than guessed.
@@ -31,119 +36,11 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from ..nodes import Key, LayerNode, OpNode, ParamNode, TensorNode
+from .align import align, flag_ambiguous
+from .sides import Matching, Side, content_key
 
 __all__ = ["Matching", "Side", "match"]
-
-#: names under which a wrapper keeps the module it wraps (peft, torch.ao, DDP-like wrappers)
-WRAPPED_NAMES = ("base_layer", "module", "original_module", "base_model", "model", "layer")
-_NUMBER = re.compile(r"\d+")
-#: alignment scores (see :func:`_score`)
-_SIG, _NAME, _TYPE_NAME, _NAME_ONLY, _TYPE = 10.0, 1.0, 2.0, 1.5, 1.0
-
-
-class Side:
-    """One graph, indexed for matching: children, signatures and normalised paths of its calls."""
-
-    def __init__(self, graph: Graph, interned: dict[Any, int]) -> None:
-        self.graph = graph
-        nodes = graph.nodes
-        self.layers: list[LayerNode] = list(graph.layers())
-        self.order: dict[Key, int] = {k: i for i, k in enumerate(nodes)}
-        self.children: dict[Key, list[LayerNode]] = {}
-        self.ops: dict[Key, list[OpNode]] = {}
-        self.params: dict[Key, list[ParamNode]] = {}
-        self.tensors: dict[Key, list[TensorNode]] = {}
-        for layer in [graph.context, *self.layers]:
-            kids: list[LayerNode] = []
-            ops: list[OpNode] = []
-            params: list[ParamNode] = []
-            tensors: list[TensorNode] = []
-            for k in layer.subnets:
-                n = nodes[k]
-                if isinstance(n, LayerNode):
-                    kids.append(n)
-                elif isinstance(n, OpNode):
-                    ops.append(n)
-                elif isinstance(n, ParamNode):
-                    params.append(n)
-                elif isinstance(n, TensorNode):
-                    tensors.append(n)
-            self.children[layer.key] = kids
-            self.ops[layer.key] = ops
-            self.params[layer.key] = params
-            self.tensors[layer.key] = tensors
-        self.calls: dict[str, int] = {}
-        for layer in self.layers:
-            self.calls[layer.path] = self.calls.get(layer.path, 0) + 1
-        # subtree signatures, interned into small ints shared by both sides (children first)
-        self.sig: dict[Key, int] = {}
-        for layer in reversed(self.layers):
-            k = layer.key
-            item = (layer.type_name,
-                    tuple((p.name, tuple(p.shape or ()), p.dtype) for p in self.params[k]),
-                    tuple(self.sig.get(c.key, -1) for c in self.children[k]),
-                    tuple(o.op for o in self.ops[k]))
-            got = interned.get(item)
-            if got is None:
-                got = interned[item] = len(interned)
-            self.sig[k] = got
-        self.norm: dict[Key, str] = {layer.key: layer.path for layer in self.layers}
-        self.types: dict[Key, str] = {layer.key: layer.type_name for layer in self.layers}
-        self.prefix = ""
-
-    def strip(self, prefix: str) -> None:
-        """Normalise every path by removing ``prefix`` (``"x.y."``)."""
-        self.prefix = prefix
-        whole = prefix[:-1]
-        for layer in self.layers:
-            p = layer.path
-            if p.startswith(prefix):
-                self.norm[layer.key] = p[len(prefix):]
-            elif p == whole:
-                self.norm[layer.key] = ""
-            elif not p or prefix.startswith(p + "."):  # a module around the prefix: a wrapper
-                self.norm[layer.key] = "^" + p
-
-    def local(self, layer: LayerNode, parent: Optional[LayerNode]) -> str:
-        """``layer``'s name inside ``parent`` (normalised), with ``#k`` for a later call."""
-        p = self.norm.get(parent.key, "") if parent is not None and parent.key is not None else ""
-        path = self.norm[layer.key]
-        name = path[len(p) + 1:] if p and path.startswith(p + ".") else path
-        return name if layer.call_index == 1 else f"{name}#{layer.call_index}"
-
-    def parent_layer(self, node: BaseNode) -> Optional[LayerNode]:
-        got = self.graph.nodes.get(node.parent)
-        return got if isinstance(got, LayerNode) and got.key is not None else None
-
-
-class Matching:
-    """The result of :func:`match`.
-
-    Attributes:
-        a, b: the two indexed sides.
-        pairs: ``a`` key -> ``b`` key; ``back`` the reverse.
-        via: ``a`` key -> how it was paired (``"key"``, ``"aligned"``, ``"signature"``,
-            ``"bottom-up"``, ``"user"``, ``"wrapped"``, ``"scope"``, ``"producer"``).
-        wrapped: ``a`` key -> (the side holding the wrapper, the wrapper's key).
-        ambiguous: keys (``("a", key)`` / ``("b", key)``) of unpaired calls that an identical
-            sibling could stand for.
-        notes: what the matcher did that a reader should know, in words.
-    """
-
-    def __init__(self, a: Side, b: Side) -> None:
-        self.a, self.b = a, b
-        self.pairs: dict[Key, Key] = {}
-        self.back: dict[Key, Key] = {}
-        self.via: dict[Key, str] = {}
-        self.wrapped: dict[Key, tuple[str, Key]] = {}
-        self.ambiguous: list[tuple[str, Key]] = []
-        self.notes: list[str] = []
-
-    def pair(self, ka: Key, kb: Key, via: str) -> None:
-        self.pairs[ka] = kb
-        self.back[kb] = ka
-        self.via[ka] = via
 
 
 def _prefix_candidates(side: Side) -> list[str]:
@@ -180,132 +77,57 @@ def _choose_prefix(a: Side, b: Side) -> None:
     if best[2]:
         b.strip(best[2])
 
-
-def _inner(side: Side, layer: LayerNode, type_name: str) -> Optional[LayerNode]:
-    """The module that ``layer`` wraps, if it wraps one of type ``type_name``."""
-    if layer.type_name == type_name:
-        return None
-    kids = side.children.get(layer.key, [])
-    for kid in kids:
-        name = side.local(kid, layer)
-        if kid.type_name == type_name and (name in WRAPPED_NAMES or len(kids) == 1):
-            return kid
-    return None
-
-
-def _score(m: Matching, la: LayerNode, pa: Optional[LayerNode], lb: LayerNode,
-           pb: Optional[LayerNode]) -> tuple[float, Optional[tuple[str, LayerNode]]]:
-    """How well ``la`` fits ``lb`` (0: not at all), and the wrapped module if a wrapper fits."""
-    a, b = m.a, m.b
-    name_a, name_b = a.local(la, pa), b.local(lb, pb)
-    same_name = name_a == name_b
-    if a.sig[la.key] == b.sig[lb.key]:
-        return _SIG + (_NAME if same_name else 0.0), None
-    if same_name:
-        wrapped = _inner(b, lb, la.type_name)
-        if wrapped is not None:
-            return _SIG if a.sig[la.key] == b.sig[wrapped.key] else _TYPE_NAME, ("b", wrapped)
-        wrapped = _inner(a, la, lb.type_name)
-        if wrapped is not None:
-            return _SIG if a.sig[wrapped.key] == b.sig[lb.key] else _TYPE_NAME, ("a", wrapped)
-        return (_TYPE_NAME if la.type_name == lb.type_name else _NAME_ONLY), None
-    if la.type_name == lb.type_name:
-        return _TYPE, None
-    return 0.0, None
-
-
-def _align(m: Matching, pa: LayerNode, pb: LayerNode) -> list[tuple[LayerNode, LayerNode, str]]:
-    """Align the unpaired child calls of ``pa`` and ``pb`` in call order; the new pairs."""
-    xs = [c for c in m.a.children.get(pa.key, []) if c.key not in m.pairs]
-    ys = [c for c in m.b.children.get(pb.key, []) if c.key not in m.back]
-    if not xs or not ys:
-        return []
-    pa_ = pa if pa.key is not None else None
-    pb_ = pb if pb.key is not None else None
-    # equal children at both ends pair at once (an edit is usually local): the alignment
-    # below is quadratic in what is left between them
-    out: list[tuple[LayerNode, LayerNode, str]] = []
-    def same(x: LayerNode, y: LayerNode, renumbered: bool = False) -> bool:
-        if m.a.sig[x.key] != m.b.sig[y.key]:
-            return False
-        u, v = m.a.local(x, pa_), m.b.local(y, pb_)
-        return u == v or (renumbered and _NUMBER.sub("#", u) == _NUMBER.sub("#", v))
-    head = 0
-    while head < min(len(xs), len(ys)) and same(xs[head], ys[head]):
-        out.append((xs[head], ys[head], "aligned"))
-        head += 1
-    tail: list[tuple[LayerNode, LayerNode, str]] = []
-    while len(xs) - len(tail) > head and len(ys) - len(tail) > head \
-            and same(xs[len(xs) - 1 - len(tail)], ys[len(ys) - 1 - len(tail)], True):
-        tail.append((xs[len(xs) - 1 - len(tail)], ys[len(ys) - 1 - len(tail)], "aligned"))
-    xs, ys = xs[head:len(xs) - len(tail)], ys[head:len(ys) - len(tail)]
-    tail.reverse()
-    if not xs or not ys:
-        return out + tail
-    nx, ny = len(xs), len(ys)
-    scores = [[_score(m, x, pa_, y, pb_) for y in ys] for x in xs]
-    best = [[0.0] * (ny + 1) for _ in range(nx + 1)]
-    for i in range(nx - 1, -1, -1):
-        row, below = best[i], best[i + 1]
-        srow = scores[i]
-        for j in range(ny - 1, -1, -1):
-            s = srow[j][0]
-            v = below[j + 1] + s if s > 0 else -1.0
-            row[j] = max(v, below[j], row[j + 1])
-    i = j = 0
-    while i < nx and j < ny:
-        s, wrap = scores[i][j]
-        if s > 0 and best[i][j] == best[i + 1][j + 1] + s:
-            x, y = xs[i], ys[j]
-            if wrap is None:
-                out.append((x, y, "aligned"))
-            elif wrap[0] == "b":
-                m.wrapped[x.key] = ("b", y.key)
-                out.append((x, wrap[1], "wrapped"))
-            else:
-                m.wrapped[wrap[1].key] = ("a", x.key)
-                out.append((wrap[1], y, "wrapped"))
-            i += 1
-            j += 1
-        elif best[i][j] == best[i + 1][j]:
-            i += 1
-        else:
-            j += 1
-    return out + tail
-
-
-def _flag_ambiguous(m: Matching, pa: LayerNode, pb: LayerNode) -> None:
-    """Unpaired children with the signature of a paired sibling: which one moved cannot be told."""
-    for tag, side, kids, paired in (("a", m.a, m.a.children.get(pa.key, []), m.pairs),
-                                    ("b", m.b, m.b.children.get(pb.key, []), m.back)):
-        sigs = {side.sig[c.key] for c in kids if c.key in paired}
-        for c in kids:
-            if c.key not in paired and side.sig[c.key] in sigs:
-                m.ambiguous.append((tag, c.key))
-
-
 def _descend(m: Matching, todo: list[tuple[LayerNode, LayerNode]]) -> None:
     """Align the children of every pair in ``todo``, and of the pairs that gives, depth first."""
     while todo:
         pa, pb = todo.pop()
-        new = _align(m, pa, pb)
+        new = align(m, pa, pb)
         for x, y, via in new:
             m.pair(x.key, y.key, via)
-        _flag_ambiguous(m, pa, pb)
+        flag_ambiguous(m, pa, pb)
         todo.extend((x, y) for x, y, _ in reversed(new))
 
 
-def _user_pairs(m: Matching, mapping: Mapping[str, str]) -> None:
-    by_a = {(layer.path if layer.call_index == 1 else f"{layer.path}#{layer.call_index}"): layer
-            for layer in m.a.layers}
-    by_b = {(layer.path if layer.call_index == 1 else f"{layer.path}#{layer.call_index}"): layer
-            for layer in m.b.layers}
+def _user_pairs(a: Side, b: Side, mapping: Mapping[str, str]) -> list[tuple[LayerNode, LayerNode]]:
+    """The module calls that ``mapping`` pairs, checked: every path exists, no module twice."""
+    def by_path(side: Side) -> dict[str, LayerNode]:
+        return {(layer.path if layer.call_index == 1 else f"{layer.path}#{layer.call_index}"): layer
+                for layer in side.layers}
+    by_a, by_b = by_path(a), by_path(b)
+    out = []
+    seen: dict[str, str] = {}
     for old, new in mapping.items():
         if old not in by_a:
             raise ValueError(f"mapping: {old!r} is not a module path of the first model")
         if new not in by_b:
             raise ValueError(f"mapping: {new!r} is not a module path of the second model")
-        m.pair(by_a[old].key, by_b[new].key, "user")
+        if new in seen:
+            raise ValueError(f"mapping: {seen[new]!r} and {old!r} are both mapped onto {new!r}; "
+                             "a module pairs with one module at most")
+        seen[new] = old
+        out.append((by_a[old], by_b[new]))
+    return out
+
+
+def _top(side: Side) -> Optional[LayerNode]:
+    """The recorded root call (the model itself)."""
+    return next((layer for layer in side.layers if layer.depth == 0), None)
+
+
+def _wrapped_root(m: Matching, ra: LayerNode, rb: LayerNode) -> None:
+    """When one root module is held inside the other model's recorded root (peft's ``PeftModel``
+    holds the model as ``base_model.model``), the two are paired as *wrapped* by that root, and
+    the modules between them are the wrapper's parts (:attr:`Matching.chain`)."""
+    for tag, side, inner, other in (("b", m.b, rb, ra), ("a", m.a, ra, rb)):
+        top = _top(side)
+        if top is None or top.key == inner.key or _top(m.a if tag == "b" else m.b) is not other:
+            continue
+        m.wrapped[ra.key] = (tag, top.key)
+        node = side.graph.nodes.get(inner.parent)
+        while isinstance(node, LayerNode) and node.key is not None and node.key != top.key:
+            m.chain.append((tag, node.key))
+            node = side.graph.nodes.get(node.parent)
+        return
 
 
 def _root(side: Side) -> Optional[LayerNode]:
@@ -384,7 +206,10 @@ def _pair_scope(m: Matching, ka: Key, kb: Key) -> None:
             elif tag == "replace":
                 xs, ys = ops_a[i1:i2], ops_b[j1:j2]
                 inner = difflib.SequenceMatcher(None, [o.op for o in xs], [o.op for o in ys], autojunk=False)
-                for blk in inner.get_matching_blocks():
+                blocks = [blk for blk in inner.get_matching_blocks() if blk.size]
+                if not blocks and len(xs) == len(ys):  # one op for another (linear -> linear_dynamic)
+                    blocks = [difflib.Match(0, 0, len(xs))]
+                for blk in blocks:
                     for x, y in zip(xs[blk.a:blk.a + blk.size], ys[blk.b:blk.b + blk.size], strict=True):
                         m.pair(x.key, y.key, "scope")
     params_b = {p.name: p for p in b.params.get(kb, []) if p.key not in m.back}
@@ -392,6 +217,78 @@ def _pair_scope(m: Matching, ka: Key, kb: Key) -> None:
         q = params_b.get(p.name)
         if q is not None and p.key not in m.pairs:
             m.pair(p.key, q.key, "scope")
+    if ka is not None and kb is not None:
+        _pair_parametrized(m, ka, kb)
+
+
+def _pair_parametrized(m: Matching, ka: Key, kb: Key) -> None:
+    """A parameter that ``torch.nn.utils.parametrize`` moved on one side (``weight`` kept as
+    ``parametrizations.weight.original`` of the same module) pairs with the other side's."""
+    la, lb = m.a.graph.nodes[ka], m.b.graph.nodes[kb]
+    if not isinstance(la, LayerNode) or not isinstance(lb, LayerNode):
+        return
+    for here, there, layer, other, forward in ((m.a, m.b, la, lb, True), (m.b, m.a, lb, la, False)):
+        paired, other_paired = (m.pairs, m.back) if forward else (m.back, m.pairs)
+        if not there.parametrized or not other.path:
+            continue
+        for p in here.params.get(layer.key, []):
+            q = there.parametrized.get(f"{other.path}.parametrizations.{p.name}.original")
+            if q is not None and p.key not in paired and q.key not in other_paired:
+                if forward:
+                    m.pair(p.key, q.key, "scope")
+                else:
+                    m.pair(q.key, p.key, "scope")
+
+
+def _pair_wrapped_outputs(m: Matching, prod_a: dict[Key, Key], prod_b: dict[Key, Key]) -> None:
+    """A tensor made inside a wrapped module is, on the other side, the wrapper's output: pair it
+    with the tensor that the paired consumer reads in its place (same position among its inputs)."""
+    inner: dict[tuple[str, Key], None] = {}
+    for ka, (tag, _) in m.wrapped.items():
+        inner[("a", ka) if tag == "b" else ("b", m.pairs[ka])] = None
+    if not inner:
+        return
+
+    def inputs_of(side: Side) -> dict[Key, list[Key]]:
+        got: dict[Key, list[Key]] = {}
+        nodes = side.graph.nodes
+        for u, v in side.graph.edges:
+            if type(nodes[u]) is TensorNode:
+                got.setdefault(v, []).append(u)
+        return got
+
+    def made_inside(side: Side, tag: str, producer: Key) -> bool:
+        node = side.graph.nodes.get(producer)
+        while node is not None and node.parent is not None:
+            if (tag, node.parent) in inner:
+                return True
+            node = side.graph.nodes.get(node.parent)
+        return False
+
+    ins = {"a": inputs_of(m.a), "b": inputs_of(m.b)}
+    for tag, side, prod, here, there, other in (("a", m.a, prod_a, m.pairs, m.back, "b"),
+                                                ("b", m.b, prod_b, m.back, m.pairs, "a")):
+        readers: dict[Key, list[Key]] = {}
+        for v, us in ins[tag].items():
+            for u in us:
+                readers.setdefault(u, []).append(v)
+        for t, producer in prod.items():
+            if t in here or not made_inside(side, tag, producer):
+                continue
+            for c in readers.get(t, ()):
+                c2 = here.get(c)
+                if c2 is None:
+                    continue
+                i = ins[tag][c].index(t)
+                got = ins[other].get(c2, [])
+                far_side, far_prod = (m.b, prod_b) if other == "b" else (m.a, prod_a)
+                if i < len(got) and got[i] not in there \
+                        and not made_inside(far_side, other, far_prod.get(got[i])):
+                    if tag == "a":
+                        m.pair(t, got[i], "wrapper")
+                    else:
+                        m.pair(got[i], t, "wrapper")
+                    break
 
 
 def _pair_tensors(m: Matching) -> None:
@@ -406,7 +303,8 @@ def _pair_tensors(m: Matching) -> None:
                 outs.setdefault(u, []).append(v)
         return outs, producer
     outs_a, prod_a = outputs(m.a)
-    outs_b, _ = outputs(m.b)
+    outs_b, prod_b = outputs(m.b)
+    _pair_wrapped_outputs(m, prod_a, prod_b)
     inputs_b = {n.name: k for k, n in m.b.graph.nodes.items()
                 if type(n) is TensorNode and n.role == "input"}
     for k, n in m.a.graph.nodes.items():
@@ -420,12 +318,23 @@ def _pair_tensors(m: Matching) -> None:
             got = outs_b.get(m.pairs[prod_a[k]], [])
             kb = got[i] if i < len(got) else None
         if kb is not None and kb not in m.back:
-            m.pair(k, kb, "producer")
+            m.pair(k, kb, "producer" if n.role != "input" else "key")
+    # inputs whose names differ (peft's forward(*args, **kwargs) names input_ids args[0]) pair
+    # by position among the inputs left
+    free_a = [k for k, n in m.a.graph.nodes.items()
+              if type(n) is TensorNode and n.role == "input" and k not in prod_a and k not in m.pairs]
+    free_b = [k for k, n in m.b.graph.nodes.items()
+              if type(n) is TensorNode and n.role == "input" and k not in m.back]
+    for ka, kb in zip(free_a, free_b, strict=False):
+        m.pair(ka, kb, "position")
 
 
 def match(a: Graph, b: Graph, *, mapping: Optional[Mapping[str, str]] = None,
           rename: Optional[Mapping[str, str]] = None, strip_prefix: Any = "auto") -> Matching:
     """Pair the nodes of ``a`` and ``b`` (see the module's docstring for the passes).
+
+    The passes run on the two graphs in an order fixed by their contents (:func:`content_key`),
+    not by which is ``a``: so ``match(b, a)`` is the mirror of ``match(a, b)`` by construction.
 
     Args:
         a, b: the graphs.
@@ -437,10 +346,32 @@ def match(a: Graph, b: Graph, *, mapping: Optional[Mapping[str, str]] = None,
             string is stripped from the side whose paths start with it.
 
     Raises:
-        ValueError: a ``mapping`` path names no module, a ``rename`` pattern does not compile.
+        ValueError: a ``mapping`` path names no module, a ``mapping`` pairs two modules with
+            one, a ``rename`` pattern does not compile.
     """
+    rules = []
+    for pattern, repl in (rename or {}).items():
+        try:
+            rules.append((re.compile(pattern), repl))
+        except re.error as exc:
+            raise ValueError(f"rename: {pattern!r} is not a regular expression: {exc}") from None
     interned: dict[Any, int] = {}
-    m = Matching(Side(a, interned), Side(b, interned))
+    side_a, side_b = Side(a, interned), Side(b, interned)
+    for rx, repl in rules:
+        for k, path in side_a.norm.items():
+            side_a.norm[k] = rx.sub(repl, path)
+    user = _user_pairs(side_a, side_b, mapping or {})
+    if content_key(a) <= content_key(b):
+        m = _match(Matching(side_a, side_b), user, strip_prefix)
+    else:
+        m = _match(Matching(side_b, side_a), [(y, x) for x, y in user], strip_prefix).swapped()
+    for side, tag in ((m.a, "first"), (m.b, "second")):
+        if side.prefix:
+            m.notes.insert(0, f"the prefix {side.prefix!r} of the {tag} model's module paths was stripped")
+    return m
+
+
+def _match(m: Matching, user: list[tuple[LayerNode, LayerNode]], strip_prefix: Any) -> Matching:
     if strip_prefix == "auto":
         _choose_prefix(m.a, m.b)
     elif strip_prefix:
@@ -448,22 +379,13 @@ def match(a: Graph, b: Graph, *, mapping: Optional[Mapping[str, str]] = None,
         for side in (m.a, m.b):
             if any(layer.path.startswith(pre) for layer in side.layers):
                 side.strip(pre)
-    for side, tag in ((m.a, "first"), (m.b, "second")):
-        if side.prefix:
-            m.notes.append(f"the prefix {side.prefix!r} of the {tag} model's module paths was stripped")
-    for pattern, repl in (rename or {}).items():
-        try:
-            rx = re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"rename: {pattern!r} is not a regular expression: {exc}") from None
-        for k, path in m.a.norm.items():
-            m.a.norm[k] = rx.sub(repl, path)
-    if mapping:
-        _user_pairs(m, mapping)
+    for x, y in user:
+        m.pair(x.key, y.key, "user")
     ra, rb = _root(m.a), _root(m.b)
     todo: list[tuple[LayerNode, LayerNode]] = []
     if ra is not None and rb is not None and ra.key not in m.pairs and rb.key not in m.back:
         m.pair(ra.key, rb.key, "key")
+        _wrapped_root(m, ra, rb)
     for ka, kb in list(m.pairs.items()):
         todo.append((m.a.graph.nodes[ka], m.b.graph.nodes[kb]))  # type: ignore[arg-type]
     _descend(m, list(reversed(todo)))
@@ -478,6 +400,9 @@ def match(a: Graph, b: Graph, *, mapping: Optional[Mapping[str, str]] = None,
         m.via.clear()
         m.wrapped.clear()
         m.notes.append("the two models share no module: everything is added or removed")
+        ta, tb = _top(m.a), _top(m.b)
+        if ta is not None and tb is not None:  # the two recorded roots are always paired
+            m.pair(ta.key, tb.key, "key")
         return m
     _pair_scope(m, None, None)
     for ka, kb in list(m.pairs.items()):

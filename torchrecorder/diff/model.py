@@ -6,10 +6,12 @@ import json
 import re
 from typing import Any, Optional
 
+from .._text import utf8_safe
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from .match import Matching
 from .status import MARKS, STATUSES
+from .text import type_text
 
 __all__ = ["DIFF_FORMAT", "DIFF_VERSION", "MARKS", "STATUSES", "Diff", "Entry"]
 
@@ -81,6 +83,10 @@ def _layer_changes(m: Matching, x: LayerNode, y: LayerNode) -> dict[str, tuple[s
     out: dict[str, tuple[str, str]] = {}
     if x.type_name != y.type_name:
         out["type"] = (x.type_name, y.type_name)
+    elif x.fn is not None and y.fn is not None and type(x.fn) is not type(y.fn):
+        # two classes of one name (torch.nn.Linear, its dynamically quantised Linear): their modules
+        ka, kb = type(x.fn), type(y.fn)
+        out["type"] = (f"{ka.__module__}.{ka.__qualname__}", f"{kb.__module__}.{kb.__qualname__}")
     for field in ("input_shapes", "output_shapes"):
         su, sv = getattr(x, field), getattr(y, field)
         if su != sv and [tuple(s) for s in su] != [tuple(s) for s in sv]:
@@ -191,6 +197,9 @@ class Diff:
             self.entries.append(e)
             for k in slots.get(kb, ()):
                 add_a_only(k)
+        if len(self.index_a) != len(a_nodes) - (None in a_nodes) or \
+                len(self.index_b) != len(b_nodes) - (None in b_nodes):
+            raise RuntimeError("diff: a node of a model has no entry (a bug in the matcher)")
 
     def _classify(self) -> None:
         for i, e in enumerate(self.entries):
@@ -200,6 +209,9 @@ class Diff:
         wrappers: dict[tuple[str, Key], Key] = {}
         for inner, (side, wrapper) in m.wrapped.items():
             wrappers[(side, wrapper)] = inner
+        root_inner = next((k for k, (_, w) in m.wrapped.items()
+                           if (self.b if m.wrapped[k][0] == "b" else self.a).nodes[w].depth == 0), None)
+        chain = {item: root_inner for item in m.chain}
         for e in self.entries:
             if e.a is not None and e.b is not None:
                 x, y = self.a.nodes[e.a], self.b.nodes[e.b]
@@ -210,8 +222,7 @@ class Diff:
                     if wrap is not None:
                         e.status = "wrapped"
                         w = (self.b if wrap[0] == "b" else self.a).nodes[wrap[1]]
-                        e.note = ("wrapped by " if wrap[0] == "b" else "unwrapped from ") + \
-                            _type_text(w)
+                        e.note = ("wrapped by " if wrap[0] == "b" else "unwrapped from ") + type_text(w, m)
                     elif e.changes:
                         e.status = "changed"
                     elif na != nb and self._moved(x, y):
@@ -231,6 +242,8 @@ class Diff:
                     e.ambiguous = True
                     e.note = "ambiguous: an identical sibling could stand for it"
                 inner = wrappers.get((side, key))
+                if inner is None and (side, key) in chain:
+                    inner = chain[(side, key)]
                 if inner is not None:
                     e.note = f"wrapper of {m.pairs.get(inner) if side == 'b' else inner}"
 
@@ -348,15 +361,12 @@ class Diff:
         {attr: [old, new]}, "note"?, "ambiguous"?, "rollup"?}], "edges": [{"a": [u, v]|null,
         "b": [u, v]|null, "status"}]}``.
         """
-        text = json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        # a lone surrogate (from a name) becomes a \uXXXX escape: it reads back as the same text
+        text = utf8_safe(json.dumps(self.to_dict(), indent=indent, ensure_ascii=False))
         if path is not None:
             from .._files import write_atomically
             write_atomically(str(path), text.encode("utf-8"))
         return text
-
-
-def _type_text(node: BaseNode) -> str:
-    return node.type_name if isinstance(node, LayerNode) else type(node).__name__
 
 
 def _renumbered(x: str, y: str) -> str:

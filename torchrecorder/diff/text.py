@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
+from .._text import utf8_safe, visible
 from ..nodes import LayerNode
 from .status import MARKS
 
@@ -22,9 +23,18 @@ def title_of(d: Diff, e: Entry) -> str:
     """The dotted name a reader knows the entry by (the second graph's, else the first's)."""
     side, key = ("b", e.b) if e.b is not None else ("a", e.a)
     node = (d.b if side == "b" else d.a).nodes[key]
+    prefix = (d.matching.b if side == "b" else d.matching.a).prefix
     if isinstance(node, LayerNode):
-        return node.call_title(dotted=True) or (d.b if side == "b" else d.a).name
-    return str(key)
+        title = node.call_title(dotted=True)
+        if not title:
+            return (d.b if side == "b" else d.a).name
+    else:
+        title = str(key)
+    # the prefix the matcher stripped (peft's base_model.model.) is left out, as the note says;
+    # the module it names stands for the model itself
+    if prefix and title + "." == prefix:
+        return (d.a if side == "a" else d.b).name
+    return title[len(prefix):] if prefix and title.startswith(prefix) and len(title) > len(prefix) else title
 
 
 def _called_at(d: Diff, e: Entry) -> str:
@@ -44,7 +54,7 @@ def describe(d: Diff, e: Entry, wrapper_params: int = 0) -> str:
         parts.append(e.note)
     elif e.note.startswith("wrapper of"):
         node = d.b.nodes[e.b] if e.b is not None else d.a.nodes[e.a]
-        type_name = node.type_name if isinstance(node, LayerNode) else ""
+        type_name = type_text(node, d.matching)
         verb = "wrapped by" if e.b is not None else "unwrapped from"
         parts.append(f"{verb} {type_name}")
         if wrapper_params:
@@ -65,6 +75,20 @@ def describe(d: Diff, e: Entry, wrapper_params: int = 0) -> str:
     elif e.status != "renamed" and "path" in e.changes:
         parts.append(f"was {e.changes['path'][0]}")
     return ", ".join(parts)
+
+
+def type_text(node: Any, m: Any) -> str:
+    """The class name of a module, with the package it comes from when a module it wraps has
+    a class of the same name (peft's ``Linear`` around ``torch.nn.Linear``: ``peft Linear``)."""
+    if not isinstance(node, LayerNode):
+        return type(node).__name__
+    name = node.type_name
+    side = m.b if node.key in m.b.graph.nodes and m.b.graph.nodes[node.key] is node else m.a
+    if not any(kid.type_name == name for kid in side.children.get(node.key, [])):
+        return name
+    cls = type(node.fn) if node.fn is not None else None
+    package = cls.__module__.split(".")[0] if cls is not None else ""
+    return f"{package} {name}" if package and package != "torch" else f"{name} (another class)"
 
 
 def rollup_text(rollup: dict[str, int]) -> str:
@@ -95,6 +119,7 @@ def _lines(d: Diff) -> list[dict[str, Any]]:
             todo.extend(children.get(j, []))
         return n
 
+    chain = set(d.matching.chain)
     todo: list[tuple[int, int, Optional[int]]] = [(i, 0, None) for i in reversed(children.get(None, []))]
     while todo:
         i, depth, parent_line = todo.pop()
@@ -103,14 +128,18 @@ def _lines(d: Diff) -> list[dict[str, Any]]:
             continue
         if e.kind in ("op", "param") and e.status == "same":
             continue
-        if e.status == "wrapped" and not e.changes:
-            continue  # its wrapper's line says it
+        if (e.status == "wrapped" and not e.changes) or (("a", e.a) in chain or ("b", e.b) in chain):
+            # its wrapper's line says it (a module between a wrapping root and the model it holds
+            # is a part of that wrapper): what changed inside is listed at the same depth
+            todo.extend((j, depth, parent_line) for j in reversed(children.get(i, [])))
+            continue
         mark = MARKS[e.status]
         descend = e.kind == "layer"
         if e.note.startswith("wrapper of"):
             mark = MARKS["wrapped"]
             text = describe(d, e, count_params(i, e.status))
-            descend = False
+            # a wrapper's own parts are said by its line; a root wrapping the whole model holds more
+            descend = e.rollup.get("wrapped", 0) > 1 or any(s not in ("added", "wrapped") for s in e.rollup)
         elif e.status in ("added", "removed"):
             text = describe(d, e)
             if e.kind == "layer" and e.rollup:
@@ -219,4 +248,6 @@ def summary_text(d: Diff) -> str:
         single = line["count"] == 1 and line["status"] != "same"
         where = _called_at(d, d.entries[line["entry"]]) if single else ""
         body.append(f"{'  ' * line['depth']}{line['mark']} {count}{name}{text}{where}")
-    return "\n".join(head + (["", *body] if body and d else []))
+    # names may hold control characters and lone surrogates: each line shows them as escapes
+    # (as the layer table does), so no name can write a line of its own or move the cursor
+    return "\n".join(utf8_safe(visible(line)) for line in head + (["", *body] if body and d else []))

@@ -575,6 +575,8 @@ def title_attrs(attrs: dict[str, str]) -> Optional[dict[str, str]]:
         return None
     title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
     title.update(shape="plain", label=label)
+    if "invis" in attrs.get("style", "").split(","):  # an invisible cluster: its title too
+        title["style"] = "invis"
     # an empty label of its own: a cluster without one would show the graph's (a legend)
     attrs["label"] = ""
     return title

@@ -10,8 +10,39 @@ from ..graph import Graph, predecessors
 from ..nodes import LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import LoopNode
 
-__all__ = ["count_str", "dtype_suffix", "edge_label", "listed_params", "OpInputShapes", "param_lines",
-           "params_text", "run_title", "shapes_text", "stacked_label", "tooltip_text"]
+__all__ = ["call_name", "count_str", "dtype_suffix", "edge_label", "listed_params", "OpInputShapes",
+           "param_lines", "params_text", "run_title", "shapes_text", "stacked_label", "tooltip_text"]
+
+
+def call_name(graph: Graph, node: LayerNode, memo: dict[Any, Any]) -> str:
+    """The name a picture gives a module call: :meth:`~torchrecorder.nodes.LayerNode.call_title`,
+    or, when a sibling call has the same name but another path, its path below its parent's
+    (peft's ``lora_A.default`` and ``lora_B.default``, each held in a ``ModuleDict`` that never
+    runs, are both called ``default``).  ``memo`` keeps the siblings' names per parent.
+
+    >>> g = Graph("net")
+    >>> g.nodes["q"] = LayerNode("q", key="q", path="q", depth=0)
+    >>> for path in ("q.lora_A.default", "q.lora_B.default", "q.base"):
+    ...     g.nodes[path] = LayerNode(path.rpartition(".")[2], key=path, path=path, parent="q", depth=1)
+    ...     g.nodes["q"].subnets.add(path)
+    >>> [call_name(g, g.nodes[k], {}) for k in ("q.lora_A.default", "q.base")]
+    ['lora_A.default', 'base']
+    """
+    parent = graph.nodes.get(node.parent)
+    if not isinstance(parent, LayerNode):
+        return node.call_title()
+    names = memo.get(parent.key)
+    if names is None:
+        names = memo[parent.key] = {}
+        for k in parent.subnets:
+            kid = graph.nodes.get(k)
+            if isinstance(kid, LayerNode):
+                names.setdefault(kid.name, set()).add(kid.path)
+    if len(names.get(node.name, ())) < 2:
+        return node.call_title()
+    above = parent.path
+    rel = node.path[len(above) + 1:] if above and node.path.startswith(above + ".") else node.path
+    return rel if node.call_index == 1 else f"{rel} #{node.call_index}"
 
 
 def count_str(n: int) -> str:

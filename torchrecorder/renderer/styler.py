@@ -23,6 +23,7 @@ from .base import BaseRenderer
 from .breakmarks import BreakMarks
 from .labels import (
     OpInputShapes,
+    call_name,
     dtype_suffix,
     edge_label,
     listed_params,
@@ -248,6 +249,8 @@ class GraphvizStyler:
         self.breaks = BreakMarks(breaks)
         # label and tooltip text of tensors and ops, by what they show (many nodes share one)
         self._text_memo: dict[Any, Any] = {}
+        self._sibling_names: dict[Any, Any] = {}  # for call_name, of the recording _sibling_of
+        self._sibling_of: Optional[Graph] = None
         # op key -> the shapes of the tensors and ops that fed it (made when first needed)
         self._op_inputs: Optional[OpInputShapes] = None
         if preset not in PRESETS:
@@ -488,7 +491,12 @@ class GraphvizStyler:
         name and shape; an op the name of the function that ran.
         """
         if isinstance(node, LayerNode):
-            return self._layer_label(node, node.call_title())
+            graph = self.rec
+            if not isinstance(graph, Graph):
+                return self._layer_label(node, node.call_title())
+            if self._sibling_of is not graph:  # a memo per recording drawn
+                self._sibling_of, self._sibling_names = graph, {}
+            return self._layer_label(node, call_name(graph, node, self._sibling_names))
         if isinstance(node, ParamNode):
             return stacked_label(self._row_gap("param"), [self._text(node.name),
                              self._small.format(self._text(shape_str(node.shape)

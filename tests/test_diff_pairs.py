@@ -1,0 +1,182 @@
+"""torchrecorder.diff on the pairs people compare: a model and its peft LoRA variant (Llama,
+GPT-2, BERT from tiny configs), one block more, torch.compile's wrapper, dynamic quantisation."""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+import warnings
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.renderer.labels import count_str
+
+peft = pytest.importorskip("peft")
+transformers = pytest.importorskip("transformers")
+
+
+def _llama(layers: int = 2) -> nn.Module:
+    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32,
+                                   num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
+                                   max_position_embeddings=32)
+    return transformers.LlamaForCausalLM(cfg)
+
+
+def _gpt2(layers: int = 2) -> nn.Module:
+    cfg = transformers.GPT2Config(vocab_size=64, n_embd=16, n_layer=layers, n_head=2, n_positions=32)
+    return transformers.GPT2LMHeadModel(cfg)
+
+
+def _bert(layers: int = 2) -> nn.Module:
+    cfg = transformers.BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=layers,
+                                  num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)
+    return transformers.BertModel(cfg)
+
+
+def _record(model: nn.Module, name: str, inputs: Any) -> torchrecorder.Recorder:
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torchrecorder.record(model.eval(), name, input_data=inputs)
+
+
+_IDS = torch.randint(0, 64, (1, 6), generator=torch.Generator().manual_seed(0))
+_CASES = {"llama": (_llama, ("q_proj", "v_proj")), "gpt2": (_gpt2, ("c_attn",)),
+          "bert": (_bert, ("query", "value"))}
+
+
+@pytest.mark.parametrize("arch", sorted(_CASES))
+def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
+    build, targets = _CASES[arch]
+    torch.manual_seed(0)
+    base = build()
+    a = _record(base, arch, _IDS)
+    lora = peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(r=2, target_modules=list(targets)))
+    b = _record(lora, arch, _IDS)
+    d = torchrecorder.diff(a, b)
+    root_a = next(k for k, n in a.nodes.items() if k is not None and getattr(n, "depth", 1) == 0)
+    wrapped = sorted(e.a for e in d.entries if e.kind == "layer" and e.status == "wrapped" and e.a != root_a)
+    expected = sorted(n.path for n in a.layers() if n.path.rpartition(".")[2] in targets)
+    assert wrapped == expected and len(expected) == 2 * len(targets)
+    assert [e for e in d.entries if e.status == "removed"] == []  # nothing removed: no weight, op, input
+    # the roots are paired: a's model is held by PeftModel
+    root = d.entry_of("a", root_a)
+    assert root is not None and root.status == "wrapped" and root.note == "wrapped by PeftModel"
+    # the input is paired though peft's forward(*args, **kwargs) renames it
+    ins = [e for e in d.entries if e.kind == "tensor" and e.a is not None and a.nodes[e.a].role == "input"]
+    assert ins and all(e.b is not None for e in ins)
+    # the LoRA parts are the wrapper's: one line per pattern, under the stripped prefix
+    text = d.summary()
+    assert "base_model.model." not in text.split("\n\n", 1)[1]
+    assert "wrapped by peft Linear, +2 parameters" in text
+    assert "lora_A" not in text and "removed" not in text.split("\n\n", 1)[1]
+    back = torchrecorder.diff(b, a)
+    assert sorted(map(repr, d.mirrored())) == sorted(repr((e.a, e.b, e.kind, e.status)) for e in back.entries)
+
+
+def test_one_block_more() -> None:
+    torch.manual_seed(0)
+    short = _gpt2(2)
+    longer = _gpt2(3)
+    longer.load_state_dict(short.state_dict(), strict=False)
+    d = torchrecorder.diff(_record(short, "gpt2", _IDS), _record(longer, "gpt2", _IDS))
+    added = [e.b for e in d.entries if e.kind == "layer" and e.status == "added"]
+    assert "transformer.h.2" in added and all(k.startswith("transformer.h.2") for k in added)
+    assert [e for e in d.entries if e.kind == "layer" and e.status == "removed"] == []
+
+
+def test_compiled_module_wraps_the_plain_one() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4))
+    a = _record(net, "net", torch.randn(1, 4))
+    b = _record(torch.compile(net), "net", torch.randn(1, 4))
+    d = torchrecorder.diff(a, b)
+    root = d.entry_of("a", "net")
+    assert root is not None and root.status == "wrapped" and root.note == "wrapped by OptimizedModule"
+    assert {e.status for e in d.entries if e.a not in (None, "net")} == {"same"}
+    assert [e.b for e in d.entries if e.status == "added"] == ["net"]
+
+
+def test_dynamic_quantisation_changes_the_class_behind_one_name() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q = torch.ao.quantization.quantize_dynamic(copy.deepcopy(net), {nn.Linear}, dtype=torch.qint8)
+    d = torchrecorder.diff(_record(net, "net", torch.randn(1, 4)), _record(q, "net", torch.randn(1, 4)))
+    for key in ("0", "2"):
+        e = d.entry_of("a", key)
+        assert e is not None and e.status == "changed"
+        assert e.changes["type"][1].endswith("quantized.dynamic.modules.linear.Linear")
+        op = d.entry_of("a", f"{key}/linear")
+        assert op is not None and op.changes["op"] == ("linear", "linear_dynamic")
+
+
+def test_lora_parts_are_told_apart_in_pictures() -> None:
+    torch.manual_seed(0)
+    lora = peft.get_peft_model(_llama(1), peft.LoraConfig(r=2, target_modules=["q_proj"]))
+    b = _record(lora, "llama", _IDS)
+    source = torchrecorder.make_dot(b, render_depth=None).source
+    for part in ("lora_A.default", "lora_B.default", "lora_dropout.default"):
+        assert f"<B>{part}</B>" in source
+    assert "<B>default</B>" not in source
+    d = torchrecorder.diff(_record(_llama(1), "llama", _IDS), b)
+    union = torchrecorder.make_dot(d, render_depth=None, changes_only=False).source
+    assert "<B>default</B>" not in union and "lora_A.default" in union
+
+
+def test_view_a_draws_no_title_of_a_module_only_b_has() -> None:
+    torch.manual_seed(0)
+    d = torchrecorder.diff(_record(_gpt2(2), "gpt2", _IDS), _record(_gpt2(3), "gpt2", _IDS))
+    source = torchrecorder.make_dot(d, view="a").source
+    title = next(line for line in source.splitlines()
+                 if line.strip().startswith('"transformer.h.2::title" ['))
+    assert "style=invis" in title
+    # each view reads its own parameter count (the other drawn transparent: the same layout)
+    a_total, b_total = (next(n.num_params_total for n in g.layers() if n.depth == 0) for g in (d.a, d.b))
+    counts = {}
+    for view in ("union", "a", "b"):
+        src = torchrecorder.make_dot(d, view=view).source
+        root = next(line for line in src.splitlines() if line.strip().startswith('"gpt2::title" ['))
+        counts[view] = re.findall(r'<FONT COLOR="([^"]+)">([^<]*params)</FONT>', root)
+        plain = subprocess.run(["dot", "-Tplain"], input=src.encode(), capture_output=True, check=True).stdout
+        counts[view + " nodes"] = sorted(line.split()[:4] for line in plain.decode().splitlines()
+                                         if line.startswith("node"))
+    a_text, b_text = f"{count_str(a_total)} params", f"{count_str(b_total)} params"
+    assert counts["a"] == [("#555555", a_text), ("transparent", b_text)]
+    assert counts["b"] == [("transparent", a_text), ("#555555", b_text)]
+    assert counts["union"] == [("#555555", a_text), ("#555555", b_text)]
+    assert counts["a nodes"] == counts["union nodes"] == counts["b nodes"]
+
+
+def test_data_parallel_wraps_the_plain_model() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4))
+    d = torchrecorder.diff(_record(net, "net", torch.randn(1, 4)),
+                           _record(nn.DataParallel(copy.deepcopy(net)), "net", torch.randn(1, 4)))
+    root = d.entry_of("a", "net")
+    assert root is not None and root.status == "wrapped" and root.note == "wrapped by DataParallel"
+    assert {e.status for e in d.entries if e.a not in (None, "net")} == {"same"}
+
+
+class _Symmetric(nn.Module):
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        return w.triu() + w.triu(1).T
+
+
+def test_parametrized_weight_is_not_removed() -> None:
+    from torch.nn.utils import parametrize
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    other = copy.deepcopy(net)
+    parametrize.register_parametrization(other[0], "weight", _Symmetric())
+    a, b = _record(net, "net", torch.randn(1, 4)), _record(other, "net", torch.randn(1, 4))
+    for d in (torchrecorder.diff(a, b), torchrecorder.diff(b, a)):
+        assert [e for e in d.entries if e.kind == "param" and e.status in ("added", "removed")] == []
+    e = torchrecorder.diff(a, b).entry_of("a", "0.weight")
+    assert e is not None and e.b == "0.parametrizations.weight.original"
