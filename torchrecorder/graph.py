@@ -194,6 +194,14 @@ class Graph:
             not be given its own identity); empty when nothing was lost.
         backward: the pass's :class:`AutogradGraph` when recorded with
             ``backward=True`` (``record(..., backward=True)``), else ``None``.
+        op_args: what :func:`torchrecorder.cost` needs to count an operation's FLOPs, for
+            each recorded operation torch has a FLOP formula for (see
+            :mod:`torchrecorder.recording.opargs`): op key -> (key of the call that ran it,
+            the torch callable, its arguments and keyword arguments with tensors as
+            shapes and dtypes); kept for operations later pruned too.  ``None`` for a
+            graph not recorded (loaded from JSON, built by hand).
+        output_dtypes: call key -> the dtype names of the call's outputs, in the order of
+            ``output_shapes`` (``None`` for a graph not recorded).
     """
 
     def __init__(self, name: str = "net") -> None:
@@ -206,6 +214,9 @@ class Graph:
         self.keys = Namespace()
         # the pass's autograd graph, when recorded with backward=True (see the class docstring)
         self.backward: Optional[AutogradGraph] = None
+        # filled by the recording engine (see the class docstring)
+        self.op_args: Optional[dict[Key, tuple[Key, Any, tuple[Any, ...], Optional[dict[str, Any]]]]] = None
+        self.output_dtypes: Optional[dict[Key, list[str]]] = None
 
     # ------------------------------------------------------------ reading
     @property

@@ -44,6 +44,7 @@ from .fastpath import FastPaths, has_fast_path
 from .live import LiveObjects
 from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
+from .opargs import COUNTED_OPS, spec_of
 from .ops import eager
 from .session import Session
 from .untraced import Untraced
@@ -123,6 +124,11 @@ class Engine(LiveObjects):
         self._grow_at = _GROW_AT
         # the model's modules as record() walked them just before (used by the next register_hooks)
         self.walk: Optional[list[tuple[str, nn.Module]]] = None
+        # what torchrecorder.cost reads (see Graph.op_args and Graph.output_dtypes)
+        if graph.op_args is None:
+            graph.op_args, graph.output_dtypes = {}, {}
+        self.op_args = graph.op_args
+        self.output_dtypes = graph.output_dtypes if graph.output_dtypes is not None else {}
 
     # ------------------------------------------------------------ the session
     def active(self, net: nn.Module, name: str, value: Any = None) -> Session[Any]:
@@ -363,6 +369,8 @@ class Engine(LiveObjects):
         nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
                             [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs])
         scope.subnets._items[key] = None
+        if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs
+            self.op_args[key] = (skey, func, spec_of(args), spec_of(kwargs) if kwargs else None)
         live = self.live
         edges = graph.edges._items
         sources = self._sources
@@ -506,10 +514,12 @@ class Engine(LiveObjects):
         ckey = call.key
         untraced = self.untraced
         aliased: list[tuple[Tensor, Tensor, TensorNode]] = []  # (original, alias, its node)
+        dtypes = self.output_dtypes[ckey] = []
         for outname, t in tensors:
             meta = tensor_meta(t)
             shape = meta[0]
             call.output_shapes.append(shape)
+            dtypes.append(meta[1])
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
             if src is None:

@@ -1,0 +1,324 @@
+"""What each module call costs: FLOPs as torch counts them, parameter and activation bytes.
+
+:func:`cost` reads a recording; it runs no model.  The FLOPs of an operation are what
+:class:`torch.utils.flop_counter.FlopCounterMode` counts for it: each recorded operation
+torch has a FLOP formula for (a matrix product, a linear or convolution layer, attention;
+see :mod:`torchrecorder.recording.opargs`) is run again, alone, on ``meta`` tensors of the
+recorded shapes under ``FlopCounterMode``, so that torch's own decomposition (``linear``
+into ``addmm``, a batched ``matmul`` into ``bmm``, ``scaled_dot_product_attention`` into
+its kernel) and torch's own formulas give the number.  Operations with the same
+arguments are counted once, so the 80 identical layers of a large model cost what one does.
+
+>>> import torch, torchrecorder
+>>> net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+>>> rec = torchrecorder.record(net, "net", (2, 8))
+>>> c = torchrecorder.cost(rec)
+>>> c["0"].flops, c["2"].flops, c.total.flops      # 2 * 2 * 8 * 16, 2 * 2 * 16 * 4
+(512, 256, 768)
+>>> c["0"].param_bytes, c["0"].activation_bytes    # (8 * 16 + 16) * 4, 2 * 16 * 4
+(576, 128)
+>>> c.uncounted
+{'relu': 1}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Optional
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from .graph import Graph
+from .nodes import ContextNode, LayerNode, OpNode, ParamNode
+from .recording.opargs import TensorSpec
+from .summary_rows import itemsize
+
+__all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat"]
+
+#: the statistics a cost has for each call, as ``make_dot(rec, stat=...)`` and the table name them
+COST_STATS = ("flops", "activation_bytes", "param_bytes")
+
+
+@dataclass
+class CallCost:
+    """What one module call (or the whole pass) costs.
+
+    Attributes:
+        flops: forward floating-point operations, as ``FlopCounterMode`` counts them, of the
+            operations the call ran, its children's included.
+        param_bytes: bytes of the parameters recorded in this call and its children (a
+            parameter is recorded once, in the first call that uses it).
+        activation_bytes: bytes of the tensors the call returned.
+    """
+
+    flops: int = 0
+    param_bytes: int = 0
+    activation_bytes: int = 0
+
+    def __getitem__(self, name: str) -> int:
+        if name not in _FIELDS:
+            raise KeyError(f"a cost entry has no {name!r}; it has {list(_FIELDS)}")
+        return int(getattr(self, name))
+
+
+_FIELDS = tuple(f.name for f in fields(CallCost))
+
+
+class Cost(Mapping[str, CallCost]):
+    """The cost of every module call of a recording, by the call's key (``"encoder.layer.0"``,
+    ``"lin#2"`` for a second call), as :func:`cost` computes it.
+
+    Attributes:
+        total: the whole pass: every operation's FLOPs (those outside the root module's
+            forward too), every parameter once, and the bytes of the root call's outputs;
+            also ``cost["total"]``.
+        ops: FLOPs of each counted operation, by its key (operations pruned from the graph
+            because nothing used their result included).
+        uncounted: operation name -> how many ran that torch has no FLOP formula for (they
+            count 0, as in ``FlopCounterMode``), or that could not be counted again (a fused
+            kernel drawn as one closed box).
+    """
+
+    def __init__(self, calls: dict[str, CallCost], total: CallCost, ops: dict[str, int],
+                 uncounted: dict[str, int], paths: dict[str, str]) -> None:
+        self._calls = calls
+        self.total = total
+        self.ops = ops
+        self.uncounted = uncounted
+        self._paths = paths
+
+    def __getitem__(self, key: str) -> CallCost:
+        if key == "total":
+            return self.total
+        try:
+            return self._calls[key]
+        except KeyError:
+            raise KeyError(f"no module call {key!r} in this recording") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._calls)
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def stat(self, name: str, ops: bool = True) -> dict[str, float]:
+        """One statistic of every call, by the name :func:`torchrecorder.capture` gives calls
+        (the dotted path, ``""`` for the network, ``"path#2"`` for a second call), as
+        :class:`~torchrecorder.renderer.activations.ActivationStyler` reads it; with ``ops``,
+        the FLOPs of each counted operation by its key too.
+
+        Raises:
+            ValueError: ``name`` is not one of :data:`COST_STATS`.
+        """
+        if name not in COST_STATS:
+            raise ValueError(f"unknown cost statistic {name!r}; choose from {list(COST_STATS)}")
+        values: dict[str, float] = {self._paths[k]: float(getattr(c, name)) for k, c in self._calls.items()}
+        if ops and name == "flops":
+            values.update((str(k), float(v)) for k, v in self.ops.items() if v)
+        return values
+
+    def __repr__(self) -> str:
+        return (f"Cost({len(self)} calls, total {format_flops(self.total.flops)}, "
+                f"{format_bytes(self.total.param_bytes)} of parameters)")
+
+
+# ------------------------------------------------------------------ units
+_PREFIXES = ("", "K", "M", "G", "T", "P", "E")
+
+
+def _scaled(value: float, unit: str) -> str:
+    i = 0
+    while abs(value) >= 999.95 and i < len(_PREFIXES) - 1:
+        value /= 1000
+        i += 1
+    text = f"{value:.0f}" if i == 0 else f"{value:.1f}"
+    return f"{text} {_PREFIXES[i]}{unit}"
+
+
+def format_flops(flops: float) -> str:
+    """``flops`` in words of 1000: ``7.4 MFLOPs``.
+
+    >>> format_flops(7_400_000), format_flops(512)
+    ('7.4 MFLOPs', '512 FLOPs')
+    """
+    return _scaled(flops, "FLOPs")
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in words of 1000 (as torchinfo's MB): ``1.2 MB``.
+
+    >>> format_bytes(1_234_567), format_bytes(96)
+    ('1.2 MB', '96 B')
+    """
+    return _scaled(n, "B")
+
+
+def format_stat(value: float, stat: str) -> str:
+    """``value`` of the cost statistic ``stat`` in its unit."""
+    return format_flops(value) if stat == "flops" else format_bytes(value)
+
+
+# ------------------------------------------------------------------ FLOPs of one operation
+def _meta(value: Any, values: bool = True) -> Any:
+    """``value`` with every :class:`TensorSpec` made an empty ``meta`` tensor, or, with
+    ``values``, a CPU tensor of the values it kept (a packed sequence's lengths)."""
+    if isinstance(value, TensorSpec):
+        if value.shape is None:
+            raise ValueError("a nested tensor has no one shape")
+        if values and value.values is not None:
+            return torch.tensor(value.values, dtype=value.dtype).reshape(value.shape)
+        return torch.empty(value.shape, dtype=value.dtype, device="meta")
+    if isinstance(value, tuple):
+        return tuple(_meta(v, values) for v in value)
+    if isinstance(value, list):
+        return [_meta(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: _meta(v, values) for k, v in value.items()}
+    return value
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for ``value`` (lists and dicts marked as such); ``TypeError`` if none."""
+    if isinstance(value, list):
+        return ("[]", *(_frozen(v) for v in value))
+    if isinstance(value, tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return ("{}", *((k, _frozen(v)) for k, v in value.items()))
+    hash(value)
+    return value
+
+
+class _Counter:
+    """Counts operations again on ``meta`` tensors under one ``FlopCounterMode``, once per
+    distinct call."""
+
+    def __init__(self) -> None:
+        self.mode = FlopCounterMode(display=False)
+        self.memo: dict[Any, Optional[int]] = {}
+
+    def flops(self, func: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]]) -> Optional[int]:
+        """The FLOPs ``FlopCounterMode`` counts for ``func(*args, **kwargs)``, or ``None`` when
+        the call cannot be made again on ``meta`` tensors."""
+        try:
+            key: Any = (func, _frozen(args), _frozen(kwargs))
+        except TypeError:  # an argument that cannot be a dict key: counted, not remembered
+            key = None
+        if key is not None and key in self.memo:
+            return self.memo[key]
+        counts = self.mode.flop_counts
+        got: Optional[int] = None
+        for values in (True, False):  # kept values on the CPU, else every tensor on meta
+            counts.clear()
+            try:
+                func(*_meta(args, values), **_meta(kwargs or {}, values))
+            except Exception:  # no meta kernel, a nested tensor: the operation is not counted
+                continue
+            got = sum(counts["Global"].values()) if "Global" in counts else 0
+            break
+        if key is not None:
+            self.memo[key] = got
+        return got
+
+
+# ------------------------------------------------------------------ the cost of a recording
+def cost(rec: Graph) -> Cost:
+    """The cost of every module call of a recording, and of the whole pass.
+
+    Each call's entry (a :class:`CallCost`) has ``flops``, the forward FLOPs of the
+    operations its forward ran (those between its submodules included) and of its
+    children, counted exactly as :class:`torch.utils.flop_counter.FlopCounterMode`
+    counts them, ``param_bytes`` and ``activation_bytes``.  Nothing of the model runs:
+    a recording made on the ``meta`` device gets its exact FLOPs too.
+
+    >>> import torch, torchrecorder
+    >>> from torch.utils.flop_counter import FlopCounterMode
+    >>> net = torch.nn.Conv2d(4, 8, 3, stride=2, groups=2)
+    >>> with FlopCounterMode(display=False) as counter:
+    ...     _ = net(torch.randn(1, 4, 32, 32))
+    >>> torchrecorder.cost(torchrecorder.record(net, "conv", (1, 4, 32, 32))).total.flops
+    64800
+    >>> counter.get_total_flops()
+    64800
+
+    Two differences from ``FlopCounterMode`` run on the CPU: ``FlopCounterMode`` gives
+    ``scaled_dot_product_attention`` 0 FLOPs there (torch registers no formula for its CPU
+    kernel), where this counts it as torch does on ``meta`` and CUDA tensors; and a module
+    run as one fused kernel (``nn.TransformerEncoderLayer`` in ``eval()`` under
+    ``torch.no_grad()``, drawn as a closed box) is listed in ``uncounted`` (record it with
+    ``unfuse_fast_paths=True`` to count its operations).
+
+    Args:
+        rec: a recording (:func:`torchrecorder.record`).
+
+    Returns:
+        a :class:`Cost`: a mapping of call key to :class:`CallCost`, with ``.total``,
+        ``.ops`` and ``.uncounted``.
+
+    Raises:
+        ValueError: ``rec`` was not recorded here (a graph loaded from JSON keeps no
+            operation arguments).
+    """
+    if not isinstance(rec, Graph):
+        raise TypeError(f"cost() takes a recording, got {type(rec).__name__}")
+    op_args, dtypes = rec.op_args, rec.output_dtypes
+    if op_args is None or dtypes is None:
+        raise ValueError(f"the graph {rec.name!r} was not recorded in this process (loaded from JSON "
+                         "or built by hand): it keeps no operation arguments to count FLOPs from; "
+                         "record the model with torchrecorder.record")
+    nodes = rec.nodes
+    calls: dict[str, CallCost] = {}
+    paths: dict[str, str] = {}
+    layers = [n for n in nodes.values() if isinstance(n, LayerNode) and not isinstance(n, ContextNode)]
+    for layer in layers:
+        key = str(layer.key)
+        paths[key] = layer.path if layer.call_index == 1 else f"{layer.path}#{layer.call_index}"
+        calls[key] = CallCost(activation_bytes=_output_bytes(layer, dtypes.get(layer.key)))
+    total = CallCost()
+    ops: dict[str, int] = {}
+    uncounted: dict[str, int] = {}
+    counter = _Counter()
+    with torch.no_grad(), counter.mode:
+        for op_key, (scope, func, args, kwargs) in op_args.items():
+            flops = counter.flops(func, args, kwargs)
+            if not flops:
+                node = nodes.get(op_key)
+                name = node.op if isinstance(node, OpNode) else str(op_key).rpartition("/")[2]
+                uncounted[name] = uncounted.get(name, 0) + 1
+                continue
+            ops[str(op_key)] = flops
+            total.flops += flops
+            if scope is not None and scope in calls:
+                calls[str(scope)].flops += flops
+    for node in nodes.values():
+        if isinstance(node, ParamNode):
+            size = node.numel * itemsize(node.dtype)
+            total.param_bytes += size
+            if node.parent is not None and node.parent in calls:
+                calls[str(node.parent)].param_bytes += size
+        elif isinstance(node, OpNode) and node.key not in op_args and not (
+                node.fn is None and node.op == "identity"):  # (the recorder's pass-through marks)
+            uncounted[node.op] = uncounted.get(node.op, 0) + 1
+    for layer in reversed(layers):  # a call's children come after it: sums reach the root
+        parent = layer.parent
+        if parent is not None and parent in calls:
+            own, up = calls[str(layer.key)], calls[str(parent)]
+            up.flops += own.flops
+            up.param_bytes += own.param_bytes
+    total.activation_bytes = sum(calls[str(k)].activation_bytes for k in rec.context.subnets
+                                 if str(k) in calls)
+    return Cost(calls, total, ops, dict(sorted(uncounted.items(), key=lambda kv: (-kv[1], kv[0]))), paths)
+
+
+def _output_bytes(layer: LayerNode, dtypes: Optional[list[str]]) -> int:
+    """Bytes of the tensors ``layer`` returned (4 per element where the dtype is unknown)."""
+    size = 0
+    for i, shape in enumerate(layer.output_shapes):
+        if shape is None or any(d < 0 for d in shape):
+            continue  # a nested tensor: no one shape
+        dtype = dtypes[i] if dtypes is not None and i < len(dtypes) else "float32"
+        size += math.prod(shape) * itemsize(dtype)
+    return size
