@@ -74,15 +74,19 @@ def spec_of(value: Any) -> Any:
     """``value`` with every tensor in it (in tuples, lists and dicts) replaced by its
     :class:`TensorSpec`."""
     if isinstance(value, Tensor):
-        if value.is_nested:
-            return TensorSpec(None, value.dtype)
+        dtype = value.dtype
+        try:
+            shape = tuple(value.shape)
+        except RuntimeError:  # a nested tensor: no one shape
+            return TensorSpec(None, dtype)
+        if dtype.is_floating_point or dtype.is_complex or dtype is torch.bool:
+            return TensorSpec(shape, dtype)  # the common case: data, whose values change no count
         values = None
-        if (not value.is_floating_point() and not value.is_complex() and value.dtype != torch.bool
-                and value.device.type == "cpu" and value.numel() <= MAX_KEPT_VALUES):
+        if value.device.type == "cpu" and value.numel() <= MAX_KEPT_VALUES:
             values = tuple(value.reshape(-1).tolist())
-        return TensorSpec(tuple(value.shape), value.dtype, values)
+        return TensorSpec(shape, dtype, values)
     if isinstance(value, tuple):
-        return tuple(spec_of(v) for v in value)
+        return tuple([spec_of(v) for v in value])
     if isinstance(value, list):
         return [spec_of(v) for v in value]
     if isinstance(value, dict):
