@@ -285,11 +285,15 @@ def test_a_fused_kernel_is_listed_and_counted_when_unfused() -> None:
     assert got["self_attn"] > 0
 
 
-def test_a_graph_loaded_from_json_is_refused() -> None:
-    rec = torchrecorder.record(nn.Linear(2, 3), "lin", (1, 2))
+def test_a_graph_saved_as_json_keeps_its_cost_and_one_built_by_hand_is_refused() -> None:
+    rec = torchrecorder.record(_ConvNet().eval(), "cnn", (2, 3, 16, 16))
     loaded = torchrecorder.loads_json(rec.to_json())
-    with pytest.raises(ValueError, match="not recorded in this process"):
-        torchrecorder.cost(loaded)
+    want, got = torchrecorder.cost(rec), torchrecorder.cost(loaded)
+    assert {k: want[k] for k in want} == {k: got[k] for k in got} and got.total == want.total
+    assert got.uncounted == want.uncounted and got.ops == want.ops
+    bare = torchrecorder.Graph("bare")
+    with pytest.raises(ValueError, match="was not recorded in this process"):
+        torchrecorder.cost(bare)
     with pytest.raises(TypeError, match="takes a recording"):
         torchrecorder.cost(nn.Linear(2, 3))  # type: ignore[arg-type]
 
@@ -299,3 +303,35 @@ def test_units() -> None:
     assert format_flops(2.2e12) == "2.2 TFLOPs"
     assert format_bytes(1_234_567) == "1.2 MB" and format_bytes(999) == "999 B"
     assert format_bytes(999_960) == "1.0 MB"
+
+
+# ------------------------------------------------------------------ the layer table and the command line
+def test_the_table_shows_each_calls_cost_in_human_units() -> None:
+    from torchrecorder.summary import summary_table
+
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 15 * 15, 10))
+    rec = torchrecorder.record(net, "net", (4, 3, 32, 32))
+    text = summary_table(rec, columns=["label", "flops", "activation_bytes", "param_bytes"])
+    header = next(line for line in text.splitlines() if line.startswith("Layer"))
+    assert header.split() == ["Layer", "(type)", "Label", "FLOPs", "Output", "size", "Param", "size"]
+    rows = {line.split()[0].lstrip("├└─"): line for line in text.splitlines() if "(" in line and "-" in line}
+    # conv: 2 * 4 * 8 * 15 * 15 * 27 FLOPs; its output 4 * 8 * 15 * 15 floats; (8 * 27 + 8) floats
+    assert rows["0"].split()[-6:] == ["388.8", "KFLOPs", "28.8", "KB", "896", "B"]
+    assert rows["1"].split()[2:] == ["1-2", "--", "28.8", "KB", "--"]  # a ReLU: no FLOPs, no parameters
+    assert rows["net"].split()[-6:-4] == ["532.8", "KFLOPs"]
+    assert "Total FLOPs: 532.8 KFLOPs (532,800)" in text
+
+
+def test_the_command_line_prints_the_chosen_columns(tmp_path: Any,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from torchrecorder.__main__ import main
+
+    out = tmp_path / "mlp.dot"
+    argv = ["tests.core_models:TinyMLP", "-s", "2,4", "-o", str(out), "--columns", "label,flops,param_bytes"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "FLOPs" in printed and "Param size" in printed and "Output shape" not in printed
+    assert "Total FLOPs" in printed
+    with pytest.raises(SystemExit):
+        main(["tests.core_models:TinyMLP", "-s", "2,4", "--columns", "label,gflops"])
+    assert "unknown column(s) ['gflops']" in capsys.readouterr().err

@@ -51,6 +51,18 @@ def _fold(text: str) -> Union[str, bool, int]:
     raise argparse.ArgumentTypeError(f"{text!r} is not auto, yes, no or a run length of 2 or more")
 
 
+def _columns(text: str) -> list[str]:
+    """``label,flops,activation_bytes`` -> the columns of the layer table (see ``summary_table``)."""
+    from .summary import COLUMNS
+
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in COLUMNS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown column(s) {unknown or [text]}; choose from "
+                                         f"{', '.join(COLUMNS)}")
+    return chosen
+
+
 def _depth(text: str) -> Optional[int]:
     """``all`` -> ``None`` (every depth); an integer as it is (a negative one is refused by
     ``render_network``, before the model runs, naming ``render_depth``)."""
@@ -100,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-n", "--name", default=None, help="network name (default: the factory's name)")
     parser.add_argument("--device", default=None, help="device for inputs (default: the model's)")
     parser.add_argument("--summary", action="store_true", help="also print the layer table")
+    parser.add_argument("--columns", type=_columns, default=None, metavar="LIST",
+                        help="the layer table's columns, comma-separated (implies --summary): label, "
+                             "input, output, params, share, mult_adds, flops, activation_bytes, "
+                             "param_bytes, trainable; flops, activation_bytes and param_bytes are "
+                             "each call's cost (FLOPs as torch's FlopCounterMode counts them, bytes)")
     parser.add_argument("--preset", default="default", help="style preset: default, compact, print, paper")
     parser.add_argument("--direction", default=None, choices=["TB", "LR", "BT", "RL"],
                         help="layout direction (default TB: top to bottom)")
@@ -206,8 +223,9 @@ def _run(args: argparse.Namespace) -> Optional[str]:
         sys.stdout.flush()
     else:
         write_output(path, data, dot_source=source)
-    if args.summary:  # (to standard error when the picture went to standard output)
-        print(rec.summary(fold=args.fold), file=sys.stderr if path == "-" else sys.stdout)
+    if args.summary or args.columns:  # (to standard error when the picture went to standard output)
+        print(rec.summary(columns=args.columns, fold=args.fold),
+              file=sys.stderr if path == "-" else sys.stdout)
     return None if path == "-" else path
 
 

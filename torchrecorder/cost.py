@@ -24,19 +24,20 @@ arguments are counted once, so the 80 identical layers of a large model cost wha
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 from .graph import Graph
-from .nodes import ContextNode, LayerNode, OpNode, ParamNode
+from .nodes import ContextNode, Key, LayerNode, OpNode, ParamNode
 from .recording.opargs import TensorSpec
 from .summary_rows import itemsize
 
-__all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat"]
+__all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat",
+           "op_flops"]
 
 #: the statistics a cost has for each call, as ``make_dot(rec, stat=...)`` and the table name them
 COST_STATS = ("flops", "activation_bytes", "param_bytes")
@@ -125,6 +126,10 @@ class Cost(Mapping[str, CallCost]):
                 f"{format_bytes(self.total.param_bytes)} of parameters)")
 
 
+# the suffix that makes an operation's key unique (``h.0/matmul_2``)
+_OP_SUFFIX = re.compile(r"_\d+$")
+
+
 # ------------------------------------------------------------------ units
 _PREFIXES = ("", "K", "M", "G", "T", "P", "E")
 
@@ -197,6 +202,8 @@ class _Counter:
     distinct call."""
 
     def __init__(self) -> None:
+        from torch.utils.flop_counter import FlopCounterMode  # (imported when a cost is asked for)
+
         self.mode = FlopCounterMode(display=False)
         self.memo: dict[Any, Optional[int]] = {}
 
@@ -259,16 +266,13 @@ def cost(rec: Graph) -> Cost:
         ``.ops`` and ``.uncounted``.
 
     Raises:
-        ValueError: ``rec`` was not recorded here (a graph loaded from JSON keeps no
-            operation arguments).
+        ValueError: ``rec`` was neither recorded here nor saved with its cost (a graph
+            built by hand, or saved by a torchrecorder without :func:`cost`).
     """
     if not isinstance(rec, Graph):
         raise TypeError(f"cost() takes a recording, got {type(rec).__name__}")
-    op_args, dtypes = rec.op_args, rec.output_dtypes
-    if op_args is None or dtypes is None:
-        raise ValueError(f"the graph {rec.name!r} was not recorded in this process (loaded from JSON "
-                         "or built by hand): it keeps no operation arguments to count FLOPs from; "
-                         "record the model with torchrecorder.record")
+    counted = op_flops(rec)
+    dtypes = rec.output_dtypes or {}
     nodes = rec.nodes
     calls: dict[str, CallCost] = {}
     paths: dict[str, str] = {}
@@ -280,26 +284,25 @@ def cost(rec: Graph) -> Cost:
     total = CallCost()
     ops: dict[str, int] = {}
     uncounted: dict[str, int] = {}
-    counter = _Counter()
-    with torch.no_grad(), counter.mode:
-        for op_key, (scope, func, args, kwargs) in op_args.items():
-            flops = counter.flops(func, args, kwargs)
-            if not flops:
-                node = nodes.get(op_key)
-                name = node.op if isinstance(node, OpNode) else str(op_key).rpartition("/")[2]
-                uncounted[name] = uncounted.get(name, 0) + 1
-                continue
-            ops[str(op_key)] = flops
-            total.flops += flops
-            if scope is not None and scope in calls:
-                calls[str(scope)].flops += flops
+    seen: set[Key] = set()
+    for op_key, scope, flops in counted:
+        seen.add(op_key)
+        if not flops:
+            node = nodes.get(op_key)
+            name = node.op if isinstance(node, OpNode) else _OP_SUFFIX.sub("", str(op_key).rpartition("/")[2])
+            uncounted[name] = uncounted.get(name, 0) + 1
+            continue
+        ops[str(op_key)] = flops
+        total.flops += flops
+        if scope is not None and scope in calls:
+            calls[str(scope)].flops += flops
     for node in nodes.values():
         if isinstance(node, ParamNode):
             size = node.numel * itemsize(node.dtype)
             total.param_bytes += size
             if node.parent is not None and node.parent in calls:
                 calls[str(node.parent)].param_bytes += size
-        elif isinstance(node, OpNode) and node.key not in op_args and not (
+        elif isinstance(node, OpNode) and node.key not in seen and not (
                 node.fn is None and node.op == "identity"):  # (the recorder's pass-through marks)
             uncounted[node.op] = uncounted.get(node.op, 0) + 1
     for layer in reversed(layers):  # a call's children come after it: sums reach the root
@@ -311,6 +314,29 @@ def cost(rec: Graph) -> Cost:
     total.activation_bytes = sum(calls[str(k)].activation_bytes for k in rec.context.subnets
                                  if str(k) in calls)
     return Cost(calls, total, ops, dict(sorted(uncounted.items(), key=lambda kv: (-kv[1], kv[0]))), paths)
+
+
+def op_flops(rec: Graph) -> list[tuple[Key, Key, int]]:
+    """``(op key, key of the call that ran it, FLOPs)`` of every operation torch has a FLOP
+    formula for (0 where it counts none), counted once per recording and kept in
+    ``rec.op_flops`` (which JSON saves).
+
+    Raises:
+        ValueError: ``rec`` holds neither the operations' arguments nor their counts.
+    """
+    args = rec.op_args
+    if rec.op_flops is not None and (args is None or len(rec.op_flops) == len(args)):
+        return rec.op_flops
+    if args is None:
+        raise ValueError(f"the graph {rec.name!r} was not recorded in this process and was saved without "
+                         "its cost (built by hand, or saved by an older torchrecorder): it keeps no "
+                         "operation arguments to count FLOPs from; record the model with "
+                         "torchrecorder.record")
+    counter = _Counter()
+    with torch.no_grad(), counter.mode:
+        rec.op_flops = [(key, scope, counter.flops(func, a, kw) or 0)
+                        for key, (scope, func, a, kw) in args.items()]
+    return rec.op_flops
 
 
 def _output_bytes(layer: LayerNode, dtypes: Optional[list[str]]) -> int:

@@ -9,6 +9,8 @@ The JSON document (schema version :data:`SCHEMA_VERSION`)::
       "error": null,                      # "ExcType: message" if the forward pass raised
       "failed_key": null,                 # key of the module call that raised
       "notes": ["..."],                   # only when the recording lost something (Graph.notes)
+      "op_flops": [["h.0/linear", "h.0", 512], ...],  # only for a recording: what cost() reads
+      "output_dtypes": {"h.0": ["float32"], ...},     # (Graph.op_flops, Graph.output_dtypes)
       "context": ["net", "input:x", ...], # keys directly in the context, in order
       "nodes": [ {node}, ... ],           # every node but the context, in recording order
       "edges": [["from_key", "to_key"], ...]
@@ -118,6 +120,12 @@ def to_dict(rec: Graph) -> dict[str, Any]:
     notes = getattr(rec, "notes", None)
     if notes:
         doc["notes"] = list(notes)
+    if rec.op_args is not None or rec.op_flops is not None:  # what torchrecorder.cost reads
+        from .cost import op_flops  # (torch's flop counter, imported when needed)
+
+        doc["op_flops"] = [[k, s, n] for k, s, n in op_flops(rec)]
+    if rec.output_dtypes is not None:
+        doc["output_dtypes"] = {str(k): list(v) for k, v in rec.output_dtypes.items()}
     return {
         **doc,
         "context": list(rec.context.subnets),
@@ -320,6 +328,7 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise ValueError("graph: field 'notes' must be a list of strings")
     rec.notes = list(notes)
+    flops, dtypes = data.get("op_flops"), data.get("output_dtypes")
     for i, d in enumerate(nodes):
         node = _make_node(d, i)
         if node.key in rec.nodes:
@@ -343,11 +352,42 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
         raise ValueError(f"graph: field 'failed_key' names {_describe(failed_key)}, which is not a "
                          "module call of the graph")
     rec.failed_key = failed_key
+    if flops is not None:
+        rec.op_flops = _op_flops(flops, rec)
+    if dtypes is not None:
+        rec.output_dtypes = _output_dtypes(dtypes, rec)
     try:
         rec.lint()
     except GraphError as exc:
         raise GraphError(f"inconsistent graph: {exc}") from None
     return rec
+
+
+def _op_flops(value: Any, rec: Graph) -> list[tuple[Optional[str], Optional[str], int]]:
+    """The ``op_flops`` field: ``[op key, key of the call that ran it or null, FLOPs]`` triples."""
+    if not isinstance(value, list):
+        raise ValueError(f"graph: field 'op_flops' must be a list, got {_describe(value)}")
+    out: list[tuple[Optional[str], Optional[str], int]] = []
+    for i, item in enumerate(value):
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+                and (item[1] is None or isinstance(rec.nodes.get(item[1]), LayerNode))
+                and isinstance(item[2], int) and _is_int(item[2], 0)):
+            raise ValueError(f"op_flops[{i}]: expected [op key, key of a module call or null, FLOPs >= 0], "
+                             f"got {_describe(item)}")
+        out.append((item[0], item[1], item[2]))
+    return out
+
+
+def _output_dtypes(value: Any, rec: Graph) -> dict[Optional[str], list[str]]:
+    """The ``output_dtypes`` field: module call key -> the dtype names of its outputs."""
+    if not isinstance(value, dict):
+        raise ValueError(f"graph: field 'output_dtypes' must be an object, got {_describe(value)}")
+    for key, names in value.items():
+        if not isinstance(rec.nodes.get(key), LayerNode) or not (
+                isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise ValueError(f"output_dtypes[{_describe(key)}]: expected a module call's key and a list "
+                             f"of dtype names, got {_describe(names)}")
+    return {k: list(v) for k, v in value.items()}
 
 
 def _list(data: dict[str, Any], field: str) -> list[Any]:

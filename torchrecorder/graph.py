@@ -202,6 +202,9 @@ class Graph:
             graph not recorded (loaded from JSON, built by hand).
         output_dtypes: call key -> the dtype names of the call's outputs, in the order of
             ``output_shapes`` (``None`` for a graph not recorded).
+        op_flops: ``(op key, key of the call that ran it, FLOPs)`` for each operation of
+            ``op_args``, once :func:`torchrecorder.cost` counted them (saved in JSON, so a
+            loaded graph has its cost too); else ``None``.
     """
 
     def __init__(self, name: str = "net") -> None:
@@ -217,6 +220,7 @@ class Graph:
         # filled by the recording engine (see the class docstring)
         self.op_args: Optional[dict[Key, tuple[Key, Any, tuple[Any, ...], Optional[dict[str, Any]]]]] = None
         self.output_dtypes: Optional[dict[Key, list[str]]] = None
+        self.op_flops: Optional[list[tuple[Key, Key, int]]] = None
 
     # ------------------------------------------------------------ reading
     @property
