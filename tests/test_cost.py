@@ -335,3 +335,39 @@ def test_the_command_line_prints_the_chosen_columns(tmp_path: Any,
     with pytest.raises(SystemExit):
         main(["tests.core_models:TinyMLP", "-s", "2,4", "--columns", "label,gflops"])
     assert "unknown column(s) ['gflops']" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the drawing coloured by cost
+def _fill(source: str, name: str) -> str:
+    """The fill colour of the drawn node whose label starts with ``name``."""
+    for line in source.splitlines():
+        if f"<B>{name}</B>" in line or f">{name}<" in line:
+            found = [part.split('"')[1] for part in line.split("fillcolor=")[1:]]
+            return found[0] if found else ""
+    raise AssertionError(f"no node {name!r} drawn")
+
+
+def test_make_dot_colours_calls_by_flops_on_a_log_scale_with_a_legend() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 512), nn.ReLU(), nn.Linear(512, 8), nn.Linear(8, 2))
+    rec = torchrecorder.record(net, "net", (4, 8))
+    source = torchrecorder.make_dot(rec, stat="flops").source
+    assert "FLOPs per call (log scale)" in source and "32.8 KFLOPs" in source  # 2 * 4 * 8 * 512
+    big, small = _fill(source, "0"), _fill(source, "3")
+    assert big and small and big != small
+    plain = torchrecorder.make_dot(rec).source
+    assert _fill(source, "1") == _fill(plain, "1")  # a ReLU costs no FLOPs: default style
+    # the legend's ends are the smallest and largest call: 2 * 4 * 8 * 2 FLOPs and the network
+    assert "128 FLOPs" in source and "65.7 KFLOPs" in source  # 2 * 32768 + 128
+    # an operation drawn inside an opened module is coloured by its own FLOPs
+    opened = torchrecorder.make_dot(rec, stat="flops", expand_leaves=True).source
+    assert opened.count("32.8 KFLOPs") >= 2
+
+
+def test_make_dot_colours_by_parameter_and_output_bytes() -> None:
+    net = nn.Sequential(nn.Linear(8, 512), nn.ReLU(), nn.Linear(512, 8))
+    rec = torchrecorder.record(net, "net", (4, 8))
+    source = torchrecorder.make_dot(rec, stat="param_bytes").source
+    assert "parameter size (log scale)" in source and "params 18.4 KB" in source  # (8 * 512 + 512) * 4
+    out = torchrecorder.make_dot(rec, stat="activation_bytes").source
+    assert "output size per call (log scale)" in out and "out 8.2 KB" in out  # 4 * 512 * 4

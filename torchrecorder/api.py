@@ -11,6 +11,7 @@ from torch import nn
 
 from ._files import write_atomically
 from .backend import check_format, render_source
+from .cost import COST_STATS, cost
 from .diff import Diff
 from .diff.draw import make_diff_dot
 from .export import MAX_JSON_BYTES, load, loads
@@ -206,7 +207,11 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
             ``stats=True``) with ``stat=`` colours modules by a statistic of
             their activations (:class:`~torchrecorder.renderer.activations.ActivationStyler`);
             such a drawing folds nothing unless ``fold_repeats`` says so, since each
-            call has its own value.
+            call has its own value.  ``stat="flops"``, ``"activation_bytes"`` or
+            ``"param_bytes"`` without ``activations=`` colours each module call (and,
+            for FLOPs, each drawn operation) by its cost (:func:`torchrecorder.cost`)
+            on a log scale, with a legend in the statistic's unit; calls that cost
+            nothing keep the default style.
 
     Returns:
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
@@ -225,6 +230,11 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
     styler_cls = _styler_class(styler_cls, styler_args)
     if "activations" in styler_args and isinstance(fold_repeats, str) and fold_repeats == "auto":
         fold_repeats = False  # coloured by each call's own value: nothing folded unless asked
+    stat = styler_args.get("stat")
+    if isinstance(stat, str) and stat in COST_STATS and "activations" not in styler_args and not backward:
+        # coloured by the cost of each call (identical blocks cost the same: folding stays)
+        styler_args["activations"] = {k: v for k, v in cost(rec).stat(stat).items() if v > 0}
+        styler_cls = styler_cls or ActivationStyler
     renderer_cls = GraphvizRenderer
     if backward:
         rec, renderer_cls = backward_view(rec, saved=show_saved), BackwardRenderer
