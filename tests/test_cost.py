@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -371,3 +372,18 @@ def test_make_dot_colours_by_parameter_and_output_bytes() -> None:
     assert "parameter size (log scale)" in source and "params 18.4 KB" in source  # (8 * 512 + 512) * 4
     out = torchrecorder.make_dot(rec, stat="activation_bytes").source
     assert "output size per call (log scale)" in out and "out 8.2 KB" in out  # 4 * 512 * 4
+
+
+def test_the_html_page_carries_each_calls_cost_and_colours_by_it() -> None:
+    from torchrecorder.renderer.html import HtmlRenderer
+
+    rec = torchrecorder.record(_ConvNet().eval(), "cnn", (2, 3, 16, 16))
+    data = HtmlRenderer(rec).page_data()
+    infos = [json.loads(data["strings"][row[6]]) for row in data["nodes"]]
+    head = next(i for i in infos if i["kind"] == "module" and i["path"] == "head")
+    assert head["cost"] == "240 FLOPs · params 100 B · out 120 B"  # 2 * (2 * 3) * 4 * 5; 2×3×5 floats
+    matmul = next(i for i in infos if i["kind"] == "operation" and i["name"] == "matmul")
+    assert matmul["cost"] == "180 FLOPs"  # 2 * (2 * 3) * 5 * 3, between the modules
+    assert not any("cost" in i for i in infos if i["kind"] == "operation" and i["name"] == "relu")
+    page = torchrecorder.make_html(rec, stat="flops").text
+    assert "FLOPs per call (log scale)" in page

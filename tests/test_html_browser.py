@@ -159,6 +159,8 @@ def test_details_show_shapes(tr_browser: Any, stack_file: Path) -> None:
     assert "head" in text and "Linear" in text
     assert "2×8 float32" in text and "2×3 float32" in text  # its input and output
     assert "weight" in text and "3×8" in text and "27" in text  # parameters: 3×8 + 3
+    # its cost: 2 * 2 * 8 * 3 FLOPs, 27 float32 parameters, a 2×3 float32 output
+    assert "cost: 96 FLOPs · params 108 B · out 24 B" in text
     page.close()
 
 

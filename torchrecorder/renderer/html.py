@@ -22,6 +22,7 @@ from typing import Any, Optional, Union
 
 from .._files import write_atomically
 from .._text import utf8_safe
+from ..cost import COST_STATS, CallCost, Cost, cost, format_bytes, format_flops
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
@@ -207,6 +208,7 @@ class HtmlRenderer(GraphvizRenderer):
         order, parents = _preorder(rec, finest)
         index = {node.key: i for i, node in enumerate(order)}
         dtypes = _boundary_tensors(rec)
+        costs = _costs(rec)
         rows: list[list[Any]] = []
         for node, parent in zip(order, parents, strict=True):
             kind = _KINDS.get(self.styler.kind_of(node), 1)
@@ -216,7 +218,7 @@ class HtmlRenderer(GraphvizRenderer):
             if isinstance(node, LayerNode) and can_open.get(node.key, False):
                 cluster = strings.add(self._cluster_text(self.styler.style_cluster(node), "style_cluster"))
                 is_open = int(first.is_expanded(node))
-            info = strings.add(json.dumps(_info(rec, node, dtypes), ensure_ascii=False,
+            info = strings.add(json.dumps(_info(rec, node, dtypes, costs), ensure_ascii=False,
                                           separators=(",", ":")))
             rows.append([parent, kind, strings.add(self._quoted_id(node)), box, cluster, is_open, info])
         edges = self._edge_rows(finest, order, parents, index, attrs, strings)
@@ -501,8 +503,23 @@ def _tensor_text(t: TensorNode) -> str:
     return f"{shape_str(t.shape)} {t.dtype}".strip()
 
 
+def _costs(rec: Graph) -> Optional[Cost]:
+    """The recording's cost (:func:`~torchrecorder.cost.cost`), or ``None`` for a graph that
+    holds none (built by hand)."""
+    if rec.op_args is None and rec.op_flops is None:
+        return None
+    return cost(rec)
+
+
+def _cost_text(entry: CallCost) -> str:
+    """``8.9 MFLOPs · params 544.8 KB · out 64.0 KB``."""
+    return (f"{format_flops(entry.flops)} · params {format_bytes(entry.param_bytes)} · "
+            f"out {format_bytes(entry.activation_bytes)}")
+
+
 def _info(rec: Graph, node: BaseNode,
-          tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]]) -> dict[str, Any]:
+          tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]],
+          costs: Optional[Cost] = None) -> dict[str, Any]:
     """What the page's detail panel shows of ``node`` (plain text; the page writes it as text)."""
     if isinstance(node, LayerNode):
         ins, outs = tensors.get(node.key, ([], []))
@@ -515,6 +532,8 @@ def _info(rec: Graph, node: BaseNode,
             "out": [_tensor_text(t) for t in outs] or [shape_str(s) for s in node.output_shapes],
             "params": params, "total": count_str(node.num_params_total), "total_n": node.num_params_total,
         }
+        if costs is not None and str(node.key) in costs:
+            info["cost"] = _cost_text(costs[str(node.key)])
         if node.error:
             info["error"] = node.error
         return info
@@ -528,8 +547,11 @@ def _info(rec: Graph, node: BaseNode,
     if isinstance(node, OpNode):
         parent = rec.nodes.get(node.parent)
         where = parent.call_title(dotted=True) if isinstance(parent, LayerNode) else ""
-        return {"kind": "operation", "name": node.op, "path": where,
-                "out": [shape_str(s) for s in node.output_shapes]}
+        op: dict[str, Any] = {"kind": "operation", "name": node.op, "path": where,
+                              "out": [shape_str(s) for s in node.output_shapes]}
+        if costs is not None and str(node.key) in costs.ops:
+            op["cost"] = format_flops(costs.ops[str(node.key)])
+        return op
     return {"kind": type(node).__name__, "name": node.name}
 
 
@@ -543,5 +565,15 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
     >>> page = torchrecorder.make_html(rec)
     >>> page.text.startswith("<!DOCTYPE html>"), "viz-global" in page.text or "Viz" in page.text
     (True, True)
+
+    ``stat="flops"`` (or ``"activation_bytes"``, ``"param_bytes"``) colours the page by
+    each call's cost, as :func:`torchrecorder.make_dot` does; the detail panel shows every
+    call's cost whatever the colouring.
     """
+    stat = options.get("stat")
+    if isinstance(stat, str) and stat in COST_STATS and "activations" not in options:
+        from .activations import ActivationStyler  # (the activation colouring, fed the costs)
+
+        options["activations"] = {k: v for k, v in cost(rec).stat(stat).items() if v > 0}
+        styler_cls = styler_cls or ActivationStyler
     return HtmlRenderer(rec, render_depth, styler_cls, **options).render()

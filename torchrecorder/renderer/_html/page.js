@@ -417,9 +417,11 @@
         const all = d.total_n.toLocaleString("en-US");
         parts.push(el("p", "parameters in all: " + all + (d.total !== all ? " (" + d.total + ")" : "")));
       }
+      if (d.cost) parts.push(el("p", "cost: " + d.cost));
       if (d.error) parts.push(el("p", "raised " + d.error, "tr-error-text"));
     } else if (d.kind === "operation") {
       parts.push.apply(parts, list("output shape", d.out));
+      if (d.cost) parts.push(el("p", "cost: " + d.cost));
     } else {
       parts.push.apply(parts, list("shape", [d.shape + " " + d.dtype]));
       if (d.device) parts.push(el("p", "on " + d.device));
