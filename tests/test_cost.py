@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.flop_counter import FlopCounterMode, sdpa_flop_count
+from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
 import torchrecorder
 from torchrecorder.cost import Cost, format_bytes, format_flops
@@ -27,7 +27,9 @@ _MODES: dict[str, Any] = {"grad": contextlib.nullcontext, "no_grad": torch.no_gr
 # FlopCounterMode has no formula for the CPU kernel of scaled_dot_product_attention (it counts 0
 # there); the reference gives it torch's own attention formula, as torch counts it on CUDA and meta
 _CPU_SDPA = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu:
-             lambda q, k, v, *args, out_shape=None, **kwargs: sdpa_flop_count(q, k, v)}
+             lambda q, k, v, *args, out_shape=None, **kwargs: sdpa_flop_count(q, k, v),
+             torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward:
+             lambda grad, q, k, v, *args, out_shape=None, **kwargs: sdpa_backward_flop_count(grad, q, k, v)}
 
 
 def _reference(net: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -304,6 +306,47 @@ def test_units() -> None:
     assert format_flops(2.2e12) == "2.2 TFLOPs"
     assert format_bytes(1_234_567) == "1.2 MB" and format_bytes(999) == "999 B"
     assert format_bytes(999_960) == "1.0 MB"
+
+
+# ------------------------------------------------------------------ the backward pass
+@pytest.mark.parametrize("model", ["cnn", "vit"])
+def test_backward_flops_equal_flopcountermodes_backward_pass(model: str) -> None:
+    torch.manual_seed(0)
+    cnn = model == "cnn"
+    net, x = (_ConvNet(), torch.randn(2, 3, 16, 16)) if cnn else (_ViT(), torch.randn(2, 3, 32, 32))
+    c = torchrecorder.cost(torchrecorder.record(net, "net", input_data=x, backward=True))
+    with FlopCounterMode(display=False, custom_mapping=_CPU_SDPA) as counter:
+        out = net(x)
+        forward = counter.get_total_flops()
+        out.sum().backward()
+    assert c.total.flops == forward
+    assert c.total.backward_flops == counter.get_total_flops() - forward > forward
+    calls = [k for k in c if c[k].flops]
+    assert all(c[k].backward_flops for k in calls)
+    assert c["net"].backward_flops == c.total.backward_flops
+    # the stem's input needs no gradient: its backward computes the weight's only
+    first = c["stem" if cnn else "patch"]
+    assert first.backward_flops == first.flops
+
+
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+def test_gpt2_backward_flops(impl: str) -> None:
+    net, ids = _gpt2(impl), _ids(2, 7)
+    c = torchrecorder.cost(torchrecorder.record(net, "gpt2", input_kwargs={"input_ids": ids}, backward=True))
+    with FlopCounterMode(display=False, custom_mapping=_CPU_SDPA) as counter:
+        logits = net(input_ids=ids).logits
+        forward = counter.get_total_flops()
+        logits.sum().backward()
+    assert c.total.backward_flops == counter.get_total_flops() - forward
+
+
+def test_no_backward_flops_without_the_backward_graph() -> None:
+    net = nn.Linear(4, 4)
+    c = torchrecorder.cost(torchrecorder.record(net, "lin", (2, 4)))
+    assert c.total.backward_flops is None and c["lin"]["backward_flops"] is None
+    with torch.no_grad():
+        rec = torchrecorder.record(net, "lin", (2, 4), backward=True)
+    assert torchrecorder.cost(rec).total.backward_flops is None
 
 
 # ------------------------------------------------------------------ the layer table and the command line

@@ -53,16 +53,22 @@ class CallCost:
         param_bytes: bytes of the parameters recorded in this call and its children (a
             parameter is recorded once, in the first call that uses it).
         activation_bytes: bytes of the tensors the call returned.
+        backward_flops: where the recording kept the backward graph
+            (``record(..., backward=True)``), the FLOPs ``FlopCounterMode`` counts in the
+            backward pass of the call's operations (the gradients of what required them);
+            else ``None``.
     """
 
     flops: int = 0
     param_bytes: int = 0
     activation_bytes: int = 0
+    backward_flops: Optional[int] = None
 
-    def __getitem__(self, name: str) -> int:
+    def __getitem__(self, name: str) -> Optional[int]:
         if name not in _FIELDS:
             raise KeyError(f"a cost entry has no {name!r}; it has {list(_FIELDS)}")
-        return int(getattr(self, name))
+        value = getattr(self, name)
+        return None if value is None else int(value)
 
 
 _FIELDS = tuple(f.name for f in fields(CallCost))
@@ -167,21 +173,26 @@ def format_stat(value: float, stat: str) -> str:
 
 
 # ------------------------------------------------------------------ FLOPs of one operation
-def _meta(value: Any, values: bool = True) -> Any:
+def _meta(value: Any, values: bool = True, leaves: Optional[list[torch.Tensor]] = None) -> Any:
     """``value`` with every :class:`TensorSpec` made an empty ``meta`` tensor, or, with
-    ``values``, a CPU tensor of the values it kept (a packed sequence's lengths)."""
+    ``values``, a CPU tensor of the values it kept (a packed sequence's lengths); with
+    ``leaves``, those that required gradients require them again, and are added to it."""
     if isinstance(value, TensorSpec):
         if value.shape is None:
             raise ValueError("a nested tensor has no one shape")
         if values and value.values is not None:
             return torch.tensor(value.values, dtype=value.dtype).reshape(value.shape)
-        return torch.empty(value.shape, dtype=value.dtype, device="meta")
+        t = torch.empty(value.shape, dtype=value.dtype, device="meta")
+        if leaves is not None and value.requires_grad:
+            t.requires_grad_(True)
+            leaves.append(t)
+        return t
     if isinstance(value, tuple):
-        return tuple(_meta(v, values) for v in value)
+        return tuple(_meta(v, values, leaves) for v in value)
     if isinstance(value, list):
-        return [_meta(v, values) for v in value]
+        return [_meta(v, values, leaves) for v in value]
     if isinstance(value, dict):
-        return {k: _meta(v, values) for k, v in value.items()}
+        return {k: _meta(v, values, leaves) for k, v in value.items()}
     return value
 
 
@@ -199,7 +210,7 @@ def _frozen(value: Any) -> Any:
 
 class _Counter:
     """Counts operations again on ``meta`` tensors under one ``FlopCounterMode``, once per
-    distinct call."""
+    distinct call: their forward pass, or the backward pass of their outputs."""
 
     def __init__(self) -> None:
         from torch.utils.flop_counter import FlopCounterMode  # (imported when a cost is asked for)
@@ -207,28 +218,71 @@ class _Counter:
         self.mode = FlopCounterMode(display=False)
         self.memo: dict[Any, Optional[int]] = {}
 
-    def flops(self, func: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]]) -> Optional[int]:
-        """The FLOPs ``FlopCounterMode`` counts for ``func(*args, **kwargs)``, or ``None`` when
-        the call cannot be made again on ``meta`` tensors."""
+    def flops(self, func: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]],
+              backward: bool = False) -> Optional[int]:
+        """The FLOPs ``FlopCounterMode`` counts for ``func(*args, **kwargs)`` (with
+        ``backward``, for the gradients of the arguments that required them, the outputs'
+        gradients given), or ``None`` when the call cannot be made again on ``meta`` tensors."""
         try:
-            key: Any = (func, _frozen(args), _frozen(kwargs))
+            key: Any = (func, _frozen(args), _frozen(kwargs), backward)
         except TypeError:  # an argument that cannot be a dict key: counted, not remembered
             key = None
         if key is not None and key in self.memo:
             return self.memo[key]
-        counts = self.mode.flop_counts
         got: Optional[int] = None
         for values in (True, False):  # kept values on the CPU, else every tensor on meta
-            counts.clear()
             try:
-                func(*_meta(args, values), **_meta(kwargs or {}, values))
+                got = self._count(func, args, kwargs or {}, values, backward)
             except Exception:  # no meta kernel, a nested tensor: the operation is not counted
                 continue
-            got = sum(counts["Global"].values()) if "Global" in counts else 0
             break
         if key is not None:
             self.memo[key] = got
         return got
+
+    def _count(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], values: bool,
+               backward: bool) -> int:
+        counts = self.mode.flop_counts
+        counts.clear()
+        if not backward:
+            func(*_meta(args, values), **_meta(kwargs, values))
+            return sum(counts["Global"].values()) if "Global" in counts else 0
+        if getattr(func, "__name__", "") == "scaled_dot_product_attention":
+            return _attention_backward(args, kwargs)
+        leaves: list[torch.Tensor] = []
+        with torch.enable_grad():
+            out = func(*_meta(args, values, leaves), **_meta(kwargs, values, leaves))
+            outs = [t for t in _tensors(out) if t.requires_grad]
+            if not leaves or not outs:
+                return 0
+            counts.clear()  # the forward pass is not the backward's
+            torch.autograd.grad(outs, leaves, [torch.ones_like(t) for t in outs], allow_unused=True)
+        return sum(counts["Global"].values()) if "Global" in counts else 0
+
+
+def _attention_backward(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """The backward FLOPs of ``scaled_dot_product_attention`` by torch's formula for its
+    kernels, which recompute the attention scores (``FlopCounterMode`` on CUDA; the math
+    path that runs on ``meta`` does not recompute them, and the CPU kernel has no formula)."""
+    from torch.utils.flop_counter import sdpa_backward_flop_count
+
+    names = ("query", "key", "value")
+    q, k, v = (args[i] if i < len(args) else kwargs[n] for i, n in enumerate(names))
+    if not all(isinstance(s, TensorSpec) and s.shape is not None for s in (q, k, v)):
+        raise ValueError("attention without the shapes of its query, key and value")
+    if not (q.requires_grad or k.requires_grad or v.requires_grad):
+        return 0
+    out = (*q.shape[:-1], v.shape[-1])
+    return int(sdpa_backward_flop_count(out, q.shape, k.shape, v.shape))
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in an operation's output (a tensor, or tuples and lists of them)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
 
 
 # ------------------------------------------------------------------ the cost of a recording
@@ -238,8 +292,9 @@ def cost(rec: Graph) -> Cost:
     Each call's entry (a :class:`CallCost`) has ``flops``, the forward FLOPs of the
     operations its forward ran (those between its submodules included) and of its
     children, counted exactly as :class:`torch.utils.flop_counter.FlopCounterMode`
-    counts them, ``param_bytes`` and ``activation_bytes``.  Nothing of the model runs:
-    a recording made on the ``meta`` device gets its exact FLOPs too.
+    counts them, ``param_bytes`` and ``activation_bytes``, and for a recording made with
+    ``backward=True`` ``backward_flops``.  Nothing of the model runs: a recording made on
+    the ``meta`` device gets its exact FLOPs too.
 
     >>> import torch, torchrecorder
     >>> from torch.utils.flop_counter import FlopCounterMode
@@ -296,6 +351,8 @@ def cost(rec: Graph) -> Cost:
         total.flops += flops
         if scope is not None and scope in calls:
             calls[str(scope)].flops += flops
+    if rec.backward is not None and rec.backward.grad_enabled and rec.op_args is not None:
+        _add_backward(rec.op_args, calls, total)
     for node in nodes.values():
         if isinstance(node, ParamNode):
             size = node.numel * itemsize(node.dtype)
@@ -311,9 +368,27 @@ def cost(rec: Graph) -> Cost:
             own, up = calls[str(layer.key)], calls[str(parent)]
             up.flops += own.flops
             up.param_bytes += own.param_bytes
+            if own.backward_flops is not None and up.backward_flops is not None:
+                up.backward_flops += own.backward_flops
     total.activation_bytes = sum(calls[str(k)].activation_bytes for k in rec.context.subnets
                                  if str(k) in calls)
     return Cost(calls, total, ops, dict(sorted(uncounted.items(), key=lambda kv: (-kv[1], kv[0]))), paths)
+
+
+def _add_backward(op_args: dict[Key, Any], calls: dict[str, CallCost], total: CallCost) -> None:
+    """Count the backward pass of each operation into its call (and set every call's and the
+    total's ``backward_flops``, 0 where nothing is counted)."""
+    for entry in calls.values():
+        entry.backward_flops = 0
+    total.backward_flops = 0
+    counter = _Counter()
+    with counter.mode:
+        for _, (scope, func, args, kwargs) in op_args.items():
+            flops = counter.flops(func, args, kwargs, backward=True) or 0
+            total.backward_flops += flops
+            if scope is not None and str(scope) in calls:
+                entry = calls[str(scope)]
+                entry.backward_flops = (entry.backward_flops or 0) + flops
 
 
 def op_flops(rec: Graph) -> list[tuple[Key, Key, int]]:

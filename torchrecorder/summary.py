@@ -265,7 +265,8 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
         if costs is not None:
             entry = costs.get(str(layer.key)) if layer is not None else None
             for stat in COST_STATS:
-                values[stat] = format_stat(entry[stat], stat) if entry is not None and entry[stat] else "--"
+                value = getattr(entry, stat) if entry is not None else 0
+                values[stat] = format_stat(value, stat) if value else "--"
         if layer is not None:
             note = layer.run_note()
             if note:

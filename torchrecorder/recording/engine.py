@@ -369,8 +369,11 @@ class Engine(LiveObjects):
         nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
                             [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs])
         scope.subnets._items[key] = None
-        if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs
-            self.op_args[key] = (skey, func, spec_of(args), spec_of(kwargs) if kwargs else None)
+        if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
+            try:
+                self.op_args[key] = (skey, func, spec_of(args), spec_of(kwargs) if kwargs else None)
+            except Exception:
+                pass
         live = self.live
         edges = graph.edges._items
         sources = self._sources

@@ -49,25 +49,28 @@ class TensorSpec:
         shape: the tensor's shape (``None`` for a nested tensor, which has no one shape).
         dtype: the tensor's dtype.
         values: the elements, flattened, of a small integer tensor on the CPU, else ``None``.
+        requires_grad: whether the tensor required gradients (what a backward pass computes).
     """
 
-    __slots__ = ("dtype", "shape", "values")
+    __slots__ = ("dtype", "requires_grad", "shape", "values")
 
     def __init__(self, shape: Optional[tuple[int, ...]], dtype: torch.dtype,
-                 values: Optional[tuple[int, ...]] = None) -> None:
+                 values: Optional[tuple[int, ...]] = None, requires_grad: bool = False) -> None:
         self.shape = shape
         self.dtype = dtype
         self.values = values
+        self.requires_grad = requires_grad
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, TensorSpec) and self.shape == other.shape and self.dtype == other.dtype
-                and self.values == other.values)
+                and self.values == other.values and self.requires_grad == other.requires_grad)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype, self.values))
+        return hash((self.shape, self.dtype, self.values, self.requires_grad))
 
     def __repr__(self) -> str:
-        return f"TensorSpec({self.shape!r}, {self.dtype})"
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        return f"TensorSpec({self.shape!r}, {self.dtype}{grad})"
 
 
 def spec_of(value: Any) -> Any:
@@ -80,7 +83,8 @@ def spec_of(value: Any) -> Any:
         except RuntimeError:  # a nested tensor: no one shape
             return TensorSpec(None, dtype)
         if dtype.is_floating_point or dtype.is_complex or dtype is torch.bool:
-            return TensorSpec(shape, dtype)  # the common case: data, whose values change no count
+            # the common case: data, whose values change no count
+            return TensorSpec(shape, dtype, None, value.requires_grad)
         values = None
         if value.device.type == "cpu" and value.numel() <= MAX_KEPT_VALUES:
             values = tuple(value.reshape(-1).tolist())
