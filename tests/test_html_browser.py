@@ -164,6 +164,29 @@ def test_details_show_shapes(tr_browser: Any, stack_file: Path) -> None:
     page.close()
 
 
+def test_the_colour_menu_colours_calls_by_their_cost(tr_browser: Any, stack_file: Path) -> None:
+    page, w = _open(tr_browser, stack_file)
+    head = _index(page, "head")
+    fill = f"#n{head} path, #n{head} polygon"
+
+    def head_fill() -> str:
+        return str(page.eval_on_selector(fill, "e => e.getAttribute('fill')"))
+
+    plain = head_fill()
+    options = page.eval_on_selector_all("#tr-colour option", "els => els.map(e => e.value)")
+    assert options == ["", "flops", "activation_bytes", "param_bytes"]
+    count = page.evaluate("__tr.layouts")
+    page.select_option("#tr-colour", "flops")
+    wait_layouts(page, count)
+    assert head_fill() != plain and "FLOPs per call (log scale)" in page.text_content("#tr-canvas")
+    count = page.evaluate("__tr.layouts")
+    page.select_option("#tr-colour", "")
+    wait_layouts(page, count)
+    assert head_fill() == plain and "FLOPs per call" not in page.text_content("#tr-canvas")
+    assert w.console_errors == [] and w.page_errors == []
+    page.close()
+
+
 def test_folded_block_expands_into_its_repeats(tr_browser: Any, stack_file: Path) -> None:
     page, _ = _open(tr_browser, stack_file)
     blocks = _index(page, "blocks")

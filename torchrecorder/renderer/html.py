@@ -22,12 +22,13 @@ from typing import Any, Optional, Union
 
 from .._files import write_atomically
 from .._text import utf8_safe
-from ..cost import COST_STATS, CallCost, Cost, cost, format_bytes, format_flops
+from ..cost import COST_STATS, Cost, cost, format_flops
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.budget import MaxNodes, default_depth
+from ._html_cost import colourings, cost_text, recorded_cost
 from ._html_loops import loop_rows
 from .base import ALL_DEPTHS
 from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list, title_attrs
@@ -208,7 +209,7 @@ class HtmlRenderer(GraphvizRenderer):
         order, parents = _preorder(rec, finest)
         index = {node.key: i for i, node in enumerate(order)}
         dtypes = _boundary_tensors(rec)
-        costs = _costs(rec)
+        costs = recorded_cost(rec)
         rows: list[list[Any]] = []
         for node, parent in zip(order, parents, strict=True):
             kind = _KINDS.get(self.styler.kind_of(node), 1)
@@ -234,6 +235,8 @@ class HtmlRenderer(GraphvizRenderer):
         }
         if loops:
             data["loops"] = loops
+        if costs is not None:
+            data["colour"] = colourings(costs, order)
         return data
 
     def _parts(self, attrs: Any, method: str, strings: _Interner) -> tuple[int, int, int]:
@@ -503,20 +506,6 @@ def _tensor_text(t: TensorNode) -> str:
     return f"{shape_str(t.shape)} {t.dtype}".strip()
 
 
-def _costs(rec: Graph) -> Optional[Cost]:
-    """The recording's cost (:func:`~torchrecorder.cost.cost`), or ``None`` for a graph that
-    holds none (built by hand)."""
-    if rec.op_args is None and rec.op_flops is None:
-        return None
-    return cost(rec)
-
-
-def _cost_text(entry: CallCost) -> str:
-    """``8.9 MFLOPs · params 544.8 KB · out 64.0 KB``."""
-    return (f"{format_flops(entry.flops)} · params {format_bytes(entry.param_bytes)} · "
-            f"out {format_bytes(entry.activation_bytes)}")
-
-
 def _info(rec: Graph, node: BaseNode,
           tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]],
           costs: Optional[Cost] = None) -> dict[str, Any]:
@@ -533,7 +522,7 @@ def _info(rec: Graph, node: BaseNode,
             "params": params, "total": count_str(node.num_params_total), "total_n": node.num_params_total,
         }
         if costs is not None and str(node.key) in costs:
-            info["cost"] = _cost_text(costs[str(node.key)])
+            info["cost"] = cost_text(costs[str(node.key)])
         if node.error:
             info["error"] = node.error
         return info
