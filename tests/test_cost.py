@@ -430,3 +430,43 @@ def test_the_html_page_carries_each_calls_cost_and_colours_by_it() -> None:
     assert not any("cost" in i for i in infos if i["kind"] == "operation" and i["name"] == "relu")
     page = torchrecorder.make_html(rec, stat="flops").text
     assert "FLOPs per call (log scale)" in page
+
+
+# ------------------------------------------------------------------ measured time
+class _Sleepy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fast = nn.Sequential(*[nn.Linear(8, 8) for _ in range(20)])
+        self.slow = _Sleep()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.slow(self.fast(x))
+
+
+class _Sleep(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import time
+
+        time.sleep(0.02)
+        return x * 2
+
+
+def test_timing_measures_each_call_less_the_recorders_own_work() -> None:
+    import time
+
+    net = _Sleepy()
+    start = time.perf_counter()
+    rec = torchrecorder.record(net, "net", (2, 8), timing=True)
+    wall = time.perf_counter() - start
+    c = torchrecorder.cost(rec)
+    times = rec.call_times
+    assert times is not None and set(times) == {str(layer.key) for layer in rec.layers()}
+    assert c["slow"].time is not None and c["slow"].time >= 0.02  # time.sleep sleeps at least that
+    # a call's time holds its children's: the recorder's work between them is what is taken out
+    assert c["net"].time >= c["fast"].time + c["slow"].time
+    assert c["fast"].time >= sum(c[f"fast.{i}"].time for i in range(20))
+    assert 0 < rec.timing_subtracted and c.total.time == c["net"].time < wall
+    assert torchrecorder.cost(torchrecorder.record(net, "net", (2, 8))).total.time is None
+    source = torchrecorder.make_dot(rec, stat="time").source
+    assert "time per call (ms)" in source
+    assert net.slow._forward_hooks == {} and net.slow._forward_pre_hooks == {}

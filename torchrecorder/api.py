@@ -58,6 +58,7 @@ def record(
     keep_tensors: bool = False,
     unfuse_fast_paths: bool = False,
     backward: bool = False,
+    timing: bool = False,
 ) -> Recorder:
     """Record the graph by running a single forward pass of ``net``.
 
@@ -99,6 +100,12 @@ def record(
         backward: also keep the autograd graph the pass built (``grad_fn`` nodes, grouped
             by the module call that created each; ``rec.backward``), drawn by
             ``make_dot(rec, backward=True)``.  It needs gradients on.
+        timing: measure each module call's wall time (on the CPU; ``rec.call_times``,
+            seconds by call key, and ``cost(rec)[key].time``; drawn by
+            ``make_dot(rec, stat="time")``): the recorder's own work inside each call is
+            measured and subtracted (``rec.timing_subtracted``, in seconds); torch handing
+            each operation to the recorder (about a microsecond) is not.  Off by default:
+            it adds two clock reads per operation and hook.
 
     Returns:
         a :class:`~torchrecorder.recorder.Recorder` holding the execution graph.
@@ -131,7 +138,7 @@ def record(
     args = make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
     rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
-                   backward=backward)
+                   backward=backward, timing=timing)
     rec.engine.walk = walk  # one walk of the model for the check, the state and the hooks
     with model_state_kept(net, walk) as kept, rec.engine.active(net, name, rec):
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write
@@ -231,6 +238,10 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
     if "activations" in styler_args and isinstance(fold_repeats, str) and fold_repeats == "auto":
         fold_repeats = False  # coloured by each call's own value: nothing folded unless asked
     stat = styler_args.get("stat")
+    if stat == "time" and "activations" not in styler_args and getattr(rec, "call_times", None):
+        # record(..., timing=True): milliseconds per call
+        styler_args["activations"] = {k: 1000 * v for k, v in cost(rec).stat("time").items() if v > 0}
+        styler_cls = styler_cls or ActivationStyler
     if isinstance(stat, str) and stat in COST_STATS and "activations" not in styler_args and not backward:
         # coloured by the cost of each call (identical blocks cost the same: folding stays)
         styler_args["activations"] = {k: v for k, v in cost(rec).stat(stat).items() if v > 0}

@@ -57,18 +57,20 @@ class CallCost:
             (``record(..., backward=True)``), the FLOPs ``FlopCounterMode`` counts in the
             backward pass of the call's operations (the gradients of what required them);
             else ``None``.
+        time: with ``record(..., timing=True)``, the call's wall time in seconds (the
+            recorder's own work subtracted); else ``None``.
     """
 
     flops: int = 0
     param_bytes: int = 0
     activation_bytes: int = 0
     backward_flops: Optional[int] = None
+    time: Optional[float] = None
 
-    def __getitem__(self, name: str) -> Optional[int]:
+    def __getitem__(self, name: str) -> Any:
         if name not in _FIELDS:
             raise KeyError(f"a cost entry has no {name!r}; it has {list(_FIELDS)}")
-        value = getattr(self, name)
-        return None if value is None else int(value)
+        return getattr(self, name)
 
 
 _FIELDS = tuple(f.name for f in fields(CallCost))
@@ -118,11 +120,13 @@ class Cost(Mapping[str, CallCost]):
         the FLOPs of each counted operation by its key too.
 
         Raises:
-            ValueError: ``name`` is not one of :data:`COST_STATS`.
+            ValueError: ``name`` is not one of :data:`COST_STATS` nor ``"time"`` (seconds, for
+                a recording made with ``timing=True``).
         """
-        if name not in COST_STATS:
-            raise ValueError(f"unknown cost statistic {name!r}; choose from {list(COST_STATS)}")
-        values: dict[str, float] = {self._paths[k]: float(getattr(c, name)) for k, c in self._calls.items()}
+        if name not in (*COST_STATS, "time"):
+            raise ValueError(f"unknown cost statistic {name!r}; choose from {[*COST_STATS, 'time']}")
+        values: dict[str, float] = {self._paths[k]: float(getattr(c, name)) for k, c in self._calls.items()
+                                    if getattr(c, name) is not None}
         if ops and name == "flops":
             values.update((str(k), float(v)) for k, v in self.ops.items() if v)
         return values
@@ -332,10 +336,12 @@ def cost(rec: Graph) -> Cost:
     calls: dict[str, CallCost] = {}
     paths: dict[str, str] = {}
     layers = [n for n in nodes.values() if isinstance(n, LayerNode) and not isinstance(n, ContextNode)]
+    times = rec.call_times
     for layer in layers:
         key = str(layer.key)
         paths[key] = layer.path if layer.call_index == 1 else f"{layer.path}#{layer.call_index}"
-        calls[key] = CallCost(activation_bytes=_output_bytes(layer, dtypes.get(layer.key)))
+        calls[key] = CallCost(activation_bytes=_output_bytes(layer, dtypes.get(layer.key)),
+                              time=times.get(layer.key) if times is not None else None)
     total = CallCost()
     ops: dict[str, int] = {}
     uncounted: dict[str, int] = {}
@@ -370,8 +376,10 @@ def cost(rec: Graph) -> Cost:
             up.param_bytes += own.param_bytes
             if own.backward_flops is not None and up.backward_flops is not None:
                 up.backward_flops += own.backward_flops
-    total.activation_bytes = sum(calls[str(k)].activation_bytes for k in rec.context.subnets
-                                 if str(k) in calls)
+    roots = [calls[str(k)] for k in rec.context.subnets if str(k) in calls]
+    total.activation_bytes = sum(c.activation_bytes for c in roots)
+    if times is not None:
+        total.time = sum(c.time or 0.0 for c in roots)
     return Cost(calls, total, ops, dict(sorted(uncounted.items(), key=lambda kv: (-kv[1], kv[0]))), paths)
 
 

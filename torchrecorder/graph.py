@@ -205,6 +205,10 @@ class Graph:
         op_flops: ``(op key, key of the call that ran it, FLOPs)`` for each operation of
             ``op_args``, once :func:`torchrecorder.cost` counted them (saved in JSON, so a
             loaded graph has its cost too); else ``None``.
+        call_times: call key -> the call's wall time in seconds, the recorder's own work
+            subtracted, when recorded with ``timing=True``; else ``None``.
+        timing_subtracted: seconds of the recorder's own work subtracted from the root calls'
+            times (``timing=True``).
     """
 
     def __init__(self, name: str = "net") -> None:
@@ -221,6 +225,9 @@ class Graph:
         self.op_args: Optional[dict[Key, tuple[Key, Any, tuple[Any, ...], Optional[dict[str, Any]]]]] = None
         self.output_dtypes: Optional[dict[Key, list[str]]] = None
         self.op_flops: Optional[list[tuple[Key, Key, int]]] = None
+        # record(..., timing=True): call key -> seconds (see recording.timing)
+        self.call_times: Optional[dict[Key, float]] = None
+        self.timing_subtracted = 0.0
 
     # ------------------------------------------------------------ reading
     @property

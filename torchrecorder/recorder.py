@@ -23,6 +23,7 @@ from .graph import Graph
 from .nodes import BaseNode
 from .recording import Engine
 from .recording.hooks import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
+from .recording.timing import CallTimer
 
 __all__ = [
     "Recorder",
@@ -61,16 +62,18 @@ class Recorder(Display, Graph):
             their unfused Python path (see :func:`torchrecorder.record`).
         record_backward: whether the pass's autograd graph is kept (``backward``, drawn by
             ``make_dot(rec, backward=True)``).
+        timing: whether each module call's wall time is measured (``call_times``).
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
     """
 
     def __init__(self, name: str = "net", *, keep_tensors: bool = False,
-                 unfuse_fast_paths: bool = False, backward: bool = False) -> None:
+                 unfuse_fast_paths: bool = False, backward: bool = False, timing: bool = False) -> None:
         super().__init__(name)
         self.keep_tensors = keep_tensors
         self.unfuse_fast_paths = unfuse_fast_paths
         self.record_backward = backward
+        self.timing = timing
         self._engine: Optional[Engine] = None
         self.nodes.find = self._find_live
 
@@ -85,6 +88,8 @@ class Recorder(Display, Graph):
             self._engine = Engine(self, keep_tensors=self.keep_tensors,
                                   unfuse_fast_paths=self.unfuse_fast_paths,
                                   backward=self.record_backward)
+            if self.timing:  # each call's wall time, the recorder's own work subtracted
+                CallTimer(self).install(self._engine)
         return self._engine
 
     def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:
