@@ -8,7 +8,7 @@ prints, in GFLOPs of one forward pass:
   given to the CPU kernel of ``scaled_dot_product_attention`` (which has none);
 * torchinfo's ``total_mult_adds`` times 2 (one multiply-add is two FLOPs), when installed;
 * fvcore's ``FlopCountAnalysis(...).total()`` times 2 (it counts one per multiply-add),
-  when installed (``pip install fvcore``);
+  when installed (``pip install fvcore``, or the ``bench`` extra);
 
 and the time ``record`` and ``cost`` took; then the same two times for Llama with 70B
 dimensions (80 layers) on the ``meta`` device.  docs/guide/cost.md quotes its output.
