@@ -23,6 +23,7 @@ FIGURES = {
     "plot_08_dict_io": 1, "plot_09_llama70b_meta": 2, "plot_10_custom_styler": 1,
     "plot_11_custom_renderer": 1, "plot_12_activations": 1, "plot_13_interactive_html": 1,
     "plot_14_attention_maps": 2, "plot_15_gradient_norms": 4, "plot_16_backward_graph": 3,
+    "plot_17_cost": 2,
     "plot_20_diff_lora": 2, "plot_21_diff_edits": 3,
 }
 

@@ -159,6 +159,31 @@ def test_details_show_shapes(tr_browser: Any, stack_file: Path) -> None:
     assert "head" in text and "Linear" in text
     assert "2×8 float32" in text and "2×3 float32" in text  # its input and output
     assert "weight" in text and "3×8" in text and "27" in text  # parameters: 3×8 + 3
+    # its cost: 2 * 2 * 8 * 3 FLOPs, 27 float32 parameters, a 2×3 float32 output
+    assert "cost: 96 FLOPs · params 108 B · out 24 B" in text
+    page.close()
+
+
+def test_the_colour_menu_colours_calls_by_their_cost(tr_browser: Any, stack_file: Path) -> None:
+    page, w = _open(tr_browser, stack_file)
+    head = _index(page, "head")
+    fill = f"#n{head} path, #n{head} polygon"
+
+    def head_fill() -> str:
+        return str(page.eval_on_selector(fill, "e => e.getAttribute('fill')"))
+
+    plain = head_fill()
+    options = page.eval_on_selector_all("#tr-colour option", "els => els.map(e => e.value)")
+    assert options == ["", "flops", "activation_bytes", "param_bytes"]
+    count = page.evaluate("__tr.layouts")
+    page.select_option("#tr-colour", "flops")
+    wait_layouts(page, count)
+    assert head_fill() != plain and "FLOPs per call (log scale)" in page.text_content("#tr-canvas")
+    count = page.evaluate("__tr.layouts")
+    page.select_option("#tr-colour", "")
+    wait_layouts(page, count)
+    assert head_fill() == plain and "FLOPs per call" not in page.text_content("#tr-canvas")
+    assert w.console_errors == [] and w.page_errors == []
     page.close()
 
 

@@ -118,7 +118,7 @@ def test_fold_repeats_false_page_data_is_the_page_without_folding() -> None:
     _, folded = page_of(rec, fold_repeats=True)
     _, plain = page_of(rec, fold_repeats=False)
     assert set(plain) == {"version", "name", "header", "fanout", "folded", "strings", "attrs", "nodes",
-                          "edges", "runs"}
+                          "edges", "runs", "colour"}  # (colour: the colour menu's costs)
     assert set(folded) == set(plain) | {"loops"}
 
     def rows(data: dict[str, Any]) -> list[Any]:

@@ -134,7 +134,7 @@ def test_columns_and_depth_options() -> None:
     assert next(line for line in shallow.splitlines() if "─blocks (ModuleList)" in line).split()[-1] == "144"
     assert rec.summary(depth=0).count("\n├─") == 0
     with pytest.raises(ValueError, match="unknown summary column"):
-        rec.summary(columns=["flops"])
+        rec.summary(columns=["gflops"])
     with pytest.raises(ValueError, match="depth"):
         rec.summary(depth=-1)
     with pytest.raises(ValueError, match="fold_repeats"):

@@ -7,6 +7,12 @@
 ['mlp', '0', '1', '2']
 >>> "cluster_mlp" in torchrecorder.make_dot(rec, render_depth=1).source
 True
+
+What each call costs (FLOPs exactly as ``torch.utils.flop_counter`` counts them, bytes):
+
+>>> c = torchrecorder.cost(rec)
+>>> c["0"].flops, c.total.flops, c.total.param_bytes
+(64, 96, 232)
 """
 
 from typing import Any
@@ -14,6 +20,7 @@ from typing import Any
 from . import hooks
 from .api import load_json, loads_json, make_dot, record, render_network
 from .capture import Capture, StopForward, capture
+from .cost import Cost, cost
 from .diff import Diff, diff
 from .errors import GraphError, GraphvizNotFoundError, RenderError
 from .graph import Graph
@@ -70,6 +77,7 @@ __all__ = [
     "BaseRenderer",
     "Capture",
     "ContextNode",
+    "Cost",
     "Diff",
     "ForwardInput",
     "ForwardOutput",
@@ -92,6 +100,7 @@ __all__ = [
     "StopForward",
     "TensorNode",
     "capture",
+    "cost",
     "diff",
     "hooks",
     "load_capture",

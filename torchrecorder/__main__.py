@@ -52,6 +52,16 @@ def _fold(text: str) -> Union[str, bool, int]:
     raise argparse.ArgumentTypeError(f"{text!r} is not auto, yes, no or a run length of 2 or more")
 
 
+def _columns(text: str) -> list[str]:
+    """``label,flops,source`` -> the columns of the layer table (see ``summary_table``), each checked."""
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in COLUMNS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown column(s) {unknown or [text]}; choose from "
+                                         f"{', '.join(COLUMNS)}")
+    return chosen
+
+
 def _depth(text: str) -> Optional[int]:
     """``all`` -> ``None`` (every depth); an integer as it is (a negative one is refused by
     ``render_network``, before the model runs, naming ``render_depth``)."""
@@ -62,16 +72,6 @@ def _depth(text: str) -> Optional[int]:
         return int(word)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a depth (0, 1, 2, ...) or 'all'") from None
-
-
-def _columns(text: str) -> tuple[str, ...]:
-    """``label,params,source`` -> the layer table's columns, each checked."""
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in COLUMNS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown column(s) {', '.join(unknown) or repr(text)}; "
-                                         f"choose from {', '.join(COLUMNS)}")
-    return names
 
 
 # what torch says when an embedding is given float inputs: token models want integer ids

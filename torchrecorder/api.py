@@ -11,6 +11,7 @@ from torch import nn
 
 from ._files import write_atomically
 from .backend import check_format, render_source
+from .cost import COST_STATS, cost
 from .diff import Diff
 from .diff.draw import make_diff_dot
 from .export import MAX_JSON_BYTES, load, loads
@@ -59,6 +60,7 @@ def record(
     unfuse_fast_paths: bool = False,
     backward: bool = False,
     source: bool = True,
+    timing: bool = False,
 ) -> Recorder:
     """Record the graph by running a single forward pass of ``net``.
 
@@ -106,6 +108,12 @@ def record(
             an operation, the first line outside torch and torchrecorder that ran it.
             Read off the call stack as the pass runs (no source file is read); ``False``
             leaves every ``node.source`` ``None``.
+        timing: measure each module call's wall time (on the CPU; ``rec.call_times``,
+            seconds by call key, and ``cost(rec)[key].time``; drawn by
+            ``make_dot(rec, stat="time")``): the recorder's own work inside each call is
+            measured and subtracted (``rec.timing_subtracted``, in seconds); torch handing
+            each operation to the recorder (about a microsecond) is not.  Off by default:
+            it adds two clock reads per operation and hook.
 
     Returns:
         a :class:`~torchrecorder.recorder.Recorder` holding the execution graph.
@@ -138,7 +146,7 @@ def record(
     args = make_inputs(net, input_shapes, input_data, device, dtype)
     kwargs = dict(input_kwargs or {})
     rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
-                   backward=backward, source=source)
+                   backward=backward, source=source, timing=timing)
     rec.engine.walk = walk  # one walk of the model for the check, the state and the hooks
     with model_state_kept(net, walk) as kept, rec.engine.active(net, name, rec):
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write
@@ -214,7 +222,11 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
             ``stats=True``) with ``stat=`` colours modules by a statistic of
             their activations (:class:`~torchrecorder.renderer.activations.ActivationStyler`);
             such a drawing folds nothing unless ``fold_repeats`` says so, since each
-            call has its own value.
+            call has its own value.  ``stat="flops"``, ``"activation_bytes"`` or
+            ``"param_bytes"`` without ``activations=`` colours each module call (and,
+            for FLOPs, each drawn operation) by its cost (:func:`torchrecorder.cost`)
+            on a log scale, with a legend in the statistic's unit; calls that cost
+            nothing keep the default style.
 
     Returns:
         a :class:`graphviz.Digraph`; ``.source`` is the DOT text, and it shows
@@ -233,6 +245,15 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
     styler_cls = _styler_class(styler_cls, styler_args)
     if "activations" in styler_args and isinstance(fold_repeats, str) and fold_repeats == "auto":
         fold_repeats = False  # coloured by each call's own value: nothing folded unless asked
+    stat = styler_args.get("stat")
+    if stat == "time" and "activations" not in styler_args and getattr(rec, "call_times", None):
+        # record(..., timing=True): milliseconds per call
+        styler_args["activations"] = {k: 1000 * v for k, v in cost(rec).stat("time").items() if v > 0}
+        styler_cls = styler_cls or ActivationStyler
+    if isinstance(stat, str) and stat in COST_STATS and "activations" not in styler_args and not backward:
+        # coloured by the cost of each call (identical blocks cost the same: folding stays)
+        styler_args["activations"] = {k: v for k, v in cost(rec).stat(stat).items() if v > 0}
+        styler_cls = styler_cls or ActivationStyler
     renderer_cls = GraphvizRenderer
     if backward:
         rec, renderer_cls = backward_view(rec, saved=show_saved), BackwardRenderer

@@ -11,6 +11,8 @@ The JSON document (schema version :data:`SCHEMA_VERSION`)::
       "notes": ["..."],                   # only when the recording lost something (Graph.notes)
       "sources": [["/path/model.py", 12, "forward"], ...],  # lines of code, when any is known
       "backward": {...},                  # only when recorded with backward=True (export_backward)
+      "op_flops": [["h.0/linear", "h.0", 512], ...],  # only for a recording: what cost() reads
+      "output_dtypes": {"h.0": ["float32"], ...},     # (Graph.op_flops, Graph.output_dtypes)
       "context": ["net", "input:x", ...], # keys directly in the context, in order
       "nodes": [ {node}, ... ],           # every node but the context, in recording order
       "edges": [["from_key", "to_key"], ...]
@@ -141,6 +143,13 @@ def to_dict(rec: Graph) -> dict[str, Any]:
     backward = getattr(rec, "backward", None)
     if backward is not None:
         doc["backward"] = backward_to_dict(backward)
+
+    if rec.op_args is not None or rec.op_flops is not None:  # what torchrecorder.cost reads
+        from .cost import op_flops  # (torch's flop counter, imported when needed)
+
+        doc["op_flops"] = [[k, s, n] for k, s, n in op_flops(rec)]
+    if rec.output_dtypes is not None:
+        doc["output_dtypes"] = {str(k): list(v) for k, v in rec.output_dtypes.items()}
     return {
         **doc,
         "context": list(rec.context.subnets),
@@ -366,6 +375,7 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
         raise ValueError("graph: field 'notes' must be a list of strings")
     rec.notes = list(notes)
     sources = _sources(data)
+    flops, dtypes = data.get("op_flops"), data.get("output_dtypes")
     for i, d in enumerate(nodes):
         node = _make_node(d, i, sources)
         if node.key in rec.nodes:
@@ -389,6 +399,10 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
         raise ValueError(f"graph: field 'failed_key' names {_describe(failed_key)}, which is not a "
                          "module call of the graph")
     rec.failed_key = failed_key
+    if flops is not None:
+        rec.op_flops = _op_flops(flops, rec)
+    if dtypes is not None:
+        rec.output_dtypes = _output_dtypes(dtypes, rec)
     try:
         rec.lint()
     except GraphError as exc:
@@ -396,6 +410,33 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
     if "backward" in data:
         rec.backward = backward_from_dict(data["backward"], rec.nodes)
     return rec
+
+
+def _op_flops(value: Any, rec: Graph) -> list[tuple[Optional[str], Optional[str], int]]:
+    """The ``op_flops`` field: ``[op key, key of the call that ran it or null, FLOPs]`` triples."""
+    if not isinstance(value, list):
+        raise ValueError(f"graph: field 'op_flops' must be a list, got {_describe(value)}")
+    out: list[tuple[Optional[str], Optional[str], int]] = []
+    for i, item in enumerate(value):
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+                and (item[1] is None or isinstance(rec.nodes.get(item[1]), LayerNode))
+                and isinstance(item[2], int) and _is_int(item[2], 0)):
+            raise ValueError(f"op_flops[{i}]: expected [op key, key of a module call or null, FLOPs >= 0], "
+                             f"got {_describe(item)}")
+        out.append((item[0], item[1], item[2]))
+    return out
+
+
+def _output_dtypes(value: Any, rec: Graph) -> dict[Optional[str], list[str]]:
+    """The ``output_dtypes`` field: module call key -> the dtype names of its outputs."""
+    if not isinstance(value, dict):
+        raise ValueError(f"graph: field 'output_dtypes' must be an object, got {_describe(value)}")
+    for key, names in value.items():
+        if not isinstance(rec.nodes.get(key), LayerNode) or not (
+                isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise ValueError(f"output_dtypes[{_describe(key)}]: expected a module call's key and a list "
+                             f"of dtype names, got {_describe(names)}")
+    return {k: list(v) for k, v in value.items()}
 
 
 def _list(data: dict[str, Any], field: str) -> list[Any]:

@@ -225,6 +225,21 @@ class Graph:
             not be given its own identity); empty when nothing was lost.
         backward: the pass's :class:`AutogradGraph` when recorded with
             ``backward=True`` (``record(..., backward=True)``), else ``None``.
+        op_args: what :func:`torchrecorder.cost` needs to count an operation's FLOPs, for
+            each recorded operation torch has a FLOP formula for (see
+            :mod:`torchrecorder.recording.opargs`): op key -> (key of the call that ran it,
+            the torch callable, its arguments and keyword arguments with tensors as
+            shapes and dtypes); kept for operations later pruned too.  ``None`` for a
+            graph not recorded (loaded from JSON, built by hand).
+        output_dtypes: call key -> the dtype names of the call's outputs, in the order of
+            ``output_shapes`` (``None`` for a graph not recorded).
+        op_flops: ``(op key, key of the call that ran it, FLOPs)`` for each operation of
+            ``op_args``, once :func:`torchrecorder.cost` counted them (saved in JSON, so a
+            loaded graph has its cost too); else ``None``.
+        call_times: call key -> the call's wall time in seconds, the recorder's own work
+            subtracted, when recorded with ``timing=True``; else ``None``.
+        timing_subtracted: seconds of the recorder's own work subtracted from the root calls'
+            times (``timing=True``).
     """
 
     def __init__(self, name: str = "net") -> None:
@@ -237,6 +252,13 @@ class Graph:
         self.keys = Namespace()
         # the pass's autograd graph, when recorded with backward=True (see the class docstring)
         self.backward: Optional[AutogradGraph] = None
+        # filled by the recording engine (see the class docstring)
+        self.op_args: Optional[dict[Key, tuple[Key, Any, tuple[Any, ...], Optional[dict[str, Any]]]]] = None
+        self.output_dtypes: Optional[dict[Key, list[str]]] = None
+        self.op_flops: Optional[list[tuple[Key, Key, int]]] = None
+        # record(..., timing=True): call key -> seconds (see recording.timing)
+        self.call_times: Optional[dict[Key, float]] = None
+        self.timing_subtracted = 0.0
 
     # ------------------------------------------------------------ reading
     @property

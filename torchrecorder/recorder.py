@@ -23,6 +23,7 @@ from .graph import Graph
 from .nodes import BaseNode
 from .recording import Engine
 from .recording.hooks import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
+from .recording.timing import CallTimer
 
 __all__ = [
     "Recorder",
@@ -63,17 +64,20 @@ class Recorder(Display, Graph):
             ``make_dot(rec, backward=True)``).
         record_source: whether module calls and operations get the line of code they come
             from (``node.source``).
+        timing: whether each module call's wall time is measured (``call_times``).
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
     """
 
     def __init__(self, name: str = "net", *, keep_tensors: bool = False,
-                 unfuse_fast_paths: bool = False, backward: bool = False, source: bool = True) -> None:
+                 unfuse_fast_paths: bool = False, backward: bool = False, source: bool = True,
+                 timing: bool = False) -> None:
         super().__init__(name)
         self.record_source = source
         self.keep_tensors = keep_tensors
         self.unfuse_fast_paths = unfuse_fast_paths
         self.record_backward = backward
+        self.timing = timing
         self._engine: Optional[Engine] = None
         self.nodes.find = self._find_live
 
@@ -88,6 +92,8 @@ class Recorder(Display, Graph):
             self._engine = Engine(self, keep_tensors=self.keep_tensors,
                                   unfuse_fast_paths=self.unfuse_fast_paths,
                                   backward=self.record_backward, source=self.record_source)
+            if self.timing:  # each call's wall time, the recorder's own work subtracted
+                CallTimer(self).install(self._engine)
         return self._engine
 
     def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:

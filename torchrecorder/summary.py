@@ -38,6 +38,7 @@ from collections.abc import Iterable, Sequence
 from typing import Optional
 
 from ._text import shorten, utf8_safe, visible
+from .cost import COST_STATS, cost, format_flops, format_stat
 from .graph import Graph
 from .nodes import ContextNode, Key, LayerNode, shape_str
 from .projection import FoldPlan, FoldRepeats, fold_min
@@ -53,6 +54,9 @@ COLUMNS: dict[str, str] = {
     "params": "Param #",
     "share": "Param %",
     "mult_adds": "Mult-Adds",
+    "flops": "FLOPs",
+    "activation_bytes": "Output size",
+    "param_bytes": "Param size",
     "trainable": "Trainable",
     "source": "Source",
 }
@@ -60,7 +64,7 @@ COLUMNS: dict[str, str] = {
 #: the columns printed when none are chosen (``print(rec)``)
 DEFAULT_COLUMNS: tuple[str, ...] = ("label", "input", "output", "params", "share")
 
-_RIGHT = {"params", "share", "mult_adds"}
+_RIGHT = {"params", "share", "mult_adds", "flops", "activation_bytes", "param_bytes"}
 
 #: bytes in the MB of the totals (10^6, as torchinfo)
 MB = 1_000_000
@@ -169,11 +173,15 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
         columns: which of :data:`COLUMNS` to print: ``"label"``, ``"input"``,
             ``"output"``, ``"params"``, ``"share"`` (the default, all five), and
             ``"mult_adds"`` (multiply-adds as torchinfo counts them, see
-            :meth:`~torchrecorder.summary_rows.Stats.mult_adds`) and ``"trainable"``
+            :meth:`~torchrecorder.summary_rows.Stats.mult_adds`), ``"trainable"``
             (``True``, ``False``, ``Partial``: whether the module's parameters
-            require gradients) and ``"source"`` (``file.py:line``, where the call was
-            made: :attr:`~torchrecorder.nodes.BaseNode.source`).  The name column is
-            always printed.
+            require gradients), the cost of each call (:func:`torchrecorder.cost`)
+            in human units: ``"flops"`` (``7.4 MFLOPs``, as torch's ``FlopCounterMode``
+            counts them, the call's children included), ``"activation_bytes"`` (the
+            call's outputs, ``1.2 MB``) and ``"param_bytes"`` (the parameters recorded
+            in the call and its children), and ``"source"`` (``file.py:line``, where the
+            call was made: :attr:`~torchrecorder.nodes.BaseNode.source`).  The name column
+            is always printed.
         depth: print rows down to this depth of the module tree only (the
             network is depth 0, a ``ModuleList``'s items are one deeper than the
             list); a row whose children are not printed counts their parameters
@@ -195,9 +203,11 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
     surrogates are written as escapes.
 
     Raises:
-        ValueError: an unknown column, a negative depth, or a bad ``fold``.
+        ValueError: an unknown column, a negative depth, or a bad ``fold``; a cost column
+            for a graph loaded from JSON (see :func:`torchrecorder.cost`).
     """
     cols = _check_columns(columns)
+    costs = cost(rec) if any(c in COST_STATS for c in cols) else None
     if depth is not None and (not isinstance(depth, int) or depth < 0):
         raise ValueError(f"depth must be an int >= 0 or None, got {depth!r}")
     min_run = fold_min(fold)
@@ -256,6 +266,11 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             "trainable": stats.trainable_text(row),
             "source": _cell(layer.source.where()) if layer is not None and layer.source else "--",
         }
+        if costs is not None:
+            entry = costs.get(str(layer.key)) if layer is not None else None
+            for stat in COST_STATS:
+                value = getattr(entry, stat) if entry is not None else 0
+                values[stat] = format_stat(value, stat) if value else "--"
         if layer is not None:
             note = layer.run_note()
             if note:
@@ -281,6 +296,8 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
               f"Non-trainable params: {stats.total - stats.trainable:,}"]
     if show_macs:
         lines.append(f"Total mult-adds: {sum(stats.mult_adds(r) for r in all_rows if r.layer is not None):,}")
+    if costs is not None and "flops" in cols:
+        lines.append(f"Total FLOPs: {format_flops(costs.total.flops)} ({costs.total.flops:,})")
     lines += [f"Params size (MB): {stats.param_bytes / MB:,.2f}",
               f"Activations size (MB): {stats.act_bytes / MB:,.2f}"]
     if rec.error:

@@ -43,6 +43,7 @@ from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
 from .live import LiveObjects
 from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
+from .opargs import COUNTED_OPS, spec_of
 from .ops import eager
 from .session import Session
 from .source import caller
@@ -117,6 +118,11 @@ class Engine(LiveObjects):
         self._grow_at = _GROW_AT
         # the model's modules as record() walked them just before (used by the next register_hooks)
         self.walk: Optional[list[tuple[str, nn.Module]]] = None
+        # what torchrecorder.cost reads (see Graph.op_args and Graph.output_dtypes)
+        if graph.op_args is None:
+            graph.op_args, graph.output_dtypes = {}, {}
+        self.op_args = graph.op_args
+        self.output_dtypes = graph.output_dtypes if graph.output_dtypes is not None else {}
 
     # ------------------------------------------------------------ the session
     def active(self, net: nn.Module, name: str, value: Any = None) -> Session[Any]:
@@ -361,6 +367,11 @@ class Engine(LiveObjects):
         scope.subnets._items[key] = None
         if self.source:  # the frames above: record_op, the op mode's __torch_function__
             nodes[key].source = caller(sys._getframe(2))
+        if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
+            try:
+                self.op_args[key] = (skey, func, spec_of(args), spec_of(kwargs) if kwargs else None)
+            except Exception:
+                pass
         live = self.live
         edges = graph.edges._items
         sources = self._sources
@@ -506,10 +517,12 @@ class Engine(LiveObjects):
         ckey = call.key
         untraced = self.untraced
         aliased: list[tuple[Tensor, Tensor, TensorNode]] = []  # (original, alias, its node)
+        dtypes = self.output_dtypes[ckey] = []
         for outname, t in tensors:
             meta = tensor_meta(t)
             shape = meta[0]
             call.output_shapes.append(shape)
+            dtypes.append(meta[1])
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
             if src is None:

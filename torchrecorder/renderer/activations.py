@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from .._text import dot_text, html_text
+from ..cost import COST_STATS, format_stat
 from ..nodes import BaseNode, LayerNode, OpNode
 from .styler import GraphvizStyler
 
@@ -41,8 +42,10 @@ SCALES: Mapping[str, Sequence[str]] = {
 _TITLES = {"mean": "mean activation", "std": "activation std", "zeros": "fraction of zeros",
            "absmax": "max |activation|", "dead": "dead-unit fraction", "time": "time per call (ms)",
            "grad_norm": "gradient norm", "grad_mean": "mean gradient",
-           "grad_zeros": "fraction of zero gradients"}
+           "grad_zeros": "fraction of zero gradients", "flops": "FLOPs per call",
+           "activation_bytes": "output size per call", "param_bytes": "parameter size"}
 _FRACTIONS = ("zeros", "dead", "grad_zeros")
+_COST_NOTES = {"flops": "", "activation_bytes": "out ", "param_bytes": "params "}
 
 
 def call_name(node: LayerNode) -> str:
@@ -74,6 +77,8 @@ def _fmt(value: float, stat: str) -> str:
         return f"{100 * value:.0f}%"
     if stat == "time":
         return f"{value:.3g} ms"
+    if stat in COST_STATS:
+        return format_stat(value, stat)
     return f"{value:.3g}"
 
 
@@ -91,15 +96,18 @@ class ActivationStyler(GraphvizStyler):
         stat: the statistic to show: ``"mean"``, ``"std"``, ``"zeros"``
             (fraction of zero elements), ``"absmax"``, ``"dead"`` (fraction
             of units zero for every input), ``"time"`` (milliseconds per
-            call); with a mapping, only the legend's title.
+            call), or a cost of :func:`torchrecorder.cost` (``"flops"``,
+            ``"activation_bytes"``, ``"param_bytes"``: values written in their unit); with
+            a mapping, the legend's title and the values' unit.
         scale: a name of :data:`SCALES`, or a sequence of ``#rrggbb`` colours
-            from low to high; default ``"warm"`` for fractions and time,
+            from low to high; default ``"warm"`` for fractions, time and costs,
             ``"cool"`` otherwise.
         vmin, vmax: the values at the ends of the scale; default 0 to 1 for
             fractions, else the smallest and largest value shown.
         log: place values on the scale by their logarithm (default: for ``"grad_norm"``,
-            where vanishing and exploding gradients differ by orders of magnitude,
-            when every value is positive).
+            where vanishing and exploding gradients differ by orders of magnitude, and for
+            the costs ``"flops"``, ``"activation_bytes"`` and ``"param_bytes"``, when every
+            value is positive).
         annotate: write the value in each coloured label (default).
         legend: draw the colour scale under the graph (default).
         title: the legend's title (default: a description of ``stat``).
@@ -131,7 +139,7 @@ class ActivationStyler(GraphvizStyler):
                 raise TypeError(f"the value for {k!r} is not a number: {v!r}") from exc
         self.stat = stat
         if scale is None:
-            scale = "warm" if stat in _FRACTIONS or stat == "time" else "cool"
+            scale = "warm" if stat in _FRACTIONS or stat in ("time", *COST_STATS) else "cool"
         if isinstance(scale, str):
             if scale not in SCALES:
                 raise ValueError(f"unknown scale {scale!r}; choose from {sorted(SCALES)}")
@@ -145,7 +153,7 @@ class ActivationStyler(GraphvizStyler):
         self.vmin = vmin if vmin is not None else (0.0 if fraction or not shown else min(shown))
         self.vmax = vmax if vmax is not None else (1.0 if fraction or not shown else max(shown))
         positive = bool(shown) and min(shown) > 0 and self.vmin > 0
-        self.log = (stat == "grad_norm" and positive) if log is None else bool(log)
+        self.log = (stat in ("grad_norm", *COST_STATS) and positive) if log is None else bool(log)
         if self.log and not positive:
             raise ValueError("log=True needs positive values and a positive vmin")
         self.annotate = annotate
@@ -172,6 +180,8 @@ class ActivationStyler(GraphvizStyler):
         return _mix(self.scale, (v - lo) / span if span else 0.0)
 
     def _note(self, value: float) -> str:
+        if self.stat in COST_STATS:  # the unit names it: "2.1 MFLOPs", "out 64.0 KB"
+            return f"{_COST_NOTES[self.stat]}{_fmt(value, self.stat)}"
         return f"{self.stat} {_fmt(value, self.stat)}"
 
     def _paint(self, attrs: dict[str, str], value: Optional[float], fill: bool) -> dict[str, str]:

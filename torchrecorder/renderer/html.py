@@ -22,12 +22,14 @@ from typing import Any, Optional, Union
 
 from .._files import write_atomically
 from .._text import utf8_safe
+from ..cost import COST_STATS, Cost, cost, format_flops
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, Source, TensorNode, shape_str
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.backward import backward_view
 from ..projection.budget import MaxNodes, default_depth
+from ._html_cost import colourings, cost_text, recorded_cost
 from ._html_loops import loop_rows
 from .backward import BackwardRenderer
 from .base import ALL_DEPTHS
@@ -225,6 +227,7 @@ class HtmlRenderer(GraphvizRenderer):
                 lines[src] = source_info(src, self.editor_url)
             return lines[src]
 
+        costs = recorded_cost(rec)
         rows: list[list[Any]] = []
         for node, parent in zip(order, parents, strict=True):
             kind = _KINDS.get(self.styler.kind_of(node), 1)
@@ -234,7 +237,7 @@ class HtmlRenderer(GraphvizRenderer):
             if isinstance(node, LayerNode) and can_open.get(node.key, False):
                 cluster = strings.add(self._cluster_text(self.styler.style_cluster(node), "style_cluster"))
                 is_open = int(first.is_expanded(node))
-            panel = _info(rec, node, dtypes, where(node.source))
+            panel = _info(rec, node, dtypes, where(node.source), costs)
             found = self.styler.breaks.at(rec, node, inside=False) if isinstance(node, LayerNode) else []
             if found:  # torch.compile's graph breaks in the call (make_dot(rec, breaks=...))
                 panel["breaks"] = [{"where": f"{os.path.basename(str(b.filename))}:{b.lineno}",
@@ -254,6 +257,8 @@ class HtmlRenderer(GraphvizRenderer):
         }
         if loops:
             data["loops"] = loops
+        if costs is not None:
+            data["colour"] = colourings(costs, order)
         return data
 
     def _parts(self, attrs: Any, method: str, strings: _Interner) -> tuple[int, int, int]:
@@ -524,17 +529,17 @@ def _tensor_text(t: TensorNode) -> str:
 
 
 def _info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]],
-          source: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+          source: Optional[dict[str, Any]] = None, costs: Optional[Cost] = None) -> dict[str, Any]:
     """What the page's detail panel shows of ``node`` (plain text; the page writes it as text),
     with ``source`` (:func:`~torchrecorder.renderer.sourcelines.source_info`) when given."""
-    info = _node_info(rec, node, tensors)
+    info = _node_info(rec, node, tensors, costs)
     if source is not None:
         info["source"] = source
     return info
 
 
-def _node_info(rec: Graph, node: BaseNode,
-               tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]]) -> dict[str, Any]:
+def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]],
+               costs: Optional[Cost] = None) -> dict[str, Any]:
     if isinstance(node, LayerNode):
         ins, outs = tensors.get(node.key, ([], []))
         params = [[p.name, shape_str(p.shape), p.dtype, p.numel] for k in node.subnets
@@ -546,6 +551,8 @@ def _node_info(rec: Graph, node: BaseNode,
             "out": [_tensor_text(t) for t in outs] or [shape_str(s) for s in node.output_shapes],
             "params": params, "total": count_str(node.num_params_total), "total_n": node.num_params_total,
         }
+        if costs is not None and str(node.key) in costs:
+            info["cost"] = cost_text(costs[str(node.key)])
         if node.error:
             info["error"] = node.error
         return info
@@ -559,8 +566,11 @@ def _node_info(rec: Graph, node: BaseNode,
     if isinstance(node, OpNode):
         parent = rec.nodes.get(node.parent)
         where = parent.call_title(dotted=True) if isinstance(parent, LayerNode) else ""
-        return {"kind": "operation", "name": node.op, "path": where,
-                "out": [shape_str(s) for s in node.output_shapes]}
+        op: dict[str, Any] = {"kind": "operation", "name": node.op, "path": where,
+                              "out": [shape_str(s) for s in node.output_shapes]}
+        if costs is not None and str(node.key) in costs.ops:
+            op["cost"] = format_flops(costs.ops[str(node.key)])
+        return op
     return {"kind": type(node).__name__, "name": node.name}
 
 
@@ -587,6 +597,10 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
     >>> page.text.startswith("<!DOCTYPE html>"), "viz-global" in page.text or "Viz" in page.text
     (True, True)
 
+    ``stat="flops"`` (or ``"activation_bytes"``, ``"param_bytes"``) colours the page by
+    each call's cost, as :func:`torchrecorder.make_dot` does; the detail panel shows every
+    call's cost whatever the colouring.
+
     Raises:
         ValueError: ``backward=True`` and the recording holds no backward graph (the message
             says why), or ``show_saved=True`` without ``backward=True``.
@@ -597,4 +611,10 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
     if show_saved:
         raise ValueError("show_saved=True shows the tensors saved for the backward pass: "
                          "pass backward=True too")
+    stat = options.get("stat")
+    if isinstance(stat, str) and stat in COST_STATS and "activations" not in options:
+        from .activations import ActivationStyler  # (the activation colouring, fed the costs)
+
+        options["activations"] = {k: v for k, v in cost(rec).stat(stat).items() if v > 0}
+        styler_cls = styler_cls or ActivationStyler
     return HtmlRenderer(rec, render_depth, styler_cls, **options).render()

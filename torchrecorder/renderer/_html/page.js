@@ -156,10 +156,17 @@
     return out;
   }
   // the cluster's lines: its attributes, and the node drawing its title (NUL between them)
+  // the colouring chosen in the menu: fill (boxes) or border (clusters) of node i, "" if none
+  let colourBy = "";
+  function paint(i, fill) {
+    const c = colourBy && D.colour[colourBy].fill[i];
+    if (!c) return "";
+    return fill ? ' fillcolor="' + c[0] + '"' + (c[1] ? " fontcolor=white" : "") : ' color="' + c[0] + '" penwidth=2.5';
+  }
   function openCluster(i, text, ind, titled, out) {
     const parts = text.split("\u0000");
     out.push(ind + "subgraph cluster_" + i + " {");
-    out.push(ind + "\t" + parts[parts.length - 1] + ' id="c' + i + '"');
+    out.push(ind + "\t" + parts[parts.length - 1] + (i < n ? paint(i, false) : "") + ' id="c' + i + '"');
     if (parts.length > 1) {
       titled.add(i);
       out.push(ind + "\t" + titleId(i) + " [" + parts[0] + ' id="t' + i + '"]');
@@ -170,6 +177,7 @@
   function buildDot() {
     const hiddenEdges = resolve();
     const out = [D.header], titled = new Set(), opened = [];
+    if (colourBy) out.push("\tgraph [label=" + D.colour[colourBy].legend + " labelloc=b]");
     const inCluster = new Map(), inside = new Map();
     // depth first with an explicit stack (no recursion: any nesting depth) of [what, indent,
     // the cluster it is in]; -1 closes a cluster, n + k opens the cluster of loop k
@@ -196,7 +204,7 @@
         todo.push([-1, ind, -1]);
         push(drawnKids(children[i]), ind + "\t", i);
       } else {
-        out.push(ind + S[N[i][2]] + " [" + attrText(run ? run.box : N[i][3]) + ' id="n' + i + '"]');
+        out.push(ind + S[N[i][2]] + " [" + attrText(run ? run.box : N[i][3]) + paint(i, true) + ' id="n' + i + '"]');
       }
     }
     const seen = new Set(), drawn = [], degree = new Map();
@@ -450,10 +458,12 @@
         const all = d.total_n.toLocaleString("en-US");
         parts.push(el("p", "parameters in all: " + all + (d.total !== all ? " (" + d.total + ")" : "")));
       }
+      if (d.cost) parts.push(el("p", "cost: " + d.cost));
       if (d.error) parts.push(el("p", "raised " + d.error, "tr-error-text"));
       if (d.breaks) parts.push.apply(parts, list("torch.compile graph breaks", d.breaks.map(function (b) { return b.where + ": " + b.reason; })));
     } else if (d.kind === "operation") {
       parts.push.apply(parts, list("output shape", d.out));
+      if (d.cost) parts.push(el("p", "cost: " + d.cost));
     } else {
       parts.push.apply(parts, list("shape", [d.shape + " " + d.dtype]));
       if (d.device) parts.push(el("p", "on " + d.device));
@@ -514,6 +524,13 @@
     if (selected >= 0) showDetails(selected);
     layout();
   });
+  const colourMenu = $("tr-colour");
+  if (!D.colour) $("tr-colour-label").style.display = "none";
+  else Object.keys(D.colour).forEach(function (stat) {
+    const o = document.createElement("option");
+    o.value = stat; o.textContent = D.colour[stat].title; colourMenu.appendChild(o);
+  });
+  colourMenu.addEventListener("change", function () { colourBy = colourMenu.value; layout(); });
   function syncControls() {
     let d = 0;
     for (let i = 0; i < n; i++) if (isOpen(i) && depth[i] + 1 > d) d = depth[i] + 1;

@@ -1,0 +1,47 @@
+"""What the HTML page shows of a recording's cost: each call's cost in its panel, and the
+colourings of its colour menu (see :func:`torchrecorder.cost`)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..cost import COST_STATS, CallCost, Cost, cost, format_bytes, format_flops
+from ..graph import Graph
+from ..nodes import BaseNode
+
+__all__ = ["colourings", "cost_text", "recorded_cost"]
+
+
+def recorded_cost(rec: Graph) -> Optional[Cost]:
+    """The recording's cost (:func:`~torchrecorder.cost.cost`), or ``None`` for a graph that
+    holds none (built by hand)."""
+    if rec.op_args is None and rec.op_flops is None:
+        return None
+    return cost(rec)
+
+
+def colourings(costs: Cost, order: list[BaseNode]) -> dict[str, Any]:
+    """For the page's colour menu, per cost statistic: its title, its legend (a DOT label) and
+    ``{node index: [colour, dark]}`` for the nodes it colours."""
+    from .activations import ActivationStyler, _dark  # (the drawing's colouring, reused)
+
+    out: dict[str, Any] = {}
+    for stat, title in zip(COST_STATS, ("FLOPs", "output size", "parameter size"), strict=True):
+        values = {k: v for k, v in costs.stat(stat).items() if v > 0}
+        if not values:
+            continue
+        styler = ActivationStyler(activations=values, stat=stat)
+        fill: dict[int, list[Any]] = {}
+        for i, node in enumerate(order):
+            value = styler.value_of(node)
+            if value is not None:
+                colour = styler.colour(value)
+                fill[i] = [colour, int(_dark(colour))]
+        out[stat] = {"title": title, "legend": styler.graph_attrs()["label"], "fill": fill}
+    return out
+
+
+def cost_text(entry: CallCost) -> str:
+    """``8.9 MFLOPs · params 544.8 KB · out 64.0 KB``."""
+    return (f"{format_flops(entry.flops)} · params {format_bytes(entry.param_bytes)} · "
+            f"out {format_bytes(entry.activation_bytes)}")
