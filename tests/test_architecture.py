@@ -30,11 +30,11 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(torchrecorder.__file__))
 #: layer -> module name prefixes (a module belongs to the layer of its longest matching prefix)
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("torchrecorder.errors", "torchrecorder._text", "torchrecorder.nodes", "torchrecorder.backend",
-             "torchrecorder._files", "torchrecorder._fused", "torchrecorder.opnames", "torchrecorder._stack",
-             "torchrecorder._progress", "torchrecorder.seed"),
+             "torchrecorder._files", "torchrecorder._fused", "torchrecorder.opargs", "torchrecorder.opnames",
+             "torchrecorder._stack", "torchrecorder._progress", "torchrecorder.seed"),
     "graph": ("torchrecorder.graph",),
     "recording": ("torchrecorder.recording",),
-    "projection": ("torchrecorder.projection",),
+    "projection": ("torchrecorder.projection", "torchrecorder.cost"),
     "renderer": ("torchrecorder.renderer",),
     "outputs": ("torchrecorder.export", "torchrecorder.export_backward", "torchrecorder.summary",
                 "torchrecorder.summary_rows"),

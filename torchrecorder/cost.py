@@ -3,7 +3,7 @@
 :func:`cost` reads a recording; it runs no model.  The FLOPs of an operation are what
 :class:`torch.utils.flop_counter.FlopCounterMode` counts for it: each recorded operation
 torch has a FLOP formula for (a matrix product, a linear or convolution layer, attention;
-see :mod:`torchrecorder.recording.opargs`) is run again, alone, on ``meta`` tensors of the
+see :mod:`torchrecorder.opargs`) is run again, alone, on ``meta`` tensors of the
 recorded shapes under ``FlopCounterMode``, so that torch's own decomposition (``linear``
 into ``addmm``, a batched ``matmul`` into ``bmm``, ``scaled_dot_product_attention`` into
 its kernel) and torch's own formulas give the number.  Operations with the same
@@ -32,9 +32,8 @@ from typing import Any, Optional
 import torch
 
 from .graph import Graph
-from .nodes import ContextNode, Key, LayerNode, OpNode, ParamNode
-from .recording.opargs import TensorSpec
-from .summary_rows import itemsize
+from .nodes import ContextNode, Key, LayerNode, OpNode, ParamNode, itemsize
+from .opargs import TensorSpec
 
 __all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat",
            "op_flops"]

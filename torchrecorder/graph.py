@@ -227,7 +227,7 @@ class Graph:
             ``backward=True`` (``record(..., backward=True)``), else ``None``.
         op_args: what :func:`torchrecorder.cost` needs to count an operation's FLOPs, for
             each recorded operation torch has a FLOP formula for (see
-            :mod:`torchrecorder.recording.opargs`): op key -> (key of the call that ran it,
+            :mod:`torchrecorder.opargs`): op key -> (key of the call that ran it,
             the torch callable, its arguments and keyword arguments with tensors as
             shapes and dtypes); kept for operations later pruned too.  ``None`` for a
             graph not recorded (loaded from JSON, built by hand).

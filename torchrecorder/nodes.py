@@ -13,6 +13,7 @@ activations themselves, unless a recording was asked to keep them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Iterator, MutableSet
 from typing import Any, Generic, NamedTuple, Optional, TypeVar
 
@@ -25,6 +26,7 @@ __all__ = [
     "ParamNode",
     "Source",
     "TensorNode",
+    "itemsize",
     "shape_str",
 ]
 
@@ -59,6 +61,19 @@ class OrderedSet(MutableSet[T], Generic[T]):
 
     def __repr__(self) -> str:
         return f"OrderedSet({list(self._items)!r})"
+
+
+_DTYPE_BITS = re.compile(r"(\d+)")
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element of a dtype given by name (``"bfloat16"`` -> 2); 4 when unknown."""
+    if dtype in ("bool", "uint8", "int8") or dtype.startswith("float8"):
+        return 1
+    m = _DTYPE_BITS.search(dtype)
+    if m is None:
+        return 4
+    return max(1, int(m.group(1)) // 8)
 
 
 def shape_str(shape: Optional[tuple[int, ...]]) -> str:

@@ -24,11 +24,10 @@ path here; torchinfo places it by its last.
 from __future__ import annotations
 
 import math
-import re
 from typing import Optional
 
 from .graph import Graph
-from .nodes import Key, LayerNode, OpNode, ParamNode, TensorNode
+from .nodes import Key, LayerNode, OpNode, ParamNode, TensorNode, itemsize
 
 __all__ = ["Row", "Stats", "label_paths", "layer_rows"]
 
@@ -104,19 +103,6 @@ def layer_rows(rec: Graph) -> list[Row]:
 def label_paths(rec: Graph) -> dict[str, str]:
     """``depth-idx`` label -> dotted path of the module it names (``""``: the network)."""
     return {row.label: row.path for row in layer_rows(rec)}
-
-
-_BITS = re.compile(r"(\d+)")
-
-
-def itemsize(dtype: str) -> int:
-    """Bytes per element of a dtype given by name (``"bfloat16"`` -> 2); 4 when unknown."""
-    if dtype in ("bool", "uint8", "int8") or dtype.startswith("float8"):
-        return 1
-    m = _BITS.search(dtype)
-    if m is None:
-        return 4
-    return max(1, int(m.group(1)) // 8)
 
 
 class Stats:

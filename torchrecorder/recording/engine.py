@@ -35,6 +35,7 @@ from .._stack import StackRoom
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..opargs import COUNTED_OPS, spec_of
 from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
 from ._walk import iter_tensors, named_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
@@ -43,7 +44,6 @@ from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
 from .live import LiveObjects
 from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
-from .opargs import COUNTED_OPS, spec_of
 from .ops import eager
 from .session import Session
 from .source import caller
