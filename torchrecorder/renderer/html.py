@@ -22,20 +22,21 @@ from typing import Any, Optional, Union
 
 from .._files import write_atomically
 from .._text import utf8_safe
-from ..cost import COST_STATS, Cost, cost, format_flops
+from ..cost import COST_STATS, cost
 from ..errors import GraphError
 from ..graph import Graph
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, Source, TensorNode, shape_str
+from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, Source, TensorNode
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.backward import backward_view
 from ..projection.budget import MaxNodes, default_depth
-from ._html_cost import colourings, cost_text, recorded_cost
+from ._html_cost import colourings, recorded_cost
+from ._html_info import boundary_tensors, panel_info
 from ._html_loops import loop_rows
 from .backward import BackwardRenderer
 from .base import ALL_DEPTHS
 from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list, title_attrs
 from .html_page import client_html, page_html, provider_html, script_json
-from .labels import count_str, run_title
+from .labels import run_title
 from .notebook_viewer import SESSION, current_cell, listen_if_running
 from .sourcelines import DEFAULT_EDITOR_URL, check_editor_url, source_info
 from .webfonts import web_fontname
@@ -217,7 +218,7 @@ class HtmlRenderer(GraphvizRenderer):
         attrs = _Interner()
         order, parents = _preorder(rec, finest)
         index = {node.key: i for i, node in enumerate(order)}
-        dtypes = _boundary_tensors(rec)
+        dtypes = boundary_tensors(rec)
         lines: dict[Source, Optional[dict[str, Any]]] = {}  # one read and one link per line of code
 
         def where(src: Optional[Source]) -> Optional[dict[str, Any]]:
@@ -237,7 +238,7 @@ class HtmlRenderer(GraphvizRenderer):
             if isinstance(node, LayerNode) and can_open.get(node.key, False):
                 cluster = strings.add(self._cluster_text(self.styler.style_cluster(node), "style_cluster"))
                 is_open = int(first.is_expanded(node))
-            panel = _info(rec, node, dtypes, where(node.source), costs)
+            panel = panel_info(rec, node, dtypes, where(node.source), costs)
             found = self.styler.breaks.at(rec, node, inside=False) if isinstance(node, LayerNode) else []
             if found:  # torch.compile's graph breaks in the call (make_dot(rec, breaks=...))
                 panel["breaks"] = [{"where": f"{os.path.basename(str(b.filename))}:{b.lineno}",
@@ -487,91 +488,6 @@ def _first_holder(item: BaseNode, chain: list[int], order: list[BaseNode], nodes
         if isinstance(node, LayerNode) and node.key in above:
             return i
     return len(chain)
-
-
-def _boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[TensorNode]]]:
-    """Layer key -> the tensors that entered it and those that left it (with their dtypes)."""
-    nodes = rec.nodes
-    out: dict[Key, tuple[list[TensorNode], list[TensorNode]]] = {}
-    ancestors: dict[Key, frozenset[Key]] = {}
-
-    def chain(key: Key) -> frozenset[Key]:
-        got = ancestors.get(key)
-        if got is None:
-            keys = []
-            parent = nodes[key].parent if key in nodes else None
-            while parent is not None and parent in nodes:
-                keys.append(parent)
-                parent = nodes[parent].parent
-            got = ancestors[key] = frozenset(keys)
-        return got
-
-    def add(tensor: TensorNode, inner: Key, outer: frozenset[Key], side: int) -> None:
-        parent = nodes[inner].parent if inner in nodes else None
-        while parent is not None and parent not in outer and parent in nodes:
-            listed = out.setdefault(parent, ([], []))[side]
-            if not listed or listed[-1] is not tensor:
-                if tensor not in listed:
-                    listed.append(tensor)
-            parent = nodes[parent].parent
-
-    for a, b in rec.edges:
-        na, nb = nodes.get(a), nodes.get(b)
-        if isinstance(na, TensorNode) and not isinstance(na, ParamNode):
-            add(na, b, chain(a), 0)
-        if isinstance(nb, TensorNode) and not isinstance(nb, ParamNode):
-            add(nb, a, chain(b), 1)
-    return out
-
-
-def _tensor_text(t: TensorNode) -> str:
-    return f"{shape_str(t.shape)} {t.dtype}".strip()
-
-
-def _info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]],
-          source: Optional[dict[str, Any]] = None, costs: Optional[Cost] = None) -> dict[str, Any]:
-    """What the page's detail panel shows of ``node`` (plain text; the page writes it as text),
-    with ``source`` (:func:`~torchrecorder.renderer.sourcelines.source_info`) when given."""
-    info = _node_info(rec, node, tensors, costs)
-    if source is not None:
-        info["source"] = source
-    return info
-
-
-def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorNode], list[TensorNode]]],
-               costs: Optional[Cost] = None) -> dict[str, Any]:
-    if isinstance(node, LayerNode):
-        ins, outs = tensors.get(node.key, ([], []))
-        params = [[p.name, shape_str(p.shape), p.dtype, p.numel] for k in node.subnets
-                  if isinstance(p := rec.nodes.get(k), ParamNode)]
-        info: dict[str, Any] = {
-            "kind": "module", "name": node.call_title(), "path": node.call_title(dotted=True),
-            "type": node.type_name,
-            "in": [_tensor_text(t) for t in ins] or [shape_str(s) for s in node.input_shapes],
-            "out": [_tensor_text(t) for t in outs] or [shape_str(s) for s in node.output_shapes],
-            "params": params, "total": count_str(node.num_params_total), "total_n": node.num_params_total,
-        }
-        if costs is not None and str(node.key) in costs:
-            info["cost"] = cost_text(costs[str(node.key)])
-        if node.error:
-            info["error"] = node.error
-        return info
-    if isinstance(node, ParamNode):
-        return {"kind": "parameter", "name": node.name, "path": node.path, "shape": shape_str(node.shape),
-                "dtype": node.dtype, "count": node.numel}
-    if isinstance(node, TensorNode):
-        return {"kind": "input" if node.role == "input" else "output" if node.role else "tensor",
-                "name": node.name, "shape": shape_str(node.shape), "dtype": node.dtype,
-                "device": node.device}
-    if isinstance(node, OpNode):
-        parent = rec.nodes.get(node.parent)
-        where = parent.call_title(dotted=True) if isinstance(parent, LayerNode) else ""
-        op: dict[str, Any] = {"kind": "operation", "name": node.op, "path": where,
-                              "out": [shape_str(s) for s in node.output_shapes]}
-        if costs is not None and str(node.key) in costs.ops:
-            op["cost"] = format_flops(costs.ops[str(node.key)])
-        return op
-    return {"kind": type(node).__name__, "name": node.name}
 
 
 class BackwardHtmlRenderer(BackwardRenderer, HtmlRenderer):
