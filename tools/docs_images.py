@@ -76,8 +76,19 @@ def diff_lora(scratch: str) -> bytes:
     return embed_fonts(render_source(torchrecorder.make_dot(space["d"]).source, "svg"))
 
 
+def compile_breaks(scratch: str) -> bytes:
+    """The guide's model that ``torch.compile`` breaks three times (``docs/_breaks.py``), each
+    break marked on the module call that causes it."""
+    space = runpy.run_path(str(ROOT / "docs" / "_breaks.py"))
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        breaks = torchrecorder.compile_breaks(space["Net"](), (2, 8))
+    return embed_fonts(render_source(torchrecorder.make_dot(breaks.recording, breaks=breaks).source, "svg"))
+
+
 FIGURES: dict[str, Callable[[str], bytes]] = {
-    "example.svg": example, "gpt2.svg": gpt2, "activations.svg": activations, "diff-lora.svg": diff_lora}
+    "example.svg": example, "gpt2.svg": gpt2, "activations.svg": activations, "diff-lora.svg": diff_lora,
+    "compile-breaks.svg": compile_breaks}
 
 
 def _drawing(svg: bytes) -> tuple[bytes, bool]:

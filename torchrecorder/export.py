@@ -421,8 +421,8 @@ def _op_flops(value: Any, rec: Graph) -> list[tuple[Optional[str], Optional[str]
         if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
                 and (item[1] is None or isinstance(rec.nodes.get(item[1]), LayerNode))
                 and isinstance(item[2], int) and _is_int(item[2], 0)):
-            raise ValueError(f"op_flops[{i}]: expected [op key, key of a module call or null, FLOPs >= 0], "
-                             f"got {_describe(item)}")
+            raise ValueError(f"graph: field 'op_flops', item {i}: expected [op key, key of a module call "
+                             f"or null, FLOPs >= 0], got {_describe(item)}")
         out.append((item[0], item[1], item[2]))
     return out
 
@@ -434,8 +434,8 @@ def _output_dtypes(value: Any, rec: Graph) -> dict[Optional[str], list[str]]:
     for key, names in value.items():
         if not isinstance(rec.nodes.get(key), LayerNode) or not (
                 isinstance(names, list) and all(isinstance(n, str) for n in names)):
-            raise ValueError(f"output_dtypes[{_describe(key)}]: expected a module call's key and a list "
-                             f"of dtype names, got {_describe(names)}")
+            raise ValueError(f"graph: field 'output_dtypes', item {_describe(key)}: expected a module "
+                             f"call's key and a list of dtype names, got {_describe(names)}")
     return {k: list(v) for k, v in value.items()}
 
 

@@ -22,7 +22,8 @@ def recorded_cost(rec: Graph) -> Optional[Cost]:
 
 def colourings(costs: Cost, order: list[BaseNode]) -> dict[str, Any]:
     """For the page's colour menu, per cost statistic: its title, its legend (a DOT label) and
-    ``{node index: [colour, dark]}`` for the nodes it colours."""
+    ``{node index: [colour, dark]}`` for the nodes it colours (the index as a string: the
+    page's data is JSON, and its object keys are strings)."""
     from .activations import ActivationStyler, _dark  # (the drawing's colouring, reused)
 
     out: dict[str, Any] = {}
@@ -31,12 +32,12 @@ def colourings(costs: Cost, order: list[BaseNode]) -> dict[str, Any]:
         if not values:
             continue
         styler = ActivationStyler(activations=values, stat=stat)
-        fill: dict[int, list[Any]] = {}
+        fill: dict[str, list[Any]] = {}
         for i, node in enumerate(order):
             value = styler.value_of(node)
             if value is not None:
                 colour = styler.colour(value)
-                fill[i] = [colour, int(_dark(colour))]
+                fill[str(i)] = [colour, int(_dark(colour))]
         out[stat] = {"title": title, "legend": styler.graph_attrs()["label"], "fill": fill}
     return out
 
