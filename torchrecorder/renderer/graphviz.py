@@ -342,18 +342,11 @@ class GraphvizRenderer(BaseRenderer):
         cluster and above the cluster's first members (and a nested cluster's title)."""
         if not self._clusters:
             return
-        parent: dict[Any, Any] = {}
-        for key, children in self._clusters.items():
-            for child in children:
-                parent[child.key] = key
+        parent = self._cluster_parents()
         titled = self._titled
 
         def clusters_of(key: Any) -> list[Any]:
-            out = []
-            while key in parent:
-                key = parent[key]
-                out.append(key)
-            return out  # innermost first
+            return _around(key, parent)
 
         lines: dict[str, None] = {}
         fed_inside: set[tuple[Any, Any]] = set()  # (cluster, direct child) fed from inside the cluster
@@ -433,25 +426,17 @@ class GraphvizRenderer(BaseRenderer):
         g.body.append(f"\t{a} -> {lid} [{self._attr_text({**attrs, 'arrowhead': 'none'}, method)}]\n")
         g.body.append(f"\t{lid} -> {b} [{self._attr_text(attrs, method)}]\n")
 
+    def _cluster_parents(self) -> dict[Any, Any]:
+        """Each drawn key inside a cluster -> the key of that cluster (as drawn so far)."""
+        return {child.key: key for key, children in self._clusters.items() for child in children}
+
     def _common_clusters(self, fnode: BaseNode, tnode: BaseNode) -> list[BaseNode]:
         """The clusters that hold both ``fnode`` and ``tnode``, outermost first."""
         if self._cluster_parent_of is None:
-            parent: dict[Any, Any] = {}
-            for key, children in self._clusters.items():
-                for child in children:
-                    parent[child.key] = key
-            self._cluster_parent_of = parent
+            self._cluster_parent_of = self._cluster_parents()
         parent = self._cluster_parent_of
-
-        def chain(key: Any) -> list[Any]:
-            out = []
-            while key in parent:
-                key = parent[key]
-                out.append(key)
-            return out  # innermost first
-
-        around_f = chain(fnode.key)
-        around_t = set(chain(tnode.key))
+        around_f = _around(fnode.key, parent)
+        around_t = set(_around(tnode.key, parent))
         common = [key for key in around_f if key in around_t]
         return [self._cluster_nodes[key] for key in reversed(common)]
 
@@ -551,6 +536,16 @@ def _never_drawn(renderer: GraphvizRenderer, node: BaseNode, other: Optional[Bas
     return (f"{type(renderer).__name__}:{edge} {type(node).__name__} {node.key!r} was never drawn as a "
             "node (render_node wrote no node statement for it); draw every node that render_node "
             "is given, or leave out the edges that touch the nodes it skips")
+
+
+def _around(key: Any, parent: dict[Any, Any]) -> list[Any]:
+    """The keys of the clusters around ``key``, innermost first (``parent``:
+    :meth:`GraphvizRenderer._cluster_parents`)."""
+    out = []
+    while key in parent:
+        key = parent[key]
+        out.append(key)
+    return out
 
 
 #: appended to a cluster's DOT id: the id of the node that draws its title
