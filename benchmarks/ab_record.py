@@ -30,6 +30,20 @@ from models import build  # noqa: E402
 import torchrecorder  # noqa: E402
 
 
+def interleaved(fns: list[Callable[[], Any]], rounds: int) -> tuple[list[float], list[float]]:
+    """Each of ``fns`` once to warm up, then ``rounds`` rounds of each in turn, timed in thread
+    CPU time: the median and the best of each, in milliseconds."""
+    times: list[list[float]] = [[] for _ in fns]
+    for fn in fns:
+        fn()  # warm-up
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            start = time.thread_time()
+            fn()
+            times[i].append(time.thread_time() - start)
+    return [statistics.median(t) * 1e3 for t in times], [min(t) * 1e3 for t in times]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="main", help="git revision to compare with (default main)")
@@ -56,16 +70,7 @@ def main() -> None:
 
             fns: list[Callable[[], Any]] = [lambda m=model, i=inputs: m(*i),
                                              lambda: run(base), lambda: run(torchrecorder)]
-            times: list[list[float]] = [[], [], []]
-            for fn in fns:
-                fn()  # warm-up
-            for _ in range(args.rounds):
-                for i, fn in enumerate(fns):
-                    start = time.thread_time()
-                    fn()
-                    times[i].append(time.thread_time() - start)
-            med = [statistics.median(t) * 1e3 for t in times]
-            best = [min(t) * 1e3 for t in times]
+            med, best = interleaved(fns, args.rounds)
             print(f"{name:14} {med[0]:10.2f} {med[1]:9.2f} ({best[1]:5.1f}) {med[2]:9.2f} ({best[2]:5.1f}) "
                   f"{med[2] / med[1]:6.3f}")
 

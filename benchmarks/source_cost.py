@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 
 import torch  # noqa: E402
+from ab_record import interleaved  # noqa: E402
 from models import build  # noqa: E402
 
 import torchrecorder  # noqa: E402
@@ -45,16 +44,7 @@ def main() -> None:
             lambda m=model, i=inputs: torchrecorder.record(m, "net", None, input_data=i, source=False),
             lambda m=model, i=inputs: torchrecorder.record(m, "net", None, input_data=i, source=True),
         ]
-        times: list[list[float]] = [[], [], []]
-        for fn in fns:
-            fn()  # warm-up
-        for _ in range(args.rounds):
-            for i, fn in enumerate(fns):
-                start = time.thread_time()
-                fn()
-                times[i].append(time.thread_time() - start)
-        med = [statistics.median(t) * 1e3 for t in times]
-        best = [min(t) * 1e3 for t in times]
+        med, best = interleaved(fns, args.rounds)
         off, on = med[1] / med[0], med[2] / med[0]
         print(f"{name:14} {med[0]:10.2f} {med[1]:10.2f} ({best[1]:5.1f}) {med[2]:10.2f} ({best[2]:5.1f}) "
               f"{off:9.3f} {on:9.3f} {(on / off - 1) * 100:+6.1f}%")
