@@ -373,3 +373,70 @@ def test_a_buffer_read_by_two_calls_joins_them_not() -> None:
     calls = {"left#1", "right#1", "scale#1"}
     assert not [(a, b) for a, b in rel if a in calls and b in calls]
     assert rec.notes == []
+
+
+# ------------------------------------------- untraced code whose inputs are gone
+def _fresh_script(fn: Any) -> Any:
+    """A new TorchScript function compiled from ``fn``'s code (torch.jit.script caches by the
+    function object): its executor starts unwarmed whatever ran before."""
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return torch.jit.script(copy)
+
+
+@pytest.mark.parametrize("warmup", [(3, 0), (3, 3), (0, 3)], ids=["grad", "grad+no_grad", "no_grad"])
+def test_scripted_function_after_warmup(monkeypatch: pytest.MonkeyPatch, warmup: tuple[int, int]) -> None:
+    """Once TorchScript's profiling executor has optimised a scripted function (after a few
+    calls with gradients), its result's grad_fn is one fused node and the temporary it was
+    given (``scripted_gate(self.a(x))``) is freed: the edge is still found through autograd."""
+    monkeypatch.setattr(passthrough, "scripted_gate", _fresh_script(passthrough._gate))
+    torch.manual_seed(0)
+    net = passthrough.ScriptedFunction()
+    x = torch.randn(2, 4)
+    with_grad, without = warmup
+    for _ in range(with_grad):
+        net(x).sum().backward()
+    with torch.no_grad():
+        for _ in range(without):
+            net(x)
+    net.zero_grad()
+    rec, out = _record(net, x)
+    check_invariants(rec)
+    (pairs,) = [p for c, p in passthrough.MISSING_EDGES if c.name == "ScriptedFunction"]
+    rel = recorded_relation(rec)
+    assert set(pairs) <= rel, f"missing {sorted(set(pairs) - rel)}"
+    assert rec.notes == []
+    torch.testing.assert_close(out, net(x))
+
+
+class _TemporaryIntoScript(nn.Module):
+    """``twice(self.a(x) + 1)``: no backward node saves the sum, so the tensor is freed before
+    the scripted result is read, while autograd still links the result to it."""
+
+    def __init__(self, twice: Any) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 2)
+        self.twice = twice
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.b(self.twice(self.a(x) + 1))
+
+
+def _twice(x: Tensor) -> Tensor:
+    return x * 2
+
+
+def test_untraced_call_on_freed_temporary() -> None:
+    """The producer of a tensor that only an untraced call read, and that is gone when its
+    result is read, is still joined to that result (not only the parameters behind it)."""
+    net = _TemporaryIntoScript(_fresh_script(_twice))
+    rec, _ = _record(net, torch.randn(2, 4))
+    check_invariants(rec)
+    assert ("a#1", "b#1") in recorded_relation(rec)
+    assert rec.notes == []
+    g = rec
+    untraced = [k for k, n in g.nodes.items() if isinstance(n, OpNode) and n.op == "mul"]
+    assert len(untraced) == 1
+    assert {s for s, d in g.edges if d == untraced[0]} == {"net/add"}

@@ -401,9 +401,9 @@ class Engine(LiveObjects):
             live[id(o)] = (ref(o), key)
         if self.autograd is not None:
             self.autograd.op(outs, skey, key)
-        if self.untraced.grad_fns is not None:
-            for o in outs:
-                self.untraced.track(o, key)
+        track = self.untraced.track  # the grad_fns may outlive outs (see recording/untraced.py)
+        for o in outs:
+            track(o, key)
         if inplace:
             target = outs[-1]
             base = target._base

@@ -34,7 +34,6 @@ as a box around one ``torchscript`` op.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Optional, Protocol
 
 from torch import nn
@@ -57,6 +56,7 @@ class HookOwner(Protocol):
     _handles: list[Any]
     _hook_fns: tuple[Any, ...]
 
+    def bind(self, obj: Any, key: Key) -> None: ...
     def hook(self, module: nn.Module) -> None: ...
     def param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> Any: ...
     def param_path(self, param: nn.Parameter) -> str: ...
@@ -164,7 +164,7 @@ class FastPaths:
                 found = engine.live.get(id(t))
                 if found is not None and found[0]() is t:
                     continue  # returned as it came in: the engine draws the pass-through
-                engine.live[id(t)] = (weakref.ref(t), entry.op)
+                engine.bind(t, entry.op)  # (also keeps its grad_fn: see recording/untraced.py)
                 if isinstance(op, OpNode):
                     op.output_shapes.append(shape_of(t))
         self.restore(i)

@@ -79,6 +79,8 @@ class LiveObjects:
         except TypeError:
             ref = obj
         self.live[id(obj)] = (ref, key)
+        if isinstance(obj, Tensor):
+            self.untraced.track(obj, key)
 
     def add_node(self, net: Any, depth: int = 0, parent: Any = None, name: Optional[str] = None) -> BaseNode:
         """A new node for the live object ``net`` in the scope ``parent`` (see
@@ -132,8 +134,7 @@ class LiveObjects:
         graph.nodes[key] = node
         scope.subnets._items[key] = None  # OrderedSet.add, inlined (one call per tensor node)
         self.live[id(t)] = (weakref.ref(t), key)
-        if self.untraced.grad_fns is not None:
-            self.untraced.track(t, key)
+        self.untraced.track(t, key)
         return node
 
     def param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> ParamNode:

@@ -16,6 +16,16 @@ back, through ``next_functions``, to the ``grad_fn`` of recorded tensors (or to
 the ``AccumulateGrad`` of a parameter).  :class:`Untraced` walks it and draws
 one operation, named after the function, joined to what it came from.  With
 gradients off nothing can be recovered: the graph gets a note instead.
+
+The walk goes through autograd nodes of every kind (a TorchScript function that
+the profiling executor has optimised leaves one fused ``DifferentiableGraph``
+node, or others, in place of its ops' nodes) until it meets the ``grad_fn`` of a
+tensor the recording drew.  That tensor need not be alive any more: a temporary
+handed straight to the untraced call (``f(self.a(x))``) is freed once nothing saves
+it, while its ``grad_fn`` lives on in the graph.  So the map from ``grad_fn`` to
+node is kept as the tensors are bound, not read from the live tensors when first
+needed; it holds each ``grad_fn`` until the recording ends, so that an ``id`` is
+never another node's.
 """
 
 from __future__ import annotations
@@ -59,8 +69,9 @@ class Untraced:
         self.pending: dict[type, str] = {}
         self.buffers: set[int] = set()
         self.root_grad = True
-        # id(grad_fn) -> (grad_fn, key of the node that stands for its tensor); built on first use
-        self.grad_fns: Optional[dict[int, tuple[Any, Key]]] = None
+        # id(grad_fn) -> (grad_fn, key of the node that last stood for a tensor it made); kept
+        # as tensors are bound (see the module docstring), the grad_fn held so its id stays its own
+        self.grad_fns: dict[int, tuple[Any, Key]] = {}
         # id(grad_fn) -> (grad_fn, key of the op drawn for it) for each custom Function call joined
         self._joined: dict[int, tuple[Any, Key]] = {}
         # id(ctx) -> (ctx, keys of its inputs), for custom Function calls not joined yet
@@ -73,7 +84,7 @@ class Untraced:
         """Forget the live objects of the recording that ended."""
         self.pending.clear()
         self.buffers.clear()
-        self.grad_fns = None
+        self.grad_fns.clear()
         self._joined.clear()
         self._inputs.clear()
         self._done.clear()
@@ -96,26 +107,17 @@ class Untraced:
 
     # ------------------------------------------------------- autograd's map
     def track(self, t: Tensor, key: Key) -> None:
-        """``t`` now stands for ``key``: remember its ``grad_fn`` (once the map exists)."""
-        gf = t.grad_fn
-        if gf is not None and self.grad_fns is not None:
-            self.grad_fns[id(gf)] = (gf, key)
+        """``t`` now stands for ``key``: remember its ``grad_fn``, which may outlive ``t``.
 
-    def _map(self) -> dict[int, tuple[Any, Key]]:
-        grad_fns = self.grad_fns
-        if grad_fns is None:
-            grad_fns = self.grad_fns = {}
-            for ref, key in self.engine.live.values():
-                obj = ref() if isinstance(ref, weakref.ref) else ref
-                if isinstance(obj, Tensor):
-                    gf = obj.grad_fn
-                    if gf is not None:
-                        grad_fns[id(gf)] = (gf, key)
-        return grad_fns
+        The engine calls it wherever a tensor is bound to a node.
+        """
+        gf = t.grad_fn
+        if gf is not None:
+            self.grad_fns[id(gf)] = (gf, key)
 
     def _walk_back(self, starts: list[Any], scope: LayerNode) -> list[Key]:
         """The recorded nodes that the autograd nodes ``starts`` came from (the walk stops at each)."""
-        grad_fns = self._map()
+        grad_fns = self.grad_fns
         engine = self.engine
         found: list[Key] = []
         seen: set[int] = set()
@@ -155,8 +157,6 @@ class Untraced:
             if src != key:
                 graph.edges.add((src, key))
                 engine._sources.add(src)
-        gf = t.grad_fn
-        self._map()[id(gf)] = (gf, key)
         engine.bind(t, key)
         return key
 
@@ -185,7 +185,7 @@ class Untraced:
             return None
         gf = t.grad_fn
         if gf is not None:
-            hit = self._map().get(id(gf))
+            hit = self.grad_fns.get(id(gf))
             if hit is not None and hit[0] is gf:  # another output of a recovered call
                 self.engine.bind(t, hit[1])
                 return hit[1]
