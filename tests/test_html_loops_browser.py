@@ -165,14 +165,18 @@ def test_an_operation_of_an_unfolded_loop_folds_it_again(tr_browser: Any, tmp_pa
 def test_folded_edges_map_onto_the_unfolded_ones(tr_browser: Any, tmp_path: Path, name: str,
                                                  every: bool) -> None:
     """Every edge of the folded view stands for an edge of the unfolded view (its ends taken to
-    what stands for them), and every unfolded edge but the values carried from one iteration
-    to the next is drawn folded (``every``: tensors and all operations drawn as nodes)."""
+    what stands for them), and every unfolded edge is drawn folded (``every``: tensors and all
+    operations drawn as nodes): the values carried from one iteration to the next as make_dot
+    draws them, dashed back edges."""
     rec = _rec(name)
     path = tmp_path / f"{name}.html"
     options = {"tensor_nodes": every, "all_ops": every}
     torchrecorder.make_html(rec, 2, fold_repeats=True, **options).save(path)
     page, _ = _open(tr_browser, path)
-    folded = {e for e in _without_titles(parse_dot(page.evaluate("__tr.dot"))).edges}
+    dot = _without_titles(parse_dot(page.evaluate("__tr.dot")))
+    folded = {e for e, a in zip(dot.edges, dot.edge_attrs, strict=True) if a.get("style") != "dashed"}
+    dashed = {e for e, a in zip(dot.edges, dot.edge_attrs, strict=True)
+              if a.get("style") == "dashed" and a.get("constraint") == "false"}
     _do(page, lambda: page.click("#tr-fold"))
     unfolded = _without_titles(parse_dot(page.evaluate("__tr.dot"))).edges
     page.close()
@@ -181,19 +185,24 @@ def test_folded_edges_map_onto_the_unfolded_ones(tr_browser: Any, tmp_path: Path
     key_of = {r.node_id(n): k for k, n in rec.nodes.items()}
     p = r.projection
     iteration = p.fold.iteration
-    mapped = set()
+    mapped, carried = set(), set()
     for a, b in unfolded:
         ka, kb = key_of[a], key_of[b]
         ia, ib = iteration.get(ka), iteration.get(kb)
-        if ia is not None and ib is not None and ia[0] == ib[0] and ia[1] != ib[1]:
-            continue  # the value carried to the next iteration
         fa, fb = p.drawn_key(ka), p.drawn_key(kb)
         if fa in p.left_out or fb in p.left_out:
             continue  # what stands for it folded is left out (an operation that reads nothing drawn)
-        if fa is not None and fb is not None and fa != fb:
-            mapped.add((r.node_id(rec.nodes[fa]), r.node_id(rec.nodes[fb])))
+        if fa is None or fb is None or fa == fb:
+            continue
+        edge = (r.node_id(rec.nodes[fa]), r.node_id(rec.nodes[fb]))
+        if ia is not None and ib is not None and ia[0] == ib[0] and ia[1] != ib[1]:
+            carried.add(edge)  # the value carried to the next iteration
+        else:
+            mapped.add(edge)
     assert folded and len(unfolded) > len(folded)
     assert folded == mapped
+    # a carried value drawn dashed where no edge stands for it yet, as make_dot draws it
+    assert dashed == {(r.node_id(a), r.node_id(b)) for a, b in p.carried_edges} == carried - folded
 
 
 def test_search_unfolds_the_loop_holding_a_later_iteration(tr_browser: Any, tmp_path: Path) -> None:

@@ -8,45 +8,59 @@ children of one layer (or of the network's top level).  Each of those children
 belongs to one iteration, and so do the children between two of them that a
 folded run of blocks hides (the later blocks of a run led by a child of the
 iteration, the tensors passed between them).  Folded, the page draws the first
-iteration's children inside one cluster marked ``×N``, maps every node of a
-later iteration onto its counterpart in the first (or onto nothing) and does
-not draw the edges from one iteration to another, as
-:class:`~torchrecorder.projection.Projection` does for ``make_dot``.
+iteration's children inside one cluster marked ``×N`` and maps every node of a
+later iteration onto its counterpart in the first (or onto nothing).  Its edges
+are the projection's, as ``make_dot`` draws them
+(:mod:`~torchrecorder.projection.edges`): the page hides the edges of the
+unfolded drawing that the folded one lacks (from one iteration to another,
+chains joined over a left-out node), and draws those only the folded one has,
+the carried edges (dashed back edges) among them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..nodes import BaseNode, Key
-from ..projection import FoldPlan, LoopNode
+from ..projection import LoopNode, Projection
 
 __all__ = ["loop_rows"]
 
 
-def loop_rows(plan: FoldPlan, top: Key, order: Sequence[BaseNode], parents: Sequence[int],
-              index: dict[Key, int], edges: Sequence[Sequence[Any]],
-              describe: Callable[[LoopNode, list[Any]], list[Any]]) -> list[list[Any]]:
-    """``[holder, first, later, aliases, crossing edges, *describe(group, iterations)]`` per
-    folded loop of ``plan`` that spans a node of the page, in ``plan``'s order.
+def loop_rows(folded: Projection, also: Iterable[Key], top: Key, order: Sequence[BaseNode],
+              parents: Sequence[int], index: dict[Key, int], edges: list[list[Any]],
+              describe: Callable[[LoopNode, list[Any]], list[Any]],
+              edge_rows: Callable[[list[tuple[BaseNode, BaseNode]], bool], list[list[Any]]]
+              ) -> list[list[Any]]:
+    """``[holder, first, later, aliases, hidden edges, *describe(group, iterations), added
+    edges, carried edges, added nodes]`` per folded loop of ``folded`` that spans a node of the
+    page, in its fold plan's order.
 
     Args:
-        plan: the folding (its ``loops``, ``iteration``, ``alias`` and ``hidden``).
+        folded: the finest drawing with every run and loop folded (its ``fold`` plan's
+            ``loops``, ``iteration``, ``alias`` and ``hidden``; its edges and carried edges).
+        also: keys of the nodes on the page drawn only while their loop is folded.
         top: the key of the layer whose children are the page's top level (the context).
         order: the page's nodes, in preorder.
         parents: each node's parent's position in ``order`` (-1 at the top).
         index: node key -> position in ``order``.
-        edges: the page's edge rows (``[from, to, ...]``).
+        edges: the page's edge rows (``[from, to, ...]``); the rows of the edges drawn only
+            while a loop is folded are appended.
         describe: the rest of a loop's row (its drawing attributes, id, count, ...).
+        edge_rows: the rows of edges of ``folded`` (``True``: of its carried edges).
 
     ``holder`` is the position of the layer that ran the loop (-1: the top
     level); ``first`` the positions of its children in the first iteration's
     stretch, ``later`` those in the later iterations' (in order); ``aliases``
     pairs ``from, to`` mapping each node of a later iteration to its counterpart
     in the first (-1: to nothing); ``crossing edges`` the positions in ``edges``
-    of the edges from one iteration of the loop to another.
+    of the edges not drawn while the loop is folded (from one iteration of the loop to
+    another, or that the folded drawing joins otherwise); ``added edges`` and ``carried
+    edges`` the positions in ``edges`` of the rows drawn only while it is folded, ``added
+    nodes`` the positions of the nodes drawn only then.
     """
+    plan = folded.fold
     if not plan.loops:
         return []
     groups = list(plan.loops.items())
@@ -94,6 +108,13 @@ def loop_rows(plan: FoldPlan, top: Key, order: Sequence[BaseNode], parents: Sequ
                 if any(loop == other and k != j for other, j in b):
                     cross[loop].append(e)
                     break
+    shown_nodes: list[list[int]] = [[] for _ in groups]
+    for key in also:
+        at = index.get(key)
+        if at is not None:
+            for loop in {loop for loop, _ in around[at]}:
+                shown_nodes[loop].append(at)
+    added, carried = _folded_edges(folded, order, index, edges, around, cross, edge_rows)
     aliases: list[list[int]] = [[] for _ in groups]
     alias = plan.alias
     for key, (loop, k) in iteration.items():
@@ -112,5 +133,53 @@ def loop_rows(plan: FoldPlan, top: Key, order: Sequence[BaseNode], parents: Sequ
         if not isinstance(group, LoopNode):
             raise TypeError(f"a folded loop's group is a {type(group).__name__}, not a LoopNode")
         rows.append([holder, first[number], later[number], aliases[number], cross[number],
-                     *describe(group, iterations)])
+                     *describe(group, iterations), added.get(number, []), carried.get(number, []),
+                     sorted(shown_nodes[number])])
     return rows
+
+
+def _folded_edges(folded: Projection, order: Sequence[BaseNode], index: dict[Key, int],
+                  edges: list[list[Any]], around: list[tuple[tuple[int, int], ...]], cross: list[list[int]],
+                  edge_rows: Callable[[list[tuple[BaseNode, BaseNode]], bool], list[list[Any]]]
+                  ) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """The page's edges while its loops are folded made ``folded``'s: the rows of ``edges``
+    whose image ``folded`` does not draw join ``cross`` (hidden while a loop around an end is
+    folded); the rows of ``folded``'s edges no shown row stands for, and of its carried
+    edges, are appended to ``edges`` and returned per loop around an end (drawn only while
+    folded)."""
+    def loops_at(*ends: int) -> set[int]:
+        return {loop for end in ends for loop, _ in around[end]}
+
+    drawn = folded.drawn_key
+    plain = {(a.key, b.key) for a, b in folded.edges}
+    hidden = {e for got in cross for e in got}
+    shown: set[tuple[Key, Key]] = set()
+    for e, row in enumerate(edges):
+        a, b = drawn(order[row[0]].key), drawn(order[row[1]].key)
+        if a is None or b is None or a == b:
+            continue
+        if (a, b) not in plain:
+            for loop in loops_at(row[0], row[1]):
+                if e not in cross[loop]:
+                    cross[loop].append(e)
+        elif e not in hidden:
+            shown.add((a, b))
+
+    def owned(pairs: list[tuple[BaseNode, BaseNode]]) -> list[tuple[tuple[BaseNode, BaseNode], set[int]]]:
+        got = []
+        for a, b in pairs:
+            i, j = index.get(a.key), index.get(b.key)
+            if i is not None and j is not None and (owners := loops_at(i, j)):
+                got.append(((a, b), owners))
+        return got
+
+    added: dict[int, list[int]] = {}
+    carried: dict[int, list[int]] = {}
+    for to, pairs, back in ((added, [(a, b) for a, b in folded.edges if (a.key, b.key) not in shown], False),
+                            (carried, folded.carried_edges, True)):
+        got = owned(pairs)
+        for (_, owners), row in zip(got, edge_rows([pair for pair, _ in got], back), strict=True):
+            for loop in owners:
+                to.setdefault(loop, []).append(len(edges))
+            edges.append(row)
+    return added, carried

@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any, Optional, Union
 
 from .._files import write_atomically
@@ -201,9 +201,11 @@ class HtmlRenderer(GraphvizRenderer):
         folded runs with the aliases of their later blocks; ``loops`` (when
         there are any) the folded Python loops (``_html_loops.loop_rows``:
         the layer that ran it, the nodes of its first and later iterations,
-        what those stand for, the edges between iterations), each followed by
-        its cluster's attributes, its DOT id, its count of iterations and its
-        summary (``mul · pow · add``).
+        what those stand for, the edges drawn only while it is unfolded), each
+        followed by its cluster's attributes, its DOT id, its count of
+        iterations and its summary (``mul · pow · add``), then the edges and
+        nodes drawn only while it is folded (its carried edges among them:
+        ``make_dot``'s, appended to ``edges``).
         """
         rec = self.rec
         can_open = self.expandable()
@@ -216,7 +218,13 @@ class HtmlRenderer(GraphvizRenderer):
         first = self.projection  # the first view: render_depth, this renderer's rule
         strings = _Interner()
         attrs = _Interner()
-        order, parents = _preorder(rec, finest)
+        # the finest drawing with every run and loop folded, as make_dot works it out: its
+        # edges and the nodes it draws are those of the page's folded loops
+        folded = None if not self.fold_min else Projection(
+            rec, ALL_DEPTHS, opens, min_run=self.fold_min, tensor_nodes=self.tensor_nodes,
+            all_ops=self.all_ops)
+        also = _folded_only(finest, folded)
+        order, parents = _preorder(rec, finest, also)
         index = {node.key: i for i, node in enumerate(order)}
         dtypes = boundary_tensors(rec)
         lines: dict[Source, Optional[dict[str, Any]]] = {}  # one read and one link per line of code
@@ -247,7 +255,7 @@ class HtmlRenderer(GraphvizRenderer):
             rows.append([parent, kind, strings.add(self._quoted_id(node)), box, cluster, is_open, info])
         edges = self._edge_rows(finest, order, parents, index, attrs, strings)
         runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings)
-        loops = self._loop_rows(rec, opens, order, parents, index, edges, strings)
+        loops = self._loop_rows(rec, folded, also, order, parents, index, edges, attrs, strings)
         header = self.new_graph().source.rstrip()
         if not header.endswith("}"):
             raise GraphError(f"unexpected DOT header from new_graph(): {header[-40:]!r}")
@@ -284,16 +292,19 @@ class HtmlRenderer(GraphvizRenderer):
         return cluster if title is None else self._attr_text(title, method) + "\u0000" + cluster
 
     def _edge_rows(self, finest: Projection, order: list[BaseNode], parents: list[int],
-                   index: dict[Key, int], attrs: _Interner, strings: _Interner) -> list[list[Any]]:
+                   index: dict[Key, int], attrs: _Interner, strings: _Interner,
+                   pairs: Optional[list[tuple[BaseNode, BaseNode]]] = None,
+                   carried: bool = False) -> list[list[Any]]:
         """``[from, to, attrs at level 0, 1, ..., edge]``: the attributes of the edge drawn from
-        its source, from the source's parent's box, ... (trailing repeats left out)."""
+        its source, from the source's parent's box, ... (trailing repeats left out), for each of
+        ``finest``'s edges (or ``pairs``, edges it draws; ``carried``: its carried edges)."""
         rows: list[list[Any]] = []
         rec_nodes = self.rec.nodes
         ancestors: dict[Key, frozenset[Key]] = {}
         # the stock style_edge reads of its source only whether it is a parameter: past the
         # boxes that hold the edge's ops and tensor, every outer box gives the same attributes
         stock = type(self.styler).style_edge is GraphvizStyler.style_edge
-        for fnode, tnode in finest.edges:
+        for fnode, tnode in finest.edges if pairs is None else pairs:
             a, b = index.get(fnode.key), index.get(tnode.key)
             if a is None or b is None:
                 continue
@@ -316,11 +327,12 @@ class HtmlRenderer(GraphvizRenderer):
                 made: dict[tuple[tuple[OpNode, ...], bool], int] = {}
                 for j in range(min(len(targets), last + 1)):
                     shown = tuple(ops[n] for n in kept if at_b[n] > j)
-                    carried = tensor if carried_here and t_b > j else None
-                    got = made.get((shown, carried is None))
+                    carried_tensor = tensor if carried_here and t_b > j else None
+                    got = made.get((shown, carried_tensor is None))
                     if got is None:
-                        got = attrs.add(self._edge_parts(node, tnode, carried, shown, strings))
-                        made[(shown, carried is None)] = got
+                        got = attrs.add(self._edge_parts(node, tnode, carried_tensor, shown, strings,
+                                                         carried=carried))
+                        made[(shown, carried_tensor is None)] = got
                     by_target.append(got)
                 while len(by_target) > 1 and by_target[-1] == by_target[-2]:
                     by_target.pop()
@@ -333,10 +345,15 @@ class HtmlRenderer(GraphvizRenderer):
         return rows
 
     def _edge_parts(self, fnode: BaseNode, tnode: BaseNode, tensor: Optional[TensorNode],
-                    ops: tuple[OpNode, ...], strings: _Interner) -> tuple[int, int, int]:
-        """The styler's attributes of the edge from ``fnode`` to ``tnode`` standing for ``ops``."""
+                    ops: tuple[OpNode, ...], strings: _Interner,
+                    carried: bool = False) -> tuple[int, int, int]:
+        """The styler's attributes of the edge from ``fnode`` to ``tnode`` standing for ``ops``
+        (``carried``: a value carried from one iteration of a folded loop to another)."""
         self._ops_now = ops
         try:
+            if carried:
+                return self._parts(self.styler.style_carried_edge(fnode, tnode, tensor), "style_carried_edge",
+                                   strings)
             if tensor is not None:
                 return self._parts(self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge",
                                    strings)
@@ -394,21 +411,27 @@ class HtmlRenderer(GraphvizRenderer):
         return [row[:-1] for row in runs]
 
 
-    def _loop_rows(self, rec: Graph, opens: Any, order: list[BaseNode], parents: list[int],
-                   index: dict[Key, int], edges: list[list[Any]], strings: _Interner) -> list[list[Any]]:
+    def _loop_rows(self, rec: Graph, folded: Optional[Projection], also: set[Key], order: list[BaseNode],
+                   parents: list[int], index: dict[Key, int], edges: list[list[Any]], attrs: _Interner,
+                   strings: _Interner) -> list[list[Any]]:
         """One row per folded Python loop (``fold_repeats``), as ``make_dot`` folds them: the
-        page draws each once, marked ``×N``, until it is unfolded."""
-        if not self.fold_min:
+        page draws each once, marked ``×N``, until it is unfolded.  The edges drawn while a
+        loop is folded are those of ``folded``, the finest drawing with everything folded:
+        the rows of its edges the unfolded drawing lacks and of its carried edges are added
+        to ``edges``."""
+        if folded is None:
             return []
-        plan = FoldPlan.build(rec, self.fold_min, opens, loops=True, all_ops=self.all_ops)
 
         def describe(group: LoopNode, iterations: list[Any]) -> list[Any]:
-            attrs = self.styler.style_repeated(group, iterations, True)
-            cluster = self._cluster_text(attrs, "style_repeated")
+            style = self.styler.style_repeated(group, iterations, True)
+            cluster = self._cluster_text(style, "style_repeated")
             return [strings.add(cluster), strings.add(self._quoted_id(group)), len(iterations),
                     strings.add(iterations_text(group, len(iterations), group.type_name))]
 
-        return loop_rows(plan, rec.context.key, order, parents, index, edges, describe)
+        def edge_rows(pairs: list[tuple[BaseNode, BaseNode]], carried: bool) -> list[list[Any]]:
+            return self._edge_rows(folded, order, parents, index, attrs, strings, pairs, carried)
+
+        return loop_rows(folded, also, rec.context.key, order, parents, index, edges, describe, edge_rows)
 
 
 class _Interner:
@@ -426,19 +449,39 @@ class _Interner:
         return got
 
 
-def _preorder(rec: Graph, finest: Projection) -> tuple[list[BaseNode], list[int]]:
+def _folded_only(finest: Projection, folded: Optional[Projection]) -> set[Key]:
+    """Keys of the nodes of folded loops that ``folded`` draws and ``finest`` leaves out (an
+    operation of a loop's first iteration that only a later iteration's copy feeds)."""
+    if folded is None or not finest.left_out:
+        return set()
+    drawn, gone, iteration = folded.drawn_key, folded.left_out, folded.fold.iteration
+    return {k for k in finest.left_out if k in iteration and k not in gone and drawn(k) == k}
+
+
+def _preorder(rec: Graph, finest: Projection, also: Container[Key] = ()) -> tuple[list[BaseNode], list[int]]:
     """The nodes of the finest drawing in preorder (a layer before what it holds, children in
-    order), and each one's parent's position (-1 at the top)."""
+    order), and each one's parent's position (-1 at the top); with the nodes of ``also``
+    (:func:`_folded_only`) among them."""
+
+    def children(node: BaseNode) -> list[BaseNode]:
+        kids = finest.children(node)
+        if not also or not isinstance(node, LayerNode) or not any(k in also for k in node.subnets):
+            return kids
+        keep = {kid.key for kid in kids}
+        if not keep.issubset(node.subnets):
+            return kids
+        return [rec.nodes[k] for k in node.subnets if k in keep or k in also]
+
     order: list[BaseNode] = []
     parents: list[int] = []
-    stack: list[tuple[BaseNode, int]] = [(n, -1) for n in reversed(finest.children(rec.context))]
+    stack: list[tuple[BaseNode, int]] = [(n, -1) for n in reversed(children(rec.context))]
     while stack:
         node, parent = stack.pop()
         at = len(order)
         order.append(node)
         parents.append(parent)
         if isinstance(node, LayerNode) and finest.is_expanded(node):
-            stack.extend((child, at) for child in reversed(finest.children(node)))
+            stack.extend((child, at) for child in reversed(children(node)))
     return order, parents
 
 

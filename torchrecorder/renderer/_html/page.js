@@ -29,12 +29,16 @@
   });
   // Python loops: loop k is drawn, while folded, as the cluster numbered n + k holding the
   // children of its first iteration; the children of its later iterations stand for their
-  // counterparts in the first (or for nothing)
+  // counterparts in the first (or for nothing); the nodes "shown" and the edges "added" and
+  // "carried" (from one iteration to the next: dashed back edges) are drawn only while it is
+  // folded, the edges in "cross" only while it is not
   const loops = (D.loops || []).map(function (r) {
     return { holder: r[0], first: r[1], later: r[2], alias: r[3], cross: r[4], cluster: r[5],
-             id: S[r[6]], count: r[7], about: S[r[8]] };
+             id: S[r[6]], count: r[7], about: S[r[8]], added: r[9], carried: r[10], shown: r[11] };
   });
   const loopOf = new Int32Array(n).fill(-1), laterIteration = new Uint8Array(n);
+  const carriedEdges = new Set();
+  loops.forEach(function (r) { r.carried.forEach(function (e) { carriedEdges.add(e); }); });
   loops.forEach(function (r, k) {
     r.first.forEach(function (i) { loopOf[i] = k; });
     r.later.forEach(function (i) { loopOf[i] = k; laterIteration[i] = 1; });
@@ -63,7 +67,12 @@
     const alias = new Map();
     const hiddenEdges = new Set();
     loops.forEach(function (r, k) {
-      if (!loopFolded[k]) return;
+      if (!loopFolded[k]) {
+        r.added.forEach(function (e) { hiddenEdges.add(e); });
+        r.carried.forEach(function (e) { hiddenEdges.add(e); });
+        r.shown.forEach(function (i) { alias.set(i, -1); });
+        return;
+      }
       // a later iteration's hidden blocks of a run stand for nothing, unless the run is folded too
       r.later.forEach(function (i) { alias.set(i, -1); });
       for (let j = 0; j < r.alias.length; j += 2) alias.set(r.alias[j], r.alias[j + 1]);
@@ -173,6 +182,12 @@
     }
   }
 
+  // an edge row's attributes as drawn from the boxes its ends are shown at
+  function edgeAttrs(row) {
+    const v = row[2 + Math.min(lvl[row[0]], row.length - 3)];
+    return typeof v === "number" ? v : v[Math.min(lvl[row[1]], v.length - 1)];
+  }
+
   // the DOT of the current state
   function buildDot() {
     const hiddenEdges = resolve();
@@ -207,15 +222,15 @@
         out.push(ind + S[N[i][2]] + " [" + attrText(run ? run.box : N[i][3]) + paint(i, true) + ' id="n' + i + '"]');
       }
     }
-    const seen = new Set(), drawn = [], degree = new Map();
+    const seen = new Set(), drawn = [], degree = new Map(), back = [];
     for (let e = 0; e < E.length; e++) {
       const row = E[e], a = rep[row[0]], b = rep[row[1]];
       if (a < 0 || b < 0 || a === b || hiddenEdges.has(e)) continue;
+      if (carriedEdges.has(e)) { back.push(e); continue; }
       const key = a * n + b;
       if (seen.has(key)) continue;
       seen.add(key);
-      const v = row[2 + Math.min(lvl[row[0]], row.length - 3)];
-      drawn.push([a, b, typeof v === "number" ? v : v[Math.min(lvl[row[1]], v.length - 1)]]);
+      drawn.push([a, b, edgeAttrs(row)]);
       degree.set(a, (degree.get(a) || 0) + 1);
     }
     for (let j = 0; j < drawn.length; j++) {
@@ -225,6 +240,13 @@
       out.push("\t" + S[N[d[0]][2]] + " -> " + S[N[d[1]][2]] + " [" + text + "]");
     }
     titleEdges(drawn, titled, opened, inCluster, inside, out);
+    const backSeen = new Set();
+    back.forEach(function (e) {  // carried edges, as make_dot draws them: after the others, once
+      const row = E[e], a = rep[row[0]], b = rep[row[1]], key = a * n + b;
+      if (seen.has(key) || backSeen.has(key)) return;
+      backSeen.add(key);
+      out.push("\t" + S[N[a][2]] + " -> " + S[N[b][2]] + " [" + attrText(edgeAttrs(row)) + "]");
+    });
     for (const role of ["input", "output"]) {
       const ids = top.filter(function (i) { return rep[i] === i && info(i).kind === role; })
         .map(function (i) { return S[N[i][2]]; });
