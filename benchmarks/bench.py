@@ -222,7 +222,7 @@ def worker_ours(name: str, repeats: int, hf: bool, outdir: str) -> dict[str, Any
     gc.collect()
 
     rec = torchrecorder.record(model, name, input_data=args)
-    res["nodes"], res["edges"] = len(rec.nodes) - 1, len(rec.edges)
+    res["nodes"], res["edges"] = len(rec.nodes) - 1, len(rec.links)
     fns: dict[str, Callable[[], Any]] = {
         "record_s": lambda: torchrecorder.record(model, name, input_data=args),
         "make_dot_s": lambda: torchrecorder.make_dot(rec).source,

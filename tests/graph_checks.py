@@ -48,7 +48,7 @@ def check_invariants(rec: Recorder) -> None:
             assert k not in seen, f"the parent chain of {key!r} loops at {k!r}"
             seen.add(k)
             k = nodes[k].parent
-    for a, b in rec.edges:
+    for a, b in rec.links:
         assert a in nodes and b in nodes, f"edge {(a, b)} joins unrecorded nodes"
     inputs = [k for k, n in nodes.items() if isinstance(n, TensorNode) and n.role == "input"]
     outputs = [k for k, n in nodes.items() if isinstance(n, TensorNode) and n.role == "output"]
@@ -61,7 +61,7 @@ def check_invariants(rec: Recorder) -> None:
 
 def _reachable(rec: Recorder, start: Iterable[Key]) -> set[Key]:
     succ: dict[Key, list[Key]] = {}
-    for a, b in rec.edges:
+    for a, b in rec.links:
         succ.setdefault(a, []).append(b)
     seen = set(start)
     todo = deque(seen)
@@ -158,7 +158,7 @@ def find_cycle(edges: Iterable[tuple[Any, Any]]) -> list[Any]:
 
 def check_acyclic(rec: Recorder, depths: Iterable[int] = (1, 2, 256)) -> None:
     """The raw edges and the drawn graph at each render depth have no cycle."""
-    cycle = find_cycle(rec.edges)
+    cycle = find_cycle(rec.links)
     assert not cycle, f"recorded edges have a cycle: {cycle}"
     for depth in depths:
         drawn = [(a.key, b.key) for a, b in GraphvizRenderer(rec, depth).drawn_edges()]

@@ -245,7 +245,7 @@ def recorded_relation(rec: Recorder, visible: set[str] | None = None) -> Relatio
         return result
 
     succ: dict[Key, list[Key]] = {}
-    for a, b in rec.edges:
+    for a, b in rec.links:
         if isinstance(nodes[a], ParamNode):
             continue
         succ.setdefault(a, []).append(b)

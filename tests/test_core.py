@@ -37,7 +37,7 @@ def test_mlp_nodes_parents_depths_and_edges() -> None:
     assert isinstance(out, TensorNode) and out.role == "output" and out.shape == (2, 3)
     assert out.parent is None and out.dtype == "float32" and out.device == "cpu"
     assert rec.nodes["fc1:out"].parent == "mlp" and rec.nodes["fc1:out"].shape == (2, 8)
-    assert list(rec.edges) == [
+    assert list(rec.links) == [
         ("input:x", "fc1/linear"), ("fc1.weight", "fc1/linear"), ("fc1.bias", "fc1/linear"),
         ("fc1/linear", "fc1:out"), ("fc1:out", "act/relu"), ("act/relu", "act:out"),
         ("act:out", "fc2/linear"), ("fc2.weight", "fc2/linear"), ("fc2.bias", "fc2/linear"),
@@ -55,9 +55,9 @@ def test_cnn_with_batchnorm_records_buffers_as_counts_and_flatten_as_op() -> Non
     assert isinstance(bn, LayerNode) and bn.num_params == 8 and bn.num_buffers == 4 + 4 + 1
     flatten = rec.nodes["cnn/flatten"]
     assert isinstance(flatten, OpNode) and flatten.parent == "cnn" and flatten.output_shapes == [(1, 256)]
-    assert ("relu:out", "cnn/flatten") in rec.edges
-    assert ("cnn/flatten", "head:in") in rec.edges
-    assert ("head:in", "head/linear") in rec.edges
+    assert ("relu:out", "cnn/flatten") in rec.links
+    assert ("cnn/flatten", "head:in") in rec.links
+    assert ("head:in", "head/linear") in rec.links
 
 
 def test_residual_add_outside_submodules_joins_both_branches() -> None:
@@ -65,15 +65,15 @@ def test_residual_add_outside_submodules_joins_both_branches() -> None:
     rec.lint()
     add = rec.nodes["block/add"]
     assert isinstance(add, OpNode) and add.parent == "block" and add.depth == 2
-    into_add = {a for a, b in rec.edges if b == "block/add"}
+    into_add = {a for a, b in rec.links if b == "block/add"}
     assert into_add == {"block.conv2:out", "stem:out"}  # the branch and the skip
-    assert ("block/add", "block:out") in rec.edges
+    assert ("block/add", "block:out") in rec.links
     block_out = rec.nodes["block:out"]
     assert isinstance(block_out, TensorNode) and block_out.parent == "res"
     # the skip connection: the block's input feeds both conv1 and the add
-    assert {b for a, b in rec.edges if a == "stem:out"} == {"block.conv1/conv2d", "block/add"}
+    assert {b for a, b in rec.links if a == "stem:out"} == {"block.conv1/conv2d", "block/add"}
     mean = rec.nodes["res/mean"]
-    assert isinstance(mean, OpNode) and ("block:out", "res/mean") in rec.edges
+    assert isinstance(mean, OpNode) and ("block:out", "res/mean") in rec.links
 
 
 def test_two_inputs_are_named_after_forward_arguments() -> None:
@@ -82,9 +82,9 @@ def test_two_inputs_are_named_after_forward_arguments() -> None:
     a, b = rec.nodes["input:a"], rec.nodes["input:b"]
     assert isinstance(a, TensorNode) and a.shape == (2, 3) and a.role == "input"
     assert isinstance(b, TensorNode) and b.shape == (2, 5)
-    assert ("input:a", "left/linear") in rec.edges and ("input:b", "right/linear") in rec.edges
-    assert {a for a, b in rec.edges if b == "two/cat"} == {"left:out", "right:out"}
-    assert ("two/cat", "out:in") in rec.edges
+    assert ("input:a", "left/linear") in rec.links and ("input:b", "right/linear") in rec.links
+    assert {a for a, b in rec.links if b == "two/cat"} == {"left:out", "right:out"}
+    assert ("two/cat", "out:in") in rec.links
 
 
 def test_three_level_nesting_depths_and_parents() -> None:
@@ -97,7 +97,7 @@ def test_three_level_nesting_depths_and_parents() -> None:
     assert tanh.parent == "mid.a" and tanh.depth == 3
     # mid returns b's output: that tensor node is moved up to the root's scope, not copied
     assert rec.nodes["mid.b:out"].parent == "nest" and "mid:out" not in rec.nodes
-    assert ("mid.b/tanh", "mid.b:out") in rec.edges and ("mid.b:out", "head/linear") in rec.edges
+    assert ("mid.b/tanh", "mid.b:out") in rec.links and ("mid.b:out", "head/linear") in rec.links
 
 
 def test_module_called_twice_gets_two_layer_nodes_and_one_set_of_params() -> None:
@@ -115,8 +115,8 @@ def test_module_called_twice_gets_two_layer_nodes_and_one_set_of_params() -> Non
     calls = rec.calls_of(net.lin)
     assert [c.key for c in calls] == ["lin", "lin#2"] and [c.call_index for c in calls] == [1, 2]
     assert kinds(rec, ParamNode) == ["lin.weight", "lin.bias"]
-    assert ("lin.weight", "lin#2/linear") in rec.edges
-    assert ("lin:out", "twice/relu") in rec.edges and ("twice/relu", "lin#2:in") in rec.edges
+    assert ("lin.weight", "lin#2/linear") in rec.links
+    assert ("lin:out", "twice/relu") in rec.links and ("twice/relu", "lin#2:in") in rec.links
 
 
 def test_five_thousand_op_chain_records_without_recursion() -> None:
@@ -129,7 +129,7 @@ def test_five_thousand_op_chain_records_without_recursion() -> None:
     rec = torchrecorder.record(Chain(), "chain", (1,))
     ops = kinds(rec, OpNode)
     assert len(ops) == 5000 and ops[0] == "chain/add" and ops[-1] == "chain/add_4999"
-    assert ("chain/add_4998", "chain/add_4999") in rec.edges
+    assert ("chain/add_4998", "chain/add_4999") in rec.links
     # every op drawn (the loop unfolded, no budget): no recursion in drawing either
     src = torchrecorder.make_dot(rec, expand_leaves=True, fold_repeats=False, max_nodes=None).source
     assert len(re.findall(r"^\t\S+ -> \S+ \[(?!style=invis)", src, re.M)) == 5001  # drawn edges
@@ -177,11 +177,11 @@ def test_a_user_forward_hook_that_replaces_an_output_keeps_the_graph_connected()
     finally:
         handle.remove()
     rec.lint()
-    assert ("act:out", "mlp/mul") in rec.edges and ("mlp/mul", "fc2/linear") not in rec.edges
+    assert ("act:out", "mlp/mul") in rec.links and ("mlp/mul", "fc2/linear") not in rec.links
     assert rec.nodes["mlp/mul"].parent == "mlp"
     # fc2 receives the doubled tensor: an input node made from mul's result
-    fc2_in = [a for a, b in rec.edges if b == "fc2/linear" and not a.startswith("fc2.")]
-    assert len(fc2_in) == 1 and ("mlp/mul", fc2_in[0]) in rec.edges
+    fc2_in = [a for a, b in rec.links if b == "fc2/linear" and not a.startswith("fc2.")]
+    assert len(fc2_in) == 1 and ("mlp/mul", fc2_in[0]) in rec.links
 
 
 def test_modules_made_during_forward_are_ops_of_the_caller() -> None:
@@ -198,7 +198,7 @@ def test_modules_made_during_forward_are_ops_of_the_caller() -> None:
     rec = torchrecorder.record(MakesSoftmax(), "net", (2, 4))
     rec.lint()
     assert [layer.key for layer in rec.layers()] == ["net", "fc"]
-    assert rec.nodes["net/softmax"].parent == "net" and ("fc:out", "net/softmax") in rec.edges
+    assert rec.nodes["net/softmax"].parent == "net" and ("fc:out", "net/softmax") in rec.links
 
 
 def test_per_module_forward_hooks_where_torch_has_no_global_always_call(
@@ -252,7 +252,7 @@ def test_operations_whose_results_nothing_uses_are_dropped_transitively() -> Non
     ops = {n.op for n in rec.nodes.values() if isinstance(n, OpNode)}
     assert {"neg", "linear"} <= ops
     assert not ops & {"abs", "mul", "sum"}, ops
-    assert all(a in rec.nodes and b in rec.nodes for a, b in rec.edges)
+    assert all(a in rec.nodes and b in rec.nodes for a, b in rec.links)
 
 
 class _Leaf(nn.Module):

@@ -82,7 +82,7 @@ def test_schema_fields() -> None:
     assert x["kind"] == "tensor" and x["role"] == "input" and x["shape"] == [1, 3, 8, 8]
     op = by_key["1/add"]
     assert op["op"] == "add" and op["output_shapes"] == [[1, 4, 8, 8]]
-    assert [tuple(e) for e in doc["edges"]] == list(rec.edges)
+    assert [tuple(e) for e in doc["edges"]] == list(rec.links)
     for node in doc["nodes"]:
         assert {"key", "kind", "name", "depth", "parent"} <= node.keys()
 

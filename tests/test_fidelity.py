@@ -113,14 +113,14 @@ def test_fused_fast_path_output_is_bit_identical_and_drawn_closed(case: str, gra
         assert [op.op for op in ops] == [note.removeprefix("fused: ")]
         assert not any(isinstance(n, LayerNode) for n in _inside(rec, key))
         # the op reads the call's inputs and every parameter of the module; it makes the outputs
-        sources = {a for a, b in rec.edges if b == ops[0].key}
+        sources = {a for a, b in rec.links if b == ops[0].key}
         params = {n.key for n in _inside(rec, key) if isinstance(n, ParamNode)}
         assert params and params <= sources
         assert sum(p.numel() for p in layer.fn.parameters()) == sum(
             rec.nodes[k].numel for k in params)
         assert any(isinstance(rec.nodes[a], TensorNode) and not isinstance(rec.nodes[a], ParamNode)
                    for a in sources)
-        assert any(a == ops[0].key for a, _ in rec.edges)
+        assert any(a == ops[0].key for a, _ in rec.links)
     dot = torchrecorder.make_dot(rec).source
     for note in fused.values():
         assert note in dot
@@ -387,9 +387,9 @@ def _check_closed_script(rec: torchrecorder.Recorder, key: str, type_name: str, 
     assert not any(isinstance(n, LayerNode) for n in inside)
     params = [n for n in inside if isinstance(n, ParamNode)]
     assert sum(p.numel for p in params) == numel
-    sources = {a for a, b in rec.edges if b == ops[0].key}
+    sources = {a for a, b in rec.links if b == ops[0].key}
     assert {p.key for p in params} < sources
-    assert any(a == ops[0].key for a, _ in rec.edges)
+    assert any(a == ops[0].key for a, _ in rec.links)
 
 
 def test_scripted_child_module_is_drawn_as_a_closed_box() -> None:

@@ -129,5 +129,5 @@ def test_golden_json(model: str, golden: Callable[[str, str], None],
     golden(f"{model}.json", text)
 
     again = torchrecorder.loads_json(text)
-    assert len(again.nodes) == len(rec.nodes) and list(again.edges) == list(rec.edges)
+    assert len(again.nodes) == len(rec.nodes) and list(again.links) == list(rec.links)
     assert torchrecorder.make_dot(again, 2).source == torchrecorder.make_dot(rec, 2).source

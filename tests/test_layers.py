@@ -48,13 +48,13 @@ def test_a_graph_built_by_hand_draws() -> None:
 def test_lint_raises_graph_error(breakage: str) -> None:
     g = _hand_built()
     if breakage == "self_loop":
-        g.edges.add(("fc", "fc"))
+        g.links.add(("fc", "fc"))
     elif breakage == "dangling_parent":
         g.nodes["hand/relu"].parent = "nowhere"
     elif breakage == "missing_subnet":
         g.nodes["hand"].subnets.discard("fc")  # type: ignore[attr-defined]
     else:
-        g.edges.add(("fc", "ghost"))
+        g.links.add(("fc", "ghost"))
     with pytest.raises(GraphError) as info:
         g.lint()
     assert isinstance(info.value, ValueError)

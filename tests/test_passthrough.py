@@ -439,4 +439,4 @@ def test_untraced_call_on_freed_temporary() -> None:
     g = rec
     untraced = [k for k, n in g.nodes.items() if isinstance(n, OpNode) and n.op == "mul"]
     assert len(untraced) == 1
-    assert {s for s, d in g.edges if d == untraced[0]} == {"net/add"}
+    assert {s for s, d in g.links if d == untraced[0]} == {"net/add"}

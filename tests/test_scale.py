@@ -158,7 +158,7 @@ def test_deep_chain_records(chain_rec: torchrecorder.Recorder) -> None:
     chain_rec.lint()
     # the chain is one path: input -> mul -> add -> ... -> add -> output
     succ: dict[Any, list[Any]] = {}
-    for a, b in chain_rec.edges:
+    for a, b in chain_rec.links:
         succ.setdefault(a, []).append(b)
     adds = [n.key for n in ops if n.op == "add"]
     assert len(adds) == N_CHAIN
@@ -226,7 +226,7 @@ def test_op_acc_walks_a_deep_autograd_graph() -> None:
     op_acc(y.grad_fn, rec, None)
     ops = [n for n in rec.nodes.values() if type(n).__name__ == "OpNode"]
     assert len(ops) == N_CHAIN
-    assert len(rec.edges) >= N_CHAIN
+    assert len(rec.links) >= N_CHAIN
     rec.lint()
 
 
@@ -241,7 +241,7 @@ def test_graph_grows_linearly_with_depth() -> None:
     """Each extra block adds the same nodes and edges: no quadratic duplication."""
     recs = {n: _gpt(n) for n in (1, 2, 4)}
     nodes = {n: len(r.nodes) for n, r in recs.items()}
-    edges = {n: len(r.edges) for n, r in recs.items()}
+    edges = {n: len(r.links) for n, r in recs.items()}
     assert nodes[4] - nodes[2] == 2 * (nodes[2] - nodes[1]) > 0
     assert edges[4] - edges[2] == 2 * (edges[2] - edges[1]) > 0
     for r in recs.values():

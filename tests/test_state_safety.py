@@ -62,10 +62,10 @@ def test_second_interrupt_during_hook_removal_still_removes_every_hook(nth: int)
             sys.setprofile(None)
     assert rec is not None
     assert no_hooks(net)
-    n_nodes, n_edges = len(rec.nodes), len(rec.edges)
+    n_nodes, n_edges = len(rec.nodes), len(rec.links)
     for _ in range(200):
         net(x)
-    assert (len(rec.nodes), len(rec.edges)) == (n_nodes, n_edges)
+    assert (len(rec.nodes), len(rec.links)) == (n_nodes, n_edges)
 
 
 def test_a_finished_recorders_hook_never_records() -> None:

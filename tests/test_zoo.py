@@ -197,7 +197,7 @@ def test_oracle_catches_a_wrong_edge(zoo: Zoo) -> None:
     inner = {k for k in rec.nodes if rec.nodes[k].parent == layer.key}
     rec2 = torchrecorder.Recorder("copy")
     rec2.nodes = rec.nodes
-    rec2.edges = type(rec.edges)(e for e in rec.edges if e[1] not in inner)
+    rec2.links = type(rec.links)(e for e in rec.links if e[1] not in inner)
     _, recall, missing, _ = compare(expected, recorded_relation(rec2))
     assert recall < 1.0 and any(b == "fc#1" for _, b in missing)
 
@@ -205,7 +205,7 @@ def test_oracle_catches_a_wrong_edge(zoo: Zoo) -> None:
 # ------------------------------------------------------ specific recording cases
 def _path(rec: torchrecorder.Recorder, start: Key, goal: Key) -> bool:
     succ: dict[Any, list[Any]] = {}
-    for a, b in rec.edges:
+    for a, b in rec.links:
         succ.setdefault(a, []).append(b)
     todo, seen = [start], {start}
     while todo:
@@ -414,16 +414,16 @@ def _mlp_recording(zoo: Zoo) -> tuple[Any, torchrecorder.Recorder, Any]:
 
 def test_checks_catch_a_cut_graph(zoo: Zoo) -> None:
     _, rec, _ = _mlp_recording(zoo)
-    rec.edges = type(rec.edges)(list(rec.edges)[:-1])  # the edge into the output tensor
+    rec.links = type(rec.links)(list(rec.links)[:-1])  # the edge into the output tensor
     with pytest.raises(AssertionError, match="not reachable"):
         check_invariants(rec)
 
 
 def test_checks_catch_a_cycle(zoo: Zoo) -> None:
     _, rec, _ = _mlp_recording(zoo)
-    edges = list(rec.edges)
+    edges = list(rec.links)
     first, last = edges[0][0], edges[-1][1]
-    rec.edges.add((last, first))
+    rec.links.add((last, first))
     with pytest.raises(AssertionError, match="cycle"):
         check_acyclic(rec, depths=(256,))
 
@@ -465,4 +465,4 @@ def test_packed_sequence_dataflow_by_hand(zoo: Zoo) -> None:
     lengths = next(k for k, n in rec.nodes.items() if isinstance(n, TensorNode) and n.name == "lengths")
     lengths_node = rec.nodes[lengths]
     assert isinstance(lengths_node, TensorNode) and lengths_node.dtype == "int64"
-    assert any(a == lengths for a, _ in rec.edges), "the lengths feed nothing"
+    assert any(a == lengths for a, _ in rec.links), "the lengths feed nothing"

@@ -44,7 +44,7 @@ class Display:
         graph = self._graph()
         n_layers = sum(1 for _ in graph.layers())
         return (f"<{type(self).__name__} {graph.name!r}: {n_layers} module calls, "
-                f"{len(graph.nodes) - 1} nodes, {len(graph.edges)} edges>")
+                f"{len(graph.nodes) - 1} nodes, {len(graph.links)} edges>")
 
     def to_json(self, path: Union[str, os.PathLike[str], None] = None) -> str:
         """The graph as JSON (schema in :mod:`torchrecorder.export`); also written to ``path``

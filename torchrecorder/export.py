@@ -154,7 +154,7 @@ def to_dict(rec: Graph) -> dict[str, Any]:
         **doc,
         "context": list(rec.context.subnets),
         "nodes": nodes,
-        "edges": [[a, b] for a, b in rec.edges],
+        "edges": [[a, b] for a, b in rec.links],
     }
 
 
@@ -394,7 +394,7 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
         if a not in rec.nodes or b not in rec.nodes:
             raise ValueError(f"edges[{i}]: edge [{_describe(a)}, {_describe(b)}] joins nodes that "
                              "are not in the graph")
-        rec.edges.add((a, b))
+        rec.links.add((a, b))
     if failed_key is not None and not isinstance(rec.nodes.get(failed_key), LayerNode):
         raise ValueError(f"graph: field 'failed_key' names {_describe(failed_key)}, which is not a "
                          "module call of the graph")

@@ -217,7 +217,10 @@ class Graph:
             order; the context node has the key ``None``.  A recorded module,
             parameter or tensor also finds its node while it is alive
             (``nodes[module]``: see :class:`NodeTable`).
-        edges: ordered set of ``(from_key, to_key)`` pairs.
+        links: the edges, an ordered set of ``(from_key, to_key)`` pairs in recording order
+            (what today's code reads and tests membership on).
+        edges: the edges as 1.0.3 held them (read-only): ``(from_key, to_key, order)``
+            triples, see :attr:`edges`.
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
         notes: what the recording could not follow, in words (an edge through
@@ -245,7 +248,7 @@ class Graph:
     def __init__(self, name: str = "net") -> None:
         self.name = name
         self.nodes: NodeTable = NodeTable({None: ContextNode()})
-        self.edges: OrderedSet[tuple[Key, Key]] = OrderedSet()
+        self.links: OrderedSet[tuple[Key, Key]] = OrderedSet()
         self.error: Optional[str] = None
         self.failed_key: Key = None
         self.notes: list[str] = []
@@ -268,6 +271,20 @@ class Graph:
         if not isinstance(node, ContextNode):
             raise GraphError("the context node (key None) is missing")
         return node
+
+    @property
+    def edges(self) -> tuple[tuple[Key, Key, int], ...]:
+        """The edges as 1.0.3 code reads them: a ``(from_key, to_key, order)`` triple per edge of
+        :attr:`links`, in recording order, where 1.0.3's timestamp is replaced by the recording
+        order (0, 1, 2, ...).  Programs written for 1.0.3 keep working::
+
+            for a, b, t in sorted(rec.edges, key=lambda e: e[2]):
+                print(rec.nodes[a].name, "->", rec.nodes[b].name)
+
+        A new tuple made at each read: add edges with :meth:`connect` (or 1.0.3's
+        ``Recorder.add_edge``); today's code reads the pairs of :attr:`links`.
+        """
+        return tuple((a, b, i) for i, (a, b) in enumerate(self.links))
 
     @property
     def fn_types(self) -> dict[str, int]:
@@ -334,7 +351,7 @@ class Graph:
         """
         if a not in self.nodes or b not in self.nodes:
             raise GraphError(f"cannot draw an edge involving nodes not in the graph: {(a, b)!r}")
-        self.edges.add((a, b))
+        self.links.add((a, b))
 
     def reparent(self, key: Key, parent: Key) -> None:
         """Move node ``key`` (and what it holds) into the layer ``parent``, after its last child."""
@@ -368,7 +385,7 @@ class Graph:
             parent = self.nodes.get(node.parent)
             if isinstance(parent, LayerNode):
                 parent.subnets.discard(k)
-        self.edges = OrderedSet(e for e in self.edges if e[0] not in dead and e[1] not in dead)
+        self.links = OrderedSet(e for e in self.links if e[0] not in dead and e[1] not in dead)
 
     def prune(self, sources: Optional[Set[Key]] = None) -> None:
         """Drop operations whose results nothing used (``x.sum().item()`` checks and the like),
@@ -382,9 +399,9 @@ class Graph:
                                        if isinstance(n, OpNode)):
             return
         outdeg: dict[Key, int] = {}
-        for a, _ in self.edges:
+        for a, _ in self.links:
             outdeg[a] = outdeg.get(a, 0) + 1
-        preds = predecessors(self.edges)
+        preds = predecessors(self.links)
         removable = [k for k, n in self.nodes.items() if isinstance(n, OpNode) and k not in outdeg]
         dead: set[Key] = set()
         while removable:
@@ -433,7 +450,7 @@ class Graph:
                         raise GraphError(f"{key!r} lists {sub!r} in subnets, which is not a node")
                     if child.parent != key:
                         raise GraphError(f"{sub!r} is in the subnets of {key!r}, not its child")
-        for a, b in self.edges:
+        for a, b in self.links:
             if a not in nodes or b not in nodes:
                 raise GraphError(f"edge {(a, b)!r} joins nodes not in the graph")
             if a == b:

@@ -40,7 +40,7 @@ __all__ = [
 class Recorder(Display, Graph):
     """Record and store execution graph information.
 
-    A ``Recorder`` is the graph: ``nodes`` maps keys to nodes, ``edges`` holds
+    A ``Recorder`` is the graph: ``nodes`` maps keys to nodes, ``links`` holds
     ``(from_key, to_key)`` pairs in the order they were recorded.  Build one with
     :func:`torchrecorder.record` or the :func:`recording` context manager;
     ``print(rec)`` shows its layer table.
@@ -55,7 +55,10 @@ class Recorder(Display, Graph):
             ``rec.nodes[net[0].weight]``, ``rec.nodes[y]``); see
             :class:`~torchrecorder.graph.NodeTable`.  Tensors are held by weak
             reference only.
-        edges: ordered set of ``(from_key, to_key)`` pairs.
+        links: ordered set of ``(from_key, to_key)`` pairs, in recording order.
+        edges: the edges as 1.0.3 held them: ``(from_key, to_key, order)`` triples, the
+            timestamp replaced by the recording order (read-only; see
+            :attr:`~torchrecorder.graph.Graph.edges`).
         fn_types: how many nodes of each node class the graph holds.
         keep_tensors: whether tensor nodes keep the tensors in ``fn``.
         unfuse_fast_paths: whether modules with a fused fast path are recorded through

@@ -120,7 +120,7 @@ def _fingerprint(obj: Any, kind: str) -> Any:
     if kind == "dot":
         return obj.source
     if kind == "graph":
-        return (len(obj.nodes), len(obj.edges))
+        return (len(obj.nodes), len(obj.links))
     return None
 
 

@@ -139,7 +139,7 @@ class Stats:
         self.first: dict[str, LayerNode] = {}  # "path\0name" -> the module's first call
         self.tied: dict[Key, list[str]] = {}
         users: dict[Key, list[ParamNode]] = {}  # call key -> parameters its own ops read
-        for src, dst in rec.edges:
+        for src, dst in rec.links:
             param, op = nodes.get(src), nodes.get(dst)
             if isinstance(param, ParamNode) and isinstance(op, OpNode):
                 users.setdefault(op.parent, []).append(param)

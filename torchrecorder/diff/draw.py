@@ -107,7 +107,7 @@ def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
         u, v = (eb[0], eb[1]) if eb is not None else (a_to_u[ea[0]], a_to_u[ea[1]])  # type: ignore[index]
         if u != v and (u, v) not in edge_status:
             edge_status[(u, v)] = status
-            g.edges.add((u, v))
+            g.links.add((u, v))
     return g, info
 
 

@@ -252,7 +252,7 @@ def _pair_wrapped_outputs(m: Matching, prod_a: dict[Key, Key], prod_b: dict[Key,
     def inputs_of(side: Side) -> dict[Key, list[Key]]:
         got: dict[Key, list[Key]] = {}
         nodes = side.graph.nodes
-        for u, v in side.graph.edges:
+        for u, v in side.graph.links:
             if type(nodes[u]) is TensorNode:
                 got.setdefault(v, []).append(u)
         return got
@@ -297,7 +297,7 @@ def _pair_tensors(m: Matching) -> None:
         outs: dict[Key, list[Key]] = {}
         producer: dict[Key, Key] = {}
         nodes = side.graph.nodes
-        for u, v in side.graph.edges:
+        for u, v in side.graph.links:
             if type(nodes[v]) is TensorNode and v not in producer and not isinstance(nodes[u], ParamNode):
                 producer[v] = u
                 outs.setdefault(u, []).append(v)

@@ -279,9 +279,9 @@ class Diff:
 
     def _build_edges(self) -> None:
         m = self.matching
-        b_edges = self.b.edges
+        b_edges = self.b.links
         hit: set[tuple[Key, Key]] = set()
-        for u, v in self.a.edges:
+        for u, v in self.a.links:
             mu, mv = m.pairs.get(u), m.pairs.get(v)
             if mu is not None and mv is not None and (mu, mv) in b_edges:
                 self.edges.append(((u, v), (mu, mv), "same"))

@@ -170,6 +170,6 @@ def content_key(graph: Graph) -> bytes:
         for name in names:
             values.append(_plain(getattr(node, name, None)))
         h.update(repr((key, values)).encode("utf-8", "surrogatepass"))
-    for edge in graph.edges:
+    for edge in graph.links:
         h.update(repr(edge).encode("utf-8", "surrogatepass"))
     return h.digest()

@@ -103,16 +103,16 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
             for attr, shape in an.saved:
                 t = view.insert(TensorNode(attr, None, scope.depth + 1, scope.key, shape=shape,
                                            role="input"), f"{prefix}saved:{attr}")
-                view.edges.add((t.key, made.key))
+                view.links.add((t.key, made.key))
     for a, b in bw.edges:
-        view.edges.add((keys[a], keys[b]))
+        view.links.add((keys[a], keys[b]))
     for i, out_key in bw.outputs:
         source = graph.nodes.get(out_key)
         if not isinstance(source, TensorNode):
             raise ValueError(f"the output {out_key!r} of the backward graph is not a tensor of the recording")
         out = view.insert(TensorNode(source.name, None, 0, None, shape=source.shape, role="output",
                                      dtype=source.dtype, device=source.device), f"output:{source.name}")
-        view.edges.add((keys[i], out.key))
+        view.links.add((keys[i], out.key))
     _drop_empty_layers(view)
     view.lint()
     return view

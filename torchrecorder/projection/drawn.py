@@ -281,7 +281,7 @@ class Projection:
             boxes = {k for k, unit in fold.run_units.items()  # drawn as one box, in no other fold
                      if all(u == unit for u, _ in fold.copy_of(k))
                      and drawn.get(k) == k and not self.is_expanded(nodes[k])}
-            got = drawn_edges(nodes, self.graph.edges, drawn, fold, tensor_nodes=self.tensor_nodes,
+            got = drawn_edges(nodes, self.graph.links, drawn, fold, tensor_nodes=self.tensor_nodes,
                               all_ops=self.all_ops, boxes=boxes)
             self._edges = [(nodes[a], nodes[b]) for a, b in got.plain]
             self._carried = [(nodes[a], nodes[b]) for a, b in got.carried]

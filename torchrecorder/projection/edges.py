@@ -76,7 +76,7 @@ class DrawnEdges:
 def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
                 drawn: Mapping[Key, Optional[Key]], fold: FoldPlan, *, tensor_nodes: bool,
                 all_ops: bool, boxes: Container[Key] = ()) -> DrawnEdges:
-    """The edges drawn of the graph's ``edges``, with ``drawn`` mapping each key to the key
+    """The edges drawn of the graph's ``links``, with ``drawn`` mapping each key to the key
     of the drawn node that stands for it (``None``: nothing) and ``fold`` what is folded.
 
     Args:

@@ -52,7 +52,7 @@ def structure_ids(rec: Graph) -> dict[Key, int]:
     def depth(k: Key) -> int:
         return -1 if k is None else nodes[k].depth
 
-    for a, b in rec.edges:
+    for a, b in rec.links:
         if a not in pos or b not in pos:
             continue  # parameters, or the context itself
         x, y, px, py = a, b, [], []
@@ -342,14 +342,14 @@ class BlockStructures:
     def succs(self) -> dict[Key, list[Key]]:
         """Each node's successors: keys, in the order of the graph's edges (indexed on first use)."""
         if self._succs is None:
-            self._succs = predecessors((b, a) for a, b in self.rec.edges)
+            self._succs = predecessors((b, a) for a, b in self.rec.links)
         return self._succs
 
     @property
     def preds(self) -> dict[Key, list[Key]]:
         """Each node's predecessors: keys, in the order of the graph's edges (indexed on first use)."""
         if self._preds is None:
-            self._preds = predecessors(self.rec.edges)
+            self._preds = predecessors(self.rec.links)
         return self._preds
 
     def preorder(self, layer: LayerNode) -> list[Key]:

@@ -194,10 +194,10 @@ class Engine(LiveObjects):
     def finish(self) -> None:
         """Drop unused ops (unless the pass failed) and forget the live objects seen."""
         if self.graph.error is None:
-            edges = len(self.graph.edges)
+            edges = len(self.graph.links)
             self.graph.prune(self._sources)
-            if len(self.graph.edges) != edges:
-                self._sources = {a for a, _ in self.graph.edges}
+            if len(self.graph.links) != edges:
+                self._sources = {a for a, _ in self.graph.links}
         if self.autograd is not None:
             self.autograd.finish(self.graph, self.untraced.root_grad, self._param_owner)
         self.hand_over()
@@ -373,7 +373,7 @@ class Engine(LiveObjects):
             except Exception:
                 pass
         live = self.live
-        edges = graph.edges._items
+        edges = graph.links._items
         sources = self._sources
         pending = self.untraced.pending
         for value in (args if not kwargs else (*args, *kwargs.values())):
@@ -467,7 +467,7 @@ class Engine(LiveObjects):
             else:
                 node = self.tensor_node(t, scope, f"{key}:in")
             if src is not None:
-                graph.edges.add((src, node.key))
+                graph.links.add((src, node.key))
                 self._sources.add(src)
         stack.append(call)
         self._stack_exc.append(sys.exc_info()[1])
@@ -503,7 +503,7 @@ class Engine(LiveObjects):
             return None
         self._failure = None  # a normal return: any exception seen so far was handled
         graph = self.graph
-        nodes, live, edges, sources = graph.nodes, self.live, graph.edges, self._sources
+        nodes, live, edges, sources = graph.nodes, self.live, graph.links, self._sources
         scope = nodes[call.parent]
         if not isinstance(scope, LayerNode):
             raise GraphError(f"the call {call.key!r} sits in {call.parent!r}, which is not a layer")

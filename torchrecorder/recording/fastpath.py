@@ -141,7 +141,7 @@ class FastPaths:
                 path = engine.param_path(param)
                 sources.append(engine.param_node(param, call, path or f"{call.key}.param").key)
         for src in dict.fromkeys(sources):
-            graph.edges.add((src, key))
+            graph.links.add((src, key))
             engine._sources.add(src)
         self.closed.append(_Closed(module, call, key,
                                    None if pending is None else pending[1],

@@ -155,7 +155,7 @@ class Untraced:
         scope.subnets.add(key)
         for src in sources:
             if src != key:
-                graph.edges.add((src, key))
+                graph.links.add((src, key))
                 engine._sources.add(src)
         engine.bind(t, key)
         return key
@@ -217,7 +217,7 @@ class Untraced:
         if hit is not None and hit[0] is gf:  # another output of a call joined before
             key = hit[1]
             if src is not None and src != key:
-                engine.graph.edges.add((src, key))
+                engine.graph.links.add((src, key))
                 engine._sources.add(src)
             engine.bind(t, key)
             return key

@@ -40,7 +40,7 @@ def boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[Tenso
                     listed.append(tensor)
             parent = nodes[parent].parent
 
-    for a, b in rec.edges:
+    for a, b in rec.links:
         na, nb = nodes.get(a), nodes.get(b)
         if isinstance(na, TensorNode) and not isinstance(na, ParamNode):
             add(na, b, chain(a), 0)

@@ -158,7 +158,7 @@ class OpInputShapes:
             return got
         preds = self._preds
         if preds is None:
-            preds = self._preds = self._get_preds() if self._get_preds else predecessors(rec.edges)
+            preds = self._preds = self._get_preds() if self._get_preds else predecessors(rec.links)
         nodes = rec.nodes
         for a in preds.get(key, ()):
             src = nodes.get(a)
