@@ -87,6 +87,17 @@ def test_placing_without_dynamo() -> None:
         torchrecorder.make_dot(rec, breaks=[("gate", "r")])
 
 
+def test_reasons_name_no_memory_address() -> None:
+    """Dynamo names a function it cannot trace by its address, different in every run: the
+    texts a picture and the summary show leave it out, so the same model draws the same."""
+    from torchrecorder.graph_breaks import _first_line
+
+    fn = "<cyfunction default_rng at 0x7f203b437640>"
+    b = GraphBreak("r", MODEL_FILE, 3, detail=f"Explanation: Can't find numpy function {fn} in torch._numpy.")
+    assert b.explanation == "Can't find numpy function <cyfunction default_rng> in torch._numpy."
+    assert _first_line(f"attempted to trace {fn}\nmore") == "attempted to trace <cyfunction default_rng>"
+
+
 def test_cli_compile_breaks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "chatty.gv"
     assert __main__.main([f"{MODEL_FILE}:Chatty", "-s", "2,4", "-o", str(out), "--compile-breaks"]) == 0

@@ -61,7 +61,7 @@ class GraphBreak:
         """Dynamo's explanation of the break (its ``Explanation:`` line), or ``""``."""
         for line in self.detail.splitlines():
             if line.strip().startswith("Explanation:"):
-                return line.strip()[len("Explanation:"):].strip()
+                return _no_address(line.strip()[len("Explanation:"):].strip())
         return ""
 
 
@@ -172,7 +172,16 @@ def _first_line(text: str) -> str:
     text = str(text).strip()
     if text.startswith("Encountered graph break") and "\n\n" in text:
         text = text.split("\n\n", 1)[1].strip()
-    return text.splitlines()[0].strip() if text else ""
+    return _no_address(text.splitlines()[0].strip()) if text else ""
+
+
+def _no_address(text: str) -> str:
+    """``text`` without the memory addresses dynamo names objects by (``<function f at
+    0x7f...>``), which differ from run to run: the pictures and the summary stay the same."""
+    return _ADDRESS.sub("", text)
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 _AT = re.compile(r"in user code at (.+):(\d+)\s*$")
