@@ -218,9 +218,8 @@ class Graph:
             parameter or tensor also finds its node while it is alive
             (``nodes[module]``: see :class:`NodeTable`).
         links: the edges, an ordered set of ``(from_key, to_key)`` pairs in recording order
-            (what today's code reads and tests membership on).
-        edges: the edges as 1.0.3 held them (read-only): ``(from_key, to_key, order)``
-            triples, see :attr:`edges`.
+            (what today's code reads and tests membership on); :attr:`edges` gives them as
+            1.0.3 held them, ``(from_key, to_key, order)`` triples.
         error: ``"ExcType: message"`` when the recorded forward pass raised.
         failed_key: key of the innermost module call that raised, if any.
         notes: what the recording could not follow, in words (an edge through
