@@ -4,6 +4,7 @@ GPT-2, BERT from tiny configs), one block more, torch.compile's wrapper, dynamic
 from __future__ import annotations
 
 import copy
+import html
 import re
 import warnings
 from typing import Any
@@ -129,6 +130,17 @@ def test_lora_parts_are_told_apart_in_pictures() -> None:
     assert "<B>default</B>" not in union and "lora_A.default" in union
 
 
+def _texts(d: torchrecorder.Diff, view: str, **kwargs: Any) -> list[str]:
+    """The texts drawn in the SVG of one view of ``d`` (what a reader sees: invisible nodes
+    draw none)."""
+    svg = render_source(torchrecorder.make_dot(d, view=view, **kwargs).source, "svg").decode()
+    return [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def _count_texts(g: torchrecorder.Recorder) -> set[str]:
+    return {f"{count_str(n.num_params_total)} params" for n in g.layers() if n.num_params_total > 1}
+
+
 def test_view_a_draws_no_title_of_a_module_only_b_has() -> None:
     torch.manual_seed(0)
     d = torchrecorder.diff(_record(_gpt2(2), "gpt2", _IDS), _record(_gpt2(3), "gpt2", _IDS))
@@ -136,21 +148,53 @@ def test_view_a_draws_no_title_of_a_module_only_b_has() -> None:
     title = next(line for line in source.splitlines()
                  if line.strip().startswith('"transformer.h.2::title" ['))
     assert "style=invis" in title
-    # each view reads its own parameter count (the other drawn transparent: the same layout)
+    # each view reads its own parameter counts; the union both, old → new
     a_total, b_total = (next(n.num_params_total for n in g.layers() if n.depth == 0) for g in (d.a, d.b))
-    counts = {}
-    for view in ("union", "a", "b"):
-        src = torchrecorder.make_dot(d, view=view).source
-        root = next(line for line in src.splitlines() if line.strip().startswith('"gpt2::title" ['))
-        counts[view] = re.findall(r'<FONT COLOR="([^"]+)">([^<]*params)</FONT>', root)
-        plain = render_source(src, "plain")  # the layout, by dot or pygraphviz
-        counts[view + " nodes"] = sorted(line.split()[:4] for line in plain.decode().splitlines()
-                                         if line.startswith("node"))
     a_text, b_text = f"{count_str(a_total)} params", f"{count_str(b_total)} params"
-    assert counts["a"] == [("#555555", a_text), ("transparent", b_text)]
-    assert counts["b"] == [("transparent", a_text), ("#555555", b_text)]
-    assert counts["union"] == [("#555555", a_text), ("#555555", b_text)]
-    assert counts["a nodes"] == counts["union nodes"] == counts["b nodes"]
+    texts = {view: " ".join(_texts(d, view)) for view in ("union", "a", "b")}
+    assert a_text in texts["a"] and b_text not in texts["a"] and "→" not in texts["a"]
+    assert b_text in texts["b"] and a_text not in texts["b"] and "→" not in texts["b"]
+    assert re.search(rf"{re.escape(a_text)}\s*→\s*{re.escape(b_text)}", texts["union"])
+    # no roll-up of what the view does not hold: b's additions are not counted in a
+    assert not re.search(r"\+\d", texts["a"]) and re.search(r"\+\d", texts["b"])
+    # the three views keep the union's nodes (the other side's invisible): the pictures line up
+    plain = {view: render_source(torchrecorder.make_dot(d, view=view).source, "plain").decode()
+             for view in ("union", "a", "b")}
+    names = {view: sorted(line.split()[1] for line in text.splitlines() if line.startswith("node"))
+             for view, text in plain.items()}
+    assert names["a"] == names["union"] == names["b"]
+
+
+def test_each_view_shows_its_own_shapes() -> None:
+    torch.manual_seed(0)
+    a = _record(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4)), "net", torch.randn(1, 4))
+    b = _record(nn.Sequential(nn.Linear(4, 24), nn.ReLU(), nn.Linear(24, 4)), "net", torch.randn(1, 4))
+    d = torchrecorder.diff(a, b)
+    for kwargs in ({}, {"changes_only": False}, {"tensor_nodes": True}):
+        ta, tb = (" ".join(_texts(d, view, **kwargs)) for view in ("a", "b"))
+        assert "1×8" in ta and "1×24" not in ta and "→" not in ta
+        assert "1×24" in tb and "1×8" not in tb and "→" not in tb
+        for mine, other in ((a, b), (b, a)):
+            own = ta if mine is a else tb
+            assert all(t not in own for t in _count_texts(other) - _count_texts(mine))
+            assert any(t in own for t in _count_texts(mine) - _count_texts(other))
+
+
+def test_views_of_a_lora_pair_show_only_their_side() -> None:
+    torch.manual_seed(0)
+    base = _llama(1)
+    a = _record(base, "llama", _IDS)
+    b = _record(peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(r=2, target_modules=["q_proj"])),
+                "llama", _IDS)
+    d = torchrecorder.diff(a, b)
+    for kwargs in ({}, {"changes_only": False}):
+        ta, tb = (" ".join(_texts(d, view, **kwargs)) for view in ("a", "b"))
+        for word in ("lora", "base_layer", "peft", "PeftModel", "→"):
+            assert word not in ta
+        assert all(t not in ta for t in _count_texts(b) - _count_texts(a))
+        assert all(t not in tb for t in _count_texts(a) - _count_texts(b))
+        assert "lora_A.default" in tb and "PeftModel" in tb and "→" not in tb
+        assert not re.search(r"\+\d", ta)
 
 
 def test_data_parallel_wraps_the_plain_model() -> None:
