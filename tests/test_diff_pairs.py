@@ -64,6 +64,15 @@ def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
     expected = sorted(n.path for n in a.layers() if n.path.rpartition(".")[2] in targets)
     assert wrapped == expected and len(expected) == 2 * len(targets)
     assert [e for e in d.entries if e.status == "removed"] == []  # nothing removed: no weight, op, input
+    # nor any edge: each target's old edge to its output now runs through the wrapper, and the
+    # edges to and from the LoRA parts are the wrapper's own, not free additions
+    for forward, other in ((d, "added"), (torchrecorder.diff(b, a), "removed")):
+        statuses = [s for *_, s in forward.edges]
+        assert statuses.count("removed" if other == "added" else "added") == 0
+        assert {i for i, s in enumerate(statuses) if s == other} == forward.wrapper_edges != set()
+        assert statuses.count("wrapped") >= len(expected)
+        assert "edges: +0 −0" in str(forward)
+    assert d.to_dict()["summary"]["edges"]["removed"] == 0
     # the roots are paired: a's model is held by PeftModel
     root = d.entry_of("a", root_a)
     assert root is not None and root.status == "wrapped" and root.note == "wrapped by PeftModel"
@@ -195,6 +204,8 @@ def test_views_of_a_lora_pair_show_only_their_side() -> None:
         assert all(t not in tb for t in _count_texts(a) - _count_texts(b))
         assert "lora_A.default" in tb and "PeftModel" in tb and "→" not in tb
         assert not re.search(r"\+\d", ta)
+        for view in ("union", "a", "b"):  # no edge drawn removed: the wrapper took q_proj's place
+            assert "diff-edge-removed" not in torchrecorder.make_dot(d, view=view, **kwargs).source
 
 
 def test_data_parallel_wraps_the_plain_model() -> None:

@@ -48,7 +48,8 @@ _WORDS = {"added": "added", "removed": "removed", "changed": "changed", "renamed
 
 class UnionGraph(Graph):
     """The graph of a diff's drawing: a :class:`~torchrecorder.graph.Graph` whose edges each
-    have a status (``edge_status``: edge -> ``same``, ``added`` or ``removed``)."""
+    have a status (``edge_status``: edge -> ``same``, ``added``, ``removed``, or ``wrapped-a``
+    / ``wrapped-b``: the side's edge whose place a wrapper's parts took on the other side)."""
 
     def __init__(self, name: str = "net") -> None:
         super().__init__(name)
@@ -115,6 +116,8 @@ def union_graph(d: Diff, view: str = "union") -> tuple[UnionGraph, dict[Key, Ent
     edge_status = g.edge_status
     for ea, eb, status in d.edges:
         u, v = (eb[0], eb[1]) if eb is not None else (a_to_u[ea[0]], a_to_u[ea[1]])  # type: ignore[index]
+        if status == "wrapped":  # drawn in the view of the side that has it, and laid out in all
+            status = "wrapped-a" if eb is None else "wrapped-b"
         if u != v and (u, v) not in edge_status:
             edge_status[(u, v)] = status
             g.links.add((u, v))
@@ -288,7 +291,8 @@ class DiffStyler(GraphvizStyler):
             for du, s1 in sources:
                 for dv, s2 in outs.get(hidden, ()):
                     both = (s1, s2)
-                    status = "removed" if "removed" in both else ("added" if "added" in both else "same")
+                    status = next((s for s in ("removed", "added", "wrapped-a", "wrapped-b") if s in both),
+                                  "same")
                     if du != dv:
                         seen.setdefault((du, dv), set()).add(status)
         memo = {k: (next(iter(v)) if len(v) == 1 else "same") for k, v in seen.items()}
@@ -298,6 +302,14 @@ class DiffStyler(GraphvizStyler):
     def _edge(self, attrs: dict[str, str], fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
         status = self._drawn_status().get((fnode.key, tnode.key), "same")
         ends = [self.info.get(fnode.key), self.info.get(tnode.key)]
+        if status.startswith("wrapped-"):
+            # one side's edge whose place a wrapper's parts took on the other: drawn plainly in
+            # that side's view, laid out (invisible) in the others, where the wrapper's path shows
+            attrs["color"] = "#8a8a8a"
+            attrs["style"] = "invis" if self.view != status[-1] else ",".join(
+                s for s in attrs.get("style", "").split(",") if s and s not in ("dashed", "invis"))
+            attrs["class"] = f"diff-edge-wrapped side-{status[-1]}"
+            return attrs
         if status == "same" and any(e is not None and e.status in ("added", "removed") for e in ends):
             status = next(e.status for e in ends if e is not None and e.status in ("added", "removed"))
         look = DIFF_STYLES[status]

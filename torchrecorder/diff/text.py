@@ -233,12 +233,18 @@ def summary_text(d: Diff) -> str:
         parts = [f"{c[s]} {s}" for s in ("changed", "added", "removed", "renamed", "wrapped") if c[s]]
         head.append(f"  {word}: {total - c['same'] if parts else 0} of {total} differ"
                     + (f" ({', '.join(parts)})" if parts else ""))
-    edges = {"added": 0, "removed": 0}
-    for *_, s in d.edges:
-        if s in edges:
+    edges = {"added": 0, "removed": 0, "wrapped": 0}
+    for i, (*_, s) in enumerate(d.edges):
+        if s in edges and i not in d.wrapper_edges:
             edges[s] += 1
-    if edges["added"] or edges["removed"]:
-        head.append(f"  edges: +{edges['added']} −{edges['removed']}")
+    if any(edges.values()) or d.wrapper_edges:
+        # a wrapper's own edges (to and from lora_A, ...) are its parts, not free additions
+        parts = [f"+{edges['added']} −{edges['removed']}"]
+        if edges["wrapped"]:
+            parts.append(f"{edges['wrapped']} now through a wrapper")
+        if d.wrapper_edges:
+            parts.append(f"{len(d.wrapper_edges)} inside wrappers")
+        head.append("  edges: " + ", ".join(parts))
     head.extend(f"  note: {n}" for n in d.notes)
     body = []
     for line in _fold(_lines(d)):
