@@ -119,7 +119,7 @@ def test_render_diff_files(lora_diff: torchrecorder.Diff, tmp_path: object) -> N
     js = render_diff(lora_diff, os.path.join(base, "d.json"))
     assert dot_source_of(js) is None
     with open(js, encoding="utf-8") as fh:
-        assert json.load(fh)["summary"]["wrapped"] == 5  # the root (held by the wrapper) and 4 layers
+        assert json.load(fh)["summary"]["wrapped"] == 4  # the 4 layers (the root is paired, not wrapped)
     with pytest.raises(ValueError, match="cannot tell the format"):
         render_diff(lora_diff, os.path.join(base, "noext"))
     with pytest.raises(ValueError, match="view must be one of"):

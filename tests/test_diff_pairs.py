@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import html
+import json
 import re
 import warnings
 from typing import Any
@@ -15,6 +16,7 @@ from torch import nn
 
 import torchrecorder
 from torchrecorder.backend import render_source
+from torchrecorder.diff.html import make_diff_html
 from torchrecorder.renderer.labels import count_str
 
 peft = pytest.importorskip("peft")
@@ -73,9 +75,19 @@ def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
         assert statuses.count("wrapped") >= len(expected)
         assert "edges: +0 −0" in str(forward)
     assert d.to_dict()["summary"]["edges"]["removed"] == 0
-    # the roots are paired: a's model is held by PeftModel
+    # the roots are paired: a's model is held by PeftModel; said in the header, and the root is
+    # not counted among the wrapped layers (text, counts, JSON, HTML)
     root = d.entry_of("a", root_a)
-    assert root is not None and root.status == "wrapped" and root.note == "wrapped by PeftModel"
+    assert root is not None and root.status != "wrapped" and root.note == "wrapped by PeftModel"
+    assert d.root_note == "wrapped by PeftModel" and any("PeftModel" in n for n in d.notes)
+    assert d.counts("layer")["wrapped"] == len(expected) == d.to_dict()["summary"]["wrapped"]
+    assert f"({d.counts('layer')['added']} added, {len(expected)} wrapped)" in str(d)
+    head, body = str(d).split("\n\n", 1)
+    assert "PeftModel" in head and "PeftModel" not in body
+    assert sum(line.lstrip().startswith("⊐") for line in body.splitlines()) == 1  # the targets' line
+    page = make_diff_html(d)
+    data = json.loads(re.search(r'id="diff-data">(.*?)</script>', page, re.S).group(1))
+    assert sorted(x["a"] for x in data["entries"].values() if x["status"] == "wrapped") == expected
     # the input is paired though peft's forward(*args, **kwargs) renames it
     ins = [e for e in d.entries if e.kind == "tensor" and e.a is not None and a.nodes[e.a].role == "input"]
     assert ins and all(e.b is not None for e in ins)
@@ -106,7 +118,7 @@ def test_compiled_module_wraps_the_plain_one() -> None:
     b = _record(torch.compile(net), "net", torch.randn(1, 4))
     d = torchrecorder.diff(a, b)
     root = d.entry_of("a", "net")
-    assert root is not None and root.status == "wrapped" and root.note == "wrapped by OptimizedModule"
+    assert root is not None and root.status == "same" and root.note == "wrapped by OptimizedModule"
     assert {e.status for e in d.entries if e.a not in (None, "net")} == {"same"}
     assert [e.b for e in d.entries if e.status == "added"] == ["net"]
 
@@ -214,7 +226,7 @@ def test_data_parallel_wraps_the_plain_model() -> None:
     d = torchrecorder.diff(_record(net, "net", torch.randn(1, 4)),
                            _record(nn.DataParallel(copy.deepcopy(net)), "net", torch.randn(1, 4)))
     root = d.entry_of("a", "net")
-    assert root is not None and root.status == "wrapped" and root.note == "wrapped by DataParallel"
+    assert root is not None and root.status == "same" and root.note == "wrapped by DataParallel"
     assert {e.status for e in d.entries if e.a not in (None, "net")} == {"same"}
 
 

@@ -147,6 +147,9 @@ class Diff:
             to a wrapper's parts (to and from ``lora_A``, ``lora_B``, the add): not free
             additions, the wrapper's own.
         notes: what the matcher did that a reader should know (a stripped prefix, ambiguity).
+        root_note: ``"wrapped by PeftModel"`` when the first model's root is held by a wrapper
+            of the whole second model (``"unwrapped from ..."`` the other way), else ``""``;
+            the roots are paired, and the root is not counted as a wrapped layer.
         matching: the :class:`~torchrecorder.diff.match.Matching` it was built from.
     """
 
@@ -155,6 +158,7 @@ class Diff:
         self.a: Graph = m.a.graph
         self.b: Graph = m.b.graph
         self.notes: list[str] = list(m.notes)
+        self.root_note = ""
         self.entries: list[Entry] = []
         self.index_a: dict[Key, int] = {}
         self.index_b: dict[Key, int] = {}
@@ -225,9 +229,18 @@ class Diff:
                     na, nb = m.a.norm.get(e.a, ""), m.b.norm.get(e.b, "")
                     wrap = m.wrapped.get(e.a)
                     if wrap is not None:
-                        e.status = "wrapped"
                         w = (self.b if wrap[0] == "b" else self.a).nodes[wrap[1]]
                         e.note = ("wrapped by " if wrap[0] == "b" else "unwrapped from ") + type_text(w, m)
+                        if w.depth == 0:
+                            # the model held by a wrapper of the whole model (PeftModel): the
+                            # roots' pairing is said in the header, the root is no wrapped layer
+                            self.root_note = e.note
+                            self.notes.append(f"the roots are paired: {x.type_name} {e.note}")
+                            wrap = None
+                        else:
+                            e.status = "wrapped"
+                    if wrap is not None:
+                        pass
                     elif e.changes:
                         e.status = "changed"
                     elif na != nb and self._moved(x, y):

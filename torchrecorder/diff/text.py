@@ -128,9 +128,12 @@ def _lines(d: Diff) -> list[dict[str, Any]]:
             continue
         if e.kind in ("op", "param") and e.status == "same":
             continue
-        if (e.status == "wrapped" and not e.changes) or (("a", e.a) in chain or ("b", e.b) in chain):
+        whole = e.parent is None and e.kind == "layer" and e.note.startswith("wrapper of")
+        if (e.status == "wrapped" and not e.changes) or (("a", e.a) in chain or ("b", e.b) in chain) \
+                or whole:
             # its wrapper's line says it (a module between a wrapping root and the model it holds
-            # is a part of that wrapper): what changed inside is listed at the same depth
+            # is a part of that wrapper; a wrapper of the whole model, PeftModel, is said by a
+            # note in the header): what changed inside is listed at the same depth
             todo.extend((j, depth, parent_line) for j in reversed(children.get(i, [])))
             continue
         mark = MARKS[e.status]
