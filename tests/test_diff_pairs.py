@@ -247,3 +247,24 @@ def test_parametrized_weight_is_not_removed() -> None:
         assert [e for e in d.entries if e.kind == "param" and e.status in ("added", "removed")] == []
     e = torchrecorder.diff(a, b).entry_of("a", "0.weight")
     assert e is not None and e.b == "0.parametrizations.weight.original"
+
+
+def test_lora_diff_pictures_keep_every_box_inside_its_cluster() -> None:
+    from .label_geometry import layout, node_problems
+
+    torch.manual_seed(0)
+    base = _llama(1)
+    a = _record(base, "llama", _IDS)
+    config = peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"])
+    b = _record(peft.get_peft_model(copy.deepcopy(base), config), "llama", _IDS)
+    for d in (torchrecorder.diff(b, a), torchrecorder.diff(a, b)):
+        for kwargs in ({"changes_only": False}, {}):
+            for view in ("a", "b", "union"):
+                data = layout(torchrecorder.make_dot(d, view=view, **kwargs).source)
+                assert node_problems(data) == [], (view, kwargs)
+    # the check sees a box on a border: the last layout (the union) with a wrapper's cluster narrowed
+    cluster = next(o for o in data["objects"] if str(o.get("name", "")).endswith("self_attn.q_proj")
+                   and "bb" in o)
+    x0, y0, x1, y1 = (float(v) for v in cluster["bb"].split(","))
+    cluster["bb"] = f"{x0},{y0},{x0 + (x1 - x0) / 3},{y1}"
+    assert any("not inside its cluster" in p and "q_proj" in p for p in node_problems(data))
