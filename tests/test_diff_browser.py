@@ -1,4 +1,4 @@
-"""The HTML page of a diff in headless Chromium: views over one layout, the list of changes,
+"""The HTML page of a diff in headless Chromium: the views' drawings, the list of changes,
 the side panel, the counterpart highlighted on hover."""
 
 from __future__ import annotations
