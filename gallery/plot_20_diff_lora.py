@@ -94,9 +94,9 @@ def add_lora(model: Decoder) -> PeftLike:
 # %%
 # Record the model, then its LoRA variant, and compare.  The text report folds
 # the repeated change into one line; the prefix was found and stripped on its own
-# (the paths are written without it).  The two roots are paired: the decoder is
-# *wrapped by* ``PeftLike``, which holds it as ``base_model.model``; below it,
-# exactly the four projections are wrapped, each by a wrapper found by its
+# (the paths are written without it).  The two roots are paired: a note in the
+# header says the decoder is *wrapped by* ``PeftLike``, which holds it as
+# ``base_model.model``; below it, exactly the four projections are wrapped, each by a wrapper found by its
 # structure (a child with the very parameters of the original layer), so their
 # weights are not "removed" and ``lora_A`` / ``lora_B`` count as the wrapper's
 # parts.  ``peft.get_peft_model`` itself gives the same report (its wrapper class
@@ -115,7 +115,8 @@ print(d)
 torchrecorder.make_dot(d)
 
 # %%
-# ``view="a"`` draws the same layout with only the first model visible, so the two
-# pictures line up side by side (``view="b"`` the second); what only the other
-# model holds, titles included, is left out.
+# ``view="a"`` lays out the same nodes with only the first model visible, so the
+# two pictures line up side by side (``view="b"`` the second); each draws its own
+# model's names, parameter counts and shapes, and what only the other model holds,
+# titles included, is left out.
 torchrecorder.make_dot(d, view="a", legend=False)

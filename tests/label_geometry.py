@@ -1,6 +1,7 @@
 """Where Graphviz put the edge labels of a drawing, from ``dot -Tjson``: :func:`label_problems`
 lists every label that a cluster's border crosses and every edge that runs through a label
-not its own, each as a short sentence naming the label and the cluster or edge."""
+not its own, each as a short sentence naming the label and the cluster or edge;
+:func:`node_problems` every visible node box outside its cluster or on another's border."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from torchrecorder.backend import render_source
 
-__all__ = ["label_problems", "layout"]
+__all__ = ["label_problems", "layout", "node_problems"]
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 
@@ -97,4 +98,35 @@ def label_problems(source: str, label_nodes: str = "::label") -> list[str]:
             if any(_inside(p, box) for p in _bezier_points(e.get("_draw_", []))):
                 edge = f"{names[e['tail']]} -> {names[e['head']]}"
                 problems.append(f"the edge {edge} runs through the label of {what}")
+    return problems
+
+
+def _node_box(o: dict[str, Any]) -> Box:
+    x, y = (float(v) for v in o["pos"].split(","))
+    w, h = float(o["width"]) * 72, float(o["height"]) * 72
+    return (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
+
+
+def node_problems(data: dict[str, Any]) -> list[str]:
+    """Problems of the node boxes of a ``dot -Tjson`` layout (:func:`layout`): a visible node
+    not wholly inside the box of a visible cluster that holds it, or touching the box of a
+    visible cluster that does not hold it (sitting on its border or inside it)."""
+    objects = data.get("objects", [])
+    nodes = [o for o in objects if "pos" in o and not str(o.get("name", "")).startswith("cluster")
+             and "invis" not in str(o.get("style", ""))]
+    problems = []
+    for c in objects:
+        if not str(c.get("name", "")).startswith("cluster") or "bb" not in c \
+                or "invis" in str(c.get("style", "")):
+            continue
+        bb = tuple(float(v) for v in c["bb"].split(","))
+        members = set(c.get("nodes", []))
+        for n in nodes:
+            box = _node_box(n)
+            within = bb[0] <= box[0] and box[2] <= bb[2] and bb[1] <= box[1] and box[3] <= bb[3]
+            apart = box[2] <= bb[0] or box[0] >= bb[2] or box[3] <= bb[1] or box[1] >= bb[3]
+            if n["_gvid"] in members and not within:
+                problems.append(f"{n['name']} is not inside its cluster {c['name']}")
+            elif n["_gvid"] not in members and not apart:
+                problems.append(f"{n['name']} sits on {c['name']}, a cluster it is not in")
     return problems

@@ -95,12 +95,13 @@ def test_lora_wrap_with_prefix() -> None:
     d = torchrecorder.diff(a, b)
     pre = "base_model.model."
     wrapped = by_status(d, "layer", "wrapped")
-    # the root is held by the wrapping model's root (through the prefix); below it, the targets
-    assert wrapped == [("dec", pre[:-1])] + [
+    # the targets are wrapped; the root, held by the wrapping model's root (through the prefix),
+    # is paired with a note, not counted as a wrapped layer
+    assert wrapped == [
         (f"layers.{i}.self_attn.{p}", f"{pre}layers.{i}.self_attn.{p}.base_layer")
         for i in range(2) for p in ("q_proj", "v_proj")]
-    assert d.entry_of("a", "dec").note == "wrapped by PeftLike"
-    assert all(d.entry_of("a", x).note == "wrapped by LoraLinear" for x, _ in wrapped[1:])
+    assert d.entry_of("a", "dec").note == "wrapped by PeftLike" and d.root_note == "wrapped by PeftLike"
+    assert all(d.entry_of("a", x).note == "wrapped by LoraLinear" for x, _ in wrapped)
     added = {y for x, y in by_status(d, "layer", "added")}
     assert added == {"dec", "base_model"} | {f"{pre}layers.{i}.self_attn.{p}{s}" for i in range(2)
                                             for p in ("q_proj", "v_proj") for s in ("", ".lora_A", ".lora_B")}

@@ -1,4 +1,4 @@
-"""The HTML page of a diff in headless Chromium: views over one layout, the list of changes,
+"""The HTML page of a diff in headless Chromium: the views' drawings, the list of changes,
 the side panel, the counterpart highlighted on hover."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import torch
 
 import torchrecorder
 from torchrecorder.diff.files import render_diff
+from torchrecorder.renderer.labels import count_str
 
 from .backends import needs_backend
 from .browser import launch, needs_chromium, watch
@@ -131,12 +132,18 @@ def test_page_opens_fitted_and_zooms(tr_browser: Any, tmp_path: Path) -> None:
     assert len(widths) == 2 and abs(widths[0] - widths[1]) <= 1
     assert sum(widths) >= page.evaluate("document.getElementById('panes').clientWidth") - 4
     assert page.evaluate(fits)
-    # each pane reads its own side's parameter counts (the other side's run hidden)
+    # each pane reads its own side's parameter counts and names, not the other side's
     shown = page.evaluate("""() => [...document.querySelectorAll('.pane')].map(
-        p => ['count-a', 'count-b'].map(
-            c => [...p.querySelectorAll('text.' + c)].map(t => getComputedStyle(t).visibility)))""")
-    assert shown[0][0] and set(shown[0][0]) == {"visible"} and set(shown[0][1]) == {"hidden"}
-    assert set(shown[1][0]) == {"hidden"} and set(shown[1][1]) == {"visible"}
+        p => [...p.querySelectorAll('text')].filter(t => getComputedStyle(t).visibility !== 'hidden')
+                 .map(t => t.textContent).join(' '))""")
+    counts = [{f"{count_str(n.num_params_total)} params" for n in g.layers() if n.num_params_total > 1}
+              for g in (d.a, d.b)]
+    assert counts[0] - counts[1] and counts[1] - counts[0]
+    assert all(c in shown[0] for c in counts[0] - counts[1])
+    assert not any(c in shown[0] for c in counts[1] - counts[0])
+    assert all(c in shown[1] for c in counts[1] - counts[0])
+    assert not any(c in shown[1] for c in counts[0] - counts[1])
+    assert "lora" not in shown[0] and "lora" in shown[1] and "→" not in shown[0] + shown[1]
     # the list of changes shows the end of each path (cut at its start when it is long)
     ends = page.evaluate("""() => [...document.querySelectorAll('#changes li .path')].map(t => {
         const n = t.firstChild, r = document.createRange();

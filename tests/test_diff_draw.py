@@ -1,4 +1,4 @@
-"""Drawing a diff (union / a / b views with one layout) and the ``diff`` command line."""
+"""Drawing a diff (union / a / b views over the union's nodes) and the ``diff`` command line."""
 
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ def test_views_share_one_layout(lora_diff: torchrecorder.Diff) -> None:
     sources = {v: torchrecorder.make_dot(lora_diff, view=v).source for v in ("union", "a", "b")}
     positions = {v: _positions(s) for v, s in sources.items()}
     assert len(positions["union"]) > 20
-    assert positions["union"] == positions["a"] == positions["b"]
+    # every view lays out the union's nodes (the other side's invisible), so the pictures line
+    # up; a box may be a little wider or narrower where the view's own label differs
+    assert set(positions["union"]) == set(positions["a"]) == set(positions["b"])
     assert sources["union"] != sources["a"] != sources["b"]
     # in view a the LoRA factors (only in b) are invisible; in view b nothing is (nothing removed)
     nodes_a = parse_dot(sources["a"]).nodes
@@ -117,7 +119,7 @@ def test_render_diff_files(lora_diff: torchrecorder.Diff, tmp_path: object) -> N
     js = render_diff(lora_diff, os.path.join(base, "d.json"))
     assert dot_source_of(js) is None
     with open(js, encoding="utf-8") as fh:
-        assert json.load(fh)["summary"]["wrapped"] == 5  # the root (held by the wrapper) and 4 layers
+        assert json.load(fh)["summary"]["wrapped"] == 4  # the 4 layers (the root is paired, not wrapped)
     with pytest.raises(ValueError, match="cannot tell the format"):
         render_diff(lora_diff, os.path.join(base, "noext"))
     with pytest.raises(ValueError, match="view must be one of"):

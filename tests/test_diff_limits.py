@@ -78,7 +78,7 @@ def _assert_mirror(a: torchrecorder.Recorder, b: torchrecorder.Recorder) -> None
     forward, backward = torchrecorder.diff(a, b), torchrecorder.diff(b, a)
     assert sorted(map(repr, forward.mirrored())) == sorted(
         repr((e.a, e.b, e.kind, e.status)) for e in backward.entries)
-    mirror = {"added": "removed", "removed": "added", "same": "same"}
+    mirror = {"added": "removed", "removed": "added", "same": "same", "wrapped": "wrapped"}
     assert sorted(map(repr, ((eb, ea, mirror[s]) for ea, eb, s in forward.edges))) == sorted(
         map(repr, backward.edges))
 

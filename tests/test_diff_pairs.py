@@ -4,6 +4,8 @@ GPT-2, BERT from tiny configs), one block more, torch.compile's wrapper, dynamic
 from __future__ import annotations
 
 import copy
+import html
+import json
 import re
 import warnings
 from typing import Any
@@ -14,6 +16,7 @@ from torch import nn
 
 import torchrecorder
 from torchrecorder.backend import render_source
+from torchrecorder.diff.html import make_diff_html
 from torchrecorder.renderer.labels import count_str
 
 peft = pytest.importorskip("peft")
@@ -63,9 +66,28 @@ def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
     expected = sorted(n.path for n in a.layers() if n.path.rpartition(".")[2] in targets)
     assert wrapped == expected and len(expected) == 2 * len(targets)
     assert [e for e in d.entries if e.status == "removed"] == []  # nothing removed: no weight, op, input
-    # the roots are paired: a's model is held by PeftModel
+    # nor any edge: each target's old edge to its output now runs through the wrapper, and the
+    # edges to and from the LoRA parts are the wrapper's own, not free additions
+    for forward, other in ((d, "added"), (torchrecorder.diff(b, a), "removed")):
+        statuses = [s for *_, s in forward.edges]
+        assert statuses.count("removed" if other == "added" else "added") == 0
+        assert {i for i, s in enumerate(statuses) if s == other} == forward.wrapper_edges != set()
+        assert statuses.count("wrapped") >= len(expected)
+        assert "edges: +0 −0" in str(forward)
+    assert d.to_dict()["summary"]["edges"]["removed"] == 0
+    # the roots are paired: a's model is held by PeftModel; said in the header, and the root is
+    # not counted among the wrapped layers (text, counts, JSON, HTML)
     root = d.entry_of("a", root_a)
-    assert root is not None and root.status == "wrapped" and root.note == "wrapped by PeftModel"
+    assert root is not None and root.status != "wrapped" and root.note == "wrapped by PeftModel"
+    assert d.root_note == "wrapped by PeftModel" and any("PeftModel" in n for n in d.notes)
+    assert d.counts("layer")["wrapped"] == len(expected) == d.to_dict()["summary"]["wrapped"]
+    assert f"({d.counts('layer')['added']} added, {len(expected)} wrapped)" in str(d)
+    head, body = str(d).split("\n\n", 1)
+    assert "PeftModel" in head and "PeftModel" not in body
+    assert sum(line.lstrip().startswith("⊐") for line in body.splitlines()) == 1  # the targets' line
+    page = make_diff_html(d)
+    data = json.loads(re.search(r'id="diff-data">(.*?)</script>', page, re.S).group(1))
+    assert sorted(x["a"] for x in data["entries"].values() if x["status"] == "wrapped") == expected
     # the input is paired though peft's forward(*args, **kwargs) renames it
     ins = [e for e in d.entries if e.kind == "tensor" and e.a is not None and a.nodes[e.a].role == "input"]
     assert ins and all(e.b is not None for e in ins)
@@ -96,7 +118,7 @@ def test_compiled_module_wraps_the_plain_one() -> None:
     b = _record(torch.compile(net), "net", torch.randn(1, 4))
     d = torchrecorder.diff(a, b)
     root = d.entry_of("a", "net")
-    assert root is not None and root.status == "wrapped" and root.note == "wrapped by OptimizedModule"
+    assert root is not None and root.status == "same" and root.note == "wrapped by OptimizedModule"
     assert {e.status for e in d.entries if e.a not in (None, "net")} == {"same"}
     assert [e.b for e in d.entries if e.status == "added"] == ["net"]
 
@@ -129,6 +151,17 @@ def test_lora_parts_are_told_apart_in_pictures() -> None:
     assert "<B>default</B>" not in union and "lora_A.default" in union
 
 
+def _texts(d: torchrecorder.Diff, view: str, **kwargs: Any) -> list[str]:
+    """The texts drawn in the SVG of one view of ``d`` (what a reader sees: invisible nodes
+    draw none)."""
+    svg = render_source(torchrecorder.make_dot(d, view=view, **kwargs).source, "svg").decode()
+    return [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def _count_texts(g: torchrecorder.Recorder) -> set[str]:
+    return {f"{count_str(n.num_params_total)} params" for n in g.layers() if n.num_params_total > 1}
+
+
 def test_view_a_draws_no_title_of_a_module_only_b_has() -> None:
     torch.manual_seed(0)
     d = torchrecorder.diff(_record(_gpt2(2), "gpt2", _IDS), _record(_gpt2(3), "gpt2", _IDS))
@@ -136,21 +169,55 @@ def test_view_a_draws_no_title_of_a_module_only_b_has() -> None:
     title = next(line for line in source.splitlines()
                  if line.strip().startswith('"transformer.h.2::title" ['))
     assert "style=invis" in title
-    # each view reads its own parameter count (the other drawn transparent: the same layout)
+    # each view reads its own parameter counts; the union both, old → new
     a_total, b_total = (next(n.num_params_total for n in g.layers() if n.depth == 0) for g in (d.a, d.b))
-    counts = {}
-    for view in ("union", "a", "b"):
-        src = torchrecorder.make_dot(d, view=view).source
-        root = next(line for line in src.splitlines() if line.strip().startswith('"gpt2::title" ['))
-        counts[view] = re.findall(r'<FONT COLOR="([^"]+)">([^<]*params)</FONT>', root)
-        plain = render_source(src, "plain")  # the layout, by dot or pygraphviz
-        counts[view + " nodes"] = sorted(line.split()[:4] for line in plain.decode().splitlines()
-                                         if line.startswith("node"))
     a_text, b_text = f"{count_str(a_total)} params", f"{count_str(b_total)} params"
-    assert counts["a"] == [("#555555", a_text), ("transparent", b_text)]
-    assert counts["b"] == [("transparent", a_text), ("#555555", b_text)]
-    assert counts["union"] == [("#555555", a_text), ("#555555", b_text)]
-    assert counts["a nodes"] == counts["union nodes"] == counts["b nodes"]
+    texts = {view: " ".join(_texts(d, view)) for view in ("union", "a", "b")}
+    assert a_text in texts["a"] and b_text not in texts["a"] and "→" not in texts["a"]
+    assert b_text in texts["b"] and a_text not in texts["b"] and "→" not in texts["b"]
+    assert re.search(rf"{re.escape(a_text)}\s*→\s*{re.escape(b_text)}", texts["union"])
+    # no roll-up of what the view does not hold: b's additions are not counted in a
+    assert not re.search(r"\+\d", texts["a"]) and re.search(r"\+\d", texts["b"])
+    # the three views keep the union's nodes (the other side's invisible): the pictures line up
+    plain = {view: render_source(torchrecorder.make_dot(d, view=view).source, "plain").decode()
+             for view in ("union", "a", "b")}
+    names = {view: sorted(line.split()[1] for line in text.splitlines() if line.startswith("node"))
+             for view, text in plain.items()}
+    assert names["a"] == names["union"] == names["b"]
+
+
+def test_each_view_shows_its_own_shapes() -> None:
+    torch.manual_seed(0)
+    a = _record(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4)), "net", torch.randn(1, 4))
+    b = _record(nn.Sequential(nn.Linear(4, 24), nn.ReLU(), nn.Linear(24, 4)), "net", torch.randn(1, 4))
+    d = torchrecorder.diff(a, b)
+    for kwargs in ({}, {"changes_only": False}, {"tensor_nodes": True}):
+        ta, tb = (" ".join(_texts(d, view, **kwargs)) for view in ("a", "b"))
+        assert "1×8" in ta and "1×24" not in ta and "→" not in ta
+        assert "1×24" in tb and "1×8" not in tb and "→" not in tb
+        for mine, other in ((a, b), (b, a)):
+            own = ta if mine is a else tb
+            assert all(t not in own for t in _count_texts(other) - _count_texts(mine))
+            assert any(t in own for t in _count_texts(mine) - _count_texts(other))
+
+
+def test_views_of_a_lora_pair_show_only_their_side() -> None:
+    torch.manual_seed(0)
+    base = _llama(1)
+    a = _record(base, "llama", _IDS)
+    b = _record(peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(r=2, target_modules=["q_proj"])),
+                "llama", _IDS)
+    d = torchrecorder.diff(a, b)
+    for kwargs in ({}, {"changes_only": False}):
+        ta, tb = (" ".join(_texts(d, view, **kwargs)) for view in ("a", "b"))
+        for word in ("lora", "base_layer", "peft", "PeftModel", "→"):
+            assert word not in ta
+        assert all(t not in ta for t in _count_texts(b) - _count_texts(a))
+        assert all(t not in tb for t in _count_texts(a) - _count_texts(b))
+        assert "lora_A.default" in tb and "PeftModel" in tb and "→" not in tb
+        assert not re.search(r"\+\d", ta)
+        for view in ("union", "a", "b"):  # no edge drawn removed: the wrapper took q_proj's place
+            assert "diff-edge-removed" not in torchrecorder.make_dot(d, view=view, **kwargs).source
 
 
 def test_data_parallel_wraps_the_plain_model() -> None:
@@ -159,7 +226,7 @@ def test_data_parallel_wraps_the_plain_model() -> None:
     d = torchrecorder.diff(_record(net, "net", torch.randn(1, 4)),
                            _record(nn.DataParallel(copy.deepcopy(net)), "net", torch.randn(1, 4)))
     root = d.entry_of("a", "net")
-    assert root is not None and root.status == "wrapped" and root.note == "wrapped by DataParallel"
+    assert root is not None and root.status == "same" and root.note == "wrapped by DataParallel"
     assert {e.status for e in d.entries if e.a not in (None, "net")} == {"same"}
 
 
@@ -180,3 +247,24 @@ def test_parametrized_weight_is_not_removed() -> None:
         assert [e for e in d.entries if e.kind == "param" and e.status in ("added", "removed")] == []
     e = torchrecorder.diff(a, b).entry_of("a", "0.weight")
     assert e is not None and e.b == "0.parametrizations.weight.original"
+
+
+def test_lora_diff_pictures_keep_every_box_inside_its_cluster() -> None:
+    from .label_geometry import layout, node_problems
+
+    torch.manual_seed(0)
+    base = _llama(1)
+    a = _record(base, "llama", _IDS)
+    config = peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"])
+    b = _record(peft.get_peft_model(copy.deepcopy(base), config), "llama", _IDS)
+    for d in (torchrecorder.diff(b, a), torchrecorder.diff(a, b)):
+        for kwargs in ({"changes_only": False}, {}):
+            for view in ("a", "b", "union"):
+                data = layout(torchrecorder.make_dot(d, view=view, **kwargs).source)
+                assert node_problems(data) == [], (view, kwargs)
+    # the check sees a box on a border: the last layout (the union) with a wrapper's cluster narrowed
+    cluster = next(o for o in data["objects"] if str(o.get("name", "")).endswith("self_attn.q_proj")
+                   and "bb" in o)
+    x0, y0, x1, y1 = (float(v) for v in cluster["bb"].split(","))
+    cluster["bb"] = f"{x0},{y0},{x0 + (x1 - x0) / 3},{y1}"
+    assert any("not inside its cluster" in p and "q_proj" in p for p in node_problems(data))

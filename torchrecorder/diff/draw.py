@@ -4,9 +4,10 @@
 and every unpaired node of either side; :class:`DiffRenderer` (a
 :class:`~torchrecorder.renderer.GraphvizRenderer`) draws it with :class:`DiffStyler`, which
 colours each node by its status (Okabe-Ito hues, colour-blind safe) and marks it
-(``+ − ~ ↦``) so that the picture reads in black and white.  The views ``"a"`` and ``"b"`` write
-the same DOT but for colours and visibility (``style=invis`` for what the view does not hold),
-so the three pictures give identical node positions.
+(``+ − ~ ↦``) so that the picture reads in black and white.  The views ``"a"`` and ``"b"`` lay out
+every node of the union (``style=invis`` for what the view does not hold), so the three
+pictures line up, but draw each pair from the view's own graph: its labels, counts and shapes
+are that side's.
 """
 
 from __future__ import annotations
@@ -47,22 +48,31 @@ _WORDS = {"added": "added", "removed": "removed", "changed": "changed", "renamed
 
 class UnionGraph(Graph):
     """The graph of a diff's drawing: a :class:`~torchrecorder.graph.Graph` whose edges each
-    have a status (``edge_status``: edge -> ``same``, ``added`` or ``removed``)."""
+    have a status (``edge_status``: edge -> ``same``, ``added``, ``removed``, or ``wrapped-a``
+    / ``wrapped-b``: the side's edge whose place a wrapper's parts took on the other side)."""
 
     def __init__(self, name: str = "net") -> None:
         super().__init__(name)
         self.edge_status: dict[tuple[Key, Key], str] = {}
 
 
-def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
-    """One graph holding every entry of ``d`` once (the second graph's node where there is one)
-    and the edges of both; with the entry of each of its keys.
+def union_graph(d: Diff, view: str = "union") -> tuple[UnionGraph, dict[Key, Entry]]:
+    """One graph holding every entry of ``d`` once and the edges of both; with the entry of
+    each of its keys.
 
-    Keys are the second graph's; a node found only in the first keeps its key behind a prefix
-    (``a/``, or ``aa/``, ... : the first that begins none of the second graph's keys), so no
-    key of one side can take the place of a key of the other.
+    A pair is drawn from the second graph's node in the union (and in view ``"b"``), from the
+    first graph's in view ``"a"``: so each view's labels, parameter counts and shapes are its
+    own side's.  Keys are the second graph's; a node found only in the first keeps its key
+    behind a prefix (``a/``, or ``aa/``, ... : the first that begins none of the second graph's
+    keys), so no key of one side can take the place of a key of the other.
+
+    Raises:
+        ValueError: ``view`` is not one of :data:`VIEWS`.
     """
-    g = UnionGraph(d.b.name if d.b.name == d.a.name else f"{d.a.name} → {d.b.name}")
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(map(repr, VIEWS))}, got {view!r}")
+    name = d.b.name if d.b.name == d.a.name else f"{d.a.name} → {d.b.name}"
+    g = UnionGraph({"union": name, "a": d.a.name, "b": d.b.name}[view])
     b_keys = [str(k) for k in d.b.nodes if k is not None]
     prefix = "a/"
     while any(k.startswith(prefix) for k in b_keys):
@@ -71,7 +81,8 @@ def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
     info: dict[Key, Entry] = {}
     copies: list[BaseNode] = []
     for i, e in enumerate(d.entries):
-        src = d.b.nodes[e.b] if e.b is not None else d.a.nodes[e.a]
+        from_a = e.b is None or (view == "a" and e.a is not None)
+        src = d.a.nodes[e.a] if from_a else d.b.nodes[e.b]
         node = copy.copy(src)
         node.key = ukeys[i]
         node.fn = None
@@ -79,7 +90,7 @@ def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
         if isinstance(node, LayerNode):
             node.subnets = OrderedSet()
             # the prefix the matcher stripped (peft's base_model.model.) is left out of titles
-            side = d.matching.b if e.b is not None else d.matching.a
+            side = d.matching.a if from_a else d.matching.b
             prefix = side.prefix
             if prefix and node.path.startswith(prefix):
                 node.path = node.path[len(prefix):]
@@ -105,6 +116,8 @@ def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
     edge_status = g.edge_status
     for ea, eb, status in d.edges:
         u, v = (eb[0], eb[1]) if eb is not None else (a_to_u[ea[0]], a_to_u[ea[1]])  # type: ignore[index]
+        if status == "wrapped":  # drawn in the view of the side that has it, and laid out in all
+            status = "wrapped-a" if eb is None else "wrapped-b"
         if u != v and (u, v) not in edge_status:
             edge_status[(u, v)] = status
             g.links.add((u, v))
@@ -117,7 +130,8 @@ class DiffStyler(GraphvizStyler):
     Args:
         info: union key -> :class:`~torchrecorder.diff.Entry` (from :func:`union_graph`).
         view: ``"union"``, ``"a"`` or ``"b"``: in ``"a"`` what only the second graph holds is
-            invisible (and the other way round); positions stay the same.
+            invisible (and the other way round), and no ``old → new`` line or roll-up of
+            what the view does not hold is written.
         **styler_args: as for :class:`~torchrecorder.renderer.GraphvizStyler`.
     """
 
@@ -147,7 +161,7 @@ class DiffStyler(GraphvizStyler):
         if e is not None:  # for the HTML view: the entry and its status (no effect on the layout)
             attrs["id"] = f"d{e.index}"
             attrs["class"] = f"diff-{status} {self._side(e)}"
-        if e is not None and e.status == "same" and e.rollup and cluster:
+        if e is not None and e.status == "same" and cluster and self._own_rollup(e.rollup):
             status = "changed"
         look = DIFF_STYLES[status]
         attrs.update({k: v for k, v in look.items() if k != "dash"})
@@ -171,7 +185,9 @@ class DiffStyler(GraphvizStyler):
         if e.note.startswith("wrapper of"):
             mark = MARKS["wrapped"]
         below: list[str] = []
-        if e.status != "same" and self.diff is not None and e.kind == "layer":
+        if self.view != "union":
+            pass  # a view shows its own side: what changed (old → new) is the union's to say
+        elif e.status != "same" and self.diff is not None and e.kind == "layer":
             text = describe(self.diff, e)
             if e.status in ("changed", "renamed", "wrapped") and text:
                 for part in text.split(", ")[:3]:
@@ -190,10 +206,10 @@ class DiffStyler(GraphvizStyler):
         return stacked_label(self._row_gap(kind), [first, *below])
 
     def _own_counts(self, label: str, node: BaseNode, e: Optional[Entry]) -> str:
-        """``label`` with a paired module's parameter count as each side has it: ``8.1k params →
-        11.4k params`` in the union; in a view, the other side's part drawn transparent, so the
-        view reads its own number and the text (and so every position) stays that of the union."""
-        if e is None or e.a is None or e.b is None or self.diff is None or not isinstance(node, LayerNode):
+        """``label`` with a paired module's parameter count as each side has it in the union:
+        ``8.1k params → 11.4k params`` (a view draws its own side's node: its own count)."""
+        if e is None or e.a is None or e.b is None or self.diff is None or not isinstance(node, LayerNode) \
+                or self.view != "union":
             return label
         x = self.diff.a.nodes.get(e.a)
         if not isinstance(x, LayerNode) or x.num_params_total == node.num_params_total:
@@ -206,12 +222,13 @@ class DiffStyler(GraphvizStyler):
         at = label.index(ours)
         colours = re.findall(r'<FONT[^>]*COLOR="([^"]+)"', label[:at])
         shown = colours[-1] if colours else "black"
-        # the same runs of text in every view (so the same width): only their colours differ
-        seen = {"union": (shown, shown, shown), "a": (shown, "transparent", "transparent"),
-                "b": ("transparent", "transparent", shown)}[self.view]
-        runs = "".join(f'<FONT COLOR="{c}">{html_text(t)}</FONT>'
-                       for c, t in zip(seen, (old, " → ", new), strict=True))
+        runs = "".join(f'<FONT COLOR="{shown}">{html_text(t)}</FONT>' for t in (old, " → ", new))
         return label[:at] + runs + label[at + len(ours):]
+
+    def _own_rollup(self, rollup: dict[str, int]) -> dict[str, int]:
+        """The roll-up as this view has it: view ``"a"`` counts nothing added, ``"b"`` nothing removed."""
+        left_out = {"a": "added", "b": "removed"}.get(self.view)
+        return {s: n for s, n in rollup.items() if s != left_out}
 
     def style_node(self, node: BaseNode) -> dict[str, str]:
         """The styler's attributes, coloured and marked by the node's status."""
@@ -232,8 +249,9 @@ class DiffStyler(GraphvizStyler):
                 extra.append(f"{MARKS['wrapped']} wrapper")
             elif e.status != "same":
                 extra.append(f"{MARKS[e.status]} {_WORDS[e.status]}")
-            if e.rollup:
-                extra.append(rollup_text(e.rollup))
+            rollup = self._own_rollup(e.rollup)
+            if rollup:
+                extra.append(rollup_text(rollup))
             label = attrs.get("label", "")
             if extra and label.endswith("</TABLE>>"):
                 row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><B>{self._text("  ".join(extra))}</B>'
@@ -273,7 +291,8 @@ class DiffStyler(GraphvizStyler):
             for du, s1 in sources:
                 for dv, s2 in outs.get(hidden, ()):
                     both = (s1, s2)
-                    status = "removed" if "removed" in both else ("added" if "added" in both else "same")
+                    status = next((s for s in ("removed", "added", "wrapped-a", "wrapped-b") if s in both),
+                                  "same")
                     if du != dv:
                         seen.setdefault((du, dv), set()).add(status)
         memo = {k: (next(iter(v)) if len(v) == 1 else "same") for k, v in seen.items()}
@@ -283,6 +302,14 @@ class DiffStyler(GraphvizStyler):
     def _edge(self, attrs: dict[str, str], fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
         status = self._drawn_status().get((fnode.key, tnode.key), "same")
         ends = [self.info.get(fnode.key), self.info.get(tnode.key)]
+        if status.startswith("wrapped-"):
+            # one side's edge whose place a wrapper's parts took on the other: drawn plainly in
+            # that side's view, laid out (invisible) in the others, where the wrapper's path shows
+            attrs["color"] = "#8a8a8a"
+            attrs["style"] = "invis" if self.view != status[-1] else ",".join(
+                s for s in attrs.get("style", "").split(",") if s and s not in ("dashed", "invis"))
+            attrs["class"] = f"diff-edge-wrapped side-{status[-1]}"
+            return attrs
         if status == "same" and any(e is not None and e.status in ("added", "removed") for e in ends):
             status = next(e.status for e in ends if e is not None and e.status in ("added", "removed"))
         look = DIFF_STYLES[status]
@@ -359,8 +386,9 @@ def make_diff_dot(d: Diff, view: str = "union", render_depth: Optional[int] = DE
 
     Args:
         d: the :class:`~torchrecorder.diff.Diff`.
-        view: ``"union"`` (both graphs in one), ``"a"`` or ``"b"``: the same layout with only
-            that graph's nodes visible, so the three pictures line up.
+        view: ``"union"`` (both graphs in one), ``"a"`` or ``"b"``: the union's nodes laid
+            out with only that graph's visible, each drawn with that graph's own labels,
+            counts and shapes, so the three pictures line up.
         render_depth: modules deeper than this stay closed (``None``: none does).  Left to
             its default, it is lowered to keep the drawing within the drawing budget
             (:mod:`torchrecorder.projection.budget`, ``max_nodes``), as for a model's drawing.
@@ -371,7 +399,7 @@ def make_diff_dot(d: Diff, view: str = "union", render_depth: Optional[int] = DE
     """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(map(repr, VIEWS))}, got {view!r}")
-    g, info = union_graph(d)
+    g, info = union_graph(d, view)
     renderer = DiffRenderer(g, render_depth, changes_only=changes_only, legend=legend,
                             fold_repeats=fold_repeats, info=info, view=view, diff=d, **styler_args)
     return renderer.render()

@@ -1,9 +1,10 @@
-"""A diff as one self-contained HTML page: the union drawing laid out once, with views over it.
+"""A diff as one self-contained HTML page: the union drawing and the two views of it.
 
-The page holds the SVG that Graphviz makes of :func:`~torchrecorder.diff.draw.make_diff_dot`'s
-union drawing (so it draws what ``make_dot(d)`` draws), the entries' old and new values as
-JSON, and a small script: *union* / *a* / *b* / *a | b* (two panes side by side) toggle what
-is visible over the same coordinates; the drawing opens fitted to its pane and zooms (wheel,
+The page holds the SVGs that Graphviz makes of :func:`~torchrecorder.diff.draw.make_diff_dot`'s
+three views (so it draws what ``make_dot(d, view=...)`` draws: the union, and each side with
+its own labels, counts and shapes on the union's layout), the entries' old and new values as
+JSON, and a small script: *union* / *a* / *b* / *a | b* (two panes side by side) show those
+drawings; the drawing opens fitted to its pane and zooms (wheel,
 *fit* / *−* / *+*, keys ``0`` ``-`` ``+``) and pans (drag) as the model page does, the panes
 together; *only changes* fades what did not change; a list of the changes (long paths cut at
 their start, so the part that tells them apart shows) with *previous* / *next*; a side panel
@@ -41,15 +42,7 @@ def _svg(source: str) -> str:
     start = svg.find("<svg")
     if start < 0:
         raise RuntimeError("Graphviz wrote no <svg> element")
-    svg = re.sub(r"<!--.*?-->", "", svg[start:], flags=re.S)
-    # a count that differs is drawn as three runs (DiffStyler._own_counts): the panes a and b
-    # each hide the other side's run, as the views a and b of make_dot do
-    return _COUNT_RUNS.sub(r'\1 class="count-a">\2</text>\3\4 class="count-arrow"> → </text>\5'
-                           r'\6 class="count-b">\7</text>', svg)
-
-
-_COUNT_RUNS = re.compile(r"(<text[^>]*)>([^<]*params?)</text>(\s*)(<text[^>]*)> → </text>(\s*)"
-                         r"(<text[^>]*)>([^<]*params?)</text>")
+    return re.sub(r"<!--.*?-->", "", svg[start:], flags=re.S)
 
 
 def make_diff_html(d: Diff, **kwargs: Any) -> str:
@@ -60,7 +53,9 @@ def make_diff_html(d: Diff, **kwargs: Any) -> str:
         GraphvizNotFoundError: no Graphviz to lay the drawing out.
     """
     kwargs.pop("view", None)
-    svg = _svg(make_diff_dot(d, "union", **kwargs).source)
+    # one drawing per view: the panes a and b each read their own side's labels and shapes
+    svgs = "".join(f"<div class=\"diff-svg\" data-view=\"{view}\" hidden>"
+                   f"{_svg(make_diff_dot(d, view, **kwargs).source)}</div>" for view in ("union", "a", "b"))
     entries: dict[str, Any] = {}
     order = []
     for e in d.entries:
@@ -91,6 +86,6 @@ def make_diff_html(d: Diff, **kwargs: Any) -> str:
         "<button id=\"prev\">◀ previous</button><span id=\"pos\"></span><button id=\"next\">next ▶</button>"
         f"<span>{escape(d.summary().splitlines()[0])}</span></div>"
         "<div id=\"main\"><ul id=\"changes\"></ul><div id=\"panes\"></div><div id=\"panel\"></div></div>"
-        f"<div id=\"diff-svg\" hidden>{svg}</div>"
+        f"{svgs}"
         f"<script type=\"application/json\" id=\"diff-data\">{data}</script>"
         f"<script>{_shipped('diff.js')}</script></body></html>\n")

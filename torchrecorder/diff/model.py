@@ -141,8 +141,15 @@ class Diff:
             graph's recording order, each node found only in the first after the node it
             followed there).
         edges: ``(a_edge, b_edge, status)``: the edge on each side (``None`` where absent),
-            status ``same``, ``added`` or ``removed``.
+            status ``same``, ``added``, ``removed`` or ``wrapped`` (one side's edge whose ends
+            the other side joins through a wrapper's parts: a LoRA layer now between them).
+        wrapper_edges: the indices in :attr:`edges` of the added or removed edges that belong
+            to a wrapper's parts (to and from ``lora_A``, ``lora_B``, the add): not free
+            additions, the wrapper's own.
         notes: what the matcher did that a reader should know (a stripped prefix, ambiguity).
+        root_note: ``"wrapped by PeftModel"`` when the first model's root is held by a wrapper
+            of the whole second model (``"unwrapped from ..."`` the other way), else ``""``;
+            the roots are paired, and the root is not counted as a wrapped layer.
         matching: the :class:`~torchrecorder.diff.match.Matching` it was built from.
     """
 
@@ -151,6 +158,7 @@ class Diff:
         self.a: Graph = m.a.graph
         self.b: Graph = m.b.graph
         self.notes: list[str] = list(m.notes)
+        self.root_note = ""
         self.entries: list[Entry] = []
         self.index_a: dict[Key, int] = {}
         self.index_b: dict[Key, int] = {}
@@ -158,6 +166,7 @@ class Diff:
         self._classify()
         self._parents_and_rollup()
         self.edges: list[tuple[Optional[tuple[Key, Key]], Optional[tuple[Key, Key]], str]] = []
+        self.wrapper_edges: set[int] = set()
         self._build_edges()
 
     # ------------------------------------------------------------ building
@@ -220,9 +229,18 @@ class Diff:
                     na, nb = m.a.norm.get(e.a, ""), m.b.norm.get(e.b, "")
                     wrap = m.wrapped.get(e.a)
                     if wrap is not None:
-                        e.status = "wrapped"
                         w = (self.b if wrap[0] == "b" else self.a).nodes[wrap[1]]
                         e.note = ("wrapped by " if wrap[0] == "b" else "unwrapped from ") + type_text(w, m)
+                        if w.depth == 0:
+                            # the model held by a wrapper of the whole model (PeftModel): the
+                            # roots' pairing is said in the header, the root is no wrapped layer
+                            self.root_note = e.note
+                            self.notes.append(f"the roots are paired: {x.type_name} {e.note}")
+                            wrap = None
+                        else:
+                            e.status = "wrapped"
+                    if wrap is not None:
+                        pass
                     elif e.changes:
                         e.status = "changed"
                     elif na != nb and self._moved(x, y):
@@ -277,8 +295,66 @@ class Diff:
                 p = self.entries[p].parent
                 seen += 1
 
-    def _build_edges(self) -> None:
+    def _wrapper_parts(self, side: str) -> set[Key]:
+        """The unpaired nodes of ``side`` that belong to a wrapper of a module (peft's
+        ``lora_A``, its dropout, the add, the wrapped module's own output): below a wrapper
+        with no paired module in between.  A wrapper of the whole model (``PeftModel``)
+        holds everything, so it has no parts here."""
         m = self.matching
+        graph, paired = (self.a, m.pairs) if side == "a" else (self.b, m.back)
+        wrappers = {w for tag, w in m.wrapped.values() if tag == side and graph.nodes[w].depth > 0}
+        parts: set[Key] = set()
+        if not wrappers:
+            return parts
+        verdict: dict[Key, bool] = {}
+        for k in graph.nodes:
+            if k is None or k in paired:
+                continue
+            trail: list[Key] = []
+            node_key: Key = k
+            found = False
+            while node_key is not None and node_key not in paired:
+                if node_key in verdict:
+                    found = verdict[node_key]
+                    break
+                trail.append(node_key)
+                if node_key in wrappers:
+                    found = True
+                    break
+                node_key = graph.nodes[node_key].parent
+            for t in trail:
+                verdict[t] = found
+            if found:
+                parts.add(k)
+        return parts
+
+    def _through_wrapper(self, start: Key, end: Key, adj: dict[Key, list[Key]], parts: set[Key]) -> bool:
+        """Whether a path leads from ``start`` to ``end`` through wrapper parts only."""
+        todo = [x for x in adj.get(start, ()) if x in parts or x == end]
+        seen = set(todo)
+        while todo:
+            x = todo.pop()
+            if x == end:
+                return True
+            for y in adj.get(x, ()):
+                if y not in seen and (y in parts or y == end):
+                    seen.add(y)
+                    todo.append(y)
+        return False
+
+    def _build_edges(self) -> None:
+        """Pair the edges: equal ends on both sides (``same``), else ``added`` / ``removed``;
+        an edge whose ends are paired and joined on the other side through a wrapper's parts
+        (the LoRA layer between ``q_proj``'s op and its output) is ``wrapped``: the wrapper
+        took the wrapped module's place in the data flow.  The edges of a wrapper's parts are
+        listed in :attr:`wrapper_edges`."""
+        m = self.matching
+        parts = {"a": self._wrapper_parts("a"), "b": self._wrapper_parts("b")}
+        adj: dict[str, dict[Key, list[Key]]] = {"a": {}, "b": {}}
+        for tag, graph in (("a", self.a), ("b", self.b)):
+            if parts[tag]:
+                for u, v in graph.links:
+                    adj[tag].setdefault(u, []).append(v)
         b_edges = self.b.links
         hit: set[tuple[Key, Key]] = set()
         for u, v in self.a.links:
@@ -286,11 +362,25 @@ class Diff:
             if mu is not None and mv is not None and (mu, mv) in b_edges:
                 self.edges.append(((u, v), (mu, mv), "same"))
                 hit.add((mu, mv))
+            elif mu is not None and mv is not None and parts["b"] \
+                    and self._through_wrapper(mu, mv, adj["b"], parts["b"]):
+                self.edges.append(((u, v), None, "wrapped"))
             else:
                 self.edges.append(((u, v), None, "removed"))
         for u, v in b_edges:
-            if (u, v) not in hit:
+            if (u, v) in hit:
+                continue
+            mu, mv = m.back.get(u), m.back.get(v)
+            if mu is not None and mv is not None and parts["a"] \
+                    and self._through_wrapper(mu, mv, adj["a"], parts["a"]):
+                self.edges.append((None, (u, v), "wrapped"))
+            else:
                 self.edges.append((None, (u, v), "added"))
+        for i, (ea, eb, status) in enumerate(self.edges):
+            tag, edge = ("a", ea) if status == "removed" else ("b", eb)
+            if status in ("added", "removed") and edge is not None \
+                    and (edge[0] in parts[tag] or edge[1] in parts[tag]):
+                self.wrapper_edges.add(i)
 
     # ------------------------------------------------------------ reading
     def entry_of(self, side: str, key: Key) -> Optional[Entry]:
@@ -338,17 +428,19 @@ class Diff:
         """The diff as JSON data (see :meth:`to_json`)."""
         from .text import patterns
         by_kind = {k: self.counts(k) for k in ("layer", "op", "param", "tensor")}
-        edge_counts = dict.fromkeys(("same", "added", "removed"), 0)
+        edge_counts = dict.fromkeys(("same", "added", "removed", "wrapped"), 0)
         for *_, s in self.edges:
             edge_counts[s] += 1
+        edge_counts["inside_wrappers"] = len(self.wrapper_edges)
         return {
             "format": DIFF_FORMAT, "version": DIFF_VERSION, "a": self.a.name, "b": self.b.name,
             "summary": {**self.counts(), "differ": bool(self), "by_kind": by_kind, "edges": edge_counts},
             "notes": list(self.notes),
             "patterns": patterns(self),
             "nodes": [e.to_dict() for e in self.entries],
-            "edges": [{"a": list(ea) if ea else None, "b": list(eb) if eb else None, "status": s}
-                      for ea, eb, s in self.edges],
+            "edges": [{"a": list(ea) if ea else None, "b": list(eb) if eb else None, "status": s,
+                       **({"wrapper": True} if i in self.wrapper_edges else {})}
+                      for i, (ea, eb, s) in enumerate(self.edges)],
         }
 
     def to_json(self, path: Optional[str] = None, indent: Optional[int] = 1) -> str:
@@ -356,10 +448,11 @@ class Diff:
 
         The document: ``{"format": "torchrecorder.diff", "version": 1, "a": name, "b": name,
         "summary": {status: count, ..., "differ": bool, "by_kind": {kind: {status: count}},
-        "edges": {...}}, "notes": [...], "patterns": [{"pattern", "status", "count", "text"}],
-        "nodes": [{"a": key|null, "b": key|null, "kind", "status", "via"?, "changes"?:
-        {attr: [old, new]}, "note"?, "ambiguous"?, "rollup"?}], "edges": [{"a": [u, v]|null,
-        "b": [u, v]|null, "status"}]}``.
+        "edges": {"same", "added", "removed", "wrapped", "inside_wrappers"}}, "notes": [...],
+        "patterns": [{"pattern", "status", "count", "text"}], "nodes": [{"a": key|null,
+        "b": key|null, "kind", "status", "via"?, "changes"?: {attr: [old, new]}, "note"?,
+        "ambiguous"?, "rollup"?}], "edges": [{"a": [u, v]|null, "b": [u, v]|null, "status",
+        "wrapper"?: true}]}``.
         """
         # a lone surrogate (from a name) becomes a \uXXXX escape: it reads back as the same text
         text = utf8_safe(json.dumps(self.to_dict(), indent=indent, ensure_ascii=False))

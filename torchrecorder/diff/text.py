@@ -128,9 +128,12 @@ def _lines(d: Diff) -> list[dict[str, Any]]:
             continue
         if e.kind in ("op", "param") and e.status == "same":
             continue
-        if (e.status == "wrapped" and not e.changes) or (("a", e.a) in chain or ("b", e.b) in chain):
+        whole = e.parent is None and e.kind == "layer" and e.note.startswith("wrapper of")
+        if (e.status == "wrapped" and not e.changes) or (("a", e.a) in chain or ("b", e.b) in chain) \
+                or whole:
             # its wrapper's line says it (a module between a wrapping root and the model it holds
-            # is a part of that wrapper): what changed inside is listed at the same depth
+            # is a part of that wrapper; a wrapper of the whole model, PeftModel, is said by a
+            # note in the header): what changed inside is listed at the same depth
             todo.extend((j, depth, parent_line) for j in reversed(children.get(i, [])))
             continue
         mark = MARKS[e.status]
@@ -233,12 +236,18 @@ def summary_text(d: Diff) -> str:
         parts = [f"{c[s]} {s}" for s in ("changed", "added", "removed", "renamed", "wrapped") if c[s]]
         head.append(f"  {word}: {total - c['same'] if parts else 0} of {total} differ"
                     + (f" ({', '.join(parts)})" if parts else ""))
-    edges = {"added": 0, "removed": 0}
-    for *_, s in d.edges:
-        if s in edges:
+    edges = {"added": 0, "removed": 0, "wrapped": 0}
+    for i, (*_, s) in enumerate(d.edges):
+        if s in edges and i not in d.wrapper_edges:
             edges[s] += 1
-    if edges["added"] or edges["removed"]:
-        head.append(f"  edges: +{edges['added']} −{edges['removed']}")
+    if any(edges.values()) or d.wrapper_edges:
+        # a wrapper's own edges (to and from lora_A, ...) are its parts, not free additions
+        parts = [f"+{edges['added']} −{edges['removed']}"]
+        if edges["wrapped"]:
+            parts.append(f"{edges['wrapped']} now through a wrapper")
+        if d.wrapper_edges:
+            parts.append(f"{len(d.wrapper_edges)} inside wrappers")
+        head.append("  edges: " + ", ".join(parts))
     head.extend(f"  note: {n}" for n in d.notes)
     body = []
     for line in _fold(_lines(d)):

@@ -1,13 +1,18 @@
-// The diff page's script (torchrecorder.diff.html): views over one SVG, changes, panel.
+// The diff page's script (torchrecorder.diff.html): the views' drawings, changes, panel.
 (function(){
 const D = JSON.parse(document.getElementById('diff-data').textContent);
 const panes = document.getElementById('panes');
-const template = document.getElementById('diff-svg').firstElementChild;
-template.querySelectorAll('g[id^="d"]').forEach(g => { g.dataset.entry = g.id.slice(1); g.removeAttribute('id'); });
+// one drawing per view (union, a, b), each the union's layout with its own side's labels
+const drawings = {};
+document.querySelectorAll('.diff-svg').forEach(div => {
+  const svg = div.firstElementChild; drawings[div.dataset.view] = svg;
+  svg.querySelectorAll('g[id^="d"]').forEach(g => { g.dataset.entry = g.id.slice(1); g.removeAttribute('id'); });
+});
+const template = drawings.union;
 function pane(view, title){
   const p = document.createElement('div'); p.className = 'pane view-' + view;
   const h = document.createElement('h3'); h.textContent = title; p.appendChild(h);
-  const c = document.createElement('div'); c.className = 'canvas'; c.appendChild(template.cloneNode(true));
+  const c = document.createElement('div'); c.className = 'canvas'; c.appendChild(drawings[view].cloneNode(true));
   p.appendChild(c); return p;
 }
 // pan and zoom, shared by the panes (so a | b stay aligned); fitted until the reader zooms or pans
