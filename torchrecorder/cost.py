@@ -31,7 +31,7 @@ from typing import Any, Optional
 
 import torch
 
-from .graph import Graph
+from .graph import AutogradGraph, Graph
 from .nodes import ContextNode, Key, LayerNode, OpNode, ParamNode, itemsize
 from .opargs import TensorSpec
 
@@ -39,7 +39,7 @@ __all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flo
            "op_flops"]
 
 #: the statistics a cost has for each call, as ``make_dot(rec, stat=...)`` and the table name them
-COST_STATS = ("flops", "activation_bytes", "param_bytes")
+COST_STATS = ("flops", "activation_bytes", "param_bytes", "saved_bytes")
 
 
 @dataclass
@@ -52,6 +52,14 @@ class CallCost:
         param_bytes: bytes of the parameters recorded in this call and its children (a
             parameter is recorded once, in the first call that uses it).
         activation_bytes: bytes of the tensors the call returned.
+        saved_bytes: where the recording kept the backward graph (``record(...,
+            backward=True)``), the bytes of the storages autograd saved for the backward
+            pass by the call's operations, its children's included, each storage once (a
+            tensor two operations saved, or an output the next operation saved); the
+            model's parameters and buffers are not counted (the model holds them anyway),
+            nor Python numbers torch saved as 0-dim tensors, nor tensors a saved-tensor
+            hook packed (what it keeps is its own), as torch's own saved-tensor hooks
+            count; else ``None``.
         backward_flops: where the recording kept the backward graph
             (``record(..., backward=True)``), the FLOPs ``FlopCounterMode`` counts in the
             backward pass of the call's operations (the gradients of what required them);
@@ -63,6 +71,7 @@ class CallCost:
     flops: int = 0
     param_bytes: int = 0
     activation_bytes: int = 0
+    saved_bytes: Optional[int] = None
     backward_flops: Optional[int] = None
     time: Optional[float] = None
 
@@ -358,6 +367,8 @@ def cost(rec: Graph) -> Cost:
             calls[str(scope)].flops += flops
     if rec.backward is not None and rec.backward.grad_enabled and rec.op_args is not None:
         _add_backward(rec.op_args, calls, total)
+    if rec.backward is not None and rec.backward.storages is not None:
+        _add_saved(rec.backward, layers, calls, total)
     for node in nodes.values():
         if isinstance(node, ParamNode):
             size = node.numel * itemsize(node.dtype)
@@ -396,6 +407,28 @@ def _add_backward(op_args: dict[Key, Any], calls: dict[str, CallCost], total: Ca
             if scope is not None and str(scope) in calls:
                 entry = calls[str(scope)]
                 entry.backward_flops = (entry.backward_flops or 0) + flops
+
+
+def _add_saved(bw: AutogradGraph, layers: list[LayerNode], calls: dict[str, CallCost],
+               total: CallCost) -> None:
+    """Set every call's and the total's ``saved_bytes``: the storages the autograd nodes of
+    the call and its children saved, each once, the model's own and wrapped numbers left out."""
+    storages = bw.storages or []
+    held: dict[str, set[int]] = {key: set() for key in calls}
+    everything: set[int] = set()
+    for node in bw.nodes:
+        mine = held.get(str(node.scope)) if node.scope is not None else None
+        for _, index in node.stored:
+            if 0 <= index < len(storages) and not storages[index][1]:  # activations only
+                everything.add(index)
+                if mine is not None:
+                    mine.add(index)
+    for layer in reversed(layers):  # children first: each call's set reaches its parents
+        if layer.parent is not None and str(layer.parent) in held:
+            held[str(layer.parent)] |= held[str(layer.key)]
+    for key, found in held.items():
+        calls[key].saved_bytes = sum(storages[i][0] for i in found)
+    total.saved_bytes = sum(storages[i][0] for i in everything)
 
 
 def op_flops(rec: Graph) -> list[tuple[Key, Key, int]]:

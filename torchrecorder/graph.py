@@ -35,23 +35,30 @@ class AutogradNode:
         forward: key of the recorded operation whose output it is the ``grad_fn`` of, if any.
         param: dotted path of the parameter an ``AccumulateGrad`` node fills, else ``""``.
         shape: shape of the leaf tensor an ``AccumulateGrad`` node fills, else ``None``.
-        saved: ``(name, shape)`` of each tensor the node saved for the backward pass.
+        saved: ``(name, shape)`` of each tensor the node saved for the backward pass (an
+            item of a saved list, such as an indexing's ``indices``, named ``indices.0``).
+        stored: for each entry of ``saved``, in the same order, ``(dtype, storage)``: the
+            saved tensor's dtype name (``"float32"``) and the index of its storage in
+            :attr:`AutogradGraph.storages`; empty where not known (a document saved before
+            they were recorded).
         unread: names of the saved tensors that a saved-tensor hook holds
             (``torch.autograd.graph.saved_tensors_hooks``, ``torch.utils.checkpoint``,
             ``save_on_cpu``): the recording does not unpack them (that would run the user's
             unpack hooks), so their shapes are not known and they are not in ``saved``.
     """
 
-    __slots__ = ("forward", "name", "param", "saved", "scope", "shape", "unread")
+    __slots__ = ("forward", "name", "param", "saved", "scope", "shape", "stored", "unread")
 
     def __init__(self, name: str, scope: Key = None, forward: Key = None, param: str = "",
                  shape: Optional[tuple[int, ...]] = None,
                  saved: Optional[list[tuple[str, tuple[int, ...]]]] = None,
-                 unread: Optional[list[str]] = None) -> None:
+                 unread: Optional[list[str]] = None,
+                 stored: Optional[list[tuple[str, int]]] = None) -> None:
         self.name, self.scope, self.forward, self.param = name, scope, forward, param
         self.shape = shape
         self.saved = saved if saved is not None else []
         self.unread = unread if unread is not None else []
+        self.stored = stored if stored is not None else []
 
     def __repr__(self) -> str:
         return f"AutogradNode({self.name!r}, scope={self.scope!r})"
@@ -69,15 +76,23 @@ class AutogradGraph:
             recorded model that has a ``grad_fn``.
         grad_enabled: whether the pass ran with gradients on (``False`` under
             ``torch.no_grad()`` or ``torch.inference_mode()``: then there is no graph).
+        storages: ``(nbytes, kind)`` of each distinct storage the saved tensors live in
+            (:attr:`AutogradNode.stored` indexes it): its size in bytes, and its kind:
+            ``""`` for activations, ``"model"`` for the model's own (a parameter's or a
+            buffer's, which the model holds anyway), ``"number"`` for a Python number
+            torch wrapped as a 0-dim tensor (``0.5`` in ``0.5 * x``; torch's saved-tensor
+            hooks do not see those); ``None`` where not known (a document saved before
+            they were recorded).
     """
 
-    __slots__ = ("edges", "grad_enabled", "nodes", "outputs")
+    __slots__ = ("edges", "grad_enabled", "nodes", "outputs", "storages")
 
     def __init__(self, grad_enabled: bool = True) -> None:
         self.nodes: list[AutogradNode] = []
         self.edges: list[tuple[int, int]] = []
         self.outputs: list[tuple[int, Key]] = []
         self.grad_enabled = grad_enabled
+        self.storages: Optional[list[tuple[int, str]]] = None
 
 
 class Namespace:

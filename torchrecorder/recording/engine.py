@@ -39,7 +39,7 @@ from ..opargs import COUNTED_OPS, spec_of
 from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
 from ._walk import iter_tensors, named_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
-from .backward import AutogradTrace
+from .backward import AutogradTrace, storages_of
 from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
 from .live import LiveObjects
 from .meta import bind_arguments, shape_tuple, tensor_meta
@@ -199,7 +199,8 @@ class Engine(LiveObjects):
             if len(self.graph.links) != edges:
                 self._sources = {a for a, _ in self.graph.links}
         if self.autograd is not None:
-            self.autograd.finish(self.graph, self.untraced.root_grad, self._param_owner)
+            self.autograd.finish(self.graph, self.untraced.root_grad, self._param_owner, lambda: storages_of(
+                [*(p for p, _ in self._params.values()), *self.untraced.buffers.values()]))
         self.hand_over()
         self.live.clear()
         self._stack.clear()
