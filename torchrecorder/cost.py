@@ -33,7 +33,7 @@ import torch
 
 from .graph import AutogradGraph, Graph
 from .nodes import ContextNode, Key, LayerNode, OpNode, ParamNode, itemsize
-from .opargs import TensorSpec
+from .opargs import Kept, TensorSpec, unpack
 
 __all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat",
            "op_flops"]
@@ -366,7 +366,7 @@ def cost(rec: Graph) -> Cost:
         if scope is not None and scope in calls:
             calls[str(scope)].flops += flops
     if rec.backward is not None and rec.backward.grad_enabled and rec.op_args is not None:
-        _add_backward(rec.op_args, calls, total)
+        _add_backward(rec.op_args, _param_specs(rec), calls, total)
     if rec.backward is not None and rec.backward.storages is not None:
         _add_saved(rec.backward, layers, calls, total)
     for node in nodes.values():
@@ -393,7 +393,8 @@ def cost(rec: Graph) -> Cost:
     return Cost(calls, total, ops, dict(sorted(uncounted.items(), key=lambda kv: (-kv[1], kv[0]))), paths)
 
 
-def _add_backward(op_args: dict[Key, Any], calls: dict[str, CallCost], total: CallCost) -> None:
+def _add_backward(op_args: dict[Key, Kept], known: dict[int, TensorSpec], calls: dict[str, CallCost],
+                  total: CallCost) -> None:
     """Count the backward pass of each operation into its call (and set every call's and the
     total's ``backward_flops``, 0 where nothing is counted)."""
     for entry in calls.values():
@@ -401,7 +402,8 @@ def _add_backward(op_args: dict[Key, Any], calls: dict[str, CallCost], total: Ca
     total.backward_flops = 0
     counter = _Counter()
     with counter.mode:
-        for _, (scope, func, args, kwargs) in op_args.items():
+        for kept in op_args.values():
+            scope, func, args, kwargs = unpack(kept, known)
             flops = counter.flops(func, args, kwargs, backward=True) or 0
             total.backward_flops += flops
             if scope is not None and str(scope) in calls:
@@ -431,6 +433,18 @@ def _add_saved(bw: AutogradGraph, layers: list[LayerNode], calls: dict[str, Call
     total.saved_bytes = sum(storages[i][0] for i in everything)
 
 
+def _param_specs(rec: Graph) -> dict[int, TensorSpec]:
+    """What the recording saw of each parameter it kept (by the parameter's ``id``): the
+    shape, dtype and gradient flag of its node, as they were during the pass."""
+    found: dict[int, TensorSpec] = {}
+    for node in rec.nodes.values():
+        if isinstance(node, ParamNode) and isinstance(node.kept, torch.Tensor) and node.shape is not None:
+            dtype = getattr(torch, node.dtype, None)
+            if isinstance(dtype, torch.dtype):
+                found[id(node.kept)] = TensorSpec(node.shape, dtype, None, node.requires_grad)
+    return found
+
+
 def op_flops(rec: Graph) -> list[tuple[Key, Key, int]]:
     """``(op key, key of the call that ran it, FLOPs)`` of every operation torch has a FLOP
     formula for (0 where it counts none), counted once per recording and kept in
@@ -449,8 +463,9 @@ def op_flops(rec: Graph) -> list[tuple[Key, Key, int]]:
                          "torchrecorder.record")
     counter = _Counter()
     with torch.no_grad(), counter.mode:
-        rec.op_flops = [(key, scope, counter.flops(func, a, kw) or 0)
-                        for key, (scope, func, a, kw) in args.items()]
+        known = _param_specs(rec)
+        rec.op_flops = [(key, kept[0], counter.flops(*unpack(kept, known)[1:]) or 0)
+                        for key, kept in args.items()]
     return rec.op_flops
 
 

@@ -244,10 +244,12 @@ class Graph:
             ``backward=True`` (``record(..., backward=True)``), else ``None``.
         op_args: what :func:`torchrecorder.cost` needs to count an operation's FLOPs, for
             each recorded operation torch has a FLOP formula for (see
-            :mod:`torchrecorder.opargs`): op key -> (key of the call that ran it,
-            the torch callable, its arguments and keyword arguments with tensors as
-            shapes and dtypes); kept for operations later pruned too.  ``None`` for a
-            graph not recorded (loaded from JSON, built by hand).
+            :mod:`torchrecorder.opargs`): op key -> one flat tuple
+            (:data:`~torchrecorder.opargs.Kept`; :func:`~torchrecorder.opargs.unpack`
+            gives the key of the call that ran it, the torch callable, its arguments and
+            keyword arguments with tensors as shapes and dtypes); kept for operations
+            later pruned too.  ``None`` for a graph not recorded (loaded from JSON, built
+            by hand).
         output_dtypes: call key -> the dtype names of the call's outputs, in the order of
             ``output_shapes`` (``None`` for a graph not recorded).
         op_flops: ``(op key, key of the call that ran it, FLOPs)`` for each operation of
@@ -270,7 +272,7 @@ class Graph:
         # the pass's autograd graph, when recorded with backward=True (see the class docstring)
         self.backward: Optional[AutogradGraph] = None
         # filled by the recording engine (see the class docstring)
-        self.op_args: Optional[dict[Key, tuple[Key, Any, tuple[Any, ...], Optional[dict[str, Any]]]]] = None
+        self.op_args: Optional[dict[Key, tuple[Any, ...]]] = None
         self.output_dtypes: Optional[dict[Key, list[str]]] = None
         self.op_flops: Optional[list[tuple[Key, Key, int]]] = None
         # record(..., timing=True): call key -> seconds (see recording.timing)

@@ -35,7 +35,7 @@ from .._stack import StackRoom
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ..opargs import COUNTED_OPS, spec_of
+from ..opargs import COUNTED_OPS
 from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
 from ._walk import iter_tensors, named_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
@@ -44,6 +44,7 @@ from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
 from .live import LiveObjects
 from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
+from .opkeep import keep
 from .ops import eager
 from .session import Session
 from .source import caller
@@ -370,7 +371,7 @@ class Engine(LiveObjects):
             nodes[key].source = caller(sys._getframe(2))
         if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
             try:
-                self.op_args[key] = (skey, func, spec_of(args), spec_of(kwargs) if kwargs else None)
+                self.op_args[key] = keep(skey, func, args, kwargs, self.autograd is not None)
             except Exception:
                 pass
         live = self.live
