@@ -172,3 +172,56 @@ def test_the_table_the_drawing_and_the_page_show_saved_bytes() -> None:
     assert "saved_bytes" in torchrecorder.make_html(rec).text
     plain = torchrecorder.record(net, "net", (4, 8))
     assert "saved" not in summary_table(plain, columns=["flops"])
+
+
+# ------------------------------------------------------------------ saved as JSON
+class _Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2)
+        self.mlp = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x)).mean((2, 3))
+        return self.mlp(y) @ torch.ones(4, 2)
+
+
+def test_a_recording_saved_as_json_gives_the_same_cost_backward_saved_and_time() -> None:
+    torch.manual_seed(0)
+    rec = torchrecorder.record(_Net(), "net", (2, 3, 9, 9), backward=True, timing=True)
+    want = torchrecorder.cost(rec)
+    assert want.total.backward_flops and want.total.saved_bytes and want.total.time is not None
+    doc = json.loads(rec.to_json())
+    assert doc["version"] == 1  # optional fields: the schema is the same
+    loaded = torchrecorder.loads_json(json.dumps(doc))
+    got = torchrecorder.cost(loaded)
+    assert {k: got[k] for k in got} == {k: want[k] for k in want}
+    assert got.total == want.total and got.ops == want.ops and got.uncounted == want.uncounted
+    assert loaded.timing_subtracted == rec.timing_subtracted
+    # saved again from the loaded graph: the same document
+    assert json.loads(loaded.to_json()) == doc
+    # a document written before these fields existed loads, without what it lacks
+    for field in ("op_backward_flops", "call_times", "timing_subtracted"):
+        doc.pop(field)
+    doc["backward"].pop("storages")
+    for node in doc["backward"]["nodes"]:
+        node.pop("stored")
+    old = torchrecorder.cost(torchrecorder.loads_json(json.dumps(doc)))
+    assert old.total.flops == want.total.flops
+    assert old.total.backward_flops is None and old.total.saved_bytes is None and old.total.time is None
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (lambda d: d.update(call_times={"conv": -1.0}), "call_times"),
+    (lambda d: d.update(call_times={"nowhere": 1.0}), "call_times"),
+    (lambda d: d.update(timing_subtracted="1"), "timing_subtracted"),
+    (lambda d: d.update(op_backward_flops=[["conv/conv2d", "conv", -5]]), "op_backward_flops"),
+    (lambda d: d["backward"].update(storages=[[12, "elsewhere"]]), "storages"),
+    (lambda d: d["backward"].update(storages=[]), r"nodes\[\d+\]\.stored"),
+])
+def test_bad_cost_fields_are_refused_by_name(change: Any, match: str) -> None:
+    rec = torchrecorder.record(_Net(), "net", (2, 3, 9, 9), backward=True, timing=True)
+    doc = json.loads(rec.to_json())
+    change(doc)
+    with pytest.raises(ValueError, match=match):
+        torchrecorder.loads_json(json.dumps(doc))

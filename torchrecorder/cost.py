@@ -33,10 +33,10 @@ import torch
 
 from .graph import AutogradGraph, Graph
 from .nodes import ContextNode, Key, LayerNode, OpNode, ParamNode, itemsize
-from .opargs import Kept, TensorSpec, unpack
+from .opargs import TensorSpec, unpack
 
 __all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat",
-           "op_flops"]
+           "op_backward_flops", "op_flops"]
 
 #: the statistics a cost has for each call, as ``make_dot(rec, stat=...)`` and the table name them
 COST_STATS = ("flops", "activation_bytes", "param_bytes", "saved_bytes")
@@ -365,8 +365,9 @@ def cost(rec: Graph) -> Cost:
         total.flops += flops
         if scope is not None and scope in calls:
             calls[str(scope)].flops += flops
-    if rec.backward is not None and rec.backward.grad_enabled and rec.op_args is not None:
-        _add_backward(rec.op_args, _param_specs(rec), calls, total)
+    backward = op_backward_flops(rec)
+    if backward is not None:
+        _add_backward(backward, calls, total)
     if rec.backward is not None and rec.backward.storages is not None:
         _add_saved(rec.backward, layers, calls, total)
     for node in nodes.values():
@@ -393,22 +394,38 @@ def cost(rec: Graph) -> Cost:
     return Cost(calls, total, ops, dict(sorted(uncounted.items(), key=lambda kv: (-kv[1], kv[0]))), paths)
 
 
-def _add_backward(op_args: dict[Key, Kept], known: dict[int, TensorSpec], calls: dict[str, CallCost],
-                  total: CallCost) -> None:
-    """Count the backward pass of each operation into its call (and set every call's and the
+def _add_backward(counted: list[tuple[Key, Key, int]], calls: dict[str, CallCost], total: CallCost) -> None:
+    """Add the backward FLOPs of each operation into its call (and set every call's and the
     total's ``backward_flops``, 0 where nothing is counted)."""
     for entry in calls.values():
         entry.backward_flops = 0
     total.backward_flops = 0
+    for _, scope, flops in counted:
+        total.backward_flops += flops
+        if scope is not None and str(scope) in calls:
+            entry = calls[str(scope)]
+            entry.backward_flops = (entry.backward_flops or 0) + flops
+
+
+def op_backward_flops(rec: Graph) -> Optional[list[tuple[Key, Key, int]]]:
+    """``(op key, key of the call that ran it, FLOPs of its backward pass)`` of every operation
+    of :func:`op_flops`, for a recording that kept its backward graph with gradients on,
+    counted once per recording and kept in ``rec.op_backward_flops`` (which JSON saves);
+    ``None`` for a recording without one (or a document saved without them)."""
+    if rec.backward is None or not rec.backward.grad_enabled:
+        return None
+    args = rec.op_args
+    kept = rec.op_backward_flops
+    if kept is not None and (args is None or len(kept) == len(args)):
+        return kept
+    if args is None:
+        return None
     counter = _Counter()
+    known = _param_specs(rec)
     with counter.mode:
-        for kept in op_args.values():
-            scope, func, args, kwargs = unpack(kept, known)
-            flops = counter.flops(func, args, kwargs, backward=True) or 0
-            total.backward_flops += flops
-            if scope is not None and str(scope) in calls:
-                entry = calls[str(scope)]
-                entry.backward_flops = (entry.backward_flops or 0) + flops
+        rec.op_backward_flops = [(key, op[0], counter.flops(*unpack(op, known)[1:], backward=True) or 0)
+                                 for key, op in args.items()]
+    return rec.op_backward_flops
 
 
 def _add_saved(bw: AutogradGraph, layers: list[LayerNode], calls: dict[str, CallCost],

@@ -255,6 +255,9 @@ class Graph:
         op_flops: ``(op key, key of the call that ran it, FLOPs)`` for each operation of
             ``op_args``, once :func:`torchrecorder.cost` counted them (saved in JSON, so a
             loaded graph has its cost too); else ``None``.
+        op_backward_flops: likewise the FLOPs of each operation's backward pass, for a
+            recording with a backward graph, once :func:`torchrecorder.cost` counted them
+            (saved in JSON too); else ``None``.
         call_times: call key -> the call's wall time in seconds, the recorder's own work
             subtracted, when recorded with ``timing=True``; else ``None``.
         timing_subtracted: seconds of the recorder's own work subtracted from the root calls'
@@ -276,6 +279,7 @@ class Graph:
         self.output_dtypes: Optional[dict[Key, list[str]]] = None
         self.op_flops: Optional[list[tuple[Key, Key, int]]] = None
         # record(..., timing=True): call key -> seconds (see recording.timing)
+        self.op_backward_flops: Optional[list[tuple[Key, Key, int]]] = None
         self.call_times: Optional[dict[Key, float]] = None
         self.timing_subtracted = 0.0
 
