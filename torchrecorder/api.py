@@ -222,8 +222,9 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
             ``stats=True``) with ``stat=`` colours modules by a statistic of
             their activations (:class:`~torchrecorder.renderer.activations.ActivationStyler`);
             such a drawing folds nothing unless ``fold_repeats`` says so, since each
-            call has its own value.  ``stat="flops"``, ``"activation_bytes"`` or
-            ``"param_bytes"`` without ``activations=`` colours each module call (and,
+            call has its own value.  ``stat="flops"``, ``"activation_bytes"``,
+            ``"param_bytes"`` or ``"saved_bytes"`` (for a recording made with
+            ``backward=True``) without ``activations=`` colours each module call (and,
             for FLOPs, each drawn operation) by its cost (:func:`torchrecorder.cost`)
             on a log scale, with a legend in the statistic's unit; calls that cost
             nothing keep the default style.

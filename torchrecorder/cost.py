@@ -31,15 +31,15 @@ from typing import Any, Optional
 
 import torch
 
-from .graph import Graph
+from .graph import AutogradGraph, Graph
 from .nodes import ContextNode, Key, LayerNode, OpNode, ParamNode, itemsize
-from .opargs import TensorSpec
+from .opargs import TensorSpec, unpack
 
 __all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat",
-           "op_flops"]
+           "op_backward_flops", "op_flops"]
 
 #: the statistics a cost has for each call, as ``make_dot(rec, stat=...)`` and the table name them
-COST_STATS = ("flops", "activation_bytes", "param_bytes")
+COST_STATS = ("flops", "activation_bytes", "param_bytes", "saved_bytes")
 
 
 @dataclass
@@ -52,6 +52,14 @@ class CallCost:
         param_bytes: bytes of the parameters recorded in this call and its children (a
             parameter is recorded once, in the first call that uses it).
         activation_bytes: bytes of the tensors the call returned.
+        saved_bytes: where the recording kept the backward graph (``record(...,
+            backward=True)``), the bytes of the storages autograd saved for the backward
+            pass by the call's operations, its children's included, each storage once (a
+            tensor two operations saved, or an output the next operation saved); the
+            model's parameters and buffers are not counted (the model holds them anyway),
+            nor Python numbers torch saved as 0-dim tensors, nor tensors a saved-tensor
+            hook packed (what it keeps is its own), as torch's own saved-tensor hooks
+            count; else ``None``.
         backward_flops: where the recording kept the backward graph
             (``record(..., backward=True)``), the FLOPs ``FlopCounterMode`` counts in the
             backward pass of the call's operations (the gradients of what required them);
@@ -63,6 +71,7 @@ class CallCost:
     flops: int = 0
     param_bytes: int = 0
     activation_bytes: int = 0
+    saved_bytes: Optional[int] = None
     backward_flops: Optional[int] = None
     time: Optional[float] = None
 
@@ -356,8 +365,11 @@ def cost(rec: Graph) -> Cost:
         total.flops += flops
         if scope is not None and scope in calls:
             calls[str(scope)].flops += flops
-    if rec.backward is not None and rec.backward.grad_enabled and rec.op_args is not None:
-        _add_backward(rec.op_args, calls, total)
+    backward = op_backward_flops(rec)
+    if backward is not None:
+        _add_backward(backward, calls, total)
+    if rec.backward is not None and rec.backward.storages is not None:
+        _add_saved(rec.backward, layers, calls, total)
     for node in nodes.values():
         if isinstance(node, ParamNode):
             size = node.numel * itemsize(node.dtype)
@@ -382,20 +394,72 @@ def cost(rec: Graph) -> Cost:
     return Cost(calls, total, ops, dict(sorted(uncounted.items(), key=lambda kv: (-kv[1], kv[0]))), paths)
 
 
-def _add_backward(op_args: dict[Key, Any], calls: dict[str, CallCost], total: CallCost) -> None:
-    """Count the backward pass of each operation into its call (and set every call's and the
+def _add_backward(counted: list[tuple[Key, Key, int]], calls: dict[str, CallCost], total: CallCost) -> None:
+    """Add the backward FLOPs of each operation into its call (and set every call's and the
     total's ``backward_flops``, 0 where nothing is counted)."""
     for entry in calls.values():
         entry.backward_flops = 0
     total.backward_flops = 0
+    for _, scope, flops in counted:
+        total.backward_flops += flops
+        if scope is not None and str(scope) in calls:
+            entry = calls[str(scope)]
+            entry.backward_flops = (entry.backward_flops or 0) + flops
+
+
+def op_backward_flops(rec: Graph) -> Optional[list[tuple[Key, Key, int]]]:
+    """``(op key, key of the call that ran it, FLOPs of its backward pass)`` of every operation
+    of :func:`op_flops`, for a recording that kept its backward graph with gradients on,
+    counted once per recording and kept in ``rec.op_backward_flops`` (which JSON saves);
+    ``None`` for a recording without one (or a document saved without them)."""
+    if rec.backward is None or not rec.backward.grad_enabled:
+        return None
+    args = rec.op_args
+    kept = rec.op_backward_flops
+    if kept is not None and (args is None or len(kept) == len(args)):
+        return kept
+    if args is None:
+        return None
     counter = _Counter()
+    known = _param_specs(rec)
     with counter.mode:
-        for _, (scope, func, args, kwargs) in op_args.items():
-            flops = counter.flops(func, args, kwargs, backward=True) or 0
-            total.backward_flops += flops
-            if scope is not None and str(scope) in calls:
-                entry = calls[str(scope)]
-                entry.backward_flops = (entry.backward_flops or 0) + flops
+        rec.op_backward_flops = [(key, op[0], counter.flops(*unpack(op, known)[1:], backward=True) or 0)
+                                 for key, op in args.items()]
+    return rec.op_backward_flops
+
+
+def _add_saved(bw: AutogradGraph, layers: list[LayerNode], calls: dict[str, CallCost],
+               total: CallCost) -> None:
+    """Set every call's and the total's ``saved_bytes``: the storages the autograd nodes of
+    the call and its children saved, each once, the model's own and wrapped numbers left out."""
+    storages = bw.storages or []
+    held: dict[str, set[int]] = {key: set() for key in calls}
+    everything: set[int] = set()
+    for node in bw.nodes:
+        mine = held.get(str(node.scope)) if node.scope is not None else None
+        for _, index in node.stored:
+            if 0 <= index < len(storages) and not storages[index][1]:  # activations only
+                everything.add(index)
+                if mine is not None:
+                    mine.add(index)
+    for layer in reversed(layers):  # children first: each call's set reaches its parents
+        if layer.parent is not None and str(layer.parent) in held:
+            held[str(layer.parent)] |= held[str(layer.key)]
+    for key, found in held.items():
+        calls[key].saved_bytes = sum(storages[i][0] for i in found)
+    total.saved_bytes = sum(storages[i][0] for i in everything)
+
+
+def _param_specs(rec: Graph) -> dict[int, TensorSpec]:
+    """What the recording saw of each parameter it kept (by the parameter's ``id``): the
+    shape, dtype and gradient flag of its node, as they were during the pass."""
+    found: dict[int, TensorSpec] = {}
+    for node in rec.nodes.values():
+        if isinstance(node, ParamNode) and isinstance(node.kept, torch.Tensor) and node.shape is not None:
+            dtype = getattr(torch, node.dtype, None)
+            if isinstance(dtype, torch.dtype):
+                found[id(node.kept)] = TensorSpec(node.shape, dtype, None, node.requires_grad)
+    return found
 
 
 def op_flops(rec: Graph) -> list[tuple[Key, Key, int]]:
@@ -416,8 +480,9 @@ def op_flops(rec: Graph) -> list[tuple[Key, Key, int]]:
                          "torchrecorder.record")
     counter = _Counter()
     with torch.no_grad(), counter.mode:
-        rec.op_flops = [(key, scope, counter.flops(func, a, kw) or 0)
-                        for key, (scope, func, a, kw) in args.items()]
+        known = _param_specs(rec)
+        rec.op_flops = [(key, kept[0], counter.flops(*unpack(kept, known)[1:]) or 0)
+                        for key, kept in args.items()]
     return rec.op_flops
 
 

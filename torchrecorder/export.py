@@ -13,6 +13,8 @@ The JSON document (schema version :data:`SCHEMA_VERSION`)::
       "backward": {...},                  # only when recorded with backward=True (export_backward)
       "op_flops": [["h.0/linear", "h.0", 512], ...],  # only for a recording: what cost() reads
       "output_dtypes": {"h.0": ["float32"], ...},     # (Graph.op_flops, Graph.output_dtypes)
+      "op_backward_flops": [["h.0/linear", "h.0", 1024], ...],  # with a backward graph
+      "call_times": {"h.0": 0.0012, ...}, "timing_subtracted": 0.0003,  # with timing=True
       "context": ["net", "input:x", ...], # keys directly in the context, in order
       "nodes": [ {node}, ... ],           # every node but the context, in recording order
       "edges": [["from_key", "to_key"], ...]
@@ -41,7 +43,10 @@ A layer or op whose line of code is known (:attr:`~torchrecorder.nodes.BaseNode.
 has ``source``: its index in the document's ``sources``, a list of ``[file, line,
 function]`` (each line once).  Both are optional: a document without them (written before
 they existed, or from ``record(..., source=False)``) loads with ``node.source = None``, and
-a reader that ignores them reads the rest as before; the schema version stays 1.
+a reader that ignores them reads the rest as before; the schema version stays 1.  So are
+the fields :func:`torchrecorder.cost` reads: a loaded document gives the cost the recording
+gave (its FLOPs, backward FLOPs, bytes saved for backward and measured times), and one
+saved without them the parts it has.
 
 Tensors and modules themselves are never saved: a loaded graph's nodes keep no
 object (``kept`` is ``None``; ``fn`` is ``None`` for layers, and what 1.0.3 code
@@ -145,11 +150,17 @@ def to_dict(rec: Graph) -> dict[str, Any]:
         doc["backward"] = backward_to_dict(backward)
 
     if rec.op_args is not None or rec.op_flops is not None:  # what torchrecorder.cost reads
-        from .cost import op_flops  # (torch's flop counter, imported when needed)
+        from .cost import op_backward_flops, op_flops  # (torch's flop counter, imported when needed)
 
         doc["op_flops"] = [[k, s, n] for k, s, n in op_flops(rec)]
+        backward_flops = op_backward_flops(rec)
+        if backward_flops is not None:
+            doc["op_backward_flops"] = [[k, s, n] for k, s, n in backward_flops]
     if rec.output_dtypes is not None:
         doc["output_dtypes"] = {str(k): list(v) for k, v in rec.output_dtypes.items()}
+    if rec.call_times is not None:
+        doc["call_times"] = {str(k): float(v) for k, v in rec.call_times.items()}
+        doc["timing_subtracted"] = float(rec.timing_subtracted)
     return {
         **doc,
         "context": list(rec.context.subnets),
@@ -401,8 +412,12 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
     rec.failed_key = failed_key
     if flops is not None:
         rec.op_flops = _op_flops(flops, rec)
+    if data.get("op_backward_flops") is not None:
+        rec.op_backward_flops = _op_flops(data["op_backward_flops"], rec, "op_backward_flops")
     if dtypes is not None:
         rec.output_dtypes = _output_dtypes(dtypes, rec)
+    if data.get("call_times") is not None:
+        rec.call_times, rec.timing_subtracted = _call_times(data, rec)
     try:
         rec.lint()
     except GraphError as exc:
@@ -412,19 +427,40 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
     return rec
 
 
-def _op_flops(value: Any, rec: Graph) -> list[tuple[Optional[str], Optional[str], int]]:
-    """The ``op_flops`` field: ``[op key, key of the call that ran it or null, FLOPs]`` triples."""
+def _op_flops(value: Any, rec: Graph,
+              field: str = "op_flops") -> list[tuple[Optional[str], Optional[str], int]]:
+    """The ``op_flops`` (or ``op_backward_flops``) field: ``[op key, key of the call that ran it
+    or null, FLOPs]`` triples."""
     if not isinstance(value, list):
-        raise ValueError(f"graph: field 'op_flops' must be a list, got {_describe(value)}")
+        raise ValueError(f"graph: field {field!r} must be a list, got {_describe(value)}")
     out: list[tuple[Optional[str], Optional[str], int]] = []
     for i, item in enumerate(value):
         if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
                 and (item[1] is None or isinstance(rec.nodes.get(item[1]), LayerNode))
                 and isinstance(item[2], int) and _is_int(item[2], 0)):
-            raise ValueError(f"graph: field 'op_flops', item {i}: expected [op key, key of a module call "
+            raise ValueError(f"graph: field {field!r}, item {i}: expected [op key, key of a module call "
                              f"or null, FLOPs >= 0], got {_describe(item)}")
         out.append((item[0], item[1], item[2]))
     return out
+
+
+def _call_times(data: dict[str, Any], rec: Graph) -> tuple[dict[Optional[str], float], float]:
+    """The ``call_times`` field (module call key -> seconds) and ``timing_subtracted``."""
+    value, subtracted = data["call_times"], data.get("timing_subtracted", 0.0)
+    if not isinstance(value, dict):
+        raise ValueError(f"graph: field 'call_times' must be an object, got {_describe(value)}")
+    for key, seconds in value.items():
+        if not isinstance(rec.nodes.get(key), LayerNode) or not _is_seconds(seconds):
+            raise ValueError(f"graph: field 'call_times', item {_describe(key)}: expected a module "
+                             f"call's key and a number of seconds >= 0, got {_describe(seconds)}")
+    if not _is_seconds(subtracted):
+        raise ValueError(f"graph: field 'timing_subtracted' must be a number of seconds >= 0, "
+                         f"got {_describe(subtracted)}")
+    return {k: float(v) for k, v in value.items()}, float(subtracted)
+
+
+def _is_seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
 
 
 def _output_dtypes(value: Any, rec: Graph) -> dict[Optional[str], list[str]]:

@@ -6,10 +6,16 @@ A recording made with ``record(..., backward=True)`` keeps the autograd graph of
     "backward": {
       "grad_enabled": true,
       "nodes": [{"name": "AddmmBackward0", "scope": "0", "forward": "linear",
-                 "param": "", "shape": null, "saved": [["mat1", [1, 3]]], "unread": []}, ...],
+                 "param": "", "shape": null, "saved": [["mat1", [1, 3]]], "unread": [],
+                 "stored": [["float32", 0]]}, ...],  # (dtype, storage) of each saved tensor
       "edges": [[0, 2], ...],             # node i is in nodes[j]'s next_functions
-      "outputs": [[2, "output:0"], ...]   # (node index, key of the output tensor node)
+      "outputs": [[2, "output:0"], ...],  # (node index, key of the output tensor node)
+      "storages": [[12, ""], ...]         # (bytes, kind) of each storage saved tensors live in
     }
+
+``stored`` and ``storages`` (what ``cost(rec).saved_bytes`` reads; see
+:class:`~torchrecorder.graph.AutogradGraph`) are optional too: a document without them
+loads with ``storages = None`` (bytes saved for backward unknown).
 
 The field is absent when no backward graph was kept, so documents without it read as
 before and older readers (which ignore unknown fields) still read documents with it.  A
@@ -41,10 +47,16 @@ def backward_to_dict(bw: AutogradGraph) -> dict[str, Any]:
         "nodes": [{"name": n.name, "scope": n.scope, "forward": n.forward, "param": n.param,
                    "shape": None if n.shape is None else [int(d) for d in n.shape],
                    "saved": [[name, [int(d) for d in shape]] for name, shape in n.saved],
-                   "unread": list(n.unread)} for n in bw.nodes],
+                   "unread": list(n.unread),
+                   "stored": [[dtype, int(s)] for dtype, s in n.stored]} for n in bw.nodes],
         "edges": [[int(a), int(b)] for a, b in bw.edges],
         "outputs": [[int(i), key] for i, key in bw.outputs],
+        **({} if bw.storages is None else {"storages": [[int(n), kind] for n, kind in bw.storages]}),
     }
+
+
+#: the kinds of a storage saved tensors live in (see AutogradGraph.storages)
+_KINDS = ("", "model", "number")
 
 
 def _bad(where: str, expected: str) -> ValueError:
@@ -69,7 +81,7 @@ def _key(v: Any, where: str) -> Any:
     return v
 
 
-def _node(d: Any, i: int) -> AutogradNode:
+def _node(d: Any, i: int, storages: int) -> AutogradNode:
     where = f"nodes[{i}]"
     if not isinstance(d, dict):
         raise _bad(where, "a JSON object")
@@ -87,10 +99,16 @@ def _node(d: Any, i: int) -> AutogradNode:
     unread = d.get("unread", [])
     if not isinstance(unread, list) or not all(isinstance(u, str) for u in unread):
         raise _bad(f"{where}.unread", "a list of strings")
+    stored = d.get("stored", [])
+    if not isinstance(stored, list) or not all(
+            isinstance(s, list) and len(s) == 2 and isinstance(s[0], str) and _is_int(s[1], 0, storages)
+            for s in stored) or (stored and len(stored) != len(saved)):
+        raise _bad(f"{where}.stored", f"a [dtype, storage index < {storages}] pair for each saved tensor")
     return AutogradNode(name, _key(d.get("scope"), f"{where}.scope"),
                         _key(d.get("forward"), f"{where}.forward"), param,
                         None if shape is None else _shape(shape, f"{where}.shape"),
-                        [(s[0], _shape(s[1], f"{where}.saved")) for s in saved], list(unread))
+                        [(s[0], _shape(s[1], f"{where}.saved")) for s in saved], list(unread),
+                        [(s[0], s[1]) for s in stored])
 
 
 def backward_from_dict(data: Any, nodes: Mapping[Any, Any]) -> AutogradGraph:
@@ -112,7 +130,14 @@ def backward_from_dict(data: Any, nodes: Mapping[Any, Any]) -> AutogradGraph:
         if not isinstance(value, list):
             raise _bad(field, "a JSON array")
     bw = AutogradGraph(grad_enabled)
-    bw.nodes = [_node(d, i) for i, d in enumerate(raw["nodes"])]
+    storages = data.get("storages")
+    if storages is not None:
+        if not isinstance(storages, list) or not all(
+                isinstance(s, list) and len(s) == 2 and _is_int(s[0], 0, 2**63) and s[1] in _KINDS
+                for s in storages):
+            raise _bad("storages", 'a list of [bytes, kind] pairs, kind "", "model" or "number"')
+        bw.storages = [(s[0], s[1]) for s in storages]
+    bw.nodes = [_node(d, i, len(bw.storages or ())) for i, d in enumerate(raw["nodes"])]
     n = len(bw.nodes)
     for i, e in enumerate(raw["edges"]):
         if not (isinstance(e, list) and len(e) == 2 and all(_is_int(x, 0, n) for x in e) and e[0] < e[1]):

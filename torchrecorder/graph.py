@@ -35,23 +35,30 @@ class AutogradNode:
         forward: key of the recorded operation whose output it is the ``grad_fn`` of, if any.
         param: dotted path of the parameter an ``AccumulateGrad`` node fills, else ``""``.
         shape: shape of the leaf tensor an ``AccumulateGrad`` node fills, else ``None``.
-        saved: ``(name, shape)`` of each tensor the node saved for the backward pass.
+        saved: ``(name, shape)`` of each tensor the node saved for the backward pass (an
+            item of a saved list, such as an indexing's ``indices``, named ``indices.0``).
+        stored: for each entry of ``saved``, in the same order, ``(dtype, storage)``: the
+            saved tensor's dtype name (``"float32"``) and the index of its storage in
+            :attr:`AutogradGraph.storages`; empty where not known (a document saved before
+            they were recorded).
         unread: names of the saved tensors that a saved-tensor hook holds
             (``torch.autograd.graph.saved_tensors_hooks``, ``torch.utils.checkpoint``,
             ``save_on_cpu``): the recording does not unpack them (that would run the user's
             unpack hooks), so their shapes are not known and they are not in ``saved``.
     """
 
-    __slots__ = ("forward", "name", "param", "saved", "scope", "shape", "unread")
+    __slots__ = ("forward", "name", "param", "saved", "scope", "shape", "stored", "unread")
 
     def __init__(self, name: str, scope: Key = None, forward: Key = None, param: str = "",
                  shape: Optional[tuple[int, ...]] = None,
                  saved: Optional[list[tuple[str, tuple[int, ...]]]] = None,
-                 unread: Optional[list[str]] = None) -> None:
+                 unread: Optional[list[str]] = None,
+                 stored: Optional[list[tuple[str, int]]] = None) -> None:
         self.name, self.scope, self.forward, self.param = name, scope, forward, param
         self.shape = shape
         self.saved = saved if saved is not None else []
         self.unread = unread if unread is not None else []
+        self.stored = stored if stored is not None else []
 
     def __repr__(self) -> str:
         return f"AutogradNode({self.name!r}, scope={self.scope!r})"
@@ -69,15 +76,23 @@ class AutogradGraph:
             recorded model that has a ``grad_fn``.
         grad_enabled: whether the pass ran with gradients on (``False`` under
             ``torch.no_grad()`` or ``torch.inference_mode()``: then there is no graph).
+        storages: ``(nbytes, kind)`` of each distinct storage the saved tensors live in
+            (:attr:`AutogradNode.stored` indexes it): its size in bytes, and its kind:
+            ``""`` for activations, ``"model"`` for the model's own (a parameter's or a
+            buffer's, which the model holds anyway), ``"number"`` for a Python number
+            torch wrapped as a 0-dim tensor (``0.5`` in ``0.5 * x``; torch's saved-tensor
+            hooks do not see those); ``None`` where not known (a document saved before
+            they were recorded).
     """
 
-    __slots__ = ("edges", "grad_enabled", "nodes", "outputs")
+    __slots__ = ("edges", "grad_enabled", "nodes", "outputs", "storages")
 
     def __init__(self, grad_enabled: bool = True) -> None:
         self.nodes: list[AutogradNode] = []
         self.edges: list[tuple[int, int]] = []
         self.outputs: list[tuple[int, Key]] = []
         self.grad_enabled = grad_enabled
+        self.storages: Optional[list[tuple[int, str]]] = None
 
 
 class Namespace:
@@ -229,15 +244,20 @@ class Graph:
             ``backward=True`` (``record(..., backward=True)``), else ``None``.
         op_args: what :func:`torchrecorder.cost` needs to count an operation's FLOPs, for
             each recorded operation torch has a FLOP formula for (see
-            :mod:`torchrecorder.opargs`): op key -> (key of the call that ran it,
-            the torch callable, its arguments and keyword arguments with tensors as
-            shapes and dtypes); kept for operations later pruned too.  ``None`` for a
-            graph not recorded (loaded from JSON, built by hand).
+            :mod:`torchrecorder.opargs`): op key -> one flat tuple
+            (:data:`~torchrecorder.opargs.Kept`; :func:`~torchrecorder.opargs.unpack`
+            gives the key of the call that ran it, the torch callable, its arguments and
+            keyword arguments with tensors as shapes and dtypes); kept for operations
+            later pruned too.  ``None`` for a graph not recorded (loaded from JSON, built
+            by hand).
         output_dtypes: call key -> the dtype names of the call's outputs, in the order of
             ``output_shapes`` (``None`` for a graph not recorded).
         op_flops: ``(op key, key of the call that ran it, FLOPs)`` for each operation of
             ``op_args``, once :func:`torchrecorder.cost` counted them (saved in JSON, so a
             loaded graph has its cost too); else ``None``.
+        op_backward_flops: likewise the FLOPs of each operation's backward pass, for a
+            recording with a backward graph, once :func:`torchrecorder.cost` counted them
+            (saved in JSON too); else ``None``.
         call_times: call key -> the call's wall time in seconds, the recorder's own work
             subtracted, when recorded with ``timing=True``; else ``None``.
         timing_subtracted: seconds of the recorder's own work subtracted from the root calls'
@@ -255,10 +275,11 @@ class Graph:
         # the pass's autograd graph, when recorded with backward=True (see the class docstring)
         self.backward: Optional[AutogradGraph] = None
         # filled by the recording engine (see the class docstring)
-        self.op_args: Optional[dict[Key, tuple[Key, Any, tuple[Any, ...], Optional[dict[str, Any]]]]] = None
+        self.op_args: Optional[dict[Key, tuple[Any, ...]]] = None
         self.output_dtypes: Optional[dict[Key, list[str]]] = None
         self.op_flops: Optional[list[tuple[Key, Key, int]]] = None
         # record(..., timing=True): call key -> seconds (see recording.timing)
+        self.op_backward_flops: Optional[list[tuple[Key, Key, int]]] = None
         self.call_times: Optional[dict[Key, float]] = None
         self.timing_subtracted = 0.0
 

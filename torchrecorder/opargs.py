@@ -9,6 +9,13 @@ operations (``add``, ``view``, ``softmax``) that torch's counter gives no FLOPs.
 values of small integer (not boolean) tensors on the CPU (a packed sequence's ``batch_sizes``) are
 kept too: they decide how much work a call does.
 
+So that recording pays next to nothing for it when no cost is asked for, the engine keeps
+each operation as one flat tuple (:data:`Kept`): a tensor of data among the positional
+arguments is written in place as :data:`TENSOR` followed by its shape, dtype and whether
+it requires gradients, with no object made for it, and a parameter is kept as itself (the
+recording holds it anyway); :func:`unpack` makes the :class:`TensorSpec` s when
+:func:`torchrecorder.cost` reads it.
+
 >>> import torch
 >>> spec_of((torch.zeros(2, 3), [torch.ones(4)], 1))
 (TensorSpec((2, 3), torch.float32), [TensorSpec((4,), torch.float32)], 1)
@@ -16,12 +23,14 @@ kept too: they decide how much work a call does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import torch
 from torch import Tensor
 
-__all__ = ["COUNTED_OPS", "MAX_KEPT_VALUES", "TensorSpec", "spec_of"]
+__all__ = ["COUNTED_OPS", "DATA_DTYPES", "MAX_KEPT_VALUES", "TENSOR", "Kept", "TensorSpec", "spec_of",
+           "unpack"]
 
 #: the operations (by the names the graph gives them) that reach one of
 #: ``torch.utils.flop_counter``'s formulas (``mm``, ``addmm``, ``bmm``, ``baddbmm``, the
@@ -40,6 +49,61 @@ COUNTED_OPS = frozenset({
 
 #: integer CPU tensors of at most this many elements keep their values (lengths, batch sizes)
 MAX_KEPT_VALUES = 1024
+
+#: the dtypes of data, whose values change no count
+DATA_DTYPES = frozenset(d for d in vars(torch).values() if isinstance(d, torch.dtype)
+                        and (d.is_floating_point or d.is_complex or d is torch.bool))
+
+#: an operation as the engine keeps it: ``(key of the call that ran it, the torch callable,
+#: keyword arguments as spec_of gives them or None, *positional arguments)``, each positional
+#: tensor of data written as the four items ``TENSOR, shape, dtype, requires_grad``, a
+#: parameter kept as itself
+Kept = tuple[Any, ...]
+
+
+class _TensorMark:
+    """The type of :data:`TENSOR` (one object, also after a copy or a pickle)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "TENSOR"
+
+    def __repr__(self) -> str:
+        return "TENSOR"
+
+
+#: in a :data:`Kept` tuple, the mark before the shape, dtype and gradient flag of a tensor
+TENSOR = _TensorMark()
+
+
+def unpack(kept: Kept, known: Optional[Mapping[int, TensorSpec]] = None
+           ) -> tuple[Any, Any, tuple[Any, ...], Optional[dict[str, Any]]]:
+    """``(key of the call, callable, args, kwargs)`` of an operation the engine kept, each
+    tensor argument a :class:`TensorSpec`: a parameter's from ``known`` (by ``id``: what the
+    recording saw of it), else read from the parameter now.
+
+    >>> unpack(("lin", "linear", None, TENSOR, (2, 3), torch.float32, False, 1))
+    ('lin', 'linear', (TensorSpec((2, 3), torch.float32), 1), None)
+    """
+    args: list[Any] = []
+    i, n = 3, len(kept)
+    while i < n:
+        v = kept[i]
+        if v is TENSOR:
+            shape = kept[i + 1]
+            if any(d < 0 for d in shape):  # a nested tensor: no one shape, as spec_of says
+                shape = None
+            args.append(TensorSpec(shape, kept[i + 2], None, kept[i + 3]))
+            i += 4
+        elif isinstance(v, Tensor):
+            spec = known.get(id(v)) if known is not None else None
+            args.append(spec if spec is not None else spec_of(v))
+            i += 1
+        else:
+            args.append(v)
+            i += 1
+    return kept[0], kept[1], tuple(args), kept[2]
 
 
 class TensorSpec:

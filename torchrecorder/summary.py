@@ -57,6 +57,7 @@ COLUMNS: dict[str, str] = {
     "flops": "FLOPs",
     "activation_bytes": "Output size",
     "param_bytes": "Param size",
+    "saved_bytes": "Saved size",
     "trainable": "Trainable",
     "source": "Source",
 }
@@ -64,7 +65,7 @@ COLUMNS: dict[str, str] = {
 #: the columns printed when none are chosen (``print(rec)``)
 DEFAULT_COLUMNS: tuple[str, ...] = ("label", "input", "output", "params", "share")
 
-_RIGHT = {"params", "share", "mult_adds", "flops", "activation_bytes", "param_bytes"}
+_RIGHT = {"params", "share", "mult_adds", "flops", "activation_bytes", "param_bytes", "saved_bytes"}
 
 #: bytes in the MB of the totals (10^6, as torchinfo)
 MB = 1_000_000
@@ -178,9 +179,11 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             require gradients), the cost of each call (:func:`torchrecorder.cost`)
             in human units: ``"flops"`` (``7.4 MFLOPs``, as torch's ``FlopCounterMode``
             counts them, the call's children included), ``"activation_bytes"`` (the
-            call's outputs, ``1.2 MB``) and ``"param_bytes"`` (the parameters recorded
-            in the call and its children), and ``"source"`` (``file.py:line``, where the
-            call was made: :attr:`~torchrecorder.nodes.BaseNode.source`).  The name column
+            call's outputs, ``1.2 MB``), ``"param_bytes"`` (the parameters recorded in
+            the call and its children) and ``"saved_bytes"`` (what autograd saved for the
+            backward pass, for a recording made with ``backward=True``), and ``"source"``
+            (``file.py:line``, where the call was made:
+            :attr:`~torchrecorder.nodes.BaseNode.source`).  The name column
             is always printed.
         depth: print rows down to this depth of the module tree only (the
             network is depth 0, a ``ModuleList``'s items are one deeper than the

@@ -5,7 +5,8 @@ which module call) made each tensor's ``grad_fn``, and which ``grad_fn`` s the m
 returned.  When the pass ends, :meth:`AutogradTrace.build` walks ``next_functions`` from
 those outputs with an explicit stack, as ``loss.backward()`` would, and keeps the result
 as plain data (:class:`~torchrecorder.graph.AutogradGraph`): names, scopes, parameter
-paths and shapes, never the autograd nodes themselves.
+paths, shapes, and the dtype and storage (an index, its size, whether the model owns it) of
+each saved tensor, never the autograd nodes or the tensors themselves.
 
 An autograd node that no recorded operation returned (the transpose inside ``linear``,
 the nodes of a fused kernel) belongs to the call of the node that first reaches it from the
@@ -19,12 +20,13 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
+import torch
 from torch import Tensor
 
 from ..graph import AutogradGraph, AutogradNode, Graph
 from ..nodes import Key
 
-__all__ = ["AutogradTrace"]
+__all__ = ["AutogradTrace", "storage_id", "storages_of"]
 
 #: where a parameter leaf belongs: tensor -> (dotted path, key of the owning call), or None
 ParamLookup = Callable[[Tensor], Optional[tuple[str, Key]]]
@@ -62,19 +64,26 @@ class AutogradTrace:
         if t.grad_fn is not None:
             self.roots.append((t.grad_fn, key))
 
-    def finish(self, graph: Graph, grad_enabled: bool, param_of: ParamLookup) -> None:
+    def finish(self, graph: Graph, grad_enabled: bool, param_of: ParamLookup,
+               model_storages: Callable[[], set[int]] = set) -> None:
         """Put the pass's autograd graph on ``graph.backward`` (unless the pass failed) and
-        forget every autograd node."""
+        forget every autograd node (``model_storages`` gives the storage ids of the model's
+        parameters and buffers: see :meth:`build`)."""
         try:
             if graph.error is None:
-                graph.backward = self.build(grad_enabled, param_of)
+                graph.backward = self.build(grad_enabled, param_of, model_storages())
         finally:
             self.made.clear()
             self.roots.clear()
 
-    def build(self, grad_enabled: bool, param_of: ParamLookup) -> AutogradGraph:
-        """Walk the autograd graph from the outputs; the nodes in forward order."""
+    def build(self, grad_enabled: bool, param_of: ParamLookup,
+              model_storages: Optional[set[int]] = None) -> AutogradGraph:
+        """Walk the autograd graph from the outputs; the nodes in forward order.
+
+        ``model_storages``: the :func:`storage_id` of the model's parameters and buffers
+        (their storages are marked as the model's in ``storages``)."""
         out = AutogradGraph(grad_enabled)
+        storages = _Storages(model_storages or set())
         found: list[AutogradNode] = []
         keep: list[Any] = []  # the autograd nodes met, alive until the walk ends
         index: dict[int, int] = {}
@@ -96,7 +105,7 @@ class AutogradTrace:
                     node.param, node.scope = owner
                 else:
                     node.scope = None
-            node.saved, node.unread = _saved_shapes(gf)
+            node.saved, node.stored, node.unread = _saved_tensors(gf, storages)
             index[id(gf)] = len(found)
             found.append(node)
             keep.append(gf)
@@ -124,21 +133,83 @@ class AutogradTrace:
         out.nodes = [found[i] for i in order]
         out.edges = [(position[a], position[b]) for a, b in edges]
         out.outputs = [(position[i], key) for i, key in roots]
+        out.storages = storages.found
         return out
 
 
-def _saved_shapes(gf: Any) -> tuple[list[tuple[str, tuple[int, ...]]], list[str]]:
-    """``(name, shape)`` of the tensors ``gf`` saved for backward (``_saved_self`` -> ``self``),
-    and the names of those a saved-tensor hook holds.
+def storage_id(t: Tensor) -> Optional[int]:
+    """What tells ``t``'s storage from every other storage alive (two views of one tensor,
+    or a tensor and the output it was saved as, share it); ``None`` for a tensor without
+    one storage (a nested or wrapper tensor)."""
+    try:
+        return int(t.untyped_storage()._cdata)
+    except (RuntimeError, NotImplementedError, TypeError, AttributeError):
+        return None
+
+
+def storages_of(tensors: Iterable[Tensor]) -> set[int]:
+    """The :func:`storage_id` of each of ``tensors`` (the model's parameters and buffers)."""
+    found = (storage_id(t) for t in tensors)
+    return {s for s in found if s is not None}
+
+
+#: the dtypes torch gives a Python number it wraps as a tensor (``0.5`` in ``0.5 * x``)
+_NUMBER_DTYPES = (torch.float64, torch.int64, torch.complex128, torch.bool)
+
+
+def _number(t: Tensor) -> bool:
+    """Whether ``t`` looks like a Python number torch wrapped as a tensor to save it: 0-dim,
+    on the CPU, of a number's dtype, without gradients (torch does not show those to
+    saved-tensor hooks; Python does not tell them from such a tensor made by hand)."""
+    return t.dim() == 0 and t.dtype in _NUMBER_DTYPES and t.device.type == "cpu" and not t.requires_grad
+
+
+class _Storages:
+    """The distinct storages of the saved tensors met in one walk, indexed in meeting order,
+    each with its size and kind (see :attr:`~torchrecorder.graph.AutogradGraph.storages`)."""
+
+    __slots__ = ("found", "index", "model")
+
+    def __init__(self, model: set[int]) -> None:
+        self.model = model
+        self.index: dict[int, int] = {}
+        self.found: list[tuple[int, str]] = []  # (nbytes, kind)
+
+    def of(self, t: Tensor) -> int:
+        """The index of ``t``'s storage (a new one for a tensor without one storage: its
+        elements' bytes)."""
+        sid = storage_id(t)
+        if sid is not None:
+            i = self.index.get(sid)
+            if i is not None:
+                return i
+            self.index[sid] = len(self.found)
+            kind = "model" if sid in self.model else "number" if _number(t) else ""
+            self.found.append((int(t.untyped_storage().nbytes()), kind))
+            return len(self.found) - 1
+        try:
+            size = t.numel() * t.element_size()
+        except RuntimeError:  # no one shape: its size is not known
+            size = 0
+        self.found.append((int(size), ""))
+        return len(self.found) - 1
+
+
+def _saved_tensors(gf: Any, storages: _Storages
+                   ) -> tuple[list[tuple[str, tuple[int, ...]]], list[tuple[str, int]], list[str]]:
+    """``(name, shape)`` of the tensors ``gf`` saved for backward (``_saved_self`` -> ``self``,
+    the items of a saved list ``indices.0``, ``indices.1``), their ``(dtype, storage index)``
+    in the same order, and the names of those a saved-tensor hook holds.
 
     Read through ``_raw_saved_<name>`` (the saved variable itself: its ``data`` is the saved
     tensor, ``None`` once a backward pass freed it), never ``_saved_<name>``, which unpacks:
     that would call the unpack hooks of ``torch.autograd.graph.saved_tensors_hooks``
     (an offload that hands each tensor back once, ``torch.utils.checkpoint``'s recomputation
     of the forward).  A tensor packed by a hook is not read at all: what the hook kept need
-    not have the saved tensor's shape.
+    not have the saved tensor's shape.  Only metadata is kept: shapes, dtypes, storage sizes.
     """
     saved: list[tuple[str, tuple[int, ...]]] = []
+    stored: list[tuple[str, int]] = []
     unread: list[str] = []
     for attr in dir(gf):
         if not attr.startswith("_raw_saved_"):
@@ -146,17 +217,22 @@ def _saved_shapes(gf: Any) -> tuple[list[tuple[str, tuple[int, ...]]], list[str]
         name = attr[len("_raw_saved_"):]
         try:
             raw = getattr(gf, attr)
-            if isinstance(raw, (tuple, list)):  # a list of tensors (``cat``): not drawn
-                continue
-            if getattr(raw, "unpack_hook", None) is not None:
-                unread.append(name)
-                continue
-            value = raw.data
-        except (RuntimeError, AttributeError):  # freed by a backward pass already
+        except (RuntimeError, AttributeError):
             continue
-        if isinstance(value, Tensor):
-            saved.append((name, tuple(value.shape)))
-    return saved, unread
+        items = ([(f"{name}.{i}", r) for i, r in enumerate(raw)] if isinstance(raw, (tuple, list))
+                 else [(name, raw)])
+        for item, r in items:
+            try:
+                if getattr(r, "unpack_hook", None) is not None:
+                    unread.append(item)
+                    continue
+                value = r.data
+            except (RuntimeError, AttributeError):  # freed by a backward pass already
+                continue
+            if isinstance(value, Tensor):
+                saved.append((item, tuple(value.shape)))
+                stored.append((str(value.dtype).rpartition(".")[2], storages.of(value)))
+    return saved, stored, unread
 
 
 def _forward_order(n: int, edges: list[tuple[int, int]]) -> list[int]:

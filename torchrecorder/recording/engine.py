@@ -35,15 +35,16 @@ from .._stack import StackRoom
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
-from ..opargs import COUNTED_OPS, spec_of
+from ..opargs import COUNTED_OPS
 from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
 from ._walk import iter_tensors, named_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
-from .backward import AutogradTrace
+from .backward import AutogradTrace, storages_of
 from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
 from .live import LiveObjects
 from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
+from .opkeep import keep
 from .ops import eager
 from .session import Session
 from .source import caller
@@ -199,7 +200,8 @@ class Engine(LiveObjects):
             if len(self.graph.links) != edges:
                 self._sources = {a for a, _ in self.graph.links}
         if self.autograd is not None:
-            self.autograd.finish(self.graph, self.untraced.root_grad, self._param_owner)
+            self.autograd.finish(self.graph, self.untraced.root_grad, self._param_owner, lambda: storages_of(
+                [*(p for p, _ in self._params.values()), *self.untraced.buffers.values()]))
         self.hand_over()
         self.live.clear()
         self._stack.clear()
@@ -369,7 +371,7 @@ class Engine(LiveObjects):
             nodes[key].source = caller(sys._getframe(2))
         if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
             try:
-                self.op_args[key] = (skey, func, spec_of(args), spec_of(kwargs) if kwargs else None)
+                self.op_args[key] = keep(skey, func, args, kwargs, self.autograd is not None)
             except Exception:
                 pass
         live = self.live

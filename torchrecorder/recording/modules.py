@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from torch import nn
+from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
 from .meta import ModuleInfo, lazy_error, own_tensors, type_name
@@ -13,12 +13,12 @@ __all__ = ["ModuleInfo", "index_modules"]
 
 
 def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int, ModuleInfo],
-                  params: dict[int, tuple[nn.Parameter, str]], buffers: set[int],
+                  params: dict[int, tuple[nn.Parameter, str]], buffers: dict[int, Tensor],
                   walk: Optional[list[tuple[str, nn.Module]]] = None) -> list[nn.Module]:
     """One walk of ``net``: each module's path, name, own parameters and the parameter and
     buffer counts of :class:`~torchrecorder.nodes.LayerNode` (into ``modules``, by ``id``),
     every parameter's first path (into ``params``, for parameters used outside their
-    module) and the ``id`` of every buffer (into ``buffers``).
+    module) and every buffer, by ``id`` (into ``buffers``).
 
     The counts equal ``module.parameters(recurse=False)``, ``module.parameters()``
     and ``module.buffers(recurse=False)`` summed (a shared tensor counts once per
@@ -51,7 +51,7 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
             modules[id(module)] = info
             if module._buffers:
                 info.buffers = own_tensors(module._buffers, module, path, checked)[1]
-                buffers.update(id(b) for b in module._buffers.values() if b is not None)
+                buffers.update((id(b), b) for b in module._buffers.values() if b is not None)
             first_path.append((path, info))
             new.append(module)
         if not mparams:

@@ -59,15 +59,16 @@ class Untraced:
             passed values through Python numbers -> the Function's name; tensors
             whose ``grad_fn`` is of such a class are joined to the Function's
             inputs when first read.
-        buffers: ``id`` of every buffer of the recorded model (read, never drawn:
-            a buffer is not an unknown tensor).
+        buffers: every buffer of the recorded model, by ``id`` (read, never drawn:
+            a buffer is not an unknown tensor; its storage is the model's, not saved
+            activation memory).
         root_grad: whether gradients were on when the root module was called.
     """
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.pending: dict[type, str] = {}
-        self.buffers: set[int] = set()
+        self.buffers: dict[int, Tensor] = {}
         self.root_grad = True
         # id(grad_fn) -> (grad_fn, key of the node that last stood for a tensor it made); kept
         # as tensors are bound (see the module docstring), the grad_fn held so its id stays its own

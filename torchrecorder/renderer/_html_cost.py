@@ -27,7 +27,8 @@ def colourings(costs: Cost, order: list[BaseNode]) -> dict[str, Any]:
     from .activations import ActivationStyler, _dark  # (the drawing's colouring, reused)
 
     out: dict[str, Any] = {}
-    for stat, title in zip(COST_STATS, ("FLOPs", "output size", "parameter size"), strict=True):
+    for stat, title in zip(COST_STATS, ("FLOPs", "output size", "parameter size", "saved for backward"),
+                           strict=True):
         values = {k: v for k, v in costs.stat(stat).items() if v > 0}
         if not values:
             continue
@@ -43,6 +44,10 @@ def colourings(costs: Cost, order: list[BaseNode]) -> dict[str, Any]:
 
 
 def cost_text(entry: CallCost) -> str:
-    """``8.9 MFLOPs · params 544.8 KB · out 64.0 KB``."""
-    return (f"{format_flops(entry.flops)} · params {format_bytes(entry.param_bytes)} · "
+    """``8.9 MFLOPs · params 544.8 KB · out 64.0 KB`` (and ``· saved 1.2 MB`` where the
+    recording kept the backward graph)."""
+    text = (f"{format_flops(entry.flops)} · params {format_bytes(entry.param_bytes)} · "
             f"out {format_bytes(entry.activation_bytes)}")
+    if entry.saved_bytes is not None:
+        text += f" · saved {format_bytes(entry.saved_bytes)}"
+    return text

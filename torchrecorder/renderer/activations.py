@@ -43,9 +43,10 @@ _TITLES = {"mean": "mean activation", "std": "activation std", "zeros": "fractio
            "absmax": "max |activation|", "dead": "dead-unit fraction", "time": "time per call (ms)",
            "grad_norm": "gradient norm", "grad_mean": "mean gradient",
            "grad_zeros": "fraction of zero gradients", "flops": "FLOPs per call",
-           "activation_bytes": "output size per call", "param_bytes": "parameter size"}
+           "activation_bytes": "output size per call", "param_bytes": "parameter size",
+           "saved_bytes": "saved for backward per call"}
 _FRACTIONS = ("zeros", "dead", "grad_zeros")
-_COST_NOTES = {"flops": "", "activation_bytes": "out ", "param_bytes": "params "}
+_COST_NOTES = {"flops": "", "activation_bytes": "out ", "param_bytes": "params ", "saved_bytes": "saved "}
 
 
 def call_name(node: LayerNode) -> str:
@@ -97,7 +98,8 @@ class ActivationStyler(GraphvizStyler):
             (fraction of zero elements), ``"absmax"``, ``"dead"`` (fraction
             of units zero for every input), ``"time"`` (milliseconds per
             call), or a cost of :func:`torchrecorder.cost` (``"flops"``,
-            ``"activation_bytes"``, ``"param_bytes"``: values written in their unit); with
+            ``"activation_bytes"``, ``"param_bytes"``, ``"saved_bytes"``: values written in
+            their unit); with
             a mapping, the legend's title and the values' unit.
         scale: a name of :data:`SCALES`, or a sequence of ``#rrggbb`` colours
             from low to high; default ``"warm"`` for fractions, time and costs,
@@ -106,7 +108,8 @@ class ActivationStyler(GraphvizStyler):
             fractions, else the smallest and largest value shown.
         log: place values on the scale by their logarithm (default: for ``"grad_norm"``,
             where vanishing and exploding gradients differ by orders of magnitude, and for
-            the costs ``"flops"``, ``"activation_bytes"`` and ``"param_bytes"``, when every
+            the costs ``"flops"``, ``"activation_bytes"``, ``"param_bytes"`` and
+            ``"saved_bytes"``, when every
             value is positive).
         annotate: write the value in each coloured label (default).
         legend: draw the colour scale under the graph (default).

@@ -556,7 +556,7 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
     >>> page.text.startswith("<!DOCTYPE html>"), "viz-global" in page.text or "Viz" in page.text
     (True, True)
 
-    ``stat="flops"`` (or ``"activation_bytes"``, ``"param_bytes"``) colours the page by
+    ``stat="flops"`` (or ``"activation_bytes"``, ``"param_bytes"``, ``"saved_bytes"``) colours the page by
     each call's cost, as :func:`torchrecorder.make_dot` does; the detail panel shows every
     call's cost whatever the colouring.
 
