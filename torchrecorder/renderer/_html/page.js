@@ -398,38 +398,56 @@
   function restore(s) { open = s.open.slice(); folded = s.folded.slice(); loopFolded = s.loopFolded.slice(); }
   // whether node i is ``keep`` or holds it (what must stay open for it to be seen)
   function holds(i, keep) { for (let c = keep; c >= 0; c = parent[c]) if (c === i) return true; return false; }
-  // the DOT of the current state within the budget: first every run and loop folded but those
-  // that ``keep`` lies in a later block or iteration of (unless the job unfolded them on
-  // purpose), then the deepest open modules collapsed, level by level, all but those holding
-  // ``keep``, then those too; {dot, note} (note: what was done, "" if nothing)
+  // the deepest open module's depth + 1 (what the depth control shows)
+  function openDepth() {
+    let d = 0;
+    for (let i = 0; i < n; i++) if (isOpen(i) && depth[i] + 1 > d) d = depth[i] + 1;
+    return d;
+  }
+  // the DOT of the current state within the budget: every run and loop folded but those that
+  // ``keep`` lies in a later block or iteration of (first, unless the job unfolded them on
+  // purpose: then last), the deepest open modules collapsed, level by level, all but those
+  // holding ``keep``, then those too; {dot, note} (note: what was done, "" if nothing)
   function fitted(job) {
     let dot = buildDot();
     if (job.force || fits(measured)) return { dot: dot, note: "" };
     const asked = measured, did = [];
-    if (job.mayFold && (folded.some(function (f) { return !f; }) || loopFolded.some(function (f) { return !f; }))) {
+    let foldedAll = false, collapsed = false, spared = false, reached = 0;
+    function foldAll() {
+      if (foldedAll || (folded.every(function (f) { return f; }) && loopFolded.every(function (f) { return f; }))) return;
+      foldedAll = true;
+      const was = folded.join() + "/" + loopFolded.join();
       folded = runs.map(function () { return true; });
       loopFolded = loops.map(function () { return true; });
-      if (job.keep >= 0) unfoldFor(job.keep);
+      if (job.keep >= 0 && job.keep < n) unfoldFor(job.keep);
+      if (folded.join() + "/" + loopFolded.join() === was) return;  // (those it holds only)
       dot = buildDot();
-      did.push("every repeated run and loop folded");
+      did.push("every repeated run and loop folded" + but(job.keep));
     }
-    let level = 0;
-    for (let i = 0; i < n; i++) if (isOpen(i) && depth[i] + 1 > level) level = depth[i] + 1;
-    for (let pass = 0; pass < 2 && !fits(measured); pass++) {
-      for (let d = level - 1; d >= 0 && !fits(measured); d--) {
-        let closed = false;
-        for (let i = 0; i < n; i++) {
-          if (isOpen(i) && depth[i] >= d && (pass === 1 || job.keep < 0 || !holds(i, job.keep))) { open[i] = 0; closed = true; }
+    function collapse() {
+      for (let pass = 0; pass < 2 && !fits(measured); pass++) {
+        const spare = pass === 0 && job.keep >= 0 && job.keep < n;
+        for (let d = openDepth() - 1; d >= 0 && !fits(measured); d--) {
+          let closed = false;
+          for (let i = 0; i < n; i++) {
+            if (isOpen(i) && depth[i] >= d && !(spare && holds(i, job.keep))) { open[i] = 0; closed = true; }
+          }
+          if (closed) { dot = buildDot(); collapsed = true; spared = spare; reached = d; }
         }
-        if (closed) { dot = buildDot(); level = d; }
       }
     }
-    if (level < maxDepth) did.push("modules deeper than depth " + level + " collapsed");
+    if (job.mayFold) foldAll();
+    collapse();
+    if (!fits(measured)) { foldAll(); collapse(); }
+    if (collapsed) {
+      did.push("modules deeper than depth " + reached + " collapsed" + (spared ? but(job.keep) : ""));
+    }
     const note = (did.join(" and ") || "folded") + " to keep the drawing to " + sizeText(measured) +
       " (budget " + B.nodes.toLocaleString("en-US") + " / " + B.edges.toLocaleString("en-US") + "; asked for: " +
       sizeText(asked) + "). Drawing it all may take minutes.";
     return { dot: dot, note: note };
   }
+  function but(keep) { return keep >= 0 && keep < n ? " (but those holding " + (info(keep).path || info(keep).name) + ")" : ""; }
   // the runs and loops that must be unfolded for node i to be drawn
   function unfoldFor(i) {
     for (let c = i; c >= 0; c = parent[c]) {
