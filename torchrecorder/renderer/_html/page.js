@@ -228,7 +228,8 @@
         boxes += 1;
       }
     }
-    const seen = new Set(), drawn = [], degree = new Map(), back = [];
+    const seen = new Set(), degree = new Map(), back = [];
+    let drawn = [];
     for (let e = 0; e < E.length; e++) {
       const row = E[e], a = rep[row[0]], b = rep[row[1]];
       if (a < 0 || b < 0 || a === b || hiddenEdges.has(e)) continue;
@@ -239,6 +240,10 @@
       drawn.push([a, b, edgeAttrs(row)]);
       degree.set(a, (degree.get(a) || 0) + 1);
     }
+    // (while the budget shares them: the edges of a node feeding more than D.fanout boxes
+    // drawn as one edge to a mark "→ N", the boxes named in its tooltip)
+    const marks = shareFanout ? shareWide(drawn, degree, out) : [];
+    if (marks.length) drawn = drawn.filter(function (d) { return !(degree.get(d[0]) > D.fanout); });
     for (let j = 0; j < drawn.length; j++) {
       const d = drawn[j];
       let text = attrText(d[2]);
@@ -247,6 +252,7 @@
     }
     const pairs = [];
     for (let j = 0; j < drawn.length; j++) pairs.push(drawn[j][0], drawn[j][1]);
+    for (let j = 0; j < marks.length; j++) pairs.push(marks[j], 2 * (n + loops.length) + marks[j]);
     const plain = spans(pairs);  // (the larger of the two estimates counts, as in Python)
     titleEdges(drawn, titled, opened, inCluster, inside, out, pairs);
     const backSeen = new Set();
@@ -256,7 +262,8 @@
       backSeen.add(key);
       out.push("\t" + S[N[a][2]] + " -> " + S[N[b][2]] + " [" + attrText(edgeAttrs(row)) + "]");
     });
-    measured = { nodes: boxes + opened.length, edges: drawn.length + backSeen.size, spans: Math.max(plain, spans(pairs)) };
+    measured = { nodes: boxes + opened.length + marks.length, edges: drawn.length + marks.length + backSeen.size,
+                 spans: Math.max(plain, spans(pairs)), shared: marks };
     for (const role of ["input", "output"]) {
       const ids = top.filter(function (i) { return rep[i] === i && info(i).kind === role; })
         .map(function (i) { return S[N[i][2]]; });
@@ -268,6 +275,35 @@
     return out.join("\n") + "\n";
   }
 
+  // the marks of the nodes whose edges the budget shares (see buildDot): one node "→ N" and
+  // one edge to it per node feeding more than D.fanout boxes, written to ``out``; their sources
+  let shareFanout = false;
+  function shareWide(drawn, degree, out) {
+    const targets = new Map();
+    for (let j = 0; j < drawn.length; j++) {
+      const d = drawn[j];
+      if (!(degree.get(d[0]) > D.fanout)) continue;
+      if (!targets.has(d[0])) targets.set(d[0], { attrs: d[2], to: [] });
+      targets.get(d[0]).to.push(d[1]);
+    }
+    const sources = [];
+    targets.forEach(function (t, a) {
+      const id = idOf(a), mark = id.charAt(0) === '"' ? id.slice(0, -1) + '::fanout"' : '"' + id + '::fanout"';
+      const names = t.to.slice(0, 12).map(function (b) { const d = info(b); return d.path || d.name || d.kind; });
+      const tip = ("to " + t.to.length + ": " + names.join(", ") + (t.to.length > 12 ? ", …" : ""))
+        .replace(/[\\"]/g, "\\$&").replace(/[\r\n]+/g, " ");
+      // named by what it feeds: "→ 32 × self_attn" where every box has the same last name
+      const last = names.map(function (x) { return String(x).split(".").pop(); });
+      const what = t.to.length <= 12 && last.every(function (x) { return x === last[0]; }) ? last[0] :
+        t.to.length > 12 && last.every(function (x) { return x === last[0]; }) && t.to.slice(12).every(function (b) {
+          return String(info(b).path || info(b).name || "").split(".").pop() === last[0]; }) ? last[0] : "boxes";
+      const label = ("→ " + t.to.length + (what === "boxes" ? " boxes" : " × " + what)).replace(/[\\"]/g, "\\$&");
+      out.push("\t" + mark + ' [shape=plain fontsize=10 label="' + label + '" tooltip="' + tip + '" id="f' + a + '"]');
+      out.push("\t" + S[N[a][2]] + " -> " + mark + " [" + attrText(t.attrs) + "]");
+      sources.push(a);
+    });
+    return sources;
+  }
   // the ranks the edges (a flat list of ends: a0, b0, a1, b1, ...) pass without stopping, as
   // the Python budget counts them (projection/budget.py's _spans): each node one rank below its
   // lowest predecessor, a node without one just above its first consumer
@@ -409,9 +445,12 @@
   // purpose: then last), the deepest open modules collapsed, level by level, all but those
   // holding ``keep``, then those too; {dot, note} (note: what was done, "" if nothing)
   function fitted(job) {
+    shareFanout = false;
     let dot = buildDot();
     if (job.force || fits(measured)) return { dot: dot, note: "" };
     const asked = measured, did = [];
+    shareFanout = true;  // first: the edges of a value fed to many boxes drawn once
+    dot = buildDot();
     let foldedAll = false, collapsed = false, spared = false, reached = 0;
     function foldAll() {
       if (foldedAll || (folded.every(function (f) { return f; }) && loopFolded.every(function (f) { return f; }))) return;
@@ -441,6 +480,13 @@
     if (!fits(measured)) { foldAll(); collapse(); }
     if (collapsed) {
       did.push("modules deeper than depth " + reached + " collapsed" + (spared ? but(job.keep) : ""));
+    }
+    if (measured.shared.length) {
+      did.unshift("the edges of " + measured.shared.map(function (a) {
+        const d = info(a);
+        return d.kind === "module" || !d.path ? d.path || d.name : d.name + " in " + d.path;
+      }).join(", ") +
+                  " to the boxes each feeds drawn as one (→ N)");
     }
     const note = (did.join(" and ") || "folded") + " to keep the drawing to " + sizeText(measured) +
       " (budget " + B.nodes.toLocaleString("en-US") + " / " + B.edges.toLocaleString("en-US") + "; asked for: " +
