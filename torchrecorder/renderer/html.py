@@ -8,8 +8,12 @@ page's script applies the reader's open/closed state (edges re-attached to the
 nearest visible ancestor, folded runs of blocks and Python loops drawn once,
 each unfolded and folded again by the reader), builds the DOT of that state and
 lays it out with Graphviz compiled to WebAssembly (``viz-global.js`` of
-``@viz-js/viz``, vendored in ``_vendor/``).  Everything is inlined: the page
-makes no network request.
+``@viz-js/viz``, vendored in ``_vendor/``), in a Web Worker made from the
+inlined script (the page answers meanwhile; a layout can be cancelled, and
+one that fails leaves the view drawn before).  Every view is held to the
+drawing budget of ``max_nodes`` (:func:`~torchrecorder.projection.budget.budget_limits`,
+carried in the page): what would exceed it is drawn with less, and the page
+says what.  Everything is inlined: the page makes no network request.
 """
 
 from __future__ import annotations
