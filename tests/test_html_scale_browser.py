@@ -238,3 +238,21 @@ def test_the_page_measures_a_view_as_the_python_budget_does(tr_browser: Any, tmp
             want = {"nodes": nodes, "edges": edges, "spans": max(edge_spans(p), layout_spans(p))}
             assert {k: got[k] for k in want} == want and got["shared"] == [], (name, fold, depth)
     page.close()
+
+
+def test_without_a_worker_graphviz_runs_in_the_page(tr_browser: Any, tmp_path: Path) -> None:
+    """Where the page cannot start its worker (here a policy without ``worker-src blob:``),
+    it lays out with Graphviz in the page itself, as before."""
+    rec = _llama(2, width=64, heads=4, kv_heads=2, intermediate=128, vocab=256)
+    path = tmp_path / "llama2.html"
+    torchrecorder.make_html(rec).save(path)
+    text = path.read_text(encoding="utf-8")
+    assert "worker-src blob:; " in text
+    path.write_text(text.replace("worker-src blob:; ", ""), encoding="utf-8")
+    page, w = _open(tr_browser, path)
+    first = _state(page)
+    assert first["worker"] is False and first["nodes"] > 3
+    state = _answers(page, lambda: page.click("#tr-expand-all"), first["layouts"])
+    assert state["error"] is None and state["nodes"] > first["nodes"]
+    assert w.page_errors == []
+    page.close()
