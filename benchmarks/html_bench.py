@@ -142,12 +142,15 @@ _INDEX = """p => { const D = JSON.parse(document.getElementById('tr-data').textC
   return D.nodes.findIndex(r => { const i = JSON.parse(D.strings[r[6]]);
                                   return i.kind === 'module' && i.path === p; }); }"""
 
-# click the element, then wait for the frame after the new layout to be painted
+# click the element, then wait for the new layout (made in the page's worker) and the frame
+# after it to be painted
 _TOGGLE = """async i => {
   const el = document.querySelector('#n' + i) || document.querySelector('#t' + i + ' text')
     || document.querySelector('#c' + i);
+  const count = window.__tr.layouts;
   const t0 = performance.now();
   el.dispatchEvent(new MouseEvent('click', {bubbles: true}));
+  while (window.__tr.layouts === count && !window.__tr.error) await new Promise(r => setTimeout(r, 2));
   await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
   return [performance.now() - t0, window.__tr.lastLayoutMs]; }"""
 
@@ -173,7 +176,7 @@ def measure(browser: Any, path: str, toggle_path: Any, repeats: int) -> dict[str
             toggles.append(took)
             layouts.append(layout)
             closes.append(page.evaluate(_TOGGLE, i)[0])  # and back
-        others = [u for u in requests if u != "file://" + path]
+        others = [u for u in requests if u != "file://" + path and not u.startswith("blob:")]
         if others:
             print(f"  requests besides the page: {others}")
         page.close()

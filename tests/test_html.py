@@ -153,6 +153,22 @@ def test_first_view_opens_at_render_depth() -> None:
         assert sum(row[5] for row in data["nodes"]) == opened
 
 
+def test_page_carries_the_drawing_budget() -> None:
+    """The page holds every view to max_nodes's budget, with Python's numbers (one definition)."""
+    rec = torchrecorder.record(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), "mlp", (1, 4))
+    assert HtmlRenderer(rec).page_data()["budget"] == {"nodes": 1000, "edges": 1200, "spans": 2500}
+    smaller = HtmlRenderer(rec, max_nodes=300).page_data()["budget"]
+    assert smaller == {"nodes": 300, "edges": 360, "spans": 750}
+    assert HtmlRenderer(rec, max_nodes=None).page_data()["budget"] is None
+
+
+def test_the_layout_worker_is_allowed_and_nothing_more() -> None:
+    """The page's policy lets it start its layout worker from a blob: URL (no other source)."""
+    page = torchrecorder.make_html(torchrecorder.record(nn.Linear(2, 2), "fc", (1, 2)))
+    csp = next(a["content"] for t, a in _parse(page.text).tags if t == "meta" and a.get("http-equiv"))
+    assert "worker-src blob:;" in (csp or "") and "connect-src 'none'" in (csp or "")
+
+
 def test_bad_height() -> None:
     rec = torchrecorder.record(nn.Linear(2, 2), "fc", (1, 2))
     with pytest.raises(ValueError, match="height"):

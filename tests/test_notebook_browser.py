@@ -60,6 +60,9 @@ def test_two_outputs_share_one_viewer(tr_browser: Any, pages: tuple[HtmlPage, Ht
         count, title = _drawn(frame)
         drawn[title.split()[0]] = count
         assert frame.evaluate("document.getElementById('tr-wait')") is None
+        # each lays out in its own worker made from the viz.js it carries or borrowed (a blob: URL
+        # that the sandboxed frame's policy allows, the later view's hashed policy too)
+        assert frame.evaluate("__tr.worker") is True
         # the borrowed web fonts draw the later view as they draw the first
         assert frame.evaluate("document.fonts.check('13px Arimo')")
     assert drawn == {"mlp": 5, "cnn": 5}, drawn

@@ -34,7 +34,8 @@ from ..nodes import BaseNode, Key, LayerNode
 from .drawn import Projection
 
 __all__ = ["ALL_DEPTHS", "MAX_EDGES", "MAX_NODES", "MAX_SPANS", "DefaultDepth", "Fit", "MaxNodes",
-           "budget_of", "default_depth", "drawn_size", "edge_spans", "fit", "graph_depth", "layout_spans"]
+           "budget_limits", "budget_of", "default_depth", "drawn_size", "edge_spans", "fit", "graph_depth",
+           "layout_spans"]
 
 #: the most drawn nodes (boxes and clusters) of a default drawing: ``dot`` lays out drawings
 #: of recorded models this size in 2-3 s on a loaded 2-core machine (``benchmarks/layout_budget.py``:
@@ -86,6 +87,20 @@ def budget_of(max_nodes: MaxNodes) -> Optional[tuple[int, int]]:
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
         raise ValueError(f"max_nodes must be 'auto', None or an int >= 1, got {max_nodes!r}")
     return max_nodes, max_nodes * MAX_EDGES // MAX_NODES
+
+
+def budget_limits(max_nodes: MaxNodes) -> Optional[dict[str, int]]:
+    """The limits a drawing within ``max_nodes``'s budget keeps to: ``nodes``, ``edges`` and
+    ``spans`` (the ranks its edges pass, :func:`layout_spans`), or ``None`` for no budget.
+    The HTML page carries them, so that what the reader opens is held to the same budget.
+
+    >>> budget_limits("auto"), budget_limits(None)
+    ({'nodes': 1000, 'edges': 1200, 'spans': 2500}, None)
+    """
+    budget = budget_of(max_nodes)
+    if budget is None:
+        return None
+    return {"nodes": budget[0], "edges": budget[1], "spans": _max_spans(budget)}
 
 
 def drawn_size(p: Projection) -> tuple[int, int]:

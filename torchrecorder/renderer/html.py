@@ -8,8 +8,12 @@ page's script applies the reader's open/closed state (edges re-attached to the
 nearest visible ancestor, folded runs of blocks and Python loops drawn once,
 each unfolded and folded again by the reader), builds the DOT of that state and
 lays it out with Graphviz compiled to WebAssembly (``viz-global.js`` of
-``@viz-js/viz``, vendored in ``_vendor/``).  Everything is inlined: the page
-makes no network request.
+``@viz-js/viz``, vendored in ``_vendor/``), in a Web Worker made from the
+inlined script (the page answers meanwhile; a layout can be cancelled, and
+one that fails leaves the view drawn before).  Every view is held to the
+drawing budget of ``max_nodes`` (:func:`~torchrecorder.projection.budget.budget_limits`,
+carried in the page): what would exceed it is drawn with less, and the page
+says what.  Everything is inlined: the page makes no network request.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, Source, TensorNode
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.backward import backward_view
-from ..projection.budget import MaxNodes, default_depth
+from ..projection.budget import MaxNodes, budget_limits, default_depth
 from ._html_cost import colourings, recorded_cost
 from ._html_info import boundary_tensors, panel_info
 from ._html_loops import loop_rows
@@ -205,7 +209,9 @@ class HtmlRenderer(GraphvizRenderer):
         followed by its cluster's attributes, its DOT id, its count of
         iterations and its summary (``mul · pow · add``), then the edges and
         nodes drawn only while it is folded (its carried edges among them:
-        ``make_dot``'s, appended to ``edges``).
+        ``make_dot``'s, appended to ``edges``); ``budget`` the drawing budget every
+        view is held to (:func:`~torchrecorder.projection.budget.budget_limits` of
+        ``max_nodes``: ``None``, none).
         """
         rec = self.rec
         can_open = self.expandable()
@@ -263,6 +269,7 @@ class HtmlRenderer(GraphvizRenderer):
             "version": 1, "name": rec.name, "header": header[:-1], "fanout": self.max_constraining_fanout,
             "folded": bool(self.fold_min), "strings": strings.items,
             "attrs": attrs.items, "nodes": rows, "edges": edges, "runs": runs,
+            "budget": budget_limits(self._max_nodes),
         }
         if loops:
             data["loops"] = loops

@@ -33,10 +33,11 @@ _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\
 _SCRIPT_ESCAPE_TABLE = str.maketrans(_SCRIPT_ESCAPES)
 
 # the page's Content-Security-Policy: scripts and styles only from the page itself, WebAssembly
-# compiled from the inlined bytes, images only from the page's own data/blob URLs, no
-# connection, frame, font, form or base URL anywhere
-_CSP_REST = ("'wasm-unsafe-eval'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:; "
-             "connect-src 'none'; form-action 'none'; base-uri 'none'")
+# compiled from the inlined bytes, the layout worker made from the inlined viz.js (a blob URL),
+# images only from the page's own data/blob URLs, no connection, frame, font, form or base URL
+# anywhere
+_CSP_REST = ("'wasm-unsafe-eval'; worker-src blob:; style-src 'unsafe-inline'; img-src data: blob:; "
+             "font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
 _CSP = "default-src 'none'; script-src 'unsafe-inline' " + _CSP_REST
 
 #: how many times (every 250 ms) a later view asks for the viewer before it says it is missing

@@ -48,6 +48,7 @@
     // the policy runs a script only if its hash is one it names: anything else is refused
     // (and the next answer is awaited)
     const viz = document.createElement("script");
+    viz.id = "tr-viz";  // (the page's layout worker is made from its text)
     viz.textContent = m.scripts[0];
     document.body.appendChild(viz);
     if (typeof window.Viz === "undefined") { viz.remove(); refused(); return; }

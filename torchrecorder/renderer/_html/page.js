@@ -122,11 +122,13 @@
   // cluster's first members (and a nested cluster's title), as make_dot writes them; inCluster
   // holds the cluster each drawn node and cluster is in (-1: none), inside the drawn members
   // of each cluster
-  function titleEdges(drawn, titled, opened, inCluster, inside, out) {
+  // (the ends of these edges are added to ``pairs`` too, a title as m + its cluster, as the
+  // Python budget counts them (budget.layout_spans): every cluster's, one per edge into it)
+  function titleEdges(drawn, titled, opened, inCluster, inside, out, pairs) {
     if (!opened.length) return;
     const seen = new Set(), fedInside = new Set(), m = n + loops.length;
     function clusters(i) { const a = []; for (let c = inCluster.get(i); c >= 0; c = inCluster.get(c)) a.push(c); return a; }
-    function add(line) { if (!seen.has(line)) { seen.add(line); out.push(line); } }
+    function add(line) { if (line && !seen.has(line)) { seen.add(line); out.push(line); } }
     for (let j = 0; j < drawn.length; j++) {
       const a = drawn[j][0], b = drawn[j][1];
       const outer = new Set(clusters(a));
@@ -135,21 +137,21 @@
       for (let k = 0; k < chain.length; k++) {
         const c = chain[k];
         if (outer.has(c)) { fedInside.add(c * m + inner); break; }  // the innermost holding both ends
+        pairs.push(a, m + c);
         if (titled.has(c)) add("\t" + S[N[a][2]] + " -> " + titleId(c) + " [style=invis]");
         inner = c;
       }
     }
     for (let j = 0; j < opened.length; j++) {
       const c = opened[j];
-      if (!titled.has(c)) continue;
       const kids = inside.get(c);
       for (let k = 0; k < kids.length; k++) {
         const kid = kids[k];
         if (fedInside.has(c * m + kid)) continue;
-        let head;
-        if (inside.has(kid)) { if (!titled.has(kid)) continue; head = titleId(kid); }
-        else head = S[N[kid][2]];
-        add("\t" + titleId(c) + " -> " + head + " [style=invis]");
+        const opens = inside.has(kid);
+        pairs.push(m + c, opens ? m + kid : kid);
+        if (!titled.has(c) || (opens && !titled.has(kid))) continue;
+        add("\t" + titleId(c) + " -> " + (opens ? titleId(kid) : S[N[kid][2]]) + " [style=invis]");
       }
     }
   }
@@ -188,10 +190,13 @@
     return typeof v === "number" ? v : v[Math.min(lvl[row[1]], v.length - 1)];
   }
 
-  // the DOT of the current state
+  // the DOT of the current state; its measures (as the Python budget counts them: boxes and
+  // clusters, edges, and the ranks the edges and the title edges pass) in ``measured``
+  let measured = { nodes: 0, edges: 0, spans: 0 };
   function buildDot() {
     const hiddenEdges = resolve();
     const out = [D.header], titled = new Set(), opened = [];
+    let boxes = 0;
     if (colourBy) out.push("\tgraph [label=" + D.colour[colourBy].legend + " labelloc=b]");
     const inCluster = new Map(), inside = new Map();
     // depth first with an explicit stack (no recursion: any nesting depth) of [what, indent,
@@ -220,9 +225,11 @@
         push(drawnKids(children[i]), ind + "\t", i);
       } else {
         out.push(ind + S[N[i][2]] + " [" + attrText(run ? run.box : N[i][3]) + paint(i, true) + ' id="n' + i + '"]');
+        boxes += 1;
       }
     }
-    const seen = new Set(), drawn = [], degree = new Map(), back = [];
+    const seen = new Set(), degree = new Map(), back = [];
+    let drawn = [];
     for (let e = 0; e < E.length; e++) {
       const row = E[e], a = rep[row[0]], b = rep[row[1]];
       if (a < 0 || b < 0 || a === b || hiddenEdges.has(e)) continue;
@@ -233,13 +240,21 @@
       drawn.push([a, b, edgeAttrs(row)]);
       degree.set(a, (degree.get(a) || 0) + 1);
     }
+    // (while the budget shares them: the edges of a node feeding more than D.fanout boxes
+    // drawn as one edge to a mark "→ N", the boxes named in its tooltip)
+    const marks = shareFanout ? shareWide(drawn, degree, out) : [];
+    if (marks.length) drawn = drawn.filter(function (d) { return !(degree.get(d[0]) > D.fanout); });
     for (let j = 0; j < drawn.length; j++) {
       const d = drawn[j];
       let text = attrText(d[2]);
       if (degree.get(d[0]) > D.fanout && !/(^|\s)constraint=/.test(text)) text += " constraint=false";
       out.push("\t" + S[N[d[0]][2]] + " -> " + S[N[d[1]][2]] + " [" + text + "]");
     }
-    titleEdges(drawn, titled, opened, inCluster, inside, out);
+    const pairs = [];
+    for (let j = 0; j < drawn.length; j++) pairs.push(drawn[j][0], drawn[j][1]);
+    for (let j = 0; j < marks.length; j++) pairs.push(marks[j], 2 * (n + loops.length) + marks[j]);
+    const plain = spans(pairs);  // (the larger of the two estimates counts, as in Python)
+    titleEdges(drawn, titled, opened, inCluster, inside, out, pairs);
     const backSeen = new Set();
     back.forEach(function (e) {  // carried edges, as make_dot draws them: after the others, once
       const row = E[e], a = rep[row[0]], b = rep[row[1]], key = a * n + b;
@@ -247,6 +262,8 @@
       backSeen.add(key);
       out.push("\t" + S[N[a][2]] + " -> " + S[N[b][2]] + " [" + attrText(edgeAttrs(row)) + "]");
     });
+    measured = { nodes: boxes + opened.length + marks.length, edges: drawn.length + marks.length + backSeen.size,
+                 spans: Math.max(plain, spans(pairs)), shared: marks };
     for (const role of ["input", "output"]) {
       const ids = top.filter(function (i) { return rep[i] === i && info(i).kind === role; })
         .map(function (i) { return S[N[i][2]]; });
@@ -256,6 +273,76 @@
     }
     out.push("}");
     return out.join("\n") + "\n";
+  }
+
+  // the marks of the nodes whose edges the budget shares (see buildDot): one node "→ N" and
+  // one edge to it per node feeding more than D.fanout boxes, written to ``out``; their sources
+  let shareFanout = false;
+  function shareWide(drawn, degree, out) {
+    const targets = new Map();
+    for (let j = 0; j < drawn.length; j++) {
+      const d = drawn[j];
+      if (!(degree.get(d[0]) > D.fanout)) continue;
+      if (!targets.has(d[0])) targets.set(d[0], { attrs: d[2], to: [] });
+      targets.get(d[0]).to.push(d[1]);
+    }
+    const sources = [];
+    targets.forEach(function (t, a) {
+      const id = idOf(a), mark = id.charAt(0) === '"' ? id.slice(0, -1) + '::fanout"' : '"' + id + '::fanout"';
+      const names = t.to.slice(0, 12).map(function (b) { const d = info(b); return d.path || d.name || d.kind; });
+      const tip = ("to " + t.to.length + ": " + names.join(", ") + (t.to.length > 12 ? ", …" : ""))
+        .replace(/[\\"]/g, "\\$&").replace(/[\r\n]+/g, " ");
+      // named by what it feeds: "→ 32 × self_attn" where every box has the same last name
+      const last = names.map(function (x) { return String(x).split(".").pop(); });
+      const what = t.to.length <= 12 && last.every(function (x) { return x === last[0]; }) ? last[0] :
+        t.to.length > 12 && last.every(function (x) { return x === last[0]; }) && t.to.slice(12).every(function (b) {
+          return String(info(b).path || info(b).name || "").split(".").pop() === last[0]; }) ? last[0] : "boxes";
+      const label = ("→ " + t.to.length + (what === "boxes" ? " boxes" : " × " + what)).replace(/[\\"]/g, "\\$&");
+      out.push("\t" + mark + ' [shape=plain fontsize=10 label="' + label + '" tooltip="' + tip + '" id="f' + a + '"]');
+      out.push("\t" + S[N[a][2]] + " -> " + mark + " [" + attrText(t.attrs) + "]");
+      sources.push(a);
+    });
+    return sources;
+  }
+  // the ranks the edges (a flat list of ends: a0, b0, a1, b1, ...) pass without stopping, as
+  // the Python budget counts them (projection/budget.py's _spans): each node one rank below its
+  // lowest predecessor, a node without one just above its first consumer
+  function spans(pairs) {
+    const succ = new Map(), indegree = new Map();
+    for (let j = 0; j < pairs.length; j += 2) {
+      const a = pairs[j], b = pairs[j + 1];
+      if (!succ.has(a)) succ.set(a, []);
+      succ.get(a).push(b);
+      indegree.set(b, (indegree.get(b) || 0) + 1);
+      if (!indegree.has(a)) indegree.set(a, 0);
+    }
+    const rank = new Map(), sources = [];
+    indegree.forEach(function (d, k) { rank.set(k, 0); if (d === 0) sources.push(k); });
+    const order = sources.slice(), ranked = new Set();
+    for (let q = 0; q < order.length; q++) {
+      const k = order[q], r = rank.get(k) + 1, next = succ.get(k) || [];
+      ranked.add(k);
+      for (let j = 0; j < next.length; j++) {
+        const b = next[j];
+        if (rank.get(b) < r) rank.set(b, r);
+        const d = indegree.get(b) - 1;
+        indegree.set(b, d);
+        if (d === 0) order.push(b);
+      }
+    }
+    sources.forEach(function (k) {
+      let low = Infinity;
+      (succ.get(k) || []).forEach(function (b) { if (ranked.has(b)) low = Math.min(low, rank.get(b)); });
+      if (low < Infinity) rank.set(k, low - 1);
+    });
+    let total = 0;
+    for (let j = 0; j < pairs.length; j += 2) {
+      const a = pairs[j], b = pairs[j + 1];
+      if (!ranked.has(a) || !ranked.has(b)) continue;
+      const d = rank.get(b) - rank.get(a);
+      if (d > 1) total += d - 1;
+    }
+    return total;
   }
 
   // -------------------------------------------------------------- pan/zoom
@@ -332,17 +419,190 @@
     applyTransform();
   }
 
+  // ---------------------------------------------------------------- budget
+  // Python's drawing budget (projection/budget.py, carried in the data; null: none): a view the
+  // reader asks for that exceeds it is drawn with what it must folded or collapsed, and the
+  // page says so (with a button that draws it all anyway)
+  const B = D.budget || null;
+  function fits(m) { return !B || (m.nodes <= B.nodes && m.edges <= B.edges && m.spans <= B.spans); }
+  function sizeText(m) {
+    let text = m.nodes.toLocaleString("en-US") + " nodes, " + m.edges.toLocaleString("en-US") + " edges";
+    if (B && m.spans > B.spans) text += " passing " + m.spans.toLocaleString("en-US") + " ranks (at most " + B.spans.toLocaleString("en-US") + ")";
+    return text;
+  }
+  function snapshot() { return { open: open.slice(), folded: folded.slice(), loopFolded: loopFolded.slice() }; }
+  function restore(s) { open = s.open.slice(); folded = s.folded.slice(); loopFolded = s.loopFolded.slice(); }
+  // whether node i is ``keep`` or holds it (what must stay open for it to be seen)
+  function holds(i, keep) { for (let c = keep; c >= 0; c = parent[c]) if (c === i) return true; return false; }
+  // the deepest open module's depth + 1 (what the depth control shows)
+  function openDepth() {
+    let d = 0;
+    for (let i = 0; i < n; i++) if (isOpen(i) && depth[i] + 1 > d) d = depth[i] + 1;
+    return d;
+  }
+  // the DOT of the current state within the budget: every run and loop folded but those that
+  // ``keep`` lies in a later block or iteration of (first, unless the job unfolded them on
+  // purpose: then last), the deepest open modules collapsed, level by level, all but those
+  // holding ``keep``, then those too; {dot, note} (note: what was done, "" if nothing)
+  function fitted(job) {
+    shareFanout = false;
+    let dot = buildDot();
+    if (job.force || fits(measured)) return { dot: dot, note: "" };
+    const asked = measured, did = [];
+    shareFanout = true;  // first: the edges of a value fed to many boxes drawn once
+    dot = buildDot();
+    let foldedAll = false, collapsed = false, spared = false, reached = 0;
+    function foldAll() {
+      if (foldedAll || (folded.every(function (f) { return f; }) && loopFolded.every(function (f) { return f; }))) return;
+      foldedAll = true;
+      const was = folded.join() + "/" + loopFolded.join();
+      folded = runs.map(function () { return true; });
+      loopFolded = loops.map(function () { return true; });
+      if (job.keep >= 0 && job.keep < n) unfoldFor(job.keep);
+      if (folded.join() + "/" + loopFolded.join() === was) return;  // (those it holds only)
+      dot = buildDot();
+      did.push("every repeated run and loop folded" + but(job.keep));
+    }
+    function collapse() {
+      for (let pass = 0; pass < 2 && !fits(measured); pass++) {
+        const spare = pass === 0 && job.keep >= 0 && job.keep < n;
+        for (let d = openDepth() - 1; d >= 0 && !fits(measured); d--) {
+          let closed = false;
+          for (let i = 0; i < n; i++) {
+            if (isOpen(i) && depth[i] >= d && !(spare && holds(i, job.keep))) { open[i] = 0; closed = true; }
+          }
+          if (closed) { dot = buildDot(); collapsed = true; spared = spare; reached = d; }
+        }
+      }
+    }
+    if (job.mayFold) foldAll();
+    collapse();
+    if (!fits(measured)) { foldAll(); collapse(); }
+    if (collapsed) {
+      did.push("modules deeper than depth " + reached + " collapsed" + (spared ? but(job.keep) : ""));
+    }
+    if (measured.shared.length) {
+      did.unshift("the edges of " + measured.shared.map(function (a) {
+        const d = info(a);
+        return d.kind === "module" || !d.path ? d.path || d.name : d.name + " in " + d.path;
+      }).join(", ") +
+                  " to the boxes each feeds drawn as one (→ N)");
+    }
+    const note = (did.join(" and ") || "folded") + " to keep the drawing to " + sizeText(measured) +
+      " (budget " + B.nodes.toLocaleString("en-US") + " / " + B.edges.toLocaleString("en-US") + "; asked for: " +
+      sizeText(asked) + "). Drawing it all may take minutes.";
+    return { dot: dot, note: note };
+  }
+  function but(keep) { return keep >= 0 && keep < n ? " (but those holding " + (info(keep).path || info(keep).name) + ")" : ""; }
+  // the runs and loops that must be unfolded for node i to be drawn
+  function unfoldFor(i) {
+    for (let c = i; c >= 0; c = parent[c]) {
+      const b = blockOf.get(c);
+      if (b && b[1] > 0) folded[b[0]] = false;
+      if (laterIteration[c]) loopFolded[loopOf[c]] = false;
+    }
+  }
+  const note = $("tr-note"), noteText = $("tr-note-text"), anyway = $("tr-anyway");
+  const busyBox = $("tr-busy"), busyText = $("tr-busy-text"), cancel = $("tr-cancel");
+  let asked = null;  // the state the budget reduced, drawn by "Draw it all"
+  function showNote(text, error) {
+    noteText.textContent = text;
+    note.hidden = !text;
+    note.classList.toggle("tr-error", !!error);
+    anyway.hidden = !asked;
+  }
+  anyway.addEventListener("click", function () {
+    if (!asked) return;
+    restore(asked); asked = null;
+    layout(anchorOfSelection(), null, { force: true });
+  });
+
   // ---------------------------------------------------------------- layout
-  let viz = null, pending = null, busy = false;
+  // Graphviz runs in a Web Worker made from the inlined viz.js (a Blob URL: no file, no
+  // request), so that the page answers while it lays out: "Cancel" ends the worker; a worker
+  // that fails (a Graphviz assertion, memory out of bounds) is replaced by a fresh one, and
+  // the view drawn before stays.  Where no worker can start, Graphviz runs in the page.
+  function workerMain() {
+    /* global Viz */
+    const ready = Viz.instance();
+    self.onmessage = function (ev) {
+      const job = ev.data;
+      ready.then(function (viz) {
+        let out;
+        try { out = { id: job.id, svg: viz.renderString(job.dot, { format: "svg" }) }; }
+        catch (err) { out = { id: job.id, error: String(err && err.message || err) }; }
+        self.postMessage(out);
+      }, function (err) { self.postMessage({ id: job.id, error: "viz.js did not start: " + err }); });
+    };
+    ready.then(function () { self.postMessage({ ready: true }); },
+               function (err) { self.postMessage({ ready: false, error: String(err) }); });
+  }
+  let workerUrl = null;
+  function newEngine(done) {
+    // done(engine or null): {render(dot, reply(error, svgText)), stop()}
+    let worker;
+    try {
+      if (!workerUrl) {
+        const src = document.getElementById("tr-viz").textContent + "\n;(" + workerMain.toString() + ")();\n";
+        workerUrl = URL.createObjectURL(new Blob([src], { type: "text/javascript" }));
+      }
+      worker = new Worker(workerUrl);
+    } catch (err) { mainThreadEngine(done); return; }
+    let started = false, reply = null, jobs = 0;
+    const engine = {
+      worker: true,
+      render: function (dot, fn) { reply = fn; jobs += 1; worker.postMessage({ id: jobs, dot: dot }); },
+      stop: function () { reply = null; worker.terminate(); },
+    };
+    worker.onmessage = function (ev) {
+      const m = ev.data;
+      if (m.ready !== undefined) {
+        if (started) return;
+        started = true;
+        if (m.ready) done(engine); else { worker.terminate(); mainThreadEngine(done); }
+        return;
+      }
+      if (m.id !== jobs || !reply) return;
+      const fn = reply; reply = null;
+      fn(m.error || null, m.svg || null);
+    };
+    worker.onerror = function (ev) {
+      ev.preventDefault();
+      if (!started) { started = true; worker.terminate(); mainThreadEngine(done); return; }
+      if (reply) { const fn = reply; reply = null; fn(String(ev.message || "the layout worker failed"), null); }
+    };
+  }
+  function mainThreadEngine(done) {
+    Viz.instance().then(function (v) {
+      done({
+        worker: false,
+        render: function (dot, fn) {
+          let svg = null, error = null;
+          try { svg = v.renderString(dot, { format: "svg" }); } catch (err) { error = String(err && err.message || err); }
+          fn(error, svg);
+        },
+        stop: function () {},
+      });
+    }, function (err) {
+      T.error = String(err);
+      setStatus("Graphviz (viz.js) did not start: " + T.error, true);
+    });
+  }
+  let engine = null, pending = null, busy = false, shownState = null, current = null;
   function setStatus(text, error) { status.textContent = text; status.classList.toggle("tr-error", !!error); }
   // lay the view out again (now, or after the layout under way); the module ``anchor`` stays
   // where it is on screen; ``then`` runs once the new drawing is on screen (a layout asked
-  // for meanwhile takes the place of this one, and its callbacks with it)
-  function layout(anchor, then) {
+  // for meanwhile takes the place of this one, and its callbacks with it); ``how``: keep (the
+  // node the budget keeps in view; the anchor by default), mayFold (whether the budget may
+  // fold runs and loops again: false where the reader unfolded them), force (no budget)
+  function layout(anchor, then, how) {
     const calls = pending ? pending.then : [];
     if (then) calls.push(then);
-    pending = { anchor: anchor === undefined ? -1 : anchor, then: calls };
-    if (!busy && viz) run();
+    anchor = anchor === undefined ? -1 : anchor;
+    how = how || {};
+    pending = { anchor: anchor, then: calls, keep: how.keep !== undefined ? how.keep : anchor,
+                mayFold: how.mayFold !== false, force: !!how.force };
+    if (!busy && engine) run();
   }
   function run() {
     busy = true;
@@ -350,30 +610,63 @@
     const t0 = performance.now();
     let before = null;
     if (job.anchor >= 0) { const el = elementOf(job.anchor); if (el) before = topMiddle(el); }
-    const dot = buildDot();
-    T.dot = dot;
-    let svg;
-    try {
-      svg = viz.renderSVGElement(dot);
-    } catch (err) {
-      T.error = String(err && err.message || err);
-      setStatus("Graphviz could not lay out this view: " + T.error, true);
+    const wanted = snapshot();
+    const got = fitted(job);
+    T.error = null;  // (the error of the last layout, if it failed)
+    asked = got.note ? wanted : null;
+    T.dot = got.dot;
+    T.measured = measured;
+    current = job;
+    // (shown over the drawing: the tool bar keeps its size, the drawing its place)
+    busyText.textContent = "laying out " + measured.nodes.toLocaleString("en-US") + " nodes…";
+    busyBox.hidden = false;
+    engine.render(got.dot, function (error, text) {
+      if (current !== job) return;  // cancelled
+      current = null;
+      busyBox.hidden = true;
+      let svg = null;
+      if (!error) {
+        svg = new DOMParser().parseFromString(text, "image/svg+xml").documentElement;
+        if (!svg || svg.nodeName !== "svg") error = "Graphviz returned no drawing";
+      }
+      if (error) { failed(job, error); return; }
+      canvas.replaceChildren(svg);
+      decorate(svg);
+      shownState = snapshot();
+      if (T.firstPaint === null) { T.firstPaint = performance.now(); fit(); before = null; }
+      if (before) { const el = elementOf(job.anchor); if (el) { const after = topMiddle(el); tx += before[0] - after[0]; ty += before[1] - after[1]; applyTransform(); } }
+      T.lastLayoutMs = performance.now() - t0;
+      T.layouts += 1;
+      const shown = canvas.querySelectorAll("g.node").length;
+      setStatus(shown + " nodes · laid out in " + Math.round(T.lastLayoutMs) + " ms");
+      showNote(got.note ? "Drawn with " + got.note : "");
+      syncControls();
+      if (selected >= 0) showDetails(selected);
       busy = false;
-      return;
-    }
-    canvas.replaceChildren(svg);
-    decorate(svg);
-    if (T.firstPaint === null) { T.firstPaint = performance.now(); fit(); before = null; }
-    if (before) { const el = elementOf(job.anchor); if (el) { const after = topMiddle(el); tx += before[0] - after[0]; ty += before[1] - after[1]; applyTransform(); } }
-    T.lastLayoutMs = performance.now() - t0;
-    T.layouts += 1;
-    const shown = canvas.querySelectorAll("g.node").length;
-    setStatus(shown + " nodes · laid out in " + Math.round(T.lastLayoutMs) + " ms");
-    syncControls();
-    busy = false;
-    if (pending) { pending.then = job.then.concat(pending.then); setTimeout(run, 0); return; }
-    job.then.forEach(function (fn) { fn(); });
+      if (pending) { pending.then = job.then.concat(pending.then); setTimeout(run, 0); return; }
+      job.then.forEach(function (fn) { fn(); });
+    });
   }
+  // the layout failed or was cancelled: a fresh engine, the view drawn before kept (its state
+  // back), what happened said
+  function failed(job, error, cancelled) {
+    T.error = cancelled ? null : error;
+    T.failures = (T.failures || 0) + (cancelled ? 0 : 1);
+    current = null; pending = null; busy = true; asked = null;
+    busyBox.hidden = true;
+    if (shownState) restore(shownState);
+    syncControls();
+    if (selected >= 0) showDetails(selected);
+    const old = engine;
+    engine = null;
+    old.stop();
+    const text = cancelled ? "Layout cancelled; the view before it is kept." :
+      "Graphviz could not lay out this view (" + error + "); the view before it is kept.";
+    setStatus(cancelled ? "cancelled" : "layout failed", !cancelled);
+    showNote(text, !cancelled);
+    newEngine(function (e) { engine = e; busy = false; if (pending) run(); });
+  }
+  cancel.addEventListener("click", function () { if (current) failed(current, "", true); });
   function decorate(svg) {
     svg.querySelectorAll("g.node, g.cluster").forEach(function (g) {
       const i = Number(g.id.slice(1));
@@ -457,7 +750,7 @@
       const k = runOfLead.get(i);
       const b = el("button", folded[k] ? "Show the " + run.members.length + " blocks" : "Fold the " + run.members.length + " blocks");
       b.type = "button"; b.dataset.action = "fold";
-      b.addEventListener("click", function () { folded[k] = !folded[k]; select(i); layout(i); });
+      b.addEventListener("click", function () { folded[k] = !folded[k]; select(i); layout(i, null, { mayFold: folded[k] }); });
       actions.appendChild(b);
     }
     const k = loopAround(i);
@@ -507,7 +800,7 @@
     loopFolded[k] = !loopFolded[k];
     const r = loops[k];
     if (selected < n) showDetails(selected); else select(n + k);
-    layout(r.first.length ? r.first[0] : -1);
+    layout(r.first.length ? r.first[0] : -1, null, { mayFold: loopFolded[k] });
   }
   canvas.addEventListener("click", function (ev) {
     if (drag && drag.moved) return;
@@ -531,7 +824,10 @@
   // the selected module (the one clicked last) stays where it is on screen, if it is drawn
   function anchorOfSelection() { return selected >= 0 && selected < n && elementOf(selected) ? selected : -1; }
   $("tr-expand-all").addEventListener("click", function () { open = canOpen.slice(); layout(anchorOfSelection()); });
-  $("tr-collapse-all").addEventListener("click", function () { setDepth(1); hit = -1; layout(anchorOfSelection()); });
+  // Collapse all and Reset end a layout under way first: they get the reader out of a view
+  // that takes long
+  function stopLayout() { if (current) failed(current, "", true); }
+  $("tr-collapse-all").addEventListener("click", function () { stopLayout(); setDepth(1); hit = -1; layout(anchorOfSelection()); });
   const depthInput = $("tr-depth");
   depthInput.max = String(maxDepth);
   depthInput.addEventListener("change", function () {
@@ -544,7 +840,7 @@
     folded = runs.map(function () { return foldBox.checked; });
     loopFolded = loops.map(function () { return foldBox.checked; });
     if (selected >= 0) showDetails(selected);
-    layout();
+    layout(-1, null, { mayFold: foldBox.checked });
   });
   const colourMenu = $("tr-colour");
   if (!D.colour) $("tr-colour-label").style.display = "none";
@@ -563,10 +859,11 @@
   }
   $("tr-fit").addEventListener("click", function () { autoFit = true; fit(); });
   $("tr-reset").addEventListener("click", function () {
+    stopLayout();
     open = firstOpen.slice(); folded = runs.map(function () { return D.folded; }); hit = -1;
     loopFolded = loops.map(function () { return D.folded; });
-    pending = { anchor: -1, then: [] }; T.firstPaint = T.firstPaint || null;
-    layout(); setTimeout(fit, 0);
+    pending = null;
+    layout(-1, function () { autoFit = true; fit(); });
   });
 
   // search: the modules whose name or path holds the text; Enter goes to the next
@@ -601,7 +898,7 @@
     reveal(hit);
     select(hit);
     const target = hit;  // this search's hit, whatever the next search finds meanwhile
-    layout(-1, function () { const e = elementOf(target); if (e && hit === target) bringIntoView(e); });
+    layout(-1, function () { const e = elementOf(target); if (e && hit === target) bringIntoView(e); }, { keep: target });
   }
   search.addEventListener("keydown", function (ev) {
     if (ev.key === "Enter") { ev.preventDefault(); goTo(search.value.trim()); }
@@ -650,12 +947,10 @@
   // ----------------------------------------------------------------- start
   $("tr-title").textContent = D.name;
   setStatus("laying out…");
-  Viz.instance().then(function (v) {
-    viz = v;
+  newEngine(function (e) {
+    engine = e;
+    T.worker = e.worker;
     layout();
     T.ready = true;
-  }, function (err) {
-    T.error = String(err);
-    setStatus("Graphviz (viz.js) did not start: " + T.error, true);
   });
 })();
