@@ -362,20 +362,20 @@ def cost(rec: Graph) -> Cost:
         if isinstance(node, ParamNode):
             size = node.numel * itemsize(node.dtype)
             total.param_bytes += size
-            if node.parent is not None and node.parent in calls:
-                calls[str(node.parent)].param_bytes += size
+            if node.parent_key is not None and node.parent_key in calls:
+                calls[str(node.parent_key)].param_bytes += size
         elif isinstance(node, OpNode) and node.key not in seen and not (
                 node.fn is None and node.op == "identity"):  # (the recorder's pass-through marks)
             uncounted[node.op] = uncounted.get(node.op, 0) + 1
     for layer in reversed(layers):  # a call's children come after it: sums reach the root
-        parent = layer.parent
+        parent = layer.parent_key
         if parent is not None and parent in calls:
             own, up = calls[str(layer.key)], calls[str(parent)]
             up.flops += own.flops
             up.param_bytes += own.param_bytes
             if own.backward_flops is not None and up.backward_flops is not None:
                 up.backward_flops += own.backward_flops
-    roots = [calls[str(k)] for k in rec.context.subnets if str(k) in calls]
+    roots = [calls[str(k)] for k in rec.context.subnet_keys if str(k) in calls]
     total.activation_bytes = sum(c.activation_bytes for c in roots)
     if times is not None:
         total.time = sum(c.time or 0.0 for c in roots)

@@ -259,10 +259,10 @@ class Diff:
     def _parents_and_rollup(self) -> None:
         for i, e in enumerate(self.entries):
             if e.b is not None:
-                parent = self.b.nodes[e.b].parent
+                parent = self.b.nodes[e.b].parent_key
                 e.parent = self.index_b.get(parent) if parent is not None else None
             else:
-                parent = self.a.nodes[e.a].parent
+                parent = self.a.nodes[e.a].parent_key
                 e.parent = self.index_a.get(parent) if parent is not None else None
             if e.parent == i:  # never: a node is not its own parent
                 e.parent = None

@@ -23,12 +23,12 @@ __all__ = ["BlockStructures", "FoldPlan", "structure_ids"]
 def _kids(rec: Graph, layer: LayerNode) -> list[BaseNode]:
     """Children of ``layer`` that take part in its structure (parameters do not)."""
     nodes = rec.nodes
-    return [nodes[k] for k in layer.subnets if k in nodes and not isinstance(nodes[k], ParamNode)]
+    return [nodes[k] for k in layer.subnet_keys if k in nodes and not isinstance(nodes[k], ParamNode)]
 
 
 def _params(rec: Graph, layer: LayerNode) -> tuple[Hashable, ...]:
     nodes = rec.nodes
-    return tuple((n.name, n.shape, n.dtype) for k in layer.subnets
+    return tuple((n.name, n.shape, n.dtype) for k in layer.subnet_keys
                  if isinstance(n := nodes.get(k), ParamNode))
 
 
@@ -58,14 +58,14 @@ def structure_ids(rec: Graph) -> dict[Key, int]:
         x, y, px, py = a, b, [], []
         while depth(x) > depth(y):
             px.append(pos.get(x, -1))
-            x = nodes[x].parent
+            x = nodes[x].parent_key
         while depth(y) > depth(x):
             py.append(pos.get(y, -1))
-            y = nodes[y].parent
+            y = nodes[y].parent_key
         while x != y:
             px.append(pos.get(x, -1))
             py.append(pos.get(y, -1))
-            x, y = nodes[x].parent, nodes[y].parent
+            x, y = nodes[x].parent_key, nodes[y].parent_key
         owned.setdefault(x, []).append((tuple(reversed(px)), tuple(reversed(py))))
 
     # parameters live in a module's first call; later calls of it share them
@@ -198,7 +198,7 @@ class FoldPlan:
         stack: list[LayerNode] = [rec.context]
         while stack:
             layer = stack.pop()
-            kids = [nodes[k] for k in layer.subnets if k in nodes]
+            kids = [nodes[k] for k in layer.subnet_keys if k in nodes]
             candidates = _candidates(kids, min_run) if len(kids) >= min_run else None
             if candidates:
                 if blocks is None:
@@ -389,7 +389,7 @@ class BlockStructures:
         got = self._param_memo.get(first.key)
         if got is None:
             nodes = self.nodes
-            got = tuple([(p.name, p.shape, p.dtype) for k in first.subnets
+            got = tuple([(p.name, p.shape, p.dtype) for k in first.subnet_keys
                          if isinstance(p := nodes.get(k), ParamNode)])
             self._param_memo[first.key] = got
         return got
@@ -425,7 +425,7 @@ class BlockStructures:
                     open_layers.append((kids, at, layer, own))
                     at, layer, own = len(items), node, []
                     add_item(None)  # the layer's item, written once its parameters are known
-                    kids = iter(node.subnets)
+                    kids = iter(node.subnet_keys)
                     break  # read its children first
                 elif isinstance(node, ParamNode):
                     add_param(key)

@@ -91,7 +91,7 @@ class LoopNode(LayerNode):
         self.ops = ops
         self.varying: tuple[str, ...] = ()
         for n in members:
-            self.subnets.add(n.key)
+            self.subnet_keys.add(n.key)
         shapes = [n for n in members if isinstance(n, LayerNode)]
         self.input_shapes = list(shapes[0].input_shapes) if shapes else []
         self.output_shapes = list(shapes[-1].output_shapes) if shapes else []

@@ -364,7 +364,7 @@ class Engine(LiveObjects):
         nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
                             [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
                             type(gf).__name__ if gf is not None else "")
-        scope.subnets._items[key] = None
+        scope.subnet_keys._items[key] = None
         if self.source:  # the frames above: record_op, the op mode's __torch_function__
             nodes[key].source = caller(sys._getframe(2))
         if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
@@ -429,7 +429,7 @@ class Engine(LiveObjects):
         key = graph.keys(base if count == 1 else f"{base}#{count}")
         call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count)
         nodes[key] = call
-        scope.subnets._items[key] = None
+        scope.subnet_keys._items[key] = None
         if self.source:  # the frames above: _pre_hook, then torch's module call
             call.source = caller(sys._getframe(2), module)
         if count == 1:
@@ -504,10 +504,10 @@ class Engine(LiveObjects):
         self._failure = None  # a normal return: any exception seen so far was handled
         graph = self.graph
         nodes, live, edges, sources = graph.nodes, self.live, graph.links, self._sources
-        scope = nodes[call.parent]
+        scope = nodes[call.parent_key]
         if not isinstance(scope, LayerNode):
-            raise GraphError(f"the call {call.key!r} sits in {call.parent!r}, which is not a layer")
-        at_root = call.parent is None
+            raise GraphError(f"the call {call.key!r} sits in {call.parent_key!r}, which is not a layer")
+        at_root = call.parent_key is None
         if at_root:
             tensors: Any = named_tensors(outputs, "output")
         elif type(outputs) is Tensor:
@@ -532,20 +532,20 @@ class Engine(LiveObjects):
             node = nodes[src] if src is not None else None
             # an object that existed before the call: an argument, a parameter, a buffer
             existed = node is None or isinstance(node, ParamNode) or not (
-                node.parent == ckey or self._inside(node, call))
+                node.parent_key == ckey or self._inside(node, call))
             if existed:
                 # returned unchanged (or from nowhere): show the pass-through inside the call
                 ident = OpNode("identity", None, call.depth + 1, ckey, graph.keys(f"{ckey}/identity"),
                                op="identity", output_shapes=[shape])
                 ident.source = call.source  # returned from the call made on that line
                 nodes[ident.key] = ident
-                call.subnets.add(ident.key)
+                call.subnet_keys.add(ident.key)
                 if src is not None:
                     edges.add((src, ident.key))
                     sources.add(src)
                 src, node = ident.key, ident
             if isinstance(node, TensorNode) and not isinstance(node, ParamNode) \
-                    and node.parent == ckey and src not in sources:
+                    and node.parent_key == ckey and src not in sources:
                 # a child's output, returned as it is: it is this call's output too
                 graph.reparent(src, scope.key)
                 out_node = node
@@ -586,7 +586,7 @@ class Engine(LiveObjects):
         """Whether ``node`` was recorded inside the scope of ``call``."""
         nodes = self.graph.nodes
         while node.depth > call.depth:
-            if node.parent == call.key:
+            if node.parent_key == call.key:
                 return True
-            node = nodes[node.parent]
+            node = nodes[node.parent_key]
         return False

@@ -126,7 +126,7 @@ class FastPaths:
         graph = engine.graph
         key = graph.keys(f"{call.key}/{kernel.replace(' ', '_')}")
         graph.nodes[key] = OpNode(kernel, None, call.depth + 1, call.key, key, op=kernel)
-        call.subnets.add(key)
+        call.subnet_keys.add(key)
         sources: list[Key] = []
         for t in iter_tensors((args, kwargs)):
             entry = engine.live.get(id(t))

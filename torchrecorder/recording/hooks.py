@@ -147,9 +147,9 @@ def tensor_acc(tensor: Tensor, rec: Any, node: Any) -> Key:
     if key is not None:
         return key
     layer = engine.graph.nodes[engine.key_of(node)]
-    scope = engine.graph.nodes[layer.parent]
+    scope = engine.graph.nodes[layer.parent_key]
     if not isinstance(scope, LayerNode):
-        raise GraphError(f"the parent {layer.parent!r} of {layer.key!r} is not a layer")
+        raise GraphError(f"the parent {layer.parent_key!r} of {layer.key!r} is not a layer")
     return engine.tensor_node(tensor, scope, f"{layer.key}:tensor").key
 
 

@@ -48,10 +48,12 @@ class LiveObjects:
         """Give the graph's :class:`~torchrecorder.graph.NodeTable` the tensors still alive that
         stand for tensor nodes (a module's inputs and outputs), by weak reference, so that
         ``rec.nodes[y]`` finds them once the recording is over; modules and parameters are
-        found through their nodes' ``fn``."""
+        found through their nodes' ``fn``.  The table adopts the nodes (their ``parent`` and
+        ``subnets`` read it)."""
         nodes = self.graph.nodes
         if not isinstance(nodes, NodeTable):
             return
+        nodes.adopt(nodes.values())
         kept = []
         get = nodes.get
         for ref, key in self.live.values():
@@ -132,7 +134,7 @@ class LiveObjects:
         node = TensorNode(name or shape_name(shape), t if self.keep_tensors else None,
                           scope.depth + 1, scope.key, key, shape, dtype, device, role)
         graph.nodes[key] = node
-        scope.subnets._items[key] = None  # OrderedSet.add, inlined (one call per tensor node)
+        scope.subnet_keys._items[key] = None  # OrderedSet.add, inlined (one call per tensor node)
         self.live[id(t)] = (weakref.ref(t), key)
         self.untraced.track(t, key)
         return node
@@ -145,7 +147,7 @@ class LiveObjects:
         node = ParamNode(path.rpartition(".")[2], param, scope.depth + 1, scope.key, key,
                          shape, dtype, device, path, param.numel(), param.requires_grad)
         graph.nodes[key] = node
-        scope.subnets._items[key] = None
+        scope.subnet_keys._items[key] = None
         self.live[id(param)] = (weakref.ref(param), key)
         return node
 
@@ -168,4 +170,4 @@ class LiveObjects:
         found, key = self._params.get(id(t)), self.lookup(t)
         if found is None or found[0] is not t or key is None:
             return None
-        return found[1], self.graph.nodes[key].parent
+        return found[1], self.graph.nodes[key].parent_key

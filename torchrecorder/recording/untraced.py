@@ -152,7 +152,7 @@ class Untraced:
                                          output_shapes=[tuple(t.shape)])
         if engine.source:  # where the tensor was read: the code that ran the untraced call
             node.source = caller(sys._getframe(1))
-        scope.subnets.add(key)
+        scope.subnet_keys.add(key)
         for src in sources:
             if src != key:
                 graph.links.add((src, key))
@@ -224,7 +224,7 @@ class Untraced:
         name = self.pending[type(gf)]
         nodes = engine.graph.nodes
         if src is not None and isinstance(nodes[src], OpNode):  # the Function ran where its op did
-            parent = nodes[nodes[src].parent]
+            parent = nodes[nodes[src].parent_key]
             if isinstance(parent, LayerNode):
                 scope = parent
         inputs = self._inputs.pop(id(gf), None)
