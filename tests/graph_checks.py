@@ -282,7 +282,7 @@ def _blocks_of(p: Projection) -> dict[Key, list[tuple[Key, int]]]:
                 key = todo.pop()
                 out.setdefault(key, []).append((lead, i))
                 node = nodes.get(key)
-                todo.extend(getattr(node, "subnets", ()))
+                todo.extend(getattr(node, "subnet_keys", ()))
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import weakref
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from torch import nn
 
 import torchrecorder
 from torchrecorder.export import from_dict, to_dict
+from torchrecorder.nodes import LayerNode, ScopeNode
 
 from . import seed_programs
 from .seed_models import MODELS
@@ -35,11 +37,23 @@ def recorded() -> dict[str, tuple[torchrecorder.Recorder, nn.Module]]:
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))
-@pytest.mark.parametrize("program", ["module_tree", "parameter_owners"])
+@pytest.mark.parametrize("program", ["module_tree", "parameter_owners", "ancestors"])
 def test_subnets_and_parent_hold_objects_as_in_103(recorded, model: str, program: str) -> None:
     rec, net = recorded[model]
     got = json.loads(json.dumps(getattr(seed_programs, program)(rec, net)))
     assert got == SEED[model]["programs"][program]
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_layer_loops_count_what_103_counted(recorded, model: str) -> None:
+    rec, _ = recorded[model]
+    # the one deliberate difference: a module called twice is a layer per call (1.0.3: one);
+    # the CNN's residual block calls its ReLU twice
+    later = Counter(n.type_name for n in rec.layers() if n.call_index > 1)
+    assert seed_programs.layer_count(rec) == SEED[model]["programs"]["layer_count"] + sum(later.values())
+    assert Counter(seed_programs.layer_types(rec)) == Counter(SEED[model]["programs"]["layer_types"]) + later
+    assert (model == "cnn") == bool(later)
+    assert "NoneType" not in seed_programs.layer_types(rec)  # the context is no layer
 
 
 def test_every_entry_of_subnets_and_every_parent_finds_its_node(recorded) -> None:
@@ -122,3 +136,12 @@ def test_setting_parent_takes_a_key_a_node_or_an_object() -> None:
     with pytest.raises(KeyError, match="not part of this recording"):
         relu.parent = nn.Linear(1, 1)
     assert relu.parent_key == "net"
+
+
+def test_the_context_is_a_scope_not_a_layer(recorded) -> None:
+    rec, net = recorded["mlp"]
+    context = rec.nodes[None]
+    assert isinstance(context, ScopeNode) and not isinstance(context, LayerNode)
+    assert all(isinstance(n, ScopeNode) for n in rec.layers())
+    assert context.parent is None and net in context.subnets  # the root module's call, by its module
+    assert [n.key for n in rec.nodes.values() if isinstance(n, LayerNode)] == [n.key for n in rec.layers()]

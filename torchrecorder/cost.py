@@ -32,7 +32,7 @@ from typing import Any, Optional
 import torch
 
 from .graph import Graph
-from .nodes import ContextNode, Key, LayerNode, OpNode, ParamNode, itemsize
+from .nodes import Key, LayerNode, OpNode, ParamNode, itemsize
 from .opargs import TensorSpec
 
 __all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat",
@@ -334,7 +334,7 @@ def cost(rec: Graph) -> Cost:
     nodes = rec.nodes
     calls: dict[str, CallCost] = {}
     paths: dict[str, str] = {}
-    layers = [n for n in nodes.values() if isinstance(n, LayerNode) and not isinstance(n, ContextNode)]
+    layers = [n for n in nodes.values() if isinstance(n, LayerNode)]
     times = rec.call_times
     for layer in layers:
         key = str(layer.key)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Set
 from typing import Any, Optional
 
 from .errors import GraphError
-from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
+from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet, ParamNode, ScopeNode, TensorNode
 
 __all__ = ["AutogradGraph", "AutogradNode", "FnSet", "Graph", "Namespace", "NodeTable", "predecessors"]
 
@@ -352,7 +352,7 @@ class Graph:
     def layers(self) -> Iterator[LayerNode]:
         """Every module call, in call order."""
         for node in self.nodes.values():
-            if isinstance(node, LayerNode) and not isinstance(node, ContextNode):
+            if isinstance(node, LayerNode):
                 yield node
 
     def calls_of(self, module: Any) -> list[LayerNode]:
@@ -367,7 +367,7 @@ class Graph:
             GraphError: ``node.parent_key`` is not a layer of this graph.
         """
         parent = self.nodes.get(node.parent_key)
-        if not isinstance(parent, LayerNode):
+        if not isinstance(parent, ScopeNode):
             raise GraphError(f"cannot add {candidate!r}: its parent {node.parent_key!r} is not a layer "
                              "of this graph")
         node.key = self.keys(candidate)
@@ -390,10 +390,10 @@ class Graph:
         """Move node ``key`` (and what it holds) into the layer ``parent``, after its last child."""
         node = self.nodes[key]
         new = self.nodes.get(parent)
-        if not isinstance(new, LayerNode) or key is None:
+        if not isinstance(new, ScopeNode) or key is None:
             raise GraphError(f"cannot move {key!r} into {parent!r}: not a layer of this graph")
         old = self.nodes.get(node.parent_key)
-        if isinstance(old, LayerNode):
+        if isinstance(old, ScopeNode):
             old.subnet_keys.discard(key)
         node.parent_key = parent
         shift = new.depth + 1 - node.depth
@@ -403,7 +403,7 @@ class Graph:
             while stack:
                 n = stack.pop()
                 n.depth += shift
-                if isinstance(n, LayerNode):
+                if isinstance(n, ScopeNode):
                     stack.extend(self.nodes[k] for k in n.subnet_keys if k in self.nodes)
 
     def remove(self, keys: Iterable[Key]) -> None:
@@ -416,7 +416,7 @@ class Graph:
         for k in dead:
             node = self.nodes.pop(k)
             parent = self.nodes.get(node.parent_key)
-            if isinstance(parent, LayerNode):
+            if isinstance(parent, ScopeNode):
                 parent.subnet_keys.discard(k)
         self.links = OrderedSet(e for e in self.links if e[0] not in dead and e[1] not in dead)
 
@@ -469,14 +469,14 @@ class Graph:
                 raise GraphError(f"node {key!r} carries the key {node.key!r}")
             if key is not None:
                 parent = nodes.get(node.parent_key)
-                if not isinstance(parent, LayerNode):
+                if not isinstance(parent, ScopeNode):
                     raise GraphError(f"parent {node.parent_key!r} of {key!r} is not a layer of the graph")
                 if key not in parent.subnet_keys:
                     raise GraphError(f"{key!r} is missing from the subnets of {node.parent_key!r}")
                 if node.depth != parent.depth + 1:
                     raise GraphError(f"{key!r} has depth {node.depth}, its parent {node.parent_key!r} "
                                      f"{parent.depth}")
-            if isinstance(node, LayerNode):
+            if isinstance(node, ScopeNode):
                 for sub in node.subnet_keys:
                     child = nodes.get(sub)
                     if child is None or sub is None:

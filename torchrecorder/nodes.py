@@ -232,7 +232,9 @@ class BaseNode:
 
 
 class ScopeNode(BaseNode):
-    """A node that holds other nodes: a module call (:class:`LayerNode`) or the context.
+    """A node that holds other nodes: a module call (:class:`LayerNode`) or the context
+    (:class:`ContextNode`); ``isinstance(node, ScopeNode)`` asks whether a node can be a
+    parent, ``isinstance(node, LayerNode)`` whether it is a module call.
 
     Attributes:
         subnet_keys: keys of the nodes recorded inside this scope, in order.
@@ -385,11 +387,13 @@ class LayerNode(ScopeNode):
         return f"unfused path (plain call: {self.unfused})" if self.unfused else ""
 
 
-class ContextNode(LayerNode):
+class ContextNode(ScopeNode):
     """The node that holds a whole recording: its key is ``None``, its depth ``-1``.
 
-    Its ``subnets`` are the root module's call(s) and the root's input and output
-    tensors.
+    Its ``subnet_keys`` are the root module's call(s) and the root's input and output
+    tensors.  It is a scope, not a module call: ``isinstance(node, LayerNode)`` is false
+    of it, as of 1.0.3's ``ContextDummy``, so a loop over ``rec.nodes`` that picks the
+    layers gets the module calls only.
     """
 
     kind = "context"

@@ -19,7 +19,7 @@ import graphviz
 
 from .._text import html_text
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OrderedSet, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OrderedSet, ScopeNode, TensorNode
 from ..renderer.base import DEFAULT_RENDER_DEPTH
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from ..renderer.labels import count_str, stacked_label
@@ -92,7 +92,7 @@ def union_graph(d: Diff) -> tuple[UnionGraph, dict[Key, Entry]]:
     g.nodes.adopt(copies)
     for node in copies:
         parent = g.nodes[node.parent_key]
-        if isinstance(parent, LayerNode):
+        if isinstance(parent, ScopeNode):
             parent.subnet_keys.add(node.key)
     # depths from the top down (a node found only in the first graph may come before its parent)
     todo: list[tuple[Key, int]] = [(k, 0) for k in g.context.subnet_keys]

@@ -20,7 +20,16 @@ from __future__ import annotations
 import copy
 
 from ..graph import AutogradGraph, Graph
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
+from ..nodes import (
+    BaseNode,
+    Key,
+    LayerNode,
+    OpNode,
+    OrderedSet,
+    ParamNode,
+    ScopeNode,
+    TensorNode,
+)
 
 __all__ = ["backward_view", "autograd_graph_of"]
 
@@ -68,20 +77,20 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
     view = Graph(graph.name)
     nodes = view.nodes
     calls = [copy.copy(n) for k, n in graph.nodes.items()
-             if isinstance(n, LayerNode) and not isinstance(n, ContextNode) and k is not None]
+             if isinstance(n, LayerNode)]
     for layer in calls:
         layer.subnet_keys = OrderedSet()
         nodes[layer.key] = layer
         view.keys.reserve(str(layer.key))
     for layer in calls:
         parent = nodes.get(layer.parent_key)
-        if not isinstance(parent, LayerNode):
+        if not isinstance(parent, ScopeNode):
             raise ValueError(f"layer {layer.key!r} sits in {layer.parent_key!r}, which is not a layer")
         parent.subnet_keys.add(layer.key)
 
-    def scope_of(key: Key) -> LayerNode:
+    def scope_of(key: Key) -> ScopeNode:
         scope = nodes.get(key)
-        return scope if isinstance(scope, LayerNode) else view.context
+        return scope if isinstance(scope, ScopeNode) else view.context
 
     keys: list[Key] = []
     for i, an in enumerate(bw.nodes):
@@ -121,7 +130,7 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
 def _drop_empty_layers(view: Graph) -> None:
     """Remove the module calls that hold nothing (innermost first)."""
     for key in reversed([k for k, n in view.nodes.items()
-                         if isinstance(n, LayerNode) and not isinstance(n, ContextNode)]):
+                         if isinstance(n, LayerNode)]):
         layer = view.nodes[key]
         if isinstance(layer, LayerNode) and not layer.subnet_keys:
             view.remove([key])

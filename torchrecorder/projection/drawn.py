@@ -17,7 +17,7 @@ from typing import Optional, Union
 
 from ..errors import GraphError
 from ..graph import Graph
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 from .edges import drawn_edges, is_passed_tensor
 from .fold import BlockStructures, FoldPlan
 from .loops import DATA_MOVEMENT_OPS, LoopNode
@@ -186,8 +186,8 @@ class Projection:
         return run if run is not None else [node]
 
     def children(self, node: BaseNode) -> list[BaseNode]:
-        """The nodes drawn directly inside the expanded layer ``node``, in order."""
-        if not isinstance(node, LayerNode):
+        """The nodes drawn directly inside the expanded layer (or the context) ``node``, in order."""
+        if not isinstance(node, ScopeNode):
             return []
         nodes = self.nodes
         fold = self.fold
@@ -240,7 +240,7 @@ class Projection:
         hidden, alias = fold.hidden, fold.alias
         expanded = self.is_expanded
         drawn: dict[Key, Optional[Key]] = {None: None}
-        stack: list[LayerNode] = [self.graph.context]
+        stack: list[ScopeNode] = [self.graph.context]
         while stack:
             layer = stack.pop()
             for key in layer.subnet_keys:

@@ -102,7 +102,7 @@ def raised_in(exc: BaseException, innermost: LayerNode, nodes: Mapping[Any, Base
     to its :class:`~torchrecorder.recording.meta.ModuleInfo` (``last``: its latest call)."""
     chain: set[Any] = set()
     node: BaseNode = innermost
-    while isinstance(node, LayerNode) and node.key is not None:
+    while isinstance(node, LayerNode):
         chain.add(node.key)
         node = nodes[node.parent_key]
     failed = innermost

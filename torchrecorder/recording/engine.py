@@ -34,7 +34,7 @@ from torch.nn.modules.module import register_module_forward_pre_hook
 from .._stack import StackRoom
 from ..errors import GraphError
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode, shape_str
 from ..opargs import COUNTED_OPS, spec_of
 from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
 from ._walk import iter_tensors, named_tensors
@@ -327,7 +327,7 @@ class Engine(LiveObjects):
         return self._global_post_hook(module, args, outputs)
 
     # --------------------------------------------------------------- recording
-    def _source_of(self, t: Tensor, scope: LayerNode) -> Key:
+    def _source_of(self, t: Tensor, scope: ScopeNode) -> Key:
         """Key of the node that produced ``t``, read in ``scope``: a live object, a parameter
         (its node made on first use), or what autograd says made a tensor that the function
         mode did not see (see :class:`~torchrecorder.recording.untraced.Untraced`)."""
@@ -505,7 +505,7 @@ class Engine(LiveObjects):
         graph = self.graph
         nodes, live, edges, sources = graph.nodes, self.live, graph.links, self._sources
         scope = nodes[call.parent_key]
-        if not isinstance(scope, LayerNode):
+        if not isinstance(scope, ScopeNode):
             raise GraphError(f"the call {call.key!r} sits in {call.parent_key!r}, which is not a layer")
         at_root = call.parent_key is None
         if at_root:

@@ -15,7 +15,7 @@ from typing import Any, Optional
 from torch import Tensor, nn
 
 from ..errors import GraphError
-from ..nodes import Key, LayerNode
+from ..nodes import Key, LayerNode, ScopeNode
 from .engine import Engine
 
 __all__ = ["leaf_dummy", "op_acc", "param_acc", "posthook", "prehook", "tensor_acc"]
@@ -148,7 +148,7 @@ def tensor_acc(tensor: Tensor, rec: Any, node: Any) -> Key:
         return key
     layer = engine.graph.nodes[engine.key_of(node)]
     scope = engine.graph.nodes[layer.parent_key]
-    if not isinstance(scope, LayerNode):
+    if not isinstance(scope, ScopeNode):
         raise GraphError(f"the parent {layer.parent_key!r} of {layer.key!r} is not a layer")
     return engine.tensor_node(tensor, scope, f"{layer.key}:tensor").key
 

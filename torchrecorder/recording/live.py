@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from ..errors import GraphError
 from ..graph import Graph, NodeTable
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 from .meta import grad_fn_op_name, shape_name, tensor_meta
 from .untraced import Untraced
 
@@ -124,7 +124,7 @@ class LiveObjects:
             raise KeyError(str(exc)) from None
         self._sources.add(a)
 
-    def tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
+    def tensor_node(self, t: Tensor, scope: ScopeNode, candidate: str, name: str = "",
                     role: str = "", meta: Optional[tuple[tuple[int, ...], str, str]] = None) -> TensorNode:
         """A new tensor node for ``t`` in ``scope``; ``t`` stands for it from now on.  ``meta``:
         ``tensor_meta(t)``, where the caller has it already."""
@@ -139,7 +139,7 @@ class LiveObjects:
         self.untraced.track(t, key)
         return node
 
-    def param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> ParamNode:
+    def param_node(self, param: nn.Parameter, scope: ScopeNode, path: str) -> ParamNode:
         """A new parameter node for ``param`` (dotted ``path``) in ``scope``."""
         shape, dtype, device = tensor_meta(param)
         graph = self.graph
@@ -155,7 +155,7 @@ class LiveObjects:
         """The dotted path under which ``param`` was first found, or ``""``."""
         return self._params.get(id(param), (None, ""))[1]
 
-    def known_source(self, t: Tensor, scope: LayerNode) -> Key:
+    def known_source(self, t: Tensor, scope: ScopeNode) -> Key:
         """Key of the node that stands for ``t``; creates a parameter node on first use."""
         entry = self.live.get(id(t))
         if entry is not None and entry[0]() is t:

@@ -25,7 +25,7 @@ from .._text import utf8_safe
 from ..cost import COST_STATS, cost
 from ..errors import GraphError
 from ..graph import Graph
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, Source, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OpNode, Source, TensorNode
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.backward import backward_view
 from ..projection.budget import MaxNodes, default_depth
@@ -185,7 +185,7 @@ class HtmlRenderer(GraphvizRenderer):
         self._render_depth, self._projection = ALL_DEPTHS, None
         try:
             return {k: bool(self.is_expanded(n)) for k, n in self.rec.nodes.items()
-                    if isinstance(n, LayerNode) and not isinstance(n, ContextNode)}
+                    if isinstance(n, LayerNode)}
         finally:
             self._render_depth, self._projection = saved
 
