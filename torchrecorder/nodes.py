@@ -251,7 +251,7 @@ class ScopeNode(BaseNode):
     @property
     def subnets(self) -> Subnets:
         """The children as torchrecorder 1.0.3 code reads them: the recorded objects in place
-        of :attr:`subnet_keys` (see :class:`Subnets`)."""
+        of :attr:`subnet_keys` (see :class:`~torchrecorder.seed.Subnets`)."""
         return Subnets(self)
 
 
