@@ -43,11 +43,11 @@ def check_invariants(rec: Recorder) -> None:
     nodes = rec.nodes
     for key, node in nodes.items():
         seen = {key}
-        k = node.parent
+        k = node.parent_key
         while k is not None:
             assert k not in seen, f"the parent chain of {key!r} loops at {k!r}"
             seen.add(k)
-            k = nodes[k].parent
+            k = nodes[k].parent_key
     for a, b in rec.links:
         assert a in nodes and b in nodes, f"edge {(a, b)} joins unrecorded nodes"
     inputs = [k for k, n in nodes.items() if isinstance(n, TensorNode) and n.role == "input"]
@@ -106,7 +106,7 @@ def check_calls(rec: Recorder, net: nn.Module, counts: dict[int, int]) -> None:
         assert [c.call_index for c in got] == list(range(1, want + 1)), f"call indices of {path!r}"
         for call in got:
             if call.depth > 0:
-                parent = rec.nodes[call.parent]
+                parent = rec.nodes[call.parent_key]
                 assert isinstance(parent, LayerNode) and not isinstance(parent, ContextNode), (
                     f"call {call.key!r} is not inside a module call")
 
@@ -282,7 +282,7 @@ def _blocks_of(p: Projection) -> dict[Key, list[tuple[Key, int]]]:
                 key = todo.pop()
                 out.setdefault(key, []).append((lead, i))
                 node = nodes.get(key)
-                todo.extend(getattr(node, "subnets", ()))
+                todo.extend(getattr(node, "subnet_keys", ()))
     return out
 
 

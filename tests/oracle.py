@@ -212,10 +212,10 @@ def recorded_relation(rec: Recorder, visible: set[str] | None = None) -> Relatio
     if visible is not None:
         for k, n in nodes.items():
             if isinstance(n, OpNode) and n.op == "identity" and n.kept is None:
-                parent = nodes[n.parent]
+                parent = nodes[n.parent_key]
                 if isinstance(parent, LayerNode) and any(
                         isinstance(c, OpNode) and c.op != "identity"
-                        for c in (nodes[s] for s in parent.subnets)):
+                        for c in (nodes[s] for s in parent.subnet_keys)):
                     passed.add(k)
     leaf_call: dict[Key, str] = {}
     for key, node in nodes.items():
@@ -237,7 +237,7 @@ def recorded_relation(rec: Recorder, visible: set[str] | None = None) -> Relatio
         k = key
         while k is not None and k not in owner and k not in leaf_call:
             chain.append(k)
-            k = nodes[k].parent
+            k = nodes[k].parent_key
         result = leaf_call[k] if k in leaf_call else (owner[k] if k is not None else None)
         for c in chain:
             owner[c] = result

@@ -236,7 +236,7 @@ def test_prehook_and_posthook_record_a_module_outside_the_root() -> None:
     assert [layer.key for layer in rec.layers()] == ["net", "head"]
     head = rec.calls_of(extra)[0]
     assert (head.name, head.type_name, head.num_params, head.input_shapes) == ("head", "Linear", 6, [(1, 2)])
-    assert {"head.weight", "head.bias"} <= set(head.subnets)
+    assert {"head.weight", "head.bias"} <= set(head.subnet_keys)
     assert ("net:out", "head/linear") in rec.links and ("head.weight", "head/linear") in rec.links
     rec.lint()
 

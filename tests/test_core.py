@@ -24,19 +24,19 @@ def test_mlp_nodes_parents_depths_and_edges() -> None:
     rec.lint()
     assert kinds(rec, LayerNode) == ["mlp", "fc1", "act", "fc2"]
     layers = {n.key: n for n in rec.layers()}
-    assert layers["mlp"].parent is None and layers["mlp"].depth == 0
-    assert all(layers[k].parent == "mlp" and layers[k].depth == 1 for k in ("fc1", "act", "fc2"))
+    assert layers["mlp"].parent_key is None and layers["mlp"].depth == 0
+    assert all(layers[k].parent_key == "mlp" and layers[k].depth == 1 for k in ("fc1", "act", "fc2"))
     assert [layers[k].type_name for k in ("fc1", "act", "fc2")] == ["Linear", "ReLU", "Linear"]
     assert kinds(rec, ParamNode) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
     w = rec.nodes["fc1.weight"]
-    assert isinstance(w, ParamNode) and w.shape == (8, 4) and w.parent == "fc1" and w.depth == 2
+    assert isinstance(w, ParamNode) and w.shape == (8, 4) and w.parent_key == "fc1" and w.depth == 2
     assert kinds(rec, OpNode) == ["fc1/linear", "act/relu", "fc2/linear"]
-    assert rec.nodes["act/relu"].parent == "act"
+    assert rec.nodes["act/relu"].parent_key == "act"
     x, out = rec.nodes["input:x"], rec.nodes["fc2:out"]
-    assert isinstance(x, TensorNode) and x.role == "input" and x.shape == (2, 4) and x.parent is None
+    assert isinstance(x, TensorNode) and x.role == "input" and x.shape == (2, 4) and x.parent_key is None
     assert isinstance(out, TensorNode) and out.role == "output" and out.shape == (2, 3)
-    assert out.parent is None and out.dtype == "float32" and out.device == "cpu"
-    assert rec.nodes["fc1:out"].parent == "mlp" and rec.nodes["fc1:out"].shape == (2, 8)
+    assert out.parent_key is None and out.dtype == "float32" and out.device == "cpu"
+    assert rec.nodes["fc1:out"].parent_key == "mlp" and rec.nodes["fc1:out"].shape == (2, 8)
     assert list(rec.links) == [
         ("input:x", "fc1/linear"), ("fc1.weight", "fc1/linear"), ("fc1.bias", "fc1/linear"),
         ("fc1/linear", "fc1:out"), ("fc1:out", "act/relu"), ("act/relu", "act:out"),
@@ -54,7 +54,7 @@ def test_cnn_with_batchnorm_records_buffers_as_counts_and_flatten_as_op() -> Non
     bn = rec.nodes["bn"]
     assert isinstance(bn, LayerNode) and bn.num_params == 8 and bn.num_buffers == 4 + 4 + 1
     flatten = rec.nodes["cnn/flatten"]
-    assert isinstance(flatten, OpNode) and flatten.parent == "cnn" and flatten.output_shapes == [(1, 256)]
+    assert isinstance(flatten, OpNode) and flatten.parent_key == "cnn" and flatten.output_shapes == [(1, 256)]
     assert ("relu:out", "cnn/flatten") in rec.links
     assert ("cnn/flatten", "head:in") in rec.links
     assert ("head:in", "head/linear") in rec.links
@@ -64,12 +64,12 @@ def test_residual_add_outside_submodules_joins_both_branches() -> None:
     rec = torchrecorder.record(ResNetish(), "res", (1, 3, 6, 6))
     rec.lint()
     add = rec.nodes["block/add"]
-    assert isinstance(add, OpNode) and add.parent == "block" and add.depth == 2
+    assert isinstance(add, OpNode) and add.parent_key == "block" and add.depth == 2
     into_add = {a for a, b in rec.links if b == "block/add"}
     assert into_add == {"block.conv2:out", "stem:out"}  # the branch and the skip
     assert ("block/add", "block:out") in rec.links
     block_out = rec.nodes["block:out"]
-    assert isinstance(block_out, TensorNode) and block_out.parent == "res"
+    assert isinstance(block_out, TensorNode) and block_out.parent_key == "res"
     # the skip connection: the block's input feeds both conv1 and the add
     assert {b for a, b in rec.links if a == "stem:out"} == {"block.conv1/conv2d", "block/add"}
     mean = rec.nodes["res/mean"]
@@ -92,11 +92,11 @@ def test_three_level_nesting_depths_and_parents() -> None:
     rec.lint()
     expect = {"nest": (0, None), "mid": (1, "nest"), "mid.a": (2, "mid"), "mid.a.lin": (3, "mid.a"),
               "mid.b": (2, "mid"), "mid.b.lin": (3, "mid.b"), "head": (1, "nest")}
-    assert {n.key: (n.depth, n.parent) for n in rec.layers()} == expect
+    assert {n.key: (n.depth, n.parent_key) for n in rec.layers()} == expect
     tanh = rec.nodes["mid.a/tanh"]
-    assert tanh.parent == "mid.a" and tanh.depth == 3
+    assert tanh.parent_key == "mid.a" and tanh.depth == 3
     # mid returns b's output: that tensor node is moved up to the root's scope, not copied
-    assert rec.nodes["mid.b:out"].parent == "nest" and "mid:out" not in rec.nodes
+    assert rec.nodes["mid.b:out"].parent_key == "nest" and "mid:out" not in rec.nodes
     assert ("mid.b/tanh", "mid.b:out") in rec.links and ("mid.b:out", "head/linear") in rec.links
 
 
@@ -178,7 +178,7 @@ def test_a_user_forward_hook_that_replaces_an_output_keeps_the_graph_connected()
         handle.remove()
     rec.lint()
     assert ("act:out", "mlp/mul") in rec.links and ("mlp/mul", "fc2/linear") not in rec.links
-    assert rec.nodes["mlp/mul"].parent == "mlp"
+    assert rec.nodes["mlp/mul"].parent_key == "mlp"
     # fc2 receives the doubled tensor: an input node made from mul's result
     fc2_in = [a for a, b in rec.links if b == "fc2/linear" and not a.startswith("fc2.")]
     assert len(fc2_in) == 1 and ("mlp/mul", fc2_in[0]) in rec.links
@@ -198,7 +198,7 @@ def test_modules_made_during_forward_are_ops_of_the_caller() -> None:
     rec = torchrecorder.record(MakesSoftmax(), "net", (2, 4))
     rec.lint()
     assert [layer.key for layer in rec.layers()] == ["net", "fc"]
-    assert rec.nodes["net/softmax"].parent == "net" and ("fc:out", "net/softmax") in rec.links
+    assert rec.nodes["net/softmax"].parent_key == "net" and ("fc:out", "net/softmax") in rec.links
 
 
 def test_per_module_forward_hooks_where_torch_has_no_global_always_call(

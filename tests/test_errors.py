@@ -222,7 +222,7 @@ def test_exception_caught_inside_the_model() -> None:
     layers = {n.path: n for n in rec.layers()}
     assert set(layers) == {"", "risky", "fallback", "after"}
     # the calls after the handled failure are children of the root, not of `risky`
-    assert layers["fallback"].parent == "net" and layers["after"].parent == "net"
+    assert layers["fallback"].parent_key == "net" and layers["after"].parent_key == "net"
     assert layers["risky"].error is not None and layers["risky"].error.startswith("RuntimeError")
     assert _no_hooks(net)
 

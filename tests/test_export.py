@@ -67,7 +67,7 @@ def test_schema_fields() -> None:
     assert doc["format"] == export.FORMAT_NAME == "torchrecorder.graph"
     assert doc["version"] == export.SCHEMA_VERSION == 1
     assert doc["name"] == "cnn" and doc["error"] is None
-    assert doc["context"] == list(rec.context.subnets)
+    assert doc["context"] == list(rec.context.subnet_keys)
     kinds = {n["kind"] for n in doc["nodes"]}
     assert kinds == {"layer", "tensor", "param", "op"}
     by_key = {n["key"]: n for n in doc["nodes"]}
@@ -102,10 +102,10 @@ def test_node_classes_round_trip() -> None:
     for key, node in rec.nodes.items():
         other = loaded.nodes[key]
         assert type(other) is type(node)
-        assert (other.name, other.depth, other.parent) == (node.name, node.depth, node.parent)
+        assert (other.name, other.depth, other.parent_key) == (node.name, node.depth, node.parent_key)
         if isinstance(node, LayerNode):
             assert isinstance(other, LayerNode)
-            assert list(other.subnets) == list(node.subnets)
+            assert list(other.subnet_keys) == list(node.subnet_keys)
             assert (other.type_name, other.path, other.call_index) == (node.type_name, node.path,
                                                                         node.call_index)
             assert other.input_shapes == node.input_shapes and other.output_shapes == node.output_shapes

@@ -68,7 +68,7 @@ def _layer(rec: torchrecorder.Recorder, key: str) -> LayerNode:
 
 
 def _inside(rec: torchrecorder.Recorder, key: str) -> list[Any]:
-    return [rec.nodes[k] for k in _layer(rec, key).subnets]
+    return [rec.nodes[k] for k in _layer(rec, key).subnet_keys]
 
 
 # ------------------------------------------------------------------ fused fast paths

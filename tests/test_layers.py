@@ -50,9 +50,9 @@ def test_lint_raises_graph_error(breakage: str) -> None:
     if breakage == "self_loop":
         g.links.add(("fc", "fc"))
     elif breakage == "dangling_parent":
-        g.nodes["hand/relu"].parent = "nowhere"
+        g.nodes["hand/relu"].parent_key = "nowhere"
     elif breakage == "missing_subnet":
-        g.nodes["hand"].subnets.discard("fc")  # type: ignore[attr-defined]
+        g.nodes["hand"].subnet_keys.discard("fc")  # type: ignore[attr-defined]
     else:
         g.links.add(("fc", "ghost"))
     with pytest.raises(GraphError) as info:

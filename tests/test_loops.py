@@ -218,7 +218,7 @@ def _rendered_rec(rec: torchrecorder.Recorder, **options: object) -> GraphvizRen
 def test_loop_inside_a_module_folds_at_every_depth_that_opens_it(depth: int) -> None:
     r = _rendered(Wrapped(20), render_depth=depth)
     (loop,) = _loops(r)
-    assert loop.parent == "body"
+    assert loop.parent_key == "body"
     assert len(r.repeats(loop)) == 20
     assert [n.op for n in r.children(loop)] == ["sin", "mul", "add"]
     # at depth 1 the module is one box: nothing to fold
@@ -362,7 +362,7 @@ def test_a_state_read_after_the_loop_comes_from_the_loop() -> None:
             assert into_head == {"cell:out"} and r.projection.drawn_key("cell#9:out") == "cell:out"
         else:
             assert into_head == {"cell#2"} and ("cell", "head") not in edges
-            assert r.projection.drawn_key("cell#9") == "cell#2" and "cell#2" in loop.subnets
+            assert r.projection.drawn_key("cell#9") == "cell#2" and "cell#2" in loop.subnet_keys
 
 
 def test_a_loop_keeps_its_write_into_a_buffer_made_before_it() -> None:

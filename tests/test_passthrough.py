@@ -117,7 +117,7 @@ def test_recovered_ops_are_named_after_the_function(zoo: Zoo) -> None:
     gate = next(n for n in scripted.layers() if n.path == "gate")
     # one op for the scripted function, named after its autograd node: MulBackward0 gives "mul",
     # TorchScript's fused DifferentiableGraphBackward (after a few calls) "differentiable_graph"
-    ops = [scripted.nodes[k].op for k in gate.subnets if isinstance(scripted.nodes[k], OpNode)]
+    ops = [scripted.nodes[k].op for k in gate.subnet_keys if isinstance(scripted.nodes[k], OpNode)]
     assert len(ops) == 1 and ops[0] in ("mul", "differentiable_graph")
 
 

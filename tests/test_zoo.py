@@ -194,7 +194,7 @@ def test_oracle_catches_a_wrong_edge(zoo: Zoo) -> None:
     rec = zoo.recorded("ResidualCNN").rec
     expected = recorded_relation(rec)
     layer = next(n for n in rec.layers() if n.path == "fc")
-    inner = {k for k in rec.nodes if rec.nodes[k].parent == layer.key}
+    inner = {k for k in rec.nodes if rec.nodes[k].parent_key == layer.key}
     rec2 = torchrecorder.Recorder("copy")
     rec2.nodes = rec.nodes
     rec2.links = type(rec.links)(e for e in rec.links if e[1] not in inner)
@@ -229,7 +229,7 @@ def test_integer_and_boolean_dataflow_is_recorded(zoo: Zoo) -> None:
     ids_node = rec.nodes[ids]
     assert isinstance(ids_node, TensorNode) and ids_node.dtype == "int64"
     pos_call = next(n for n in rec.layers() if n.path == "pos")
-    inner = [k for k in rec.nodes if rec.nodes[k].parent == pos_call.key]
+    inner = [k for k in rec.nodes if rec.nodes[k].parent_key == pos_call.key]
     assert _path(rec, ids, ops["ne"]) and _path(rec, ops["ne"], ops["cumsum"])
     assert any(_path(rec, ops["cumsum"], k) for k in inner), "positions do not reach the pos embedding"
     assert _path(rec, ops["ne"], ops["masked_fill"])
@@ -274,7 +274,7 @@ def test_never_called_modules_not_drawn(zoo: Zoo) -> None:
 def test_inplace_ops_recorded(zoo: Zoo) -> None:
     rec = zoo.recorded("InplaceOps").rec
     act = next(n for n in rec.layers() if n.path == "act")
-    assert [n.op for k in act.subnets if isinstance(n := rec.nodes[k], OpNode)] == ["relu"]
+    assert [n.op for k in act.subnet_keys if isinstance(n := rec.nodes[k], OpNode)] == ["relu"]
     ops = [n.op for n in rec.nodes.values() if isinstance(n, OpNode)]
     assert "add_" in ops and "mul_" in ops
     rel = recorded_relation(rec)
@@ -342,7 +342,7 @@ def test_llama_70b_on_meta_device(zoo: Zoo) -> None:
 def test_ops_outside_submodules_in_the_scope_that_ran_them(zoo: Zoo) -> None:
     rec = zoo.recorded("OpsOutsideSubmodules").rec
     root = next(n for n in rec.layers() if n.depth == 0)
-    root_ops = [n.op for k in root.subnets if isinstance(n := rec.nodes[k], OpNode)]
+    root_ops = [n.op for k in root.subnet_keys if isinstance(n := rec.nodes[k], OpNode)]
     for op in ("cat", "view", "getitem", "mul", "add", "chunk", "mean"):
         assert op in root_ops, f"{op} is not recorded in the root's scope: {root_ops}"
     assert root_ops.count("cat") == 2
@@ -393,7 +393,7 @@ def test_two_forward_calls_in_one_recording(zoo: Zoo) -> None:
     for layer in rec.layers():
         k = layer.key
         while rec.nodes[k].depth > 0:
-            k = rec.nodes[k].parent
+            k = rec.nodes[k].parent_key
         root_of[f"{layer.path}#{layer.call_index}"] = k
     rel = recorded_relation(rec)
     assert ("stem#1", "conv1#1") in rel and ("stem#2", "conv1#2") in rel

@@ -92,7 +92,7 @@ def test_loop_models_are_drawn_with_their_loop_folded(zoo: Zoo, case: str, itera
     r = GraphvizRenderer(rec)
     source = r.render().source
     assert r.budget is not None and not r.budget.reduced  # folding alone brings it within budget
-    loops = [n for n in r.children(rec.nodes[next(iter(rec.context.subnets))]) if isinstance(n, LoopNode)]
+    loops = [n for n in r.children(rec.nodes[next(iter(rec.context.subnet_keys))]) if isinstance(n, LoopNode)]
     assert [len(r.repeats(n)) for n in loops] == [iterations]
     assert f"loop ×{iterations}" in source
 

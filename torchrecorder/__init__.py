@@ -27,7 +27,7 @@ from .graph import Graph
 from .hooks.recorders import BackwardInput, BackwardOutput, ForwardInput, ForwardOutput, ForwardPre
 from .hooks.saved import SavedCapture, load_capture
 from .layer_recorder import LayerRecorder
-from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, TensorNode
+from .nodes import BaseNode, ContextNode, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 from .recorder import Recorder, recording
 from .renderer import (
     BaseRenderer,
@@ -97,6 +97,7 @@ __all__ = [
     "Recorder",
     "RenderError",
     "SavedCapture",
+    "ScopeNode",
     "StopForward",
     "TensorNode",
     "capture",

@@ -554,9 +554,9 @@ def _check_op_patterns(rec: Graph, rules: list[OpRule]) -> None:
     ops = [n for n in rec.nodes.values() if isinstance(n, OpNode) and isinstance(n.key, str)]
     for rule in rules:
         for op in ops:
-            call = rec.nodes.get(op.parent)
+            call = rec.nodes.get(op.parent_key)
             path = call.path if isinstance(call, LayerNode) else ""
-            if rule.matches_call(path, str(op.parent), rec.name) and \
+            if rule.matches_call(path, str(op.parent_key), rec.name) and \
                     rule.matches_op(op.op, str(op.key).rpartition("/")[2]):
                 break
         else:

@@ -32,7 +32,7 @@ from typing import Any, Optional
 import torch
 
 from .graph import AutogradGraph, Graph
-from .nodes import ContextNode, Key, LayerNode, OpNode, ParamNode, itemsize
+from .nodes import Key, LayerNode, OpNode, ParamNode, itemsize
 from .opargs import TensorSpec, unpack
 
 __all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat",
@@ -343,7 +343,7 @@ def cost(rec: Graph) -> Cost:
     nodes = rec.nodes
     calls: dict[str, CallCost] = {}
     paths: dict[str, str] = {}
-    layers = [n for n in nodes.values() if isinstance(n, LayerNode) and not isinstance(n, ContextNode)]
+    layers = [n for n in nodes.values() if isinstance(n, LayerNode)]
     times = rec.call_times
     for layer in layers:
         key = str(layer.key)
@@ -374,20 +374,20 @@ def cost(rec: Graph) -> Cost:
         if isinstance(node, ParamNode):
             size = node.numel * itemsize(node.dtype)
             total.param_bytes += size
-            if node.parent is not None and node.parent in calls:
-                calls[str(node.parent)].param_bytes += size
+            if node.parent_key is not None and node.parent_key in calls:
+                calls[str(node.parent_key)].param_bytes += size
         elif isinstance(node, OpNode) and node.key not in seen and not (
                 node.fn is None and node.op == "identity"):  # (the recorder's pass-through marks)
             uncounted[node.op] = uncounted.get(node.op, 0) + 1
     for layer in reversed(layers):  # a call's children come after it: sums reach the root
-        parent = layer.parent
+        parent = layer.parent_key
         if parent is not None and parent in calls:
             own, up = calls[str(layer.key)], calls[str(parent)]
             up.flops += own.flops
             up.param_bytes += own.param_bytes
             if own.backward_flops is not None and up.backward_flops is not None:
                 up.backward_flops += own.backward_flops
-    roots = [calls[str(k)] for k in rec.context.subnets if str(k) in calls]
+    roots = [calls[str(k)] for k in rec.context.subnet_keys if str(k) in calls]
     total.activation_bytes = sum(c.activation_bytes for c in roots)
     if times is not None:
         total.time = sum(c.time or 0.0 for c in roots)
@@ -443,8 +443,8 @@ def _add_saved(bw: AutogradGraph, layers: list[LayerNode], calls: dict[str, Call
                 if mine is not None:
                     mine.add(index)
     for layer in reversed(layers):  # children first: each call's set reaches its parents
-        if layer.parent is not None and str(layer.parent) in held:
-            held[str(layer.parent)] |= held[str(layer.key)]
+        if layer.parent_key is not None and str(layer.parent_key) in held:
+            held[str(layer.parent_key)] |= held[str(layer.key)]
     for key, found in held.items():
         calls[key].saved_bytes = sum(storages[i][0] for i in found)
     total.saved_bytes = sum(storages[i][0] for i in everything)

@@ -96,13 +96,13 @@ def _shape(shape: Any) -> Any:
 def _node_dict(node: BaseNode, sources: dict[Source, int]) -> dict[str, Any]:
     """``node`` as a JSON object; its source line's index in ``sources`` (added if new)."""
     out: dict[str, Any] = {"key": node.key, "kind": node.kind, "name": node.name,
-                           "depth": node.depth, "parent": node.parent}
+                           "depth": node.depth, "parent": node.parent_key}
     if isinstance(node, LayerNode):
         out.update(type=node.type_name, path=node.path, call_index=node.call_index,
                    num_params=node.num_params, num_params_total=node.num_params_total,
                    num_buffers=node.num_buffers, input_shapes=[_shape(s) for s in node.input_shapes],
                    output_shapes=[_shape(s) for s in node.output_shapes], error=node.error,
-                   subnets=list(node.subnets))
+                   subnets=list(node.subnet_keys))
         if node.opaque:
             out["opaque"] = node.opaque
         if node.unfused:
@@ -163,7 +163,7 @@ def to_dict(rec: Graph) -> dict[str, Any]:
         doc["timing_subtracted"] = float(rec.timing_subtracted)
     return {
         **doc,
-        "context": list(rec.context.subnets),
+        "context": list(rec.context.subnet_keys),
         "nodes": nodes,
         "edges": [[a, b] for a, b in rec.links],
     }
@@ -326,7 +326,7 @@ def _make_node(d: Any, index: int, sources: list[Source]) -> BaseNode:
         layer.input_shapes = _shapes(f["input_shapes"])
         layer.output_shapes = _shapes(f["output_shapes"])
         layer.error = f["error"]
-        layer.subnets = OrderedSet(f["subnets"])
+        layer.subnet_keys = OrderedSet(f["subnets"])
         layer.opaque = f["opaque"]
         layer.unfused = f["unfused"]
         node = layer
@@ -396,7 +396,8 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
     for key in context:
         if key not in rec.nodes:
             raise ValueError(f"graph: field 'context' names {_describe(key)}, which is not a node")
-    rec.context.subnets = OrderedSet(context)
+    rec.context.subnet_keys = OrderedSet(context)
+    rec.nodes.adopt(rec.nodes.values())
     for i, edge in enumerate(edges):
         if not (isinstance(edge, list) and len(edge) == 2 and all(isinstance(k, str) for k in edge)):
             raise ValueError(f"edges[{i}]: an edge must be a [from_key, to_key] pair of strings, "

@@ -9,7 +9,7 @@ A test can build one by hand:
 >>> g = Graph("tiny")
 >>> net = g.insert(LayerNode("tiny", type_name="Net", depth=0), "tiny")
 >>> relu = g.insert(OpNode("relu", depth=1, parent="tiny"), "tiny/relu")
->>> [layer.key for layer in g.layers()], list(g.context.subnets)
+>>> [layer.key for layer in g.layers()], list(g.context.subnet_keys)
 (['tiny'], ['tiny'])
 >>> g.lint()
 """
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Set
 from typing import Any, Optional
 
 from .errors import GraphError
-from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
+from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet, ParamNode, ScopeNode, TensorNode
 
 __all__ = ["AutogradGraph", "AutogradNode", "FnSet", "Graph", "Namespace", "NodeTable", "predecessors"]
 
@@ -134,7 +134,7 @@ class NodeTable(dict[Key, BaseNode]):
     ``fn`` is the object (a module gives the node of its first call).
     """
 
-    __slots__ = ("_fn_index", "_kept", "find")
+    __slots__ = ("__weakref__", "_fn_index", "_kept", "find")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -142,6 +142,39 @@ class NodeTable(dict[Key, BaseNode]):
         self.find: Optional[Any] = None
         self._kept: dict[int, tuple[weakref.ref[Any], Key]] = {}
         self._fn_index: tuple[int, dict[int, Key]] = (-1, {})
+        self.adopt(self.values())
+
+    def adopt(self, nodes: Iterable[BaseNode]) -> None:
+        """Make this table the graph of ``nodes`` (nodes stored in it), through which their
+        ``parent`` and ``subnets`` give the recorded objects (see
+        :attr:`~torchrecorder.nodes.BaseNode.parent`).  The recording engine and the JSON
+        loader adopt all their nodes once they are stored; :meth:`Graph.insert` the one it
+        adds."""
+        ref = weakref.ref(self)
+        for node in nodes:
+            node._table = ref
+
+    def seed_ref(self, node: BaseNode) -> Any:
+        """What 1.0.3 code reads in ``parent`` and ``subnets`` for ``node`` (a node of this
+        table): its recorded object (the module of a first call, the parameter, ``fn`` of a
+        tensor or an operation) where ``self[obj]`` finds ``node`` again, else its key."""
+        obj = node._seed_ref()
+        key = node.key
+        if obj is None or isinstance(obj, str):
+            return key
+        try:
+            found = self._key_of(obj)
+        except TypeError:  # unhashable
+            return key
+        if found == key:
+            return obj
+        if found is None:  # an object made for 1.0.3 code (a meta tensor, an operation)
+            try:
+                self._kept[id(obj)] = (weakref.ref(obj), key)
+            except TypeError:  # takes no weak reference
+                return key
+            return obj
+        return key  # the object stands for another node (a tensor kept twice, ...)
 
     def keep(self, entries: Iterable[tuple[Any, Key]]) -> None:
         """Remember, by weak reference, which node each of the live objects ``entries``
@@ -340,7 +373,7 @@ class Graph:
     def layers(self) -> Iterator[LayerNode]:
         """Every module call, in call order."""
         for node in self.nodes.values():
-            if isinstance(node, LayerNode) and not isinstance(node, ContextNode):
+            if isinstance(node, LayerNode):
                 yield node
 
     def calls_of(self, module: Any) -> list[LayerNode]:
@@ -352,15 +385,16 @@ class Graph:
         """Add ``node`` under a new key made from ``candidate``, inside its ``parent`` layer.
 
         Raises:
-            GraphError: ``node.parent`` is not a layer of this graph.
+            GraphError: ``node.parent_key`` is not a layer of this graph.
         """
-        parent = self.nodes.get(node.parent)
-        if not isinstance(parent, LayerNode):
-            raise GraphError(f"cannot add {candidate!r}: its parent {node.parent!r} is not a layer "
+        parent = self.nodes.get(node.parent_key)
+        if not isinstance(parent, ScopeNode):
+            raise GraphError(f"cannot add {candidate!r}: its parent {node.parent_key!r} is not a layer "
                              "of this graph")
         node.key = self.keys(candidate)
         self.nodes[node.key] = node
-        parent.subnets.add(node.key)
+        self.nodes.adopt((node,))
+        parent.subnet_keys.add(node.key)
         return node
 
     def connect(self, a: Key, b: Key) -> None:
@@ -377,21 +411,21 @@ class Graph:
         """Move node ``key`` (and what it holds) into the layer ``parent``, after its last child."""
         node = self.nodes[key]
         new = self.nodes.get(parent)
-        if not isinstance(new, LayerNode) or key is None:
+        if not isinstance(new, ScopeNode) or key is None:
             raise GraphError(f"cannot move {key!r} into {parent!r}: not a layer of this graph")
-        old = self.nodes.get(node.parent)
-        if isinstance(old, LayerNode):
-            old.subnets.discard(key)
-        node.parent = parent
+        old = self.nodes.get(node.parent_key)
+        if isinstance(old, ScopeNode):
+            old.subnet_keys.discard(key)
+        node.parent_key = parent
         shift = new.depth + 1 - node.depth
-        new.subnets.add(key)
+        new.subnet_keys.add(key)
         if shift:
             stack = [node]
             while stack:
                 n = stack.pop()
                 n.depth += shift
-                if isinstance(n, LayerNode):
-                    stack.extend(self.nodes[k] for k in n.subnets if k in self.nodes)
+                if isinstance(n, ScopeNode):
+                    stack.extend(self.nodes[k] for k in n.subnet_keys if k in self.nodes)
 
     def remove(self, keys: Iterable[Key]) -> None:
         """Remove the nodes ``keys`` (not what they hold) and every edge touching them."""
@@ -402,9 +436,9 @@ class Graph:
             raise GraphError("the context node cannot be removed")
         for k in dead:
             node = self.nodes.pop(k)
-            parent = self.nodes.get(node.parent)
-            if isinstance(parent, LayerNode):
-                parent.subnets.discard(k)
+            parent = self.nodes.get(node.parent_key)
+            if isinstance(parent, ScopeNode):
+                parent.subnet_keys.discard(k)
         self.links = OrderedSet(e for e in self.links if e[0] not in dead and e[1] not in dead)
 
     def prune(self, sources: Optional[Set[Key]] = None) -> None:
@@ -455,20 +489,20 @@ class Graph:
             if node.key != key:
                 raise GraphError(f"node {key!r} carries the key {node.key!r}")
             if key is not None:
-                parent = nodes.get(node.parent)
-                if not isinstance(parent, LayerNode):
-                    raise GraphError(f"parent {node.parent!r} of {key!r} is not a layer of the graph")
-                if key not in parent.subnets:
-                    raise GraphError(f"{key!r} is missing from the subnets of {node.parent!r}")
+                parent = nodes.get(node.parent_key)
+                if not isinstance(parent, ScopeNode):
+                    raise GraphError(f"parent {node.parent_key!r} of {key!r} is not a layer of the graph")
+                if key not in parent.subnet_keys:
+                    raise GraphError(f"{key!r} is missing from the subnets of {node.parent_key!r}")
                 if node.depth != parent.depth + 1:
-                    raise GraphError(f"{key!r} has depth {node.depth}, its parent {node.parent!r} "
+                    raise GraphError(f"{key!r} has depth {node.depth}, its parent {node.parent_key!r} "
                                      f"{parent.depth}")
-            if isinstance(node, LayerNode):
-                for sub in node.subnets:
+            if isinstance(node, ScopeNode):
+                for sub in node.subnet_keys:
                     child = nodes.get(sub)
                     if child is None or sub is None:
                         raise GraphError(f"{key!r} lists {sub!r} in subnets, which is not a node")
-                    if child.parent != key:
+                    if child.parent_key != key:
                         raise GraphError(f"{sub!r} is in the subnets of {key!r}, not its child")
         for a, b in self.links:
             if a not in nodes or b not in nodes:

@@ -248,7 +248,7 @@ def place_breaks(rec: Graph, breaks: list[GraphBreak]) -> list[GraphBreak]:
         src = node.source
         if src is None or node.key is None:
             continue
-        holder = _user_scope(rec, node.parent)
+        holder = _user_scope(rec, node.parent_key)
         if holder is not None:
             holders.setdefault((_norm(src.filename), src.lineno), []).append(holder)
     calls = [n for n in rec.layers() if n.key is not None and n.fn is not None]
@@ -282,7 +282,7 @@ def _user_scope(rec: Graph, key: Key) -> Optional[LayerNode]:
             return None
         if node.fn is None or not _torch_class(type(node.fn)):
             return node
-        key = node.parent
+        key = node.parent_key
     return None
 
 

@@ -3,9 +3,14 @@
 A :class:`~torchrecorder.recorder.Recorder` keeps its nodes in ``rec.nodes``, a
 dict from a *key* to a node.  Keys are unique, deterministic, readable strings
 (``"layer1.0.conv1"``, ``"layer1.0/add"``, ``"fc:out"``); the context node that
-holds everything has the key ``None``.  A node's ``parent`` is the key of the
-node whose scope it belongs to, and a layer's ``subnets`` holds the keys of its
+holds everything has the key ``None``.  A node's ``parent_key`` is the key of the
+node whose scope it belongs to, and a scope's ``subnet_keys`` holds the keys of its
 children in the order they were recorded.
+
+``parent`` and ``subnets`` are the same links as torchrecorder 1.0.3 code reads them:
+the recorded objects (a module, a parameter, ``node.fn`` of a tensor or an operation)
+in place of the keys, each of which finds its node in ``rec.nodes`` (see
+:attr:`BaseNode.parent`).
 
 Nodes hold metadata (names, shapes, dtypes, parameter counts), never the
 activations themselves, unless a recording was asked to keep them.
@@ -17,6 +22,8 @@ import re
 from collections.abc import Hashable, Iterable, Iterator, MutableSet
 from typing import Any, Generic, NamedTuple, Optional, TypeVar
 
+from .seed import Subnets, table_of
+
 __all__ = [
     "BaseNode",
     "ContextNode",
@@ -24,6 +31,7 @@ __all__ = [
     "OpNode",
     "OrderedSet",
     "ParamNode",
+    "ScopeNode",
     "Source",
     "TensorNode",
     "itemsize",
@@ -117,7 +125,7 @@ class BaseNode:
     Attributes:
         name: short display name (a module's attribute name, an op name, ...).
         depth: scope depth; the context is ``-1``, the root module ``0``.
-        parent: key of the node whose scope holds this one (``None`` is the
+        parent_key: key of the node whose scope holds this one (``None`` is the
             context).
         key: this node's key in ``Recorder.nodes``.
         source: the :class:`Source` line of code the node comes from (module calls and
@@ -126,7 +134,10 @@ class BaseNode:
     """
 
     kind = "node"
-    __slots__ = ("_fn", "depth", "key", "name", "parent", "source")
+    # _table: a weak reference to the NodeTable the node belongs to (set by the graph), through
+    # which parent and subnets give 1.0.3's objects; unset on a node no graph adopted
+    __slots__ = ("_fn", "_table", "depth", "key", "name", "parent_key", "source")
+    _table: Any
 
     def __init__(
         self,
@@ -139,7 +150,7 @@ class BaseNode:
         self.name = name
         self._fn = fn
         self.depth = depth
-        self.parent = parent
+        self.parent_key = parent
         self.key = key
         self.source: Optional[Source] = None
 
@@ -162,8 +173,86 @@ class BaseNode:
         made for code written for 1.0.3."""
         return self._fn
 
+    @property
+    def parent(self) -> Any:
+        """The node whose scope holds this one, as torchrecorder 1.0.3 held it: the recorded
+        object rather than its key (:attr:`parent_key` is the key).
+
+        That is the module of the layer call that holds the node (for a parameter, the
+        module that owns it), ``None`` at the top (the root module's call, its inputs and
+        outputs, the context).  Where no object stands for the scope alone, the key stands
+        in: a module's second and later calls (``rec.nodes[module]`` is its first call), a
+        graph loaded from JSON or built by hand.  Either way ``rec.nodes[node.parent]`` is
+        the parent node.
+
+        Setting it takes a key, a node or a recorded object, and sets :attr:`parent_key`
+        (it does not move the node: see :meth:`~torchrecorder.graph.Graph.reparent`).
+        """
+        key = self.parent_key
+        if key is None:
+            return None
+        table = table_of(self)
+        if table is None:
+            return key
+        node = table.get(key)
+        return key if node is None else table.seed_ref(node)
+
+    @parent.setter
+    def parent(self, value: Any) -> None:
+        if value is None or isinstance(value, str):
+            self.parent_key = value
+        elif isinstance(value, BaseNode):
+            self.parent_key = value.key
+        else:
+            table = table_of(self)
+            if table is None:
+                raise TypeError(f"cannot set the parent of {self.key!r} to a {type(value).__name__} "
+                                "object: the node is in no graph; give the parent's key")
+            self.parent_key = table[value].key
+
+    def _seed_ref(self) -> Any:
+        """The object 1.0.3 held for this node (see :attr:`parent`), before the graph checks
+        that it finds the node; ``None`` where there is none."""
+        return self.fn
+
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        # copied or pickled: every field but the link to the graph and the objects made for
+        # 1.0.3 code (made again when read)
+        state: dict[str, Any] = {}
+        for cls in type(self).__mro__:
+            for name in getattr(cls, "__slots__", ()):
+                if name == "_seed":
+                    state[name] = None
+                elif name != "_table" and hasattr(self, name):
+                    state[name] = getattr(self, name)
+        return None, state
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(key={self.key!r}, name={self.name!r}, depth={self.depth})"
+
+
+class ScopeNode(BaseNode):
+    """A node that holds other nodes: a module call (:class:`LayerNode`) or the context
+    (:class:`ContextNode`); ``isinstance(node, ScopeNode)`` asks whether a node can be a
+    parent, ``isinstance(node, LayerNode)`` whether it is a module call.
+
+    Attributes:
+        subnet_keys: keys of the nodes recorded inside this scope, in order.
+    """
+
+    kind = "scope"
+    __slots__ = ("subnet_keys",)
+
+    def __init__(self, name: str = "", fn: Any = None, depth: int = -1, parent: Key = None,
+                 key: Key = None) -> None:
+        super().__init__(name, fn, depth, parent, key)
+        self.subnet_keys: OrderedSet[Key] = OrderedSet()
+
+    @property
+    def subnets(self) -> Subnets:
+        """The children as torchrecorder 1.0.3 code reads them: the recorded objects in place
+        of :attr:`subnet_keys` (see :class:`~torchrecorder.seed.Subnets`)."""
+        return Subnets(self)
 
 
 class _RemovedHook:
@@ -184,14 +273,15 @@ class _RemovedHook:
 _REMOVED = _RemovedHook()
 
 
-class LayerNode(BaseNode):
+class LayerNode(ScopeNode):
     """One call of a :class:`torch.nn.Module`.
 
     A module called several times gives one ``LayerNode`` per call; the second
     call's key ends in ``#2``.
 
     Attributes:
-        subnets: keys of the nodes recorded inside this call, in order.
+        subnet_keys: keys of the nodes recorded inside this call, in order
+            (:attr:`subnets`: the same children as 1.0.3 code reads them).
         type_name: the module's class name, e.g. ``"Conv2d"``.
         path: the module's dotted path in the root module (``""`` for the root).
         call_index: 1 for the first call of this module, 2 for the second, ...
@@ -219,7 +309,6 @@ class LayerNode(BaseNode):
         "opaque",
         "output_shapes",
         "path",
-        "subnets",
         "type_name",
         "unfused",
     )
@@ -242,10 +331,10 @@ class LayerNode(BaseNode):
         self.name = name
         self._fn = fn
         self.depth = depth
-        self.parent = parent
+        self.parent_key = parent
         self.key = key
         self.source = None
-        self.subnets: OrderedSet[Key] = OrderedSet()
+        self.subnet_keys = OrderedSet()
         self.type_name = type_name or (type(fn).__name__ if fn is not None else "")
         self.path = path
         self.call_index = call_index
@@ -258,6 +347,10 @@ class LayerNode(BaseNode):
         self.opaque = opaque
         self.unfused = unfused
 
+    def _seed_ref(self) -> Any:
+        # the module stands for its first call, as rec.nodes[module] finds (later calls: key)
+        fn = self._fn
+        return fn if fn is not None and self.call_index == 1 else None
 
     @property
     def pre(self) -> _RemovedHook:
@@ -294,11 +387,13 @@ class LayerNode(BaseNode):
         return f"unfused path (plain call: {self.unfused})" if self.unfused else ""
 
 
-class ContextNode(LayerNode):
+class ContextNode(ScopeNode):
     """The node that holds a whole recording: its key is ``None``, its depth ``-1``.
 
-    Its ``subnets`` are the root module's call(s) and the root's input and output
-    tensors.
+    Its ``subnet_keys`` are the root module's call(s) and the root's input and output
+    tensors.  It is a scope, not a module call: ``isinstance(node, LayerNode)`` is false
+    of it, as of 1.0.3's ``ContextDummy``, so a loop over ``rec.nodes`` that picks the
+    layers gets the module calls only.
     """
 
     kind = "context"
@@ -306,6 +401,9 @@ class ContextNode(LayerNode):
 
     def __init__(self, name: str = "ContextDummy") -> None:
         super().__init__(name=name, fn=None, depth=-1, parent=None, key=None)
+
+    def _seed_ref(self) -> Any:
+        return None
 
 
 class TensorNode(BaseNode):
@@ -320,7 +418,8 @@ class TensorNode(BaseNode):
     """
 
     kind = "tensor"
-    __slots__ = ("device", "dtype", "role", "shape")
+    # _seed: ((shape, dtype), the meta tensor fn gave for them), made on first read
+    __slots__ = ("_seed", "device", "dtype", "role", "shape")
 
     def __init__(
         self,
@@ -337,7 +436,7 @@ class TensorNode(BaseNode):
         self.name = name
         self._fn = fn
         self.depth = depth
-        self.parent = parent
+        self.parent_key = parent
         self.key = key
         self.source = None
         self.shape = shape
@@ -349,12 +448,17 @@ class TensorNode(BaseNode):
     def fn(self) -> Any:
         """The tensor, when the recording kept it (``keep_tensors=True``) or, for a parameter,
         the live parameter; else, as 1.0.3 code reads it, a tensor on the ``meta`` device with
-        the recorded shape and dtype (no memory): ``node.fn.shape``, ``node.fn.dtype``."""
+        the recorded shape and dtype (no memory): ``node.fn.shape``, ``node.fn.dtype``.  The
+        same object at each read while the shape and dtype stay, so ``rec.nodes[node.fn]``
+        finds the node."""
         fn = self._fn
         if fn is None and self.shape is not None:
-            from .seed import meta_tensor
+            got = getattr(self, "_seed", None)
+            if got is None or got[0] != (self.shape, self.dtype):
+                from .seed import meta_tensor
 
-            return meta_tensor(self.shape, self.dtype)
+                got = self._seed = ((self.shape, self.dtype), meta_tensor(self.shape, self.dtype))
+            return got[1]
         return fn
 
     @fn.setter
@@ -392,7 +496,7 @@ class ParamNode(TensorNode):
         self.name = name
         self._fn = fn
         self.depth = depth
-        self.parent = parent
+        self.parent_key = parent
         self.key = key
         self.source = None
         self.shape = shape
@@ -431,7 +535,7 @@ class OpNode(BaseNode):
         self.name = name
         self._fn = fn
         self.depth = depth
-        self.parent = parent
+        self.parent_key = parent
         self.key = key
         self.source = None
         self.op = op or name

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from typing import Any, Optional
 
-__all__ = ["Operation", "SeedName", "grad_fn_name", "meta_tensor", "named_as_seed", "operation", "seed_names"]
+__all__ = ["Operation", "SeedName", "Subnets", "grad_fn_name", "meta_tensor", "named_as_seed", "operation",
+           "seed_names", "table_of"]
 
 
 class Operation:
@@ -33,7 +34,7 @@ class Operation:
         op: the operation's name as called in the forward code (``"linear"``).
     """
 
-    __slots__ = ("func", "op")
+    __slots__ = ("__weakref__", "func", "op")
 
     def __init__(self, func: Any, op: str) -> None:
         self.func = func
@@ -149,3 +150,52 @@ def named_as_seed(graph: Any) -> Iterator[None]:
     finally:
         for key, name in old.items():
             nodes[key].name = name
+
+
+def table_of(node: Any) -> Any:
+    """The node table a node belongs to (``BaseNode._table``, set when a graph adopts it), or
+    ``None``."""
+    ref = getattr(node, "_table", None)
+    return ref() if ref is not None else None
+
+
+class Subnets(Set[Any]):
+    """A scope's children as torchrecorder 1.0.3 code reads ``node.subnets``: for each key of
+    ``subnet_keys``, in order, the object that stands for the child (see
+    :attr:`~torchrecorder.nodes.BaseNode.parent`): the module of a layer call, the parameter,
+    ``fn`` of a tensor or an operation; the key where no object stands for the child alone.
+    ``rec.nodes[s]`` finds the child for every ``s`` in it::
+
+        tree = [s for s in rec.nodes[net].subnets if isinstance(s, nn.Module)]
+
+    A read-only view: the scope's :attr:`~torchrecorder.nodes.ScopeNode.subnet_keys` is what changes.
+    ``x in subnets`` is true of a child's object and of its key.
+    """
+
+    __slots__ = ("_scope",)
+
+    def __init__(self, scope: Any) -> None:
+        self._scope = scope
+
+    def __iter__(self) -> Iterator[Any]:
+        keys = self._scope.subnet_keys
+        table = table_of(self._scope)
+        if table is None:
+            yield from keys
+            return
+        get = table.get
+        for key in list(keys):
+            node = get(key)
+            yield key if node is None else table.seed_ref(node)
+
+    def __len__(self) -> int:
+        return len(self._scope.subnet_keys)
+
+    def __contains__(self, obj: object) -> bool:
+        keys = self._scope.subnet_keys
+        if obj is None or isinstance(obj, str):
+            return obj in keys
+        return table_of(self._scope) is not None and any(s is obj for s in self)
+
+    def __repr__(self) -> str:
+        return f"Subnets({list(self)!r})"

@@ -119,7 +119,7 @@ def _shown(rows: list[Row], hidden: set[Key], depth: Optional[int]) -> list[Row]
     gone: set[Key] = set(hidden)
     for row in rows:
         layer = row.layer
-        if layer is not None and (layer.key in gone or layer.parent in gone):
+        if layer is not None and (layer.key in gone or layer.parent_key in gone):
             gone.add(layer.key)
             continue
         out.append(row)

@@ -129,8 +129,8 @@ class Stats:
         nodes = rec.nodes
         for node in nodes.values():
             if isinstance(node, ParamNode):
-                self.own[node.parent] = self.own.get(node.parent, 0) + node.numel
-                self._params.setdefault(node.parent, []).append(node)
+                self.own[node.parent_key] = self.own.get(node.parent_key, 0) + node.numel
+                self._params.setdefault(node.parent_key, []).append(node)
                 self.total += node.numel
                 self.trainable += node.numel if node.requires_grad else 0
                 self.param_bytes += node.numel * itemsize(node.dtype)
@@ -142,7 +142,7 @@ class Stats:
         for src, dst in rec.links:
             param, op = nodes.get(src), nodes.get(dst)
             if isinstance(param, ParamNode) and isinstance(op, OpNode):
-                users.setdefault(op.parent, []).append(param)
+                users.setdefault(op.parent_key, []).append(param)
         for layer in rec.layers():
             ident = self._ident(layer)
             if ident in self.first:
@@ -155,7 +155,7 @@ class Stats:
             for param in users.get(layer.key, ()):
                 if missing <= 0:
                     break
-                if param.parent != layer.key and param.path not in self.tied.get(layer.key, ()):
+                if param.parent_key != layer.key and param.path not in self.tied.get(layer.key, ()):
                     self.tied.setdefault(layer.key, []).append(param.path)
                     self._params.setdefault(layer.key, []).append(param)
                     missing -= param.numel
@@ -166,7 +166,7 @@ class Stats:
         for layer in rec.layers():
             first = self.first_call(layer)
             self._leaf[layer.key] = first.num_params_total <= first.num_params and not any(
-                isinstance(nodes.get(k), LayerNode) for k in layer.subnets)
+                isinstance(nodes.get(k), LayerNode) for k in layer.subnet_keys)
 
     @staticmethod
     def _ident(layer: LayerNode) -> str:

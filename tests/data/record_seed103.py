@@ -8,7 +8,9 @@ Run it with torchrecorder 1.0.3 first on the path, from the repository root::
 
 For each model and ``render_depth`` 1-3 it keeps what a flat dict exporter (a
 ``BaseRenderer`` whose ``render_recursive_node`` draws a layer as one node) got
-from 1.0.3's ``renderer(dest)``, and the recorder's ``fn_types`` and edges.
+from 1.0.3's ``renderer(dest)``, the recorder's ``fn_types`` and edges, and the
+answers of the post-processing programs of ``tests/seed_programs.py`` (module
+tree from ``subnets``, ``ParamNode.parent``, layer counts).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from torchrecorder.renderer.base import BaseRenderer
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from tests.seed_models import MODELS
+from tests.seed_programs import run_all
 
 
 class Flat(BaseRenderer):
@@ -53,8 +56,10 @@ def main() -> None:
     out = {}
     for name, (factory, shape) in MODELS.items():
         torch.manual_seed(0)
-        rec = torchrecorder.record(factory(), name, shape)
-        entry = {"fn_types": rec.fn_types, "num_edges": len(rec.edges), "depths": {}}
+        net = factory()
+        rec = torchrecorder.record(net, name, shape)
+        entry = {"fn_types": rec.fn_types, "num_edges": len(rec.edges), "depths": {},
+                 "programs": run_all(rec, net)}
         for depth in (1, 2, 3):
             got = Flat(rec, depth)({"nodes": {}, "edges": []})
             nodes = got["nodes"]

@@ -20,7 +20,7 @@ import graphviz
 
 from .._text import html_text
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OrderedSet, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OrderedSet, ScopeNode, TensorNode
 from ..renderer.base import DEFAULT_RENDER_DEPTH
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from ..renderer.labels import count_str, stacked_label
@@ -86,9 +86,9 @@ def union_graph(d: Diff, view: str = "union") -> tuple[UnionGraph, dict[Key, Ent
         node = copy.copy(src)
         node.key = ukeys[i]
         node.fn = None
-        node.parent = ukeys[e.parent] if e.parent is not None else None
+        node.parent_key = ukeys[e.parent] if e.parent is not None else None
         if isinstance(node, LayerNode):
-            node.subnets = OrderedSet()
+            node.subnet_keys = OrderedSet()
             # the prefix the matcher stripped (peft's base_model.model.) is left out of titles
             side = d.matching.a if from_a else d.matching.b
             prefix = side.prefix
@@ -100,18 +100,19 @@ def union_graph(d: Diff, view: str = "union") -> tuple[UnionGraph, dict[Key, Ent
         info[node.key] = e
         g.nodes[node.key] = node
         g.keys.reserve(str(node.key))
+    g.nodes.adopt(copies)
     for node in copies:
-        parent = g.nodes[node.parent]
-        if isinstance(parent, LayerNode):
-            parent.subnets.add(node.key)
+        parent = g.nodes[node.parent_key]
+        if isinstance(parent, ScopeNode):
+            parent.subnet_keys.add(node.key)
     # depths from the top down (a node found only in the first graph may come before its parent)
-    todo: list[tuple[Key, int]] = [(k, 0) for k in g.context.subnets]
+    todo: list[tuple[Key, int]] = [(k, 0) for k in g.context.subnet_keys]
     while todo:
         k, depth = todo.pop()
         node = g.nodes[k]
         node.depth = depth
         if isinstance(node, LayerNode):
-            todo.extend((c, depth + 1) for c in node.subnets)
+            todo.extend((c, depth + 1) for c in node.subnet_keys)
     a_to_u = {e.a: ukeys[i] for i, e in enumerate(d.entries) if e.a is not None}
     edge_status = g.edge_status
     for ea, eb, status in d.edges:

@@ -123,10 +123,10 @@ def _wrapped_root(m: Matching, ra: LayerNode, rb: LayerNode) -> None:
         if top is None or top.key == inner.key or _top(m.a if tag == "b" else m.b) is not other:
             continue
         m.wrapped[ra.key] = (tag, top.key)
-        node = side.graph.nodes.get(inner.parent)
+        node = side.graph.nodes.get(inner.parent_key)
         while isinstance(node, LayerNode) and node.key is not None and node.key != top.key:
             m.chain.append((tag, node.key))
-            node = side.graph.nodes.get(node.parent)
+            node = side.graph.nodes.get(node.parent_key)
         return
 
 
@@ -177,7 +177,7 @@ def _leftover_passes(m: Matching) -> None:
         for kid in kids:
             kb = m.pairs.get(kid.key)
             if kb is not None:
-                parent = b.graph.nodes[kb].parent
+                parent = b.graph.nodes[kb].parent_key
                 if parent is not None and parent not in m.back:
                     votes[parent] = votes.get(parent, 0) + 1
         if not votes:
@@ -259,10 +259,10 @@ def _pair_wrapped_outputs(m: Matching, prod_a: dict[Key, Key], prod_b: dict[Key,
 
     def made_inside(side: Side, tag: str, producer: Key) -> bool:
         node = side.graph.nodes.get(producer)
-        while node is not None and node.parent is not None:
-            if (tag, node.parent) in inner:
+        while node is not None and node.parent_key is not None:
+            if (tag, node.parent_key) in inner:
                 return True
-            node = side.graph.nodes.get(node.parent)
+            node = side.graph.nodes.get(node.parent_key)
         return False
 
     ins = {"a": inputs_of(m.a), "b": inputs_of(m.b)}

@@ -277,10 +277,10 @@ class Diff:
     def _parents_and_rollup(self) -> None:
         for i, e in enumerate(self.entries):
             if e.b is not None:
-                parent = self.b.nodes[e.b].parent
+                parent = self.b.nodes[e.b].parent_key
                 e.parent = self.index_b.get(parent) if parent is not None else None
             else:
-                parent = self.a.nodes[e.a].parent
+                parent = self.a.nodes[e.a].parent_key
                 e.parent = self.index_a.get(parent) if parent is not None else None
             if e.parent == i:  # never: a node is not its own parent
                 e.parent = None
@@ -321,7 +321,7 @@ class Diff:
                 if node_key in wrappers:
                     found = True
                     break
-                node_key = graph.nodes[node_key].parent
+                node_key = graph.nodes[node_key].parent_key
             for t in trail:
                 verdict[t] = found
             if found:

@@ -30,7 +30,7 @@ class Side:
             ops: list[OpNode] = []
             params: list[ParamNode] = []
             tensors: list[TensorNode] = []
-            for k in layer.subnets:
+            for k in layer.subnet_keys:
                 n = nodes[k]
                 if isinstance(n, LayerNode):
                     kids.append(n)
@@ -87,7 +87,7 @@ class Side:
         return name if layer.call_index == 1 else f"{name}#{layer.call_index}"
 
     def parent_layer(self, node: BaseNode) -> Optional[LayerNode]:
-        got = self.graph.nodes.get(node.parent)
+        got = self.graph.nodes.get(node.parent_key)
         return got if isinstance(got, LayerNode) and got.key is not None else None
 
 

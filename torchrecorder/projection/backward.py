@@ -11,7 +11,7 @@ depth, folding and styling options, as it draws the forward graph.
 >>> net = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
 >>> rec = torchrecorder.record(net, "net", (1, 3), backward=True)
 >>> view = backward_view(rec)
->>> [(n.op, n.parent) for n in view.nodes.values() if isinstance(n, OpNode)]
+>>> [(n.op, n.parent_key) for n in view.nodes.values() if isinstance(n, OpNode)]
 [('TBackward0', '0'), ('AddmmBackward0', '0'), ('TanhBackward0', '1')]
 """
 
@@ -20,7 +20,16 @@ from __future__ import annotations
 import copy
 
 from ..graph import AutogradGraph, Graph
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet, ParamNode, TensorNode
+from ..nodes import (
+    BaseNode,
+    Key,
+    LayerNode,
+    OpNode,
+    OrderedSet,
+    ParamNode,
+    ScopeNode,
+    TensorNode,
+)
 
 __all__ = ["backward_view", "autograd_graph_of"]
 
@@ -68,20 +77,20 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
     view = Graph(graph.name)
     nodes = view.nodes
     calls = [copy.copy(n) for k, n in graph.nodes.items()
-             if isinstance(n, LayerNode) and not isinstance(n, ContextNode) and k is not None]
+             if isinstance(n, LayerNode)]
     for layer in calls:
-        layer.subnets = OrderedSet()
+        layer.subnet_keys = OrderedSet()
         nodes[layer.key] = layer
         view.keys.reserve(str(layer.key))
     for layer in calls:
-        parent = nodes.get(layer.parent)
-        if not isinstance(parent, LayerNode):
-            raise ValueError(f"layer {layer.key!r} sits in {layer.parent!r}, which is not a layer")
-        parent.subnets.add(layer.key)
+        parent = nodes.get(layer.parent_key)
+        if not isinstance(parent, ScopeNode):
+            raise ValueError(f"layer {layer.key!r} sits in {layer.parent_key!r}, which is not a layer")
+        parent.subnet_keys.add(layer.key)
 
-    def scope_of(key: Key) -> LayerNode:
+    def scope_of(key: Key) -> ScopeNode:
         scope = nodes.get(key)
-        return scope if isinstance(scope, LayerNode) else view.context
+        return scope if isinstance(scope, ScopeNode) else view.context
 
     keys: list[Key] = []
     for i, an in enumerate(bw.nodes):
@@ -121,7 +130,7 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
 def _drop_empty_layers(view: Graph) -> None:
     """Remove the module calls that hold nothing (innermost first)."""
     for key in reversed([k for k, n in view.nodes.items()
-                         if isinstance(n, LayerNode) and not isinstance(n, ContextNode)]):
+                         if isinstance(n, LayerNode)]):
         layer = view.nodes[key]
-        if isinstance(layer, LayerNode) and not layer.subnets:
+        if isinstance(layer, LayerNode) and not layer.subnet_keys:
             view.remove([key])

@@ -17,7 +17,7 @@ from typing import Optional, Union
 
 from ..errors import GraphError
 from ..graph import Graph
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 from .edges import drawn_edges, is_passed_tensor
 from .fold import BlockStructures, FoldPlan
 from .loops import DATA_MOVEMENT_OPS, LoopNode
@@ -83,11 +83,11 @@ def default_expanded(node: BaseNode, render_depth: int, nodes: Mapping[Key, Base
     operation opens too, and so does the network itself (depth 0) always:
     a network written without submodules shows its operations.
     """
-    if not isinstance(node, LayerNode) or node.depth >= render_depth or not node.subnets:
+    if not isinstance(node, LayerNode) or node.depth >= render_depth or not node.subnet_keys:
         return False
     expand_leaves = expand_leaves or node.depth == 0
     ops = 0
-    for key in node.subnets:
+    for key in node.subnet_keys:
         child = nodes.get(key)
         if isinstance(child, LayerNode):
             return True
@@ -186,13 +186,13 @@ class Projection:
         return run if run is not None else [node]
 
     def children(self, node: BaseNode) -> list[BaseNode]:
-        """The nodes drawn directly inside the expanded layer ``node``, in order."""
-        if not isinstance(node, LayerNode):
+        """The nodes drawn directly inside the expanded layer (or the context) ``node``, in order."""
+        if not isinstance(node, ScopeNode):
             return []
         nodes = self.nodes
         fold = self.fold
         hidden = fold.hidden
-        kids = [nodes[k] for k in node.subnets if k in nodes and k not in hidden]
+        kids = [nodes[k] for k in node.subnet_keys if k in nodes and k not in hidden]
         if fold.in_loop:  # a folded loop's group stands for the children of its first iteration
             in_loop = fold.in_loop
             grouped: list[BaseNode] = []
@@ -200,7 +200,7 @@ class Projection:
                 group = in_loop.get(kid.key)
                 if group is None or group is node:
                     grouped.append(kid)
-                elif kid.key == next(iter(group.subnets)):
+                elif kid.key == next(iter(group.subnet_keys)):
                     grouped.append(group)
             kids = grouped
         if not self.tensor_nodes or not self.all_ops:
@@ -240,10 +240,10 @@ class Projection:
         hidden, alias = fold.hidden, fold.alias
         expanded = self.is_expanded
         drawn: dict[Key, Optional[Key]] = {None: None}
-        stack: list[LayerNode] = [self.graph.context]
+        stack: list[ScopeNode] = [self.graph.context]
         while stack:
             layer = stack.pop()
-            for key in layer.subnets:
+            for key in layer.subnet_keys:
                 node = nodes.get(key)
                 if node is None or key in hidden:
                     continue
@@ -326,7 +326,7 @@ class Projection:
 def _collapse(nodes: Mapping[Key, BaseNode], layer: LayerNode, drawn: dict[Key, Optional[Key]]) -> None:
     """Everything inside the collapsed ``layer`` is drawn as ``layer``; its parameters as nothing."""
     key = layer.key
-    stack = list(layer.subnets)
+    stack = list(layer.subnet_keys)
     while stack:
         k = stack.pop()
         node = nodes.get(k)
@@ -337,4 +337,4 @@ def _collapse(nodes: Mapping[Key, BaseNode], layer: LayerNode, drawn: dict[Key, 
             continue
         drawn[k] = key
         if isinstance(node, LayerNode):
-            stack.extend(node.subnets)
+            stack.extend(node.subnet_keys)

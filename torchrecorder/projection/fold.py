@@ -14,21 +14,21 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Optional
 
 from ..graph import Graph, predecessors
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 from .loops import DATA_MOVEMENT_OPS, LoopNode, Stretch, find_stretches
 
 __all__ = ["BlockStructures", "FoldPlan", "structure_ids"]
 
 
-def _kids(rec: Graph, layer: LayerNode) -> list[BaseNode]:
+def _kids(rec: Graph, layer: ScopeNode) -> list[BaseNode]:
     """Children of ``layer`` that take part in its structure (parameters do not)."""
     nodes = rec.nodes
-    return [nodes[k] for k in layer.subnets if k in nodes and not isinstance(nodes[k], ParamNode)]
+    return [nodes[k] for k in layer.subnet_keys if k in nodes and not isinstance(nodes[k], ParamNode)]
 
 
 def _params(rec: Graph, layer: LayerNode) -> tuple[Hashable, ...]:
     nodes = rec.nodes
-    return tuple((n.name, n.shape, n.dtype) for k in layer.subnets
+    return tuple((n.name, n.shape, n.dtype) for k in layer.subnet_keys
                  if isinstance(n := nodes.get(k), ParamNode))
 
 
@@ -36,8 +36,8 @@ def structure_ids(rec: Graph) -> dict[Key, int]:
     """A number per layer; two layers get the same number exactly when their structures match."""
     nodes = rec.nodes
     pos: dict[Key, int] = {}
-    order: list[LayerNode] = []
-    stack: list[LayerNode] = [rec.context]
+    order: list[ScopeNode] = []
+    stack: list[ScopeNode] = [rec.context]
     while stack:
         layer = stack.pop()
         order.append(layer)
@@ -58,20 +58,20 @@ def structure_ids(rec: Graph) -> dict[Key, int]:
         x, y, px, py = a, b, [], []
         while depth(x) > depth(y):
             px.append(pos.get(x, -1))
-            x = nodes[x].parent
+            x = nodes[x].parent_key
         while depth(y) > depth(x):
             py.append(pos.get(y, -1))
-            y = nodes[y].parent
+            y = nodes[y].parent_key
         while x != y:
             px.append(pos.get(x, -1))
             py.append(pos.get(y, -1))
-            x, y = nodes[x].parent, nodes[y].parent
+            x, y = nodes[x].parent_key, nodes[y].parent_key
         owned.setdefault(x, []).append((tuple(reversed(px)), tuple(reversed(py))))
 
     # parameters live in a module's first call; later calls of it share them
     first_params: dict[tuple[str, str], tuple[Hashable, ...]] = {}
     for layer in order:
-        if layer.call_index == 1 and not isinstance(layer, ContextNode):
+        if isinstance(layer, LayerNode) and layer.call_index == 1:
             first_params[(layer.path, layer.name)] = _params(rec, layer)
 
     interned: dict[Hashable, int] = {}
@@ -87,12 +87,15 @@ def structure_ids(rec: Graph) -> dict[Key, int]:
                 kids.append(("op", kid.op, tuple(map(tuple, kid.output_shapes))))
             else:
                 kids.append((type(kid).__name__, kid.name))
-        signature = (
+        own: tuple[Hashable, ...] = (
             layer.type_name,
             tuple(map(tuple, layer.input_shapes)),
             tuple(map(tuple, layer.output_shapes)),
             first_params.get((layer.path, layer.name), ()),
             layer.error is not None,
+        ) if isinstance(layer, LayerNode) else ("<context>",)
+        signature = (
+            *own,
             tuple(kids),
             tuple(sorted(owned.get(layer.key, ()))),
         )
@@ -195,10 +198,10 @@ class FoldPlan:
         nodes = rec.nodes
         hidden = plan.hidden
         blocks = structures
-        stack: list[LayerNode] = [rec.context]
+        stack: list[ScopeNode] = [rec.context]
         while stack:
             layer = stack.pop()
-            kids = [nodes[k] for k in layer.subnets if k in nodes]
+            kids = [nodes[k] for k in layer.subnet_keys if k in nodes]
             candidates = _candidates(kids, min_run) if len(kids) >= min_run else None
             if candidates:
                 if blocks is None:
@@ -257,7 +260,7 @@ class FoldPlan:
                     self.gaps.add(tensor.key)
                     self._copies_of(unit, i, (tensor.key,))
 
-    def _fold_loops(self, blocks: BlockStructures, layer: LayerNode, kids: list[BaseNode], min_run: int,
+    def _fold_loops(self, blocks: BlockStructures, layer: ScopeNode, kids: list[BaseNode], min_run: int,
                     all_ops: bool) -> None:
         """Fold the loops among ``kids``, the children of ``layer`` left after blocks folded."""
         runs = self.runs
@@ -273,7 +276,7 @@ class FoldPlan:
         for s in find_stretches(kids, min_run, all_ops, same_layer, insides, lambda k: preds.get(k, ())):
             self._fold_loop(blocks, layer, kids, s, insides)
 
-    def _fold_loop(self, blocks: BlockStructures, layer: LayerNode, kids: list[BaseNode], s: Stretch,
+    def _fold_loop(self, blocks: BlockStructures, layer: ScopeNode, kids: list[BaseNode], s: Stretch,
                    insides: Callable[[BaseNode], Sequence[Key]]) -> None:
         number = len(self.loops)
         unit = len(self.units)
@@ -389,7 +392,7 @@ class BlockStructures:
         got = self._param_memo.get(first.key)
         if got is None:
             nodes = self.nodes
-            got = tuple([(p.name, p.shape, p.dtype) for k in first.subnets
+            got = tuple([(p.name, p.shape, p.dtype) for k in first.subnet_keys
                          if isinstance(p := nodes.get(k), ParamNode)])
             self._param_memo[first.key] = got
         return got
@@ -425,7 +428,7 @@ class BlockStructures:
                     open_layers.append((kids, at, layer, own))
                     at, layer, own = len(items), node, []
                     add_item(None)  # the layer's item, written once its parameters are known
-                    kids = iter(node.subnets)
+                    kids = iter(node.subnet_keys)
                     break  # read its children first
                 elif isinstance(node, ParamNode):
                     add_param(key)
@@ -498,17 +501,17 @@ def _first_calls(rec: Graph) -> dict[tuple[str, str], LayerNode]:
     out: dict[tuple[str, str], LayerNode] = {}
     twice = False
     for node in rec.nodes.values():
-        if isinstance(node, LayerNode) and node.call_index == 1 and not isinstance(node, ContextNode):
+        if isinstance(node, LayerNode) and node.call_index == 1:
             key = (node.path, node.name)
             if key in out:
                 twice = True
             out[key] = node
     if twice:  # two modules of one path and name: the last in structure_ids' order counts
         out = {}
-        stack: list[LayerNode] = [rec.context]
+        stack: list[ScopeNode] = [rec.context]
         while stack:
             layer = stack.pop()
-            if layer.call_index == 1 and not isinstance(layer, ContextNode):
+            if isinstance(layer, LayerNode) and layer.call_index == 1:
                 out[(layer.path, layer.name)] = layer
             stack.extend(kid for kid in _kids(rec, layer) if isinstance(kid, LayerNode))
     return out

@@ -42,7 +42,7 @@ import re
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Optional
 
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 
 __all__ = ["DATA_MOVEMENT_OPS", "MAX_PERIOD", "LoopNode", "Stretch", "find_stretches", "iterations_text",
            "loop_title"]
@@ -81,7 +81,7 @@ class LoopNode(LayerNode):
     kind = "loop"
     __slots__ = ("ops", "varying")
 
-    def __init__(self, parent: LayerNode, key: str, members: Sequence[BaseNode], call_index: int = 1) -> None:
+    def __init__(self, parent: ScopeNode, key: str, members: Sequence[BaseNode], call_index: int = 1) -> None:
         ops = [n.op for n in members if isinstance(n, OpNode)]
         moving = DATA_MOVEMENT_OPS
         names = list(dict.fromkeys(op for op in ops if op not in moving)) or list(dict.fromkeys(ops))
@@ -91,7 +91,7 @@ class LoopNode(LayerNode):
         self.ops = ops
         self.varying: tuple[str, ...] = ()
         for n in members:
-            self.subnets.add(n.key)
+            self.subnet_keys.add(n.key)
         shapes = [n for n in members if isinstance(n, LayerNode)]
         self.input_shapes = list(shapes[0].input_shapes) if shapes else []
         self.output_shapes = list(shapes[-1].output_shapes) if shapes else []

@@ -102,14 +102,14 @@ def raised_in(exc: BaseException, innermost: LayerNode, nodes: Mapping[Any, Base
     to its :class:`~torchrecorder.recording.meta.ModuleInfo` (``last``: its latest call)."""
     chain: set[Any] = set()
     node: BaseNode = innermost
-    while isinstance(node, LayerNode) and node.key is not None:
+    while isinstance(node, LayerNode):
         chain.add(node.key)
-        node = nodes[node.parent]
+        node = nodes[node.parent_key]
     failed = innermost
     for module, stage in module_frames(exc):
         info = modules.get(id(module))
         call = info.last if info is not None else None
-        if call is None or not (call.key in chain or (stage == "post" and call.parent in chain)):
+        if call is None or not (call.key in chain or (stage == "post" and call.parent_key in chain)):
             break  # a call not opened (a pre-hook raised before the recorder's)
         failed = call
     return failed

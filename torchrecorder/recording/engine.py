@@ -34,7 +34,7 @@ from torch.nn.modules.module import register_module_forward_pre_hook
 from .._stack import StackRoom
 from ..errors import GraphError
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode, shape_str
 from ..opargs import COUNTED_OPS
 from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
 from ._walk import iter_tensors, named_tensors
@@ -329,7 +329,7 @@ class Engine(LiveObjects):
         return self._global_post_hook(module, args, outputs)
 
     # --------------------------------------------------------------- recording
-    def _source_of(self, t: Tensor, scope: LayerNode) -> Key:
+    def _source_of(self, t: Tensor, scope: ScopeNode) -> Key:
         """Key of the node that produced ``t``, read in ``scope``: a live object, a parameter
         (its node made on first use), or what autograd says made a tensor that the function
         mode did not see (see :class:`~torchrecorder.recording.untraced.Untraced`)."""
@@ -366,7 +366,7 @@ class Engine(LiveObjects):
         nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
                             [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
                             type(gf).__name__ if gf is not None else "")
-        scope.subnets._items[key] = None
+        scope.subnet_keys._items[key] = None
         if self.source:  # the frames above: record_op, the op mode's __torch_function__
             nodes[key].source = caller(sys._getframe(2))
         if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
@@ -431,7 +431,7 @@ class Engine(LiveObjects):
         key = graph.keys(base if count == 1 else f"{base}#{count}")
         call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count)
         nodes[key] = call
-        scope.subnets._items[key] = None
+        scope.subnet_keys._items[key] = None
         if self.source:  # the frames above: _pre_hook, then torch's module call
             call.source = caller(sys._getframe(2), module)
         if count == 1:
@@ -506,10 +506,10 @@ class Engine(LiveObjects):
         self._failure = None  # a normal return: any exception seen so far was handled
         graph = self.graph
         nodes, live, edges, sources = graph.nodes, self.live, graph.links, self._sources
-        scope = nodes[call.parent]
-        if not isinstance(scope, LayerNode):
-            raise GraphError(f"the call {call.key!r} sits in {call.parent!r}, which is not a layer")
-        at_root = call.parent is None
+        scope = nodes[call.parent_key]
+        if not isinstance(scope, ScopeNode):
+            raise GraphError(f"the call {call.key!r} sits in {call.parent_key!r}, which is not a layer")
+        at_root = call.parent_key is None
         if at_root:
             tensors: Any = named_tensors(outputs, "output")
         elif type(outputs) is Tensor:
@@ -534,20 +534,20 @@ class Engine(LiveObjects):
             node = nodes[src] if src is not None else None
             # an object that existed before the call: an argument, a parameter, a buffer
             existed = node is None or isinstance(node, ParamNode) or not (
-                node.parent == ckey or self._inside(node, call))
+                node.parent_key == ckey or self._inside(node, call))
             if existed:
                 # returned unchanged (or from nowhere): show the pass-through inside the call
                 ident = OpNode("identity", None, call.depth + 1, ckey, graph.keys(f"{ckey}/identity"),
                                op="identity", output_shapes=[shape])
                 ident.source = call.source  # returned from the call made on that line
                 nodes[ident.key] = ident
-                call.subnets.add(ident.key)
+                call.subnet_keys.add(ident.key)
                 if src is not None:
                     edges.add((src, ident.key))
                     sources.add(src)
                 src, node = ident.key, ident
             if isinstance(node, TensorNode) and not isinstance(node, ParamNode) \
-                    and node.parent == ckey and src not in sources:
+                    and node.parent_key == ckey and src not in sources:
                 # a child's output, returned as it is: it is this call's output too
                 graph.reparent(src, scope.key)
                 out_node = node
@@ -588,7 +588,7 @@ class Engine(LiveObjects):
         """Whether ``node`` was recorded inside the scope of ``call``."""
         nodes = self.graph.nodes
         while node.depth > call.depth:
-            if node.parent == call.key:
+            if node.parent_key == call.key:
                 return True
-            node = nodes[node.parent]
+            node = nodes[node.parent_key]
         return False

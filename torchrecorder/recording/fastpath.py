@@ -39,7 +39,7 @@ from typing import Any, Optional, Protocol
 from torch import nn
 
 from .._fused import FAST_PATHS, GLOBAL_POST_HOOK, StepAside, checks_hooks, fused_kernel, has_fast_path
-from ..nodes import Key, LayerNode, OpNode
+from ..nodes import Key, LayerNode, OpNode, ScopeNode
 from ._walk import iter_tensors
 from .meta import shape_of
 from .ops import OpMode
@@ -58,7 +58,7 @@ class HookOwner(Protocol):
 
     def bind(self, obj: Any, key: Key) -> None: ...
     def hook(self, module: nn.Module) -> None: ...
-    def param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> Any: ...
+    def param_node(self, param: nn.Parameter, scope: ScopeNode, path: str) -> Any: ...
     def param_path(self, param: nn.Parameter) -> str: ...
 
 
@@ -126,7 +126,7 @@ class FastPaths:
         graph = engine.graph
         key = graph.keys(f"{call.key}/{kernel.replace(' ', '_')}")
         graph.nodes[key] = OpNode(kernel, None, call.depth + 1, call.key, key, op=kernel)
-        call.subnets.add(key)
+        call.subnet_keys.add(key)
         sources: list[Key] = []
         for t in iter_tensors((args, kwargs)):
             entry = engine.live.get(id(t))

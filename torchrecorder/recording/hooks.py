@@ -15,7 +15,7 @@ from typing import Any, Optional
 from torch import Tensor, nn
 
 from ..errors import GraphError
-from ..nodes import Key, LayerNode
+from ..nodes import Key, LayerNode, ScopeNode
 from .engine import Engine
 
 __all__ = ["leaf_dummy", "op_acc", "param_acc", "posthook", "prehook", "tensor_acc"]
@@ -147,9 +147,9 @@ def tensor_acc(tensor: Tensor, rec: Any, node: Any) -> Key:
     if key is not None:
         return key
     layer = engine.graph.nodes[engine.key_of(node)]
-    scope = engine.graph.nodes[layer.parent]
-    if not isinstance(scope, LayerNode):
-        raise GraphError(f"the parent {layer.parent!r} of {layer.key!r} is not a layer")
+    scope = engine.graph.nodes[layer.parent_key]
+    if not isinstance(scope, ScopeNode):
+        raise GraphError(f"the parent {layer.parent_key!r} of {layer.key!r} is not a layer")
     return engine.tensor_node(tensor, scope, f"{layer.key}:tensor").key
 
 

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from ..errors import GraphError
 from ..graph import Graph, NodeTable
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 from .meta import grad_fn_op_name, shape_name, tensor_meta
 from .untraced import Untraced
 
@@ -48,10 +48,12 @@ class LiveObjects:
         """Give the graph's :class:`~torchrecorder.graph.NodeTable` the tensors still alive that
         stand for tensor nodes (a module's inputs and outputs), by weak reference, so that
         ``rec.nodes[y]`` finds them once the recording is over; modules and parameters are
-        found through their nodes' ``fn``."""
+        found through their nodes' ``fn``.  The table adopts the nodes (their ``parent`` and
+        ``subnets`` read it)."""
         nodes = self.graph.nodes
         if not isinstance(nodes, NodeTable):
             return
+        nodes.adopt(nodes.values())
         kept = []
         get = nodes.get
         for ref, key in self.live.values():
@@ -122,7 +124,7 @@ class LiveObjects:
             raise KeyError(str(exc)) from None
         self._sources.add(a)
 
-    def tensor_node(self, t: Tensor, scope: LayerNode, candidate: str, name: str = "",
+    def tensor_node(self, t: Tensor, scope: ScopeNode, candidate: str, name: str = "",
                     role: str = "", meta: Optional[tuple[tuple[int, ...], str, str]] = None) -> TensorNode:
         """A new tensor node for ``t`` in ``scope``; ``t`` stands for it from now on.  ``meta``:
         ``tensor_meta(t)``, where the caller has it already."""
@@ -132,12 +134,12 @@ class LiveObjects:
         node = TensorNode(name or shape_name(shape), t if self.keep_tensors else None,
                           scope.depth + 1, scope.key, key, shape, dtype, device, role)
         graph.nodes[key] = node
-        scope.subnets._items[key] = None  # OrderedSet.add, inlined (one call per tensor node)
+        scope.subnet_keys._items[key] = None  # OrderedSet.add, inlined (one call per tensor node)
         self.live[id(t)] = (weakref.ref(t), key)
         self.untraced.track(t, key)
         return node
 
-    def param_node(self, param: nn.Parameter, scope: LayerNode, path: str) -> ParamNode:
+    def param_node(self, param: nn.Parameter, scope: ScopeNode, path: str) -> ParamNode:
         """A new parameter node for ``param`` (dotted ``path``) in ``scope``."""
         shape, dtype, device = tensor_meta(param)
         graph = self.graph
@@ -145,7 +147,7 @@ class LiveObjects:
         node = ParamNode(path.rpartition(".")[2], param, scope.depth + 1, scope.key, key,
                          shape, dtype, device, path, param.numel(), param.requires_grad)
         graph.nodes[key] = node
-        scope.subnets._items[key] = None
+        scope.subnet_keys._items[key] = None
         self.live[id(param)] = (weakref.ref(param), key)
         return node
 
@@ -153,7 +155,7 @@ class LiveObjects:
         """The dotted path under which ``param`` was first found, or ``""``."""
         return self._params.get(id(param), (None, ""))[1]
 
-    def known_source(self, t: Tensor, scope: LayerNode) -> Key:
+    def known_source(self, t: Tensor, scope: ScopeNode) -> Key:
         """Key of the node that stands for ``t``; creates a parameter node on first use."""
         entry = self.live.get(id(t))
         if entry is not None and entry[0]() is t:
@@ -168,4 +170,4 @@ class LiveObjects:
         found, key = self._params.get(id(t)), self.lookup(t)
         if found is None or found[0] is not t or key is None:
             return None
-        return found[1], self.graph.nodes[key].parent
+        return found[1], self.graph.nodes[key].parent_key

@@ -38,7 +38,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
-from ..nodes import Key, LayerNode, OpNode
+from ..nodes import Key, LayerNode, OpNode, ScopeNode
 from .meta import grad_fn_op_name
 from .source import caller
 
@@ -100,9 +100,9 @@ class Untraced:
             self.engine.graph.notes.append(text)
 
     @staticmethod
-    def where(scope: LayerNode) -> str:
+    def where(scope: ScopeNode) -> str:
         """How a note names the scope ``scope``."""
-        if scope.key is None:
+        if not isinstance(scope, LayerNode):
             return "the code around the model"
         return f"'{scope.call_title(dotted=True)}'"
 
@@ -116,7 +116,7 @@ class Untraced:
         if gf is not None:
             self.grad_fns[id(gf)] = (gf, key)
 
-    def _walk_back(self, starts: list[Any], scope: LayerNode) -> list[Key]:
+    def _walk_back(self, starts: list[Any], scope: ScopeNode) -> list[Key]:
         """The recorded nodes that the autograd nodes ``starts`` came from (the walk stops at each)."""
         grad_fns = self.grad_fns
         engine = self.engine
@@ -143,7 +143,7 @@ class Untraced:
             stack.extend(reversed([n for n, _ in fn.next_functions]))
         return list(dict.fromkeys(found))
 
-    def _op(self, name: str, t: Tensor, scope: LayerNode, sources: list[Key]) -> Key:
+    def _op(self, name: str, t: Tensor, scope: ScopeNode, sources: list[Key]) -> Key:
         """A new op ``name`` in ``scope`` that made ``t``, fed by ``sources``."""
         engine = self.engine
         graph = engine.graph
@@ -153,7 +153,7 @@ class Untraced:
                                          output_shapes=[tuple(t.shape)])
         if engine.source:  # where the tensor was read: the code that ran the untraced call
             node.source = caller(sys._getframe(1))
-        scope.subnets.add(key)
+        scope.subnet_keys.add(key)
         for src in sources:
             if src != key:
                 graph.links.add((src, key))
@@ -175,7 +175,7 @@ class Untraced:
         return found
 
     # ------------------------------------------------------------ recovery
-    def recover(self, t: Tensor, scope: LayerNode) -> Key:
+    def recover(self, t: Tensor, scope: ScopeNode) -> Key:
         """The node for ``t``, a tensor that no recorded operation made, or ``None``.
 
         Buffers are left alone.  A tensor with a ``grad_fn`` is joined, through
@@ -204,7 +204,7 @@ class Untraced:
                   f"tensor made before recording); {why}, so the edge from its producer is missing")
         return None
 
-    def function_output(self, t: Tensor, src: Key, scope: LayerNode) -> Key:
+    def function_output(self, t: Tensor, src: Key, scope: ScopeNode) -> Key:
         """The node for ``t`` when its ``grad_fn`` is a pending custom Function's backward:
         one op named after the Function, fed by its inputs and by ``src`` (the op of its
         forward that made ``t``).  Each output is joined once."""
@@ -225,8 +225,8 @@ class Untraced:
         name = self.pending[type(gf)]
         nodes = engine.graph.nodes
         if src is not None and isinstance(nodes[src], OpNode):  # the Function ran where its op did
-            parent = nodes[nodes[src].parent]
-            if isinstance(parent, LayerNode):
+            parent = nodes[nodes[src].parent_key]
+            if isinstance(parent, ScopeNode):
                 scope = parent
         inputs = self._inputs.pop(id(gf), None)
         if inputs is not None and inputs[0] is gf:  # the nodes of its inputs, read in forward
@@ -240,7 +240,7 @@ class Untraced:
         self._joined[id(gf)] = (gf, key)
         return key
 
-    def to_python(self, opname: str, scope: LayerNode) -> None:
+    def to_python(self, opname: str, scope: ScopeNode) -> None:
         """A tensor's values became Python objects (``.item()``): inside a custom
         ``autograd.Function``, remember the Function and where its inputs came from (with
         gradients on: its outputs are joined to them when read), or note the loss."""

@@ -24,21 +24,21 @@ def boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[Tenso
         got = ancestors.get(key)
         if got is None:
             keys = []
-            parent = nodes[key].parent if key in nodes else None
+            parent = nodes[key].parent_key if key in nodes else None
             while parent is not None and parent in nodes:
                 keys.append(parent)
-                parent = nodes[parent].parent
+                parent = nodes[parent].parent_key
             got = ancestors[key] = frozenset(keys)
         return got
 
     def add(tensor: TensorNode, inner: Key, outer: frozenset[Key], side: int) -> None:
-        parent = nodes[inner].parent if inner in nodes else None
+        parent = nodes[inner].parent_key if inner in nodes else None
         while parent is not None and parent not in outer and parent in nodes:
             listed = out.setdefault(parent, ([], []))[side]
             if not listed or listed[-1] is not tensor:
                 if tensor not in listed:
                     listed.append(tensor)
-            parent = nodes[parent].parent
+            parent = nodes[parent].parent_key
 
     for a, b in rec.links:
         na, nb = nodes.get(a), nodes.get(b)
@@ -67,7 +67,7 @@ def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorN
                costs: Optional[Cost] = None) -> dict[str, Any]:
     if isinstance(node, LayerNode):
         ins, outs = tensors.get(node.key, ([], []))
-        params = [[p.name, shape_str(p.shape), p.dtype, p.numel] for k in node.subnets
+        params = [[p.name, shape_str(p.shape), p.dtype, p.numel] for k in node.subnet_keys
                   if isinstance(p := rec.nodes.get(k), ParamNode)]
         info: dict[str, Any] = {
             "kind": "module", "name": node.call_title(), "path": node.call_title(dotted=True),
@@ -89,7 +89,7 @@ def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorN
                 "name": node.name, "shape": shape_str(node.shape), "dtype": node.dtype,
                 "device": node.device}
     if isinstance(node, OpNode):
-        parent = rec.nodes.get(node.parent)
+        parent = rec.nodes.get(node.parent_key)
         where = parent.call_title(dotted=True) if isinstance(parent, LayerNode) else ""
         op: dict[str, Any] = {"kind": "operation", "name": node.op, "path": where,
                               "out": [shape_str(s) for s in node.output_shapes]}

@@ -67,7 +67,7 @@ def loop_rows(folded: Projection, also: Iterable[Key], top: Key, order: Sequence
     holders: dict[int, set[int]] = {}
     holder_of: list[int] = []
     for number, (_, iterations) in enumerate(groups):
-        parent = iterations[0].parent
+        parent = iterations[0].parent_key
         holder = -1 if parent == top else index.get(parent, -2)  # -2: not on the page
         holder_of.append(holder)
         if holder != -2:

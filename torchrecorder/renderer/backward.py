@@ -18,4 +18,4 @@ class BackwardRenderer(GraphvizRenderer):
         if not isinstance(node, LayerNode) or node.depth >= self.render_depth:
             return False
         nodes = self.rec.nodes
-        return any(isinstance(nodes.get(k), (LayerNode, OpNode)) for k in node.subnets)
+        return any(isinstance(nodes.get(k), (LayerNode, OpNode)) for k in node.subnet_keys)

@@ -443,7 +443,7 @@ class BaseRenderer:
         if not self._opened:
             depth = self._render_depth
             self._opened.update(n.key for n in self.rec.layers()
-                                if n.depth < depth and n.subnets and n.key not in self._closed)
+                                if n.depth < depth and n.subnet_keys and n.key not in self._closed)
         self._opened.add(node.key)
         self._closed.discard(node.key)
         self._projection = None

@@ -29,7 +29,7 @@ from .._text import utf8_safe
 from ..cost import COST_STATS, cost
 from ..errors import GraphError
 from ..graph import Graph
-from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, Source, TensorNode
+from ..nodes import BaseNode, Key, LayerNode, OpNode, Source, TensorNode
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.backward import backward_view
 from ..projection.budget import MaxNodes, budget_limits, default_depth
@@ -189,7 +189,7 @@ class HtmlRenderer(GraphvizRenderer):
         self._render_depth, self._projection = ALL_DEPTHS, None
         try:
             return {k: bool(self.is_expanded(n)) for k, n in self.rec.nodes.items()
-                    if isinstance(n, LayerNode) and not isinstance(n, ContextNode)}
+                    if isinstance(n, LayerNode)}
         finally:
             self._render_depth, self._projection = saved
 
@@ -472,12 +472,12 @@ def _preorder(rec: Graph, finest: Projection, also: Container[Key] = ()) -> tupl
 
     def children(node: BaseNode) -> list[BaseNode]:
         kids = finest.children(node)
-        if not also or not isinstance(node, LayerNode) or not any(k in also for k in node.subnets):
+        if not also or not isinstance(node, LayerNode) or not any(k in also for k in node.subnet_keys):
             return kids
         keep = {kid.key for kid in kids}
-        if not keep.issubset(node.subnets):
+        if not keep.issubset(node.subnet_keys):
             return kids
-        return [rec.nodes[k] for k in node.subnets if k in keep or k in also]
+        return [rec.nodes[k] for k in node.subnet_keys if k in keep or k in also]
 
     order: list[BaseNode] = []
     parents: list[int] = []
@@ -528,10 +528,10 @@ def _first_holder(item: BaseNode, chain: list[int], order: list[BaseNode], nodes
     above = memo.get(item.key)
     if above is None:
         keys = []
-        parent: Key = item.parent
+        parent: Key = item.parent_key
         while parent is not None and parent in nodes:
             keys.append(parent)
-            parent = nodes[parent].parent
+            parent = nodes[parent].parent_key
         above = memo[item.key] = frozenset(keys)
     for i, at in enumerate(chain):
         node = order[at]

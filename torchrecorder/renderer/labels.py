@@ -24,17 +24,17 @@ def call_name(graph: Graph, node: LayerNode, memo: dict[Any, Any]) -> str:
     >>> g.nodes["q"] = LayerNode("q", key="q", path="q", depth=0)
     >>> for path in ("q.lora_A.default", "q.lora_B.default", "q.base"):
     ...     g.nodes[path] = LayerNode(path.rpartition(".")[2], key=path, path=path, parent="q", depth=1)
-    ...     g.nodes["q"].subnets.add(path)
+    ...     g.nodes["q"].subnet_keys.add(path)
     >>> [call_name(g, g.nodes[k], {}) for k in ("q.lora_A.default", "q.base")]
     ['lora_A.default', 'base']
     """
-    parent = graph.nodes.get(node.parent)
+    parent = graph.nodes.get(node.parent_key)
     if not isinstance(parent, LayerNode):
         return node.call_title()
     names = memo.get(parent.key)
     if names is None:
         names = memo[parent.key] = {}
-        for k in parent.subnets:
+        for k in parent.subnet_keys:
             kid = graph.nodes.get(k)
             if isinstance(kid, LayerNode):
                 names.setdefault(kid.name, set()).add(kid.path)
@@ -90,7 +90,7 @@ def listed_params(rec: Optional[Graph], node: LayerNode) -> list[ParamNode]:
     if rec is None or node.num_params != node.num_params_total:
         return []
     get = rec.nodes.get
-    params = [n for k in node.subnets if isinstance(n := get(k), ParamNode)]
+    params = [n for k in node.subnet_keys if isinstance(n := get(k), ParamNode)]
     return params if len(params) <= 3 else []
 
 

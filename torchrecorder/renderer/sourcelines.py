@@ -40,7 +40,7 @@ def script_lines(rec: Optional[Graph]) -> frozenset[Source]:
     lines too, which are the recording script's, not the model's."""
     if rec is None:
         return frozenset()
-    return frozenset(node.source for key in rec.context.subnets
+    return frozenset(node.source for key in rec.context.subnet_keys
                      if isinstance(node := rec.nodes.get(key), LayerNode) and node.source is not None)
 
 
