@@ -81,7 +81,32 @@ def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
     assert root is not None and root.status != "wrapped" and root.note == "wrapped by PeftModel"
     assert d.root_note == "wrapped by PeftModel" and any("PeftModel" in n for n in d.notes)
     assert d.counts("layer")["wrapped"] == len(expected) == d.to_dict()["summary"]["wrapped"]
-    assert f"({d.counts('layer')['added']} added, {len(expected)} wrapped)" in str(d)
+    # the wrappers, their new children and those children's weights, operations and tensors are
+    # the wrappers' parts, each naming the pair it belongs to; PeftModel's the roots'
+    assert [e for e in d.entries if e.status == "added"] == [] and bool(d)
+    parts = [e for e in d.entries if e.status == "wrapper"]
+    assert parts and all(e.a is None and e.part_of is not None for e in parts)
+    assert {e.part_of[0] for e in parts} == set(expected) | {root_a}
+    assert d.root_pair == (root_a, root.b)
+    of_layers = [e for e in parts if e.kind == "layer" and e.part_of[0] != root_a]
+    of_root = [e for e in parts if e.kind == "layer" and e.part_of[0] == root_a]
+    assert len(of_layers) == 4 * len(expected)  # peft's Linear, lora_A, lora_B, lora_dropout
+    assert any(b.nodes[e.b].type_name == "PeftModel" for e in of_root)
+    params = [e for e in parts if e.kind == "param"]
+    assert len(params) == 2 * len(expected)  # lora_A's and lora_B's weights
+    frozen = d.counts("param")["changed"]
+    assert frozen > 0 and all(e.changes == {"requires_grad": ("True", "False")}
+                              for e in d.entries if e.kind == "param" and e.status == "changed")
+    head = str(d).split("\n\n", 1)[0]
+    assert f"({len(expected)} wrapped ({len(of_layers)} wrapper parts), {len(of_root)} wrapping the model)" \
+        in head
+    assert f"({frozen} frozen, {len(params)} in wrappers)" in head and "added" not in head
+    doc = d.to_dict()
+    assert doc["summary"]["added"] == 0 and doc["summary"]["wrapper"] == len(parts)
+    assert doc["summary"]["differ"] is True
+    got = [n for n in doc["nodes"] if n["status"] == "wrapper"]
+    assert len(got) == len(parts) and all(set(n["part_of"]) == {"a", "b"} for n in got)
+    assert {n["part_of"]["a"] for n in got} == set(expected) | {root_a}
     head, body = str(d).split("\n\n", 1)
     assert "PeftModel" in head and "PeftModel" not in body
     assert sum(line.lstrip().startswith("⊐") for line in body.splitlines()) == 1  # the targets' line
@@ -97,6 +122,8 @@ def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
     assert "wrapped by peft Linear, +2 parameters" in text
     assert "lora_A" not in text and "removed" not in text.split("\n\n", 1)[1]
     back = torchrecorder.diff(b, a)
+    assert [e for e in back.entries if e.status in ("added", "removed")] == []
+    assert len([e for e in back.entries if e.status == "wrapper"]) == len(parts)
     assert sorted(map(repr, d.mirrored())) == sorted(repr((e.a, e.b, e.kind, e.status)) for e in back.entries)
 
 
@@ -120,7 +147,10 @@ def test_compiled_module_wraps_the_plain_one() -> None:
     root = d.entry_of("a", "net")
     assert root is not None and root.status == "same" and root.note == "wrapped by OptimizedModule"
     assert {e.status for e in d.entries if e.a not in (None, "net")} == {"same"}
-    assert [e.b for e in d.entries if e.status == "added"] == ["net"]
+    assert [e.b for e in d.entries if e.status == "wrapper"] == ["net"]
+    assert d.root_pair == ("net", "_orig_mod")
+    assert [e for e in d.entries if e.status == "added"] == [] and bool(d)
+    assert "1 wrapping the model" in str(d) and "added" not in str(d)
 
 
 def test_dynamic_quantisation_changes_the_class_behind_one_name() -> None:
@@ -217,7 +247,11 @@ def test_views_of_a_lora_pair_show_only_their_side() -> None:
         assert "lora_A.default" in tb and "PeftModel" in tb and "→" not in tb
         assert not re.search(r"\+\d", ta)
         for view in ("union", "a", "b"):  # no edge drawn removed: the wrapper took q_proj's place
-            assert "diff-edge-removed" not in torchrecorder.make_dot(d, view=view, **kwargs).source
+            source = torchrecorder.make_dot(d, view=view, **kwargs).source
+            assert "diff-edge-removed" not in source
+            # the LoRA parts are drawn as the wrapper's, not as free additions
+            assert not re.search(r"diff-(edge-)?added", source)
+            assert ("diff-wrapper side-b" in source) and ("diff-edge-wrapper side-b" in source)
 
 
 def test_data_parallel_wraps_the_plain_model() -> None:
