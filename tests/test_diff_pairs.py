@@ -113,6 +113,11 @@ def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
     page = make_diff_html(d)
     data = json.loads(re.search(r'id="diff-data">(.*?)</script>', page, re.S).group(1))
     assert sorted(x["a"] for x in data["entries"].values() if x["status"] == "wrapped") == expected
+    # the page says of each part whose wrapper it is (the target by a's name), not "added"
+    for x in data["entries"].values():
+        if x["status"] == "wrapper" and ".lora_A." in x["b"]:
+            assert x["mark"] == "⊂" and x["text"].startswith("part of the wrapper of ")
+            assert x["text"].split(" ")[5] in expected
     # the input is paired though peft's forward(*args, **kwargs) renames it
     ins = [e for e in d.entries if e.kind == "tensor" and e.a is not None and a.nodes[e.a].role == "input"]
     assert ins and all(e.b is not None for e in ins)

@@ -13,7 +13,7 @@ from .status import MARKS
 Diff = Any
 Entry = Any
 
-__all__ = ["describe", "patterns", "summary_text", "title_of"]
+__all__ = ["describe", "patterns", "side_title", "summary_text", "title_of"]
 
 _DIGITS = re.compile(r"\d+")
 _WORDS = {"layer": "modules", "op": "operations", "param": "parameters", "tensor": "tensors"}
@@ -22,6 +22,11 @@ _WORDS = {"layer": "modules", "op": "operations", "param": "parameters", "tensor
 def title_of(d: Diff, e: Entry) -> str:
     """The dotted name a reader knows the entry by (the second graph's, else the first's)."""
     side, key = ("b", e.b) if e.b is not None else ("a", e.a)
+    return side_title(d, side, key)
+
+
+def side_title(d: Diff, side: str, key: Any) -> str:
+    """The dotted name of node ``key`` of side ``"a"`` or ``"b"`` (the stripped prefix left out)."""
     node = (d.b if side == "b" else d.a).nodes[key]
     prefix = (d.matching.b if side == "b" else d.matching.a).prefix
     if isinstance(node, LayerNode):
@@ -60,9 +65,14 @@ def describe(d: Diff, e: Entry, wrapper_params: int = 0) -> str:
         if wrapper_params:
             sign = "+" if e.b is not None else "−"
             parts.append(f"{sign}{wrapper_params} parameter{'s' if wrapper_params > 1 else ''}")
-    elif e.status == "wrapper":
+    elif e.status == "wrapper":  # a part of a wrapper (the wrapper itself says "wrapped by")
         node = d.b.nodes[e.b] if e.b is not None else d.a.nodes[e.a]
-        parts.append("part of the wrapper" + (f" ({node.type_name})" if isinstance(node, LayerNode) else ""))
+        # the wrapped module by its name on the side without the wrapper (q_proj, not base_layer)
+        held = None if e.part_of is None else (e.part_of[0] if e.a is None else e.part_of[1])
+        whose = "the model" if e.part_of is not None and e.part_of == d.root_pair else \
+            (side_title(d, "a" if e.a is None else "b", held) if held is not None else "a module")
+        parts.append(f"part of the wrapper of {whose}"
+                     + (f" ({node.type_name})" if isinstance(node, LayerNode) else ""))
     elif e.status in ("added", "removed"):
         side, key = ("b", e.b) if e.b is not None else ("a", e.a)
         node = (d.b if side == "b" else d.a).nodes[key]
