@@ -483,8 +483,8 @@ class Diff:
         "edges": {"same", "added", "removed", "wrapped", "inside_wrappers"}}, "notes": [...],
         "patterns": [{"pattern", "status", "count", "text"}], "nodes": [{"a": key|null,
         "b": key|null, "kind", "status", "via"?, "changes"?: {attr: [old, new]}, "note"?,
-        "ambiguous"?, "rollup"?}], "edges": [{"a": [u, v]|null, "b": [u, v]|null, "status",
-        "wrapper"?: true}]}``.
+        "ambiguous"?, "part_of"?: {"a": key, "b": key}, "rollup"?}], "edges": [{"a": [u, v]|null,
+        "b": [u, v]|null, "status", "wrapper"?: true}]}``.
         """
         # a lone surrogate (from a name) becomes a \uXXXX escape: it reads back as the same text
         text = utf8_safe(json.dumps(self.to_dict(), indent=indent, ensure_ascii=False))
