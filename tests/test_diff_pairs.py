@@ -260,6 +260,35 @@ def test_views_of_a_lora_pair_show_only_their_side() -> None:
             assert ("diff-wrapper side-b" in source) and ("diff-edge-wrapper side-b" in source)
 
 
+def _visible_edges(source: str) -> list[tuple[str, str]]:
+    """The drawn edges of a DOT text that are not laid out unseen."""
+    out = []
+    for line in source.splitlines():
+        m = re.match(r'\s*"([^"]+)" -> "([^"]+)" \[(.*)\]\s*$', line)
+        if m and not re.search(r"\bstyle=\"?invis", m.group(3)):
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def test_a_wrapped_layer_feeds_only_its_wrapper_in_views_of_the_wrapped_side() -> None:
+    """The edges from the wrapped layer to its old consumers, drawn across operations written
+    on the edge (view · transpose), are a's: view a draws them, view b and the union do not
+    (there the wrapper's add feeds the consumers)."""
+    torch.manual_seed(0)
+    base = _llama(1)
+    a = _record(base, "llama", _IDS)
+    b = _record(peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(r=2, target_modules=["q_proj"])),
+                "llama", _IDS)
+    d = torchrecorder.diff(a, b)
+    wrapper = "base_model.model.model.layers.0.self_attn.q_proj"
+    for view in ("union", "b"):
+        edges = _visible_edges(torchrecorder.make_dot(d, view=view).source)
+        assert any(u == wrapper + "/add" and not v.startswith(wrapper) for u, v in edges)
+        assert [(u, v) for u, v in edges if u == wrapper + ".base_layer" and not v.startswith(wrapper)] == []
+    edges = _visible_edges(torchrecorder.make_dot(d, view="a").source)
+    assert sum(u == wrapper + ".base_layer" and not v.startswith(wrapper) for u, v in edges) >= 2
+
+
 def test_data_parallel_wraps_the_plain_model() -> None:
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4))

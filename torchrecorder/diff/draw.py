@@ -44,6 +44,8 @@ DIFF_STYLES: dict[str, dict[str, str]] = {
     # a wrapper and its parts: the wrapped module's hue, a paler fill and a thinner line
     "wrapper": {"color": "#CC79A7", "fillcolor": "#fbf2f7", "fontcolor": "black", "penwidth": "1.4"},
 }
+#: edge statuses from the most telling down: the status of a run of edges drawn as one
+_TELLING = ("removed", "added", "wrapper-a", "wrapper-b", "wrapped-a", "wrapped-b")
 _WORDS = {"added": "added", "removed": "removed", "changed": "changed", "renamed": "renamed / moved",
           "wrapped": "wrapped", "wrapper": "part of a wrapper", "same": "unchanged"}
 
@@ -269,40 +271,53 @@ class DiffStyler(GraphvizStyler):
 
     def _drawn_status(self) -> dict[tuple[Key, Key], str]:
         """Drawn edge -> the status of the recorded edges it stands for (``same`` unless they
-        are all added or all removed); made once per drawing."""
+        all have one status); made once per drawing.  A drawn edge may run through nodes
+        left out of the drawing (a tensor written on the edge, ``view · transpose``): its
+        status along such a run is the most telling of the run's edges."""
         got = self._drawn_memo
         if got is not None:
             return got
         raw = getattr(self.rec, "edge_status", {})
         renderer = self.renderer
         seen: dict[tuple[Key, Key], set[str]] = {}
-        ins: dict[Key, list[tuple[Key, str]]] = {}
         outs: dict[Key, list[tuple[Key, str]]] = {}
         nodes = self.rec.nodes if self.rec is not None else {}
         joined = renderer is not None and not renderer.tensor_nodes
+
+        # the ends of the drawn edges: a node that is none (an operation written on an edge,
+        # view · transpose) is left out, and the edge runs across it
+        ends = {n.key for edge in renderer.drawn_edges() for n in edge} if renderer is not None else None
 
         def drawn(k: Key) -> Key:
             n = nodes.get(k)
             if joined and type(n) is TensorNode and not n.role:
                 return None  # a tensor written on the edge: the edge is joined across it
-            return renderer.drawn_key(k) if renderer is not None else k
+            dk = renderer.drawn_key(k) if renderer is not None else k
+            return dk if ends is None or dk in ends else None
 
+        starts: list[tuple[Key, Key, str]] = []  # drawn source, first node left out, status
         for (u, v), status in raw.items():
             du, dv = drawn(u), drawn(v)
-            if du is None and dv is not None:
-                outs.setdefault(u, []).append((dv, status))
-            elif dv is None and du is not None:
-                ins.setdefault(v, []).append((du, status))
-            elif du is not None and dv is not None and du != dv:
+            if du is None:
+                outs.setdefault(u, []).append((v, status))
+            elif dv is None:
+                starts.append((du, v, status))
+            elif du != dv:
                 seen.setdefault((du, dv), set()).add(status)
-        for hidden, sources in ins.items():  # edges joined across a node left out (a tensor)
-            for du, s1 in sources:
-                for dv, s2 in outs.get(hidden, ()):
-                    both = (s1, s2)
-                    status = next((s for s in ("removed", "added", "wrapper-a", "wrapper-b", "wrapped-a",
-                                               "wrapped-b") if s in both), "same")
-                    if du != dv:
-                        seen.setdefault((du, dv), set()).add(status)
+        for du, first, status in starts:  # runs through nodes left out, to the next drawn node
+            todo, visited = [(first, status)], {(first, status)}
+            while todo:
+                k, st = todo.pop()
+                for v, s2 in outs.get(k, ()):
+                    both = (st, s2)
+                    st2 = next((s for s in _TELLING if s in both), "same")
+                    dv = drawn(v)
+                    if dv is not None:
+                        if du != dv:
+                            seen.setdefault((du, dv), set()).add(st2)
+                    elif (v, st2) not in visited:
+                        visited.add((v, st2))
+                        todo.append((v, st2))
         memo = {k: (next(iter(v)) if len(v) == 1 else "same") for k, v in seen.items()}
         self._drawn_memo = memo
         return memo
