@@ -96,11 +96,12 @@ def add_lora(model: Decoder) -> PeftLike:
 # the repeated change into one line; the prefix was found and stripped on its own
 # (the paths are written without it).  The two roots are paired: a note in the
 # header says the decoder is *wrapped by* ``PeftLike``, which holds it as
-# ``base_model.model``; below it, exactly the four projections are wrapped, each by a wrapper found by its
-# structure (a child with the very parameters of the original layer), so their
-# weights are not "removed" and ``lora_A`` / ``lora_B`` count as the wrapper's
-# parts.  ``peft.get_peft_model`` itself gives the same report (its wrapper class
-# is called ``Linear`` too: the report says ``peft Linear``).
+# ``base_model.model``; below it, exactly the four projections are wrapped, each by
+# a wrapper found by its structure (a child with the very parameters of the
+# original layer), so their weights are not "removed" and ``lora_A`` / ``lora_B``
+# count as the wrapper's parts (status ``wrapper``, not "added": ``12 wrapper
+# parts`` in the counts).  ``peft.get_peft_model`` itself gives the same report
+# (its wrapper class is called ``Linear`` too: the report says ``peft Linear``).
 torch.manual_seed(0)
 model = Decoder()
 d = torchrecorder.diff(torchrecorder.record(model, "decoder", (1, 4, 16)),
@@ -108,8 +109,9 @@ d = torchrecorder.diff(torchrecorder.record(model, "decoder", (1, 4, 16)),
 print(d)
 
 # %%
-# One picture: unchanged modules muted, the wrappers and their factors added
-# (green, ``+``), the original projections marked as wrapped (``⊐``).  Only the
+# One picture: unchanged modules muted, the original projections marked as wrapped
+# (purple, ``⊐``), the wrappers and their factors as the wrappers' parts (paler
+# purple, ``⊂``), not as additions.  Only the
 # modules that hold changes open; each cluster carries the count of what changed
 # inside it.
 torchrecorder.make_dot(d)

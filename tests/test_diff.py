@@ -102,9 +102,18 @@ def test_lora_wrap_with_prefix() -> None:
         for i in range(2) for p in ("q_proj", "v_proj")]
     assert d.entry_of("a", "dec").note == "wrapped by PeftLike" and d.root_note == "wrapped by PeftLike"
     assert all(d.entry_of("a", x).note == "wrapped by LoraLinear" for x, _ in wrapped)
-    added = {y for x, y in by_status(d, "layer", "added")}
-    assert added == {"dec", "base_model"} | {f"{pre}layers.{i}.self_attn.{p}{s}" for i in range(2)
+    # the wrappers and their parts are the wrapper's, not added: each names the pair it wraps
+    assert by_status(d, "layer", "added") == []
+    parts = {y for x, y in by_status(d, "layer", "wrapper")}
+    assert parts == {"dec", "base_model"} | {f"{pre}layers.{i}.self_attn.{p}{s}" for i in range(2)
                                             for p in ("q_proj", "v_proj") for s in ("", ".lora_A", ".lora_B")}
+    for e in d.entries:
+        if e.b in parts and e.b.endswith((".lora_A", ".lora_B")):
+            assert e.part_of == (e.b[len(pre):].rsplit(".", 1)[0], e.b.rsplit(".", 1)[0] + ".base_layer")
+        elif e.b in parts and e.b.endswith("_proj"):
+            assert e.part_of == (e.b[len(pre):], e.b + ".base_layer")
+        elif e.b in parts:  # the wrapper of the whole model and the module between: the roots'
+            assert e.part_of == ("dec", pre[:-1]) == d.root_pair
     assert d.entry_of("a", "dec").b == pre[:-1]  # the root paired through the stripped prefix
     assert d.entry_of("a", "layers.1.self_attn.k_proj").status == "same"
     assert by_status(d, "layer", "removed") == [] and by_status(d, "layer", "changed") == []

@@ -81,13 +81,43 @@ def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
     assert root is not None and root.status != "wrapped" and root.note == "wrapped by PeftModel"
     assert d.root_note == "wrapped by PeftModel" and any("PeftModel" in n for n in d.notes)
     assert d.counts("layer")["wrapped"] == len(expected) == d.to_dict()["summary"]["wrapped"]
-    assert f"({d.counts('layer')['added']} added, {len(expected)} wrapped)" in str(d)
+    # the wrappers, their new children and those children's weights, operations and tensors are
+    # the wrappers' parts, each naming the pair it belongs to; PeftModel's the roots'
+    assert [e for e in d.entries if e.status == "added"] == [] and bool(d)
+    parts = [e for e in d.entries if e.status == "wrapper"]
+    assert parts and all(e.a is None and e.part_of is not None for e in parts)
+    assert {e.part_of[0] for e in parts} == set(expected) | {root_a}
+    assert d.root_pair == (root_a, root.b)
+    of_layers = [e for e in parts if e.kind == "layer" and e.part_of[0] != root_a]
+    of_root = [e for e in parts if e.kind == "layer" and e.part_of[0] == root_a]
+    assert len(of_layers) == 4 * len(expected)  # peft's Linear, lora_A, lora_B, lora_dropout
+    assert any(b.nodes[e.b].type_name == "PeftModel" for e in of_root)
+    params = [e for e in parts if e.kind == "param"]
+    assert len(params) == 2 * len(expected)  # lora_A's and lora_B's weights
+    frozen = d.counts("param")["changed"]
+    assert frozen > 0 and all(e.changes == {"requires_grad": ("True", "False")}
+                              for e in d.entries if e.kind == "param" and e.status == "changed")
+    head = str(d).split("\n\n", 1)[0]
+    assert f"({len(expected)} wrapped ({len(of_layers)} wrapper parts), {len(of_root)} wrapping the model)" \
+        in head
+    assert f"({frozen} frozen, {len(params)} in wrappers)" in head and "added" not in head
+    doc = d.to_dict()
+    assert doc["summary"]["added"] == 0 and doc["summary"]["wrapper"] == len(parts)
+    assert doc["summary"]["differ"] is True
+    got = [n for n in doc["nodes"] if n["status"] == "wrapper"]
+    assert len(got) == len(parts) and all(set(n["part_of"]) == {"a", "b"} for n in got)
+    assert {n["part_of"]["a"] for n in got} == set(expected) | {root_a}
     head, body = str(d).split("\n\n", 1)
     assert "PeftModel" in head and "PeftModel" not in body
     assert sum(line.lstrip().startswith("⊐") for line in body.splitlines()) == 1  # the targets' line
     page = make_diff_html(d)
     data = json.loads(re.search(r'id="diff-data">(.*?)</script>', page, re.S).group(1))
     assert sorted(x["a"] for x in data["entries"].values() if x["status"] == "wrapped") == expected
+    # the page says of each part whose wrapper it is (the target by a's name), not "added"
+    for x in data["entries"].values():
+        if x["status"] == "wrapper" and ".lora_A." in x["b"]:
+            assert x["mark"] == "⊂" and x["text"].startswith("part of the wrapper of ")
+            assert x["text"].split(" ")[5] in expected
     # the input is paired though peft's forward(*args, **kwargs) renames it
     ins = [e for e in d.entries if e.kind == "tensor" and e.a is not None and a.nodes[e.a].role == "input"]
     assert ins and all(e.b is not None for e in ins)
@@ -97,6 +127,8 @@ def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
     assert "wrapped by peft Linear, +2 parameters" in text
     assert "lora_A" not in text and "removed" not in text.split("\n\n", 1)[1]
     back = torchrecorder.diff(b, a)
+    assert [e for e in back.entries if e.status in ("added", "removed")] == []
+    assert len([e for e in back.entries if e.status == "wrapper"]) == len(parts)
     assert sorted(map(repr, d.mirrored())) == sorted(repr((e.a, e.b, e.kind, e.status)) for e in back.entries)
 
 
@@ -120,7 +152,10 @@ def test_compiled_module_wraps_the_plain_one() -> None:
     root = d.entry_of("a", "net")
     assert root is not None and root.status == "same" and root.note == "wrapped by OptimizedModule"
     assert {e.status for e in d.entries if e.a not in (None, "net")} == {"same"}
-    assert [e.b for e in d.entries if e.status == "added"] == ["net"]
+    assert [e.b for e in d.entries if e.status == "wrapper"] == ["net"]
+    assert d.root_pair == ("net", "_orig_mod")
+    assert [e for e in d.entries if e.status == "added"] == [] and bool(d)
+    assert "1 wrapping the model" in str(d) and "added" not in str(d)
 
 
 def test_dynamic_quantisation_changes_the_class_behind_one_name() -> None:
@@ -215,9 +250,43 @@ def test_views_of_a_lora_pair_show_only_their_side() -> None:
         assert all(t not in ta for t in _count_texts(b) - _count_texts(a))
         assert all(t not in tb for t in _count_texts(a) - _count_texts(b))
         assert "lora_A.default" in tb and "PeftModel" in tb and "→" not in tb
-        assert not re.search(r"\+\d", ta)
+        assert not re.search(r"[+⊂]\d", ta)  # no count of what b adds, nor of b's wrapper parts
+        assert re.search(r"⊂\d", tb)
         for view in ("union", "a", "b"):  # no edge drawn removed: the wrapper took q_proj's place
-            assert "diff-edge-removed" not in torchrecorder.make_dot(d, view=view, **kwargs).source
+            source = torchrecorder.make_dot(d, view=view, **kwargs).source
+            assert "diff-edge-removed" not in source
+            # the LoRA parts are drawn as the wrapper's, not as free additions
+            assert not re.search(r"diff-(edge-)?added", source)
+            assert ("diff-wrapper side-b" in source) and ("diff-edge-wrapper side-b" in source)
+
+
+def _visible_edges(source: str) -> list[tuple[str, str]]:
+    """The drawn edges of a DOT text that are not laid out unseen."""
+    out = []
+    for line in source.splitlines():
+        m = re.match(r'\s*"([^"]+)" -> "([^"]+)" \[(.*)\]\s*$', line)
+        if m and not re.search(r"\bstyle=\"?invis", m.group(3)):
+            out.append((m.group(1), m.group(2)))
+    return out
+
+
+def test_a_wrapped_layer_feeds_only_its_wrapper_in_views_of_the_wrapped_side() -> None:
+    """The edges from the wrapped layer to its old consumers, drawn across operations written
+    on the edge (view · transpose), are a's: view a draws them, view b and the union do not
+    (there the wrapper's add feeds the consumers)."""
+    torch.manual_seed(0)
+    base = _llama(1)
+    a = _record(base, "llama", _IDS)
+    b = _record(peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(r=2, target_modules=["q_proj"])),
+                "llama", _IDS)
+    d = torchrecorder.diff(a, b)
+    wrapper = "base_model.model.model.layers.0.self_attn.q_proj"
+    for view in ("union", "b"):
+        edges = _visible_edges(torchrecorder.make_dot(d, view=view).source)
+        assert any(u == wrapper + "/add" and not v.startswith(wrapper) for u, v in edges)
+        assert [(u, v) for u, v in edges if u == wrapper + ".base_layer" and not v.startswith(wrapper)] == []
+    edges = _visible_edges(torchrecorder.make_dot(d, view="a").source)
+    assert sum(u == wrapper + ".base_layer" and not v.startswith(wrapper) for u, v in edges) >= 2
 
 
 def test_data_parallel_wraps_the_plain_model() -> None:

@@ -57,9 +57,10 @@ def diff(a: Side, b: Side, *, mapping: Optional[Mapping[str, str]] = None,
 
     Every node of both is paired with its counterpart or left alone, and given a status:
     ``same``, ``changed`` (with what changed, old and new: type, shapes, dtype, parameters,
-    number of calls), ``added``, ``removed``, ``renamed`` (moved or renumbered) or ``wrapped``
-    (a wrapper such as a LoRA layer now holds it).  See :mod:`torchrecorder.diff.match` for
-    how nodes are paired.
+    number of calls), ``added``, ``removed``, ``renamed`` (moved or renumbered), ``wrapped``
+    (a wrapper such as a LoRA layer now holds it) or ``wrapper`` (a part of such a wrapper,
+    the wrapper included: not a free addition; ``part_of`` names the wrapped pair).  See
+    :mod:`torchrecorder.diff.match` for how nodes are paired.
 
     Args:
         a: the first ("old") model: a :class:`~torchrecorder.recorder.Recorder` (any

@@ -41,15 +41,20 @@ DIFF_STYLES: dict[str, dict[str, str]] = {
     "changed": {"color": "#E69F00", "fillcolor": "#fdf0d2", "fontcolor": "black", "penwidth": "2.2"},
     "renamed": {"color": "#0072B2", "fillcolor": "#dcecf8", "fontcolor": "black", "penwidth": "2.2"},
     "wrapped": {"color": "#CC79A7", "fillcolor": "#f6e3ee", "fontcolor": "black", "penwidth": "2.2"},
+    # a wrapper and its parts: the wrapped module's hue, a paler fill and a thinner line
+    "wrapper": {"color": "#CC79A7", "fillcolor": "#fbf2f7", "fontcolor": "black", "penwidth": "1.4"},
 }
+#: edge statuses from the most telling down: the status of a run of edges drawn as one
+_TELLING = ("removed", "added", "wrapper-a", "wrapper-b", "wrapped-a", "wrapped-b")
 _WORDS = {"added": "added", "removed": "removed", "changed": "changed", "renamed": "renamed / moved",
-          "wrapped": "wrapped", "same": "unchanged"}
+          "wrapped": "wrapped", "wrapper": "part of a wrapper", "same": "unchanged"}
 
 
 class UnionGraph(Graph):
     """The graph of a diff's drawing: a :class:`~torchrecorder.graph.Graph` whose edges each
-    have a status (``edge_status``: edge -> ``same``, ``added``, ``removed``, or ``wrapped-a``
-    / ``wrapped-b``: the side's edge whose place a wrapper's parts took on the other side)."""
+    have a status (``edge_status``: edge -> ``same``, ``added``, ``removed``, ``wrapped-a``
+    / ``wrapped-b``: the side's edge whose place a wrapper's parts took on the other side, or
+    ``wrapper-a`` / ``wrapper-b``: an edge of a wrapper's parts, found on that side only)."""
 
     def __init__(self, name: str = "net") -> None:
         super().__init__(name)
@@ -115,10 +120,12 @@ def union_graph(d: Diff, view: str = "union") -> tuple[UnionGraph, dict[Key, Ent
             todo.extend((c, depth + 1) for c in node.subnet_keys)
     a_to_u = {e.a: ukeys[i] for i, e in enumerate(d.entries) if e.a is not None}
     edge_status = g.edge_status
-    for ea, eb, status in d.edges:
+    for i, (ea, eb, status) in enumerate(d.edges):
         u, v = (eb[0], eb[1]) if eb is not None else (a_to_u[ea[0]], a_to_u[ea[1]])  # type: ignore[index]
         if status == "wrapped":  # drawn in the view of the side that has it, and laid out in all
             status = "wrapped-a" if eb is None else "wrapped-b"
+        elif i in d.wrapper_edges:  # a wrapper's own edge: styled as the wrapper, not as added
+            status = "wrapper-a" if eb is None else "wrapper-b"
         if u != v and (u, v) not in edge_status:
             edge_status[(u, v)] = status
             g.links.add((u, v))
@@ -162,7 +169,7 @@ class DiffStyler(GraphvizStyler):
         if e is not None:  # for the HTML view: the entry and its status (no effect on the layout)
             attrs["id"] = f"d{e.index}"
             attrs["class"] = f"diff-{status} {self._side(e)}"
-        if e is not None and e.status == "same" and cluster and self._own_rollup(e.rollup):
+        if e is not None and e.status == "same" and cluster and self._own_rollup(e):
             status = "changed"
         look = DIFF_STYLES[status]
         attrs.update({k: v for k, v in look.items() if k != "dash"})
@@ -226,10 +233,13 @@ class DiffStyler(GraphvizStyler):
         runs = "".join(f'<FONT COLOR="{shown}">{html_text(t)}</FONT>' for t in (old, " → ", new))
         return label[:at] + runs + label[at + len(ours):]
 
-    def _own_rollup(self, rollup: dict[str, int]) -> dict[str, int]:
-        """The roll-up as this view has it: view ``"a"`` counts nothing added, ``"b"`` nothing removed."""
-        left_out = {"a": "added", "b": "removed"}.get(self.view)
-        return {s: n for s, n in rollup.items() if s != left_out}
+    def _own_rollup(self, e: Entry) -> dict[str, int]:
+        """The roll-up as this view has it: view ``"a"`` counts nothing only the second graph
+        holds (added, the parts of its wrappers), ``"b"`` nothing only the first holds."""
+        other = {"a": "b", "b": "a"}.get(self.view)
+        left_out = e.one_sided.get(other, {}) if other else {}
+        own = {s: n - left_out.get(s, 0) for s, n in e.rollup.items()}
+        return {s: n for s, n in own.items() if n > 0}
 
     def style_node(self, node: BaseNode) -> dict[str, str]:
         """The styler's attributes, coloured and marked by the node's status."""
@@ -250,7 +260,7 @@ class DiffStyler(GraphvizStyler):
                 extra.append(f"{MARKS['wrapped']} wrapper")
             elif e.status != "same":
                 extra.append(f"{MARKS[e.status]} {_WORDS[e.status]}")
-            rollup = self._own_rollup(e.rollup)
+            rollup = self._own_rollup(e)
             if rollup:
                 extra.append(rollup_text(rollup))
             label = attrs.get("label", "")
@@ -262,40 +272,53 @@ class DiffStyler(GraphvizStyler):
 
     def _drawn_status(self) -> dict[tuple[Key, Key], str]:
         """Drawn edge -> the status of the recorded edges it stands for (``same`` unless they
-        are all added or all removed); made once per drawing."""
+        all have one status); made once per drawing.  A drawn edge may run through nodes
+        left out of the drawing (a tensor written on the edge, ``view · transpose``): its
+        status along such a run is the most telling of the run's edges."""
         got = self._drawn_memo
         if got is not None:
             return got
         raw = getattr(self.rec, "edge_status", {})
         renderer = self.renderer
         seen: dict[tuple[Key, Key], set[str]] = {}
-        ins: dict[Key, list[tuple[Key, str]]] = {}
         outs: dict[Key, list[tuple[Key, str]]] = {}
         nodes = self.rec.nodes if self.rec is not None else {}
         joined = renderer is not None and not renderer.tensor_nodes
+
+        # the ends of the drawn edges: a node that is none (an operation written on an edge,
+        # view · transpose) is left out, and the edge runs across it
+        ends = {n.key for edge in renderer.drawn_edges() for n in edge} if renderer is not None else None
 
         def drawn(k: Key) -> Key:
             n = nodes.get(k)
             if joined and type(n) is TensorNode and not n.role:
                 return None  # a tensor written on the edge: the edge is joined across it
-            return renderer.drawn_key(k) if renderer is not None else k
+            dk = renderer.drawn_key(k) if renderer is not None else k
+            return dk if ends is None or dk in ends else None
 
+        starts: list[tuple[Key, Key, str]] = []  # drawn source, first node left out, status
         for (u, v), status in raw.items():
             du, dv = drawn(u), drawn(v)
-            if du is None and dv is not None:
-                outs.setdefault(u, []).append((dv, status))
-            elif dv is None and du is not None:
-                ins.setdefault(v, []).append((du, status))
-            elif du is not None and dv is not None and du != dv:
+            if du is None:
+                outs.setdefault(u, []).append((v, status))
+            elif dv is None:
+                starts.append((du, v, status))
+            elif du != dv:
                 seen.setdefault((du, dv), set()).add(status)
-        for hidden, sources in ins.items():  # edges joined across a node left out (a tensor)
-            for du, s1 in sources:
-                for dv, s2 in outs.get(hidden, ()):
-                    both = (s1, s2)
-                    status = next((s for s in ("removed", "added", "wrapped-a", "wrapped-b") if s in both),
-                                  "same")
-                    if du != dv:
-                        seen.setdefault((du, dv), set()).add(status)
+        for du, first, status in starts:  # runs through nodes left out, to the next drawn node
+            todo, visited = [(first, status)], {(first, status)}
+            while todo:
+                k, st = todo.pop()
+                for v, s2 in outs.get(k, ()):
+                    both = (st, s2)
+                    st2 = next((s for s in _TELLING if s in both), "same")
+                    dv = drawn(v)
+                    if dv is not None:
+                        if du != dv:
+                            seen.setdefault((du, dv), set()).add(st2)
+                    elif (v, st2) not in visited:
+                        visited.add((v, st2))
+                        todo.append((v, st2))
         memo = {k: (next(iter(v)) if len(v) == 1 else "same") for k, v in seen.items()}
         self._drawn_memo = memo
         return memo
@@ -311,8 +334,19 @@ class DiffStyler(GraphvizStyler):
                 s for s in attrs.get("style", "").split(",") if s and s not in ("dashed", "invis"))
             attrs["class"] = f"diff-edge-wrapped side-{status[-1]}"
             return attrs
-        if status == "same" and any(e is not None and e.status in ("added", "removed") for e in ends):
-            status = next(e.status for e in ends if e is not None and e.status in ("added", "removed"))
+        one_sided = [e for e in ends if e is not None and e.status in ("added", "removed", "wrapper")]
+        if status == "same" and one_sided:
+            end = one_sided[0]
+            status = end.status if end.status != "wrapper" else "wrapper-" + ("a" if end.b is None else "b")
+        if status.startswith("wrapper-"):
+            # an edge of a wrapper's parts: the wrapper's colour, drawn in its own side's views
+            look = DIFF_STYLES["wrapper"]
+            attrs["color"] = look["color"]
+            hidden = self.view not in ("union", status[-1]) or any(self._hidden(e) for e in ends)
+            attrs["style"] = "invis" if hidden else ",".join(
+                s for s in attrs.get("style", "").split(",") if s and s not in ("dashed", "invis"))
+            attrs["class"] = f"diff-edge-wrapper side-{status[-1]}"
+            return attrs
         look = DIFF_STYLES[status]
         attrs["color"] = look["color"] if status != "same" else "#8a8a8a"
         style = [s for s in attrs.get("style", "").split(",") if s and s not in ("dashed", "invis")]
@@ -368,7 +402,7 @@ class DiffRenderer(GraphvizRenderer):
         g = super().finish(g)
         if self.legend:
             rows = []
-            for status in ("added", "removed", "changed", "renamed", "wrapped", "same"):
+            for status in ("added", "removed", "changed", "renamed", "wrapped", "wrapper", "same"):
                 look = DIFF_STYLES[status]
                 mark = MARKS[status] if status != "same" else "="
                 rows.append(f'<TR><TD BGCOLOR="{look["fillcolor"]}" COLOR="{look["color"]}" BORDER="1">'

@@ -39,13 +39,17 @@ class Entry:
         ambiguous: an identical sibling could stand for this unpaired call.
         rollup: status -> how many modules and operations below this one (a module) have that
             status (only statuses other than ``same``).
+        one_sided: ``"a"`` / ``"b"`` -> the part of :attr:`rollup` found on that side only
+            (what a view of the other side leaves out).
+        part_of: for status ``wrapper``, the keys ``(a, b)`` of the wrapped pair the node
+            belongs to (the pair of roots for a wrapper of the whole model), else ``None``.
         parent: the index in :attr:`Diff.entries` of the entry this one is drawn inside, or
             ``None`` at the top.
         index: this entry's own index in :attr:`Diff.entries`.
     """
 
-    __slots__ = ("a", "ambiguous", "b", "changes", "index", "kind", "note", "parent", "rollup", "status",
-                 "via")
+    __slots__ = ("a", "ambiguous", "b", "changes", "index", "kind", "note", "one_sided", "parent", "part_of",
+                 "rollup", "status", "via")
 
     def __init__(self, a: Key, b: Key, kind: str, status: str, via: str = "") -> None:
         self.a, self.b, self.kind, self.status, self.via = a, b, kind, status, via
@@ -53,6 +57,8 @@ class Entry:
         self.note = ""
         self.ambiguous = False
         self.rollup: dict[str, int] = {}
+        self.one_sided: dict[str, dict[str, int]] = {}
+        self.part_of: Optional[tuple[Key, Key]] = None
         self.parent: Optional[int] = None
         self.index = 0
 
@@ -68,6 +74,8 @@ class Entry:
             d["changes"] = {k: list(v) for k, v in self.changes.items()}
         if self.note:
             d["note"] = self.note
+        if self.part_of is not None:
+            d["part_of"] = {"a": self.part_of[0], "b": self.part_of[1]}
         if self.ambiguous:
             d["ambiguous"] = True
         if self.rollup:
@@ -150,6 +158,9 @@ class Diff:
         root_note: ``"wrapped by PeftModel"`` when the first model's root is held by a wrapper
             of the whole second model (``"unwrapped from ..."`` the other way), else ``""``;
             the roots are paired, and the root is not counted as a wrapped layer.
+        root_pair: the keys ``(a, b)`` of the model held by a wrapper of the whole other model
+            and its counterpart (what the whole-model wrapper's parts are ``part_of``), else
+            ``None``.
         matching: the :class:`~torchrecorder.diff.match.Matching` it was built from.
     """
 
@@ -159,9 +170,11 @@ class Diff:
         self.b: Graph = m.b.graph
         self.notes: list[str] = list(m.notes)
         self.root_note = ""
+        self.root_pair: Optional[tuple[Key, Key]] = None
         self.entries: list[Entry] = []
         self.index_a: dict[Key, int] = {}
         self.index_b: dict[Key, int] = {}
+        self._parts: dict[str, dict[Key, Key]] = {"a": {}, "b": {}}  # side -> part -> wrapped a key
         self._build_entries()
         self._classify()
         self._parents_and_rollup()
@@ -235,6 +248,7 @@ class Diff:
                             # the model held by a wrapper of the whole model (PeftModel): the
                             # roots' pairing is said in the header, the root is no wrapped layer
                             self.root_note = e.note
+                            self.root_pair = (e.a, e.b)
                             self.notes.append(f"the roots are paired: {x.type_name} {e.note}")
                             wrap = None
                         else:
@@ -264,6 +278,15 @@ class Diff:
                     inner = chain[(side, key)]
                 if inner is not None:
                     e.note = f"wrapper of {m.pairs.get(inner) if side == 'b' else inner}"
+        # each node of a wrapper (the wrapper module on its side, its new children, their
+        # parameters, operations and tensors) is the wrapper's part, not a free addition
+        self._parts = {"a": self._wrapper_parts("a"), "b": self._wrapper_parts("b")}
+        for side, parts in self._parts.items():
+            for key, inner in parts.items():
+                part = self.entry_of(side, key)
+                if part is not None:
+                    part.status = "wrapper"
+                    part.part_of = (inner, m.pairs.get(inner))
 
     def _moved(self, x: LayerNode, y: LayerNode) -> bool:
         """Whether the call ``x`` became ``y`` under another name, or in another module (not
@@ -289,46 +312,55 @@ class Diff:
                 continue
             p = e.parent
             seen = 0
+            only = "b" if e.a is None else ("a" if e.b is None else "")
             while p is not None and seen <= len(self.entries):
                 r = self.entries[p].rollup
                 r[e.status] = r.get(e.status, 0) + 1
+                if only:
+                    r = self.entries[p].one_sided.setdefault(only, {})
+                    r[e.status] = r.get(e.status, 0) + 1
                 p = self.entries[p].parent
                 seen += 1
 
-    def _wrapper_parts(self, side: str) -> set[Key]:
-        """The unpaired nodes of ``side`` that belong to a wrapper of a module (peft's
-        ``lora_A``, its dropout, the add, the wrapped module's own output): below a wrapper
-        with no paired module in between.  A wrapper of the whole model (``PeftModel``)
-        holds everything, so it has no parts here."""
+    def _wrapper_parts(self, side: str) -> dict[Key, Key]:
+        """The unpaired nodes of ``side`` that belong to a wrapper, each with the ``a`` key of
+        the module it wraps: the wrapper itself and what lies below it with no paired node in
+        between (peft's ``lora_A``, its dropout and weight, the add).  A wrapper of the whole
+        model (``PeftModel``) holds the root and the modules between it and the model it holds
+        (peft's ``LoraModel``); its parts belong to the pair of roots."""
         m = self.matching
         graph, paired = (self.a, m.pairs) if side == "a" else (self.b, m.back)
-        wrappers = {w for tag, w in m.wrapped.values() if tag == side and graph.nodes[w].depth > 0}
-        parts: set[Key] = set()
+        wrappers: dict[Key, Key] = {w: inner for inner, (tag, w) in m.wrapped.items() if tag == side}
+        roots = [inner for inner, (tag, w) in m.wrapped.items() if tag == side and graph.nodes[w].depth == 0]
+        if roots:
+            wrappers.update({k: roots[0] for tag, k in m.chain if tag == side})
+        parts: dict[Key, Key] = {}
         if not wrappers:
             return parts
-        verdict: dict[Key, bool] = {}
+        verdict: dict[Key, Optional[Key]] = {}  # node -> the wrapped module's a key, or None
         for k in graph.nodes:
             if k is None or k in paired:
                 continue
             trail: list[Key] = []
             node_key: Key = k
-            found = False
+            found: Optional[Key] = None
             while node_key is not None and node_key not in paired:
                 if node_key in verdict:
                     found = verdict[node_key]
                     break
                 trail.append(node_key)
                 if node_key in wrappers:
-                    found = True
+                    found = wrappers[node_key]
                     break
                 node_key = graph.nodes[node_key].parent_key
             for t in trail:
                 verdict[t] = found
-            if found:
-                parts.add(k)
+            if found is not None:
+                parts[k] = found
         return parts
 
-    def _through_wrapper(self, start: Key, end: Key, adj: dict[Key, list[Key]], parts: set[Key]) -> bool:
+    def _through_wrapper(self, start: Key, end: Key, adj: dict[Key, list[Key]],
+                         parts: dict[Key, Key]) -> bool:
         """Whether a path leads from ``start`` to ``end`` through wrapper parts only."""
         todo = [x for x in adj.get(start, ()) if x in parts or x == end]
         seen = set(todo)
@@ -349,7 +381,7 @@ class Diff:
         took the wrapped module's place in the data flow.  The edges of a wrapper's parts are
         listed in :attr:`wrapper_edges`."""
         m = self.matching
-        parts = {"a": self._wrapper_parts("a"), "b": self._wrapper_parts("b")}
+        parts = self._parts
         adj: dict[str, dict[Key, list[Key]]] = {"a": {}, "b": {}}
         for tag, graph in (("a", self.a), ("b", self.b)):
             if parts[tag]:
@@ -451,8 +483,8 @@ class Diff:
         "edges": {"same", "added", "removed", "wrapped", "inside_wrappers"}}, "notes": [...],
         "patterns": [{"pattern", "status", "count", "text"}], "nodes": [{"a": key|null,
         "b": key|null, "kind", "status", "via"?, "changes"?: {attr: [old, new]}, "note"?,
-        "ambiguous"?, "rollup"?}], "edges": [{"a": [u, v]|null, "b": [u, v]|null, "status",
-        "wrapper"?: true}]}``.
+        "ambiguous"?, "part_of"?: {"a": key, "b": key}, "rollup"?}], "edges": [{"a": [u, v]|null,
+        "b": [u, v]|null, "status", "wrapper"?: true}]}``.
         """
         # a lone surrogate (from a name) becomes a \uXXXX escape: it reads back as the same text
         text = utf8_safe(json.dumps(self.to_dict(), indent=indent, ensure_ascii=False))

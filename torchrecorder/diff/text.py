@@ -13,7 +13,7 @@ from .status import MARKS
 Diff = Any
 Entry = Any
 
-__all__ = ["describe", "patterns", "summary_text", "title_of"]
+__all__ = ["describe", "patterns", "side_title", "summary_text", "title_of"]
 
 _DIGITS = re.compile(r"\d+")
 _WORDS = {"layer": "modules", "op": "operations", "param": "parameters", "tensor": "tensors"}
@@ -22,6 +22,11 @@ _WORDS = {"layer": "modules", "op": "operations", "param": "parameters", "tensor
 def title_of(d: Diff, e: Entry) -> str:
     """The dotted name a reader knows the entry by (the second graph's, else the first's)."""
     side, key = ("b", e.b) if e.b is not None else ("a", e.a)
+    return side_title(d, side, key)
+
+
+def side_title(d: Diff, side: str, key: Any) -> str:
+    """The dotted name of node ``key`` of side ``"a"`` or ``"b"`` (the stripped prefix left out)."""
     node = (d.b if side == "b" else d.a).nodes[key]
     prefix = (d.matching.b if side == "b" else d.matching.a).prefix
     if isinstance(node, LayerNode):
@@ -60,6 +65,14 @@ def describe(d: Diff, e: Entry, wrapper_params: int = 0) -> str:
         if wrapper_params:
             sign = "+" if e.b is not None else "−"
             parts.append(f"{sign}{wrapper_params} parameter{'s' if wrapper_params > 1 else ''}")
+    elif e.status == "wrapper":  # a part of a wrapper (the wrapper itself says "wrapped by")
+        node = d.b.nodes[e.b] if e.b is not None else d.a.nodes[e.a]
+        # the wrapped module by its name on the side without the wrapper (q_proj, not base_layer)
+        held = None if e.part_of is None else (e.part_of[0] if e.a is None else e.part_of[1])
+        whose = "the model" if e.part_of is not None and e.part_of == d.root_pair else \
+            (side_title(d, "a" if e.a is None else "b", held) if held is not None else "a module")
+        parts.append(f"part of the wrapper of {whose}"
+                     + (f" ({node.type_name})" if isinstance(node, LayerNode) else ""))
     elif e.status in ("added", "removed"):
         side, key = ("b", e.b) if e.b is not None else ("a", e.a)
         node = (d.b if side == "b" else d.a).nodes[key]
@@ -94,7 +107,7 @@ def type_text(node: Any, m: Any) -> str:
 def rollup_text(rollup: dict[str, int]) -> str:
     """``+2 −1 ~3 ↦1``: what changed below a module."""
     out = []
-    for status in ("added", "removed", "changed", "renamed", "wrapped"):
+    for status in ("added", "removed", "changed", "renamed", "wrapped", "wrapper"):
         n = rollup.get(status, 0)
         if n:
             out.append(f"{MARKS[status]}{n}")
@@ -142,7 +155,7 @@ def _lines(d: Diff) -> list[dict[str, Any]]:
             mark = MARKS["wrapped"]
             text = describe(d, e, count_params(i, e.status))
             # a wrapper's own parts are said by its line; a root wrapping the whole model holds more
-            descend = e.rollup.get("wrapped", 0) > 1 or any(s not in ("added", "wrapped") for s in e.rollup)
+            descend = e.rollup.get("wrapped", 0) > 1 or any(s not in ("wrapper", "wrapped") for s in e.rollup)
         elif e.status in ("added", "removed"):
             text = describe(d, e)
             if e.kind == "layer" and e.rollup:
@@ -224,6 +237,39 @@ def patterns(d: Diff) -> list[dict[str, Any]]:
              "count": line["count"], "text": line["text"]} for line in _fold(_lines(d))]
 
 
+def _count_parts(d: Diff, kind: str, c: dict[str, int]) -> list[str]:
+    """The summary's counts of one kind of entry: ``2 wrapped (8 wrapper parts)``,
+    ``1 wrapping the model``, ``28 frozen``, ``4 in wrappers``."""
+    whole = sum(1 for e in d.entries if e.kind == kind and e.status == "wrapper"
+                and d.root_pair is not None and e.part_of == d.root_pair)
+    parts_of_layers = c["wrapper"] - whole
+    changed = c["changed"]
+    frozen: dict[str, int] = {}
+    if kind == "param":  # peft freezes the base model: say so plainly
+        for e in d.entries:
+            if e.kind == "param" and e.status == "changed" and list(e.changes) == ["requires_grad"]:
+                word = "frozen" if e.changes["requires_grad"] == ("True", "False") else "unfrozen"
+                frozen[word] = frozen.get(word, 0) + 1
+        changed -= sum(frozen.values())
+    out = [f"{changed} changed"] if changed else []
+    out += [f"{n} {word}" for word, n in frozen.items()]
+    out += [f"{c[s]} {s}" for s in ("added", "removed", "renamed") if c[s]]
+    if kind == "layer":
+        if c["wrapped"]:
+            own = f" ({parts_of_layers} wrapper parts)" if parts_of_layers else ""
+            out.append(f"{c['wrapped']} wrapped{own}")
+        elif parts_of_layers:
+            out.append(f"{parts_of_layers} wrapper parts")
+        if whole:
+            out.append(f"{whole} wrapping the model")
+    else:
+        if c["wrapped"]:
+            out.append(f"{c['wrapped']} wrapped")
+        if c["wrapper"]:
+            out.append(f"{c['wrapper']} in wrappers")
+    return out
+
+
 def summary_text(d: Diff) -> str:
     """The text of :meth:`~torchrecorder.diff.Diff.summary`."""
     head = [f"diff {d.a.name!r} → {d.b.name!r}: "
@@ -231,11 +277,10 @@ def summary_text(d: Diff) -> str:
     for kind, word in _WORDS.items():
         c = d.counts(kind)
         total = sum(c.values())
-        if not total:
-            continue
-        parts = [f"{c[s]} {s}" for s in ("changed", "added", "removed", "renamed", "wrapped") if c[s]]
-        head.append(f"  {word}: {total - c['same'] if parts else 0} of {total} differ"
-                    + (f" ({', '.join(parts)})" if parts else ""))
+        if total:
+            parts = _count_parts(d, kind, c)
+            head.append(f"  {word}: {total - c['same'] if parts else 0} of {total} differ"
+                        + (f" ({', '.join(parts)})" if parts else ""))
     edges = {"added": 0, "removed": 0, "wrapped": 0}
     for i, (*_, s) in enumerate(d.edges):
         if s in edges and i not in d.wrapper_edges:
