@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any, Optional
 
 from ..nodes import BaseNode, Key, OpNode, ParamNode, TensorNode
@@ -102,11 +102,13 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
     sets: list[tuple[tuple[int, int], ...]] = []
     if fold.copies:
         ends = dict(drawn)
-        copy_of = fold.copy_of
+        copy_of = _copies_memo(fold)
         own: dict[End, BaseNode] = {}
         interned: dict[tuple[Key, tuple[tuple[int, int], ...]], int] = {}
         set_ids: dict[tuple[tuple[int, int], ...], int] = {}
-        for key in itertools.chain(fold.copies, fold.alias):  # (in a unit, or drawn as one's node)
+        in_copies = fold.copies
+        # the keys in a unit, then those drawn as another's node only (each once)
+        for key in itertools.chain(in_copies, [k for k in fold.alias if k not in in_copies]):
             d = drawn.get(key)
             if d in boxes:
                 continue
@@ -203,6 +205,34 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
         out.left_out = frozenset({key_of(e) for e in through if e not in gaps}
                                  | ({key_of(e) for e in dropped} - kept))
     return out
+
+
+def _copies_memo(fold: FoldPlan) -> Callable[[Key], tuple[tuple[int, int], ...]]:
+    """:meth:`~.fold.FoldPlan.copy_of` of a finished plan, each key's answer found once (the
+    nodes of a loop's first iteration are the alias of every later iteration's)."""
+    copies, alias = fold.copies, fold.alias
+    memo: dict[Key, tuple[tuple[int, int], ...]] = {}
+
+    def copy_of(key: Key) -> tuple[tuple[int, int], ...]:
+        got = memo.get(key)
+        if got is not None:
+            return got
+        own = copies.get(key, ())
+        target = alias.get(key)
+        if target is None:
+            got = own
+        else:
+            more = copy_of(target)
+            if not more or (len(more) == 1 and len(own) == 1 and more[0][0] == own[0][0]):
+                got = own
+            else:
+                units = dict(more)
+                units.update(own)
+                got = tuple(sorted(units.items()))
+        memo[key] = got
+        return got
+
+    return copy_of
 
 
 #: what an edge between two drawn ends carries: no tensor, no operation, no run's gap
