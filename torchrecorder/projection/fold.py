@@ -10,10 +10,10 @@ identity do not matter: the 32 decoder layers of a transformer match, and so do
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Optional
 
-from ..graph import Graph, predecessors
+from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 from .loops import DATA_MOVEMENT_OPS, LoopNode, Stretch, find_stretches
 
@@ -293,20 +293,21 @@ class FoldPlan:
             iteration.update(dict.fromkeys(keys, (number, 0)))
             self._copies_of(unit, 0, keys)
         lead_ops = {j: m for j, m in enumerate(lead) if isinstance(m, OpNode)}
+        lead_keys = [key for keys in lead_insides for key in keys]
         varying: set[int] = set()  # positions of ops whose shapes differ from the lead's
         for k in range(1, s.count):
-            base = s.start + k * p
-            for j in range(p):
-                member = kids[base + j]
-                keys = insides(member)
+            members = kids[s.start + k * p:s.start + (k + 1) * p]
+            keys = []  # the iteration's keys, in the order of the lead's
+            for j, member in enumerate(members):
+                keys.extend(insides(member))
                 hidden.add(member.key)
-                iteration.update(dict.fromkeys(keys, (number, k)))
-                self._copies_of(unit, k, keys)
-                alias.update(zip(keys, lead_insides[j], strict=True))
                 if isinstance(member, LayerNode):
                     alias.update(dict.fromkeys(blocks.params_inside(member)))
                 elif isinstance(member, OpNode) and member.output_shapes != lead_ops[j].output_shapes:
                     varying.add(j)  # a data-movement op left out (the others' shapes were compared)
+            iteration.update(dict.fromkeys(keys, (number, k)))
+            self._copies_of(unit, k, keys)
+            alias.update(zip(keys, lead_keys, strict=True))
         group.varying = tuple(dict.fromkeys(lead_ops[j].op for j in sorted(varying)))
 
 
@@ -342,14 +343,14 @@ class BlockStructures:
     def succs(self) -> dict[Key, list[Key]]:
         """Each node's successors: keys, in the order of the graph's edges (indexed on first use)."""
         if self._succs is None:
-            self._succs = predecessors((b, a) for a, b in self.rec.links)
+            self._preds, self._succs = _adjacency(self.rec.links)
         return self._succs
 
     @property
     def preds(self) -> dict[Key, list[Key]]:
         """Each node's predecessors: keys, in the order of the graph's edges (indexed on first use)."""
         if self._preds is None:
-            self._preds = predecessors(self.rec.links)
+            self._preds, self._succs = _adjacency(self.rec.links)
         return self._preds
 
     def preorder(self, layer: LayerNode) -> list[Key]:
@@ -487,6 +488,25 @@ def _closed(nodes: Mapping[Key, BaseNode], insides: list[list[Key]], member_of: 
                         or (isinstance(node, OpNode) and node.op not in DATA_MOVEMENT_OPS)):
                     return False
     return True
+
+
+def _adjacency(edges: Iterable[tuple[Key, Key]]) -> tuple[dict[Key, list[Key]], dict[Key, list[Key]]]:
+    """Each node's predecessors and successors, in the order of ``edges``, in one pass."""
+    preds: dict[Key, list[Key]] = {}
+    succs: dict[Key, list[Key]] = {}
+    preds_get, succs_get = preds.get, succs.get
+    for a, b in edges:
+        got = preds_get(b)
+        if got is None:
+            preds[b] = [a]
+        else:
+            got.append(a)
+        got = succs_get(a)
+        if got is None:
+            succs[a] = [b]
+        else:
+            got.append(b)
+    return preds, succs
 
 
 def _tuples(shapes: list[tuple[int, ...]]) -> Hashable:
