@@ -82,6 +82,12 @@ class LoopNode(LayerNode):
     __slots__ = ("ops", "varying")
 
     def __init__(self, parent: LayerNode, key: str, members: Sequence[BaseNode], call_index: int = 1) -> None:
+        if not members:  # a later iteration's node (a folded loop makes one per iteration)
+            super().__init__("loop", None, parent.depth + 1, parent.key, key, "repeated layers", "",
+                             call_index)
+            self.ops: list[str] = []
+            self.varying: tuple[str, ...] = ()
+            return
         ops = [n.op for n in members if isinstance(n, OpNode)]
         moving = DATA_MOVEMENT_OPS
         names = list(dict.fromkeys(op for op in ops if op not in moving)) or list(dict.fromkeys(ops))
@@ -89,7 +95,7 @@ class LoopNode(LayerNode):
         super().__init__("loop", None, parent.depth + 1, parent.key, key,
                          type_name=summary or "repeated layers", path="", call_index=call_index)
         self.ops = ops
-        self.varying: tuple[str, ...] = ()
+        self.varying = ()
         for n in members:
             self.subnets.add(n.key)
         shapes = [n for n in members if isinstance(n, LayerNode)]
