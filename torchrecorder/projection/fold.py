@@ -10,10 +10,10 @@ identity do not matter: the 32 decoder layers of a transformer match, and so do
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Optional
 
-from ..graph import Graph
+from ..graph import Graph, adjacency
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, TensorNode
 from .loops import DATA_MOVEMENT_OPS, LoopNode, Stretch, find_stretches
 
@@ -343,14 +343,14 @@ class BlockStructures:
     def succs(self) -> dict[Key, list[Key]]:
         """Each node's successors: keys, in the order of the graph's edges (indexed on first use)."""
         if self._succs is None:
-            self._preds, self._succs = _adjacency(self.rec.links)
+            self._preds, self._succs = adjacency(self.rec.links)
         return self._succs
 
     @property
     def preds(self) -> dict[Key, list[Key]]:
         """Each node's predecessors: keys, in the order of the graph's edges (indexed on first use)."""
         if self._preds is None:
-            self._preds, self._succs = _adjacency(self.rec.links)
+            self._preds, self._succs = adjacency(self.rec.links)
         return self._preds
 
     def preorder(self, layer: LayerNode) -> list[Key]:
@@ -488,25 +488,6 @@ def _closed(nodes: Mapping[Key, BaseNode], insides: list[list[Key]], member_of: 
                         or (isinstance(node, OpNode) and node.op not in DATA_MOVEMENT_OPS)):
                     return False
     return True
-
-
-def _adjacency(edges: Iterable[tuple[Key, Key]]) -> tuple[dict[Key, list[Key]], dict[Key, list[Key]]]:
-    """Each node's predecessors and successors, in the order of ``edges``, in one pass."""
-    preds: dict[Key, list[Key]] = {}
-    succs: dict[Key, list[Key]] = {}
-    preds_get, succs_get = preds.get, succs.get
-    for a, b in edges:
-        got = preds_get(b)
-        if got is None:
-            preds[b] = [a]
-        else:
-            got.append(a)
-        got = succs_get(a)
-        if got is None:
-            succs[a] = [b]
-        else:
-            got.append(b)
-    return preds, succs
 
 
 def _tuples(shapes: list[tuple[int, ...]]) -> Hashable:
