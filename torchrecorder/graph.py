@@ -23,7 +23,8 @@ from typing import Any, Optional
 from .errors import GraphError
 from .nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, OrderedSet, ParamNode, ScopeNode, TensorNode
 
-__all__ = ["AutogradGraph", "AutogradNode", "FnSet", "Graph", "Namespace", "NodeTable", "predecessors"]
+__all__ = ["AutogradGraph", "AutogradNode", "FnSet", "Graph", "Namespace", "NodeTable", "adjacency",
+           "predecessors"]
 
 
 class AutogradNode:
@@ -254,6 +255,29 @@ def predecessors(edges: Iterable[tuple[Key, Key]]) -> dict[Key, list[Key]]:
         else:
             got.append(a)
     return preds
+
+
+def adjacency(edges: Iterable[tuple[Key, Key]]) -> tuple[dict[Key, list[Key]], dict[Key, list[Key]]]:
+    """Each node's predecessors and successors, in the order of ``edges`` (one pass).
+
+    >>> adjacency([("a", "c"), ("b", "c")])
+    ({'c': ['a', 'b']}, {'a': ['c'], 'b': ['c']})
+    """
+    preds: dict[Key, list[Key]] = {}
+    succs: dict[Key, list[Key]] = {}
+    preds_get, succs_get = preds.get, succs.get
+    for a, b in edges:
+        got = preds_get(b)
+        if got is None:
+            preds[b] = [a]
+        else:
+            got.append(a)
+        got = succs_get(a)
+        if got is None:
+            succs[a] = [b]
+        else:
+            got.append(b)
+    return preds, succs
 
 
 class Graph:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any, Optional
 
 from ..nodes import BaseNode, Key, OpNode, ParamNode, TensorNode
@@ -102,11 +102,13 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
     sets: list[tuple[tuple[int, int], ...]] = []
     if fold.copies:
         ends = dict(drawn)
-        copy_of = fold.copy_of
+        copy_of = _copies_memo(fold)
         own: dict[End, BaseNode] = {}
         interned: dict[tuple[Key, tuple[tuple[int, int], ...]], int] = {}
         set_ids: dict[tuple[tuple[int, int], ...], int] = {}
-        for key in itertools.chain(fold.copies, fold.alias):  # (in a unit, or drawn as one's node)
+        in_copies = fold.copies
+        # the keys in a unit, then those drawn as another's node only (each once)
+        for key in itertools.chain(in_copies, [k for k in fold.alias if k not in in_copies]):
             d = drawn.get(key)
             if d in boxes:
                 continue
@@ -196,13 +198,43 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
     for edge in [edge for edge in carried if edge in plain]:
         del carried[edge]  # drawn already
     if through or dropped:
-        def key_of(e: End) -> Key:
-            return copy_key[e] if type(e) is int else e
+        def keys_of(ends: Iterable[End]) -> set[Key]:
+            return {copy_key[e] if type(e) is int else e for e in ends}
 
-        kept = {key_of(e) for edge in pairs for e in edge if e not in dropped}
-        out.left_out = frozenset({key_of(e) for e in through if e not in gaps}
-                                 | ({key_of(e) for e in dropped} - kept))
+        kept = (keys_of(e for e in itertools.chain.from_iterable(pairs) if e not in dropped)
+                if dropped else set())
+        out.left_out = frozenset(keys_of(e for e in through if e not in gaps) | (keys_of(dropped) - kept))
     return out
+
+
+def _copies_memo(fold: FoldPlan) -> Callable[[Key], tuple[tuple[int, int], ...]]:
+    """:meth:`~.fold.FoldPlan.copy_of` of a finished plan, each key's answer found once (the
+    nodes of a loop's first iteration are the alias of every later iteration's)."""
+    copies, alias = fold.copies, fold.alias
+    memo: dict[Key, tuple[tuple[int, int], ...]] = {}
+
+    def copy_of(key: Key) -> tuple[tuple[int, int], ...]:
+        got = memo.get(key)
+        if got is not None:
+            return got
+        own = copies.get(key, ())
+        target = alias.get(key)
+        if target is None:
+            got = own
+        else:
+            more = memo.get(target)
+            if more is None:
+                more = copy_of(target)
+            if not more or (len(more) == 1 and len(own) == 1 and more[0][0] == own[0][0]):
+                got = own
+            else:
+                units = dict(more)
+                units.update(own)
+                got = tuple(sorted(units.items()))
+        memo[key] = got
+        return got
+
+    return copy_of
 
 
 #: what an edge between two drawn ends carries: no tensor, no operation, no run's gap
@@ -228,17 +260,23 @@ def _join(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]], gaps: set
     ``dropped``; each edge comes with the last tensor and the operations left out on its
     way, and whether it passed a tensor between two blocks."""
     succ: dict[End, list[End]] = {}
+    targets: dict[End, None] = {}  # ends with an edge in
     for a, b in pairs:
-        succ.setdefault(a, []).append(b)
+        got = succ.get(a)
+        if got is None:
+            succ[a] = [b]
+        else:
+            got.append(b)
+        targets[b] = None
+    # each end's kind, read once: a passed tensor, a data-movement op, another op, or else
+    kinds = {k: _kind(nodes[k]) for k in succ}
+    kinds.update((k, _kind(nodes[k])) for k in targets if k not in kinds)
     through.update(gaps)
     if not tensor_nodes:
-        through.update(k for k in succ if is_passed_tensor(nodes[k]))
-        through.update(b for _, b in pairs if is_passed_tensor(nodes[b]))
+        through.update(k for k, kind in kinds.items() if kind == _PASSED)
     if not all_ops:
-        through.update(k for k in succ
-                       if isinstance(n := nodes[k], OpNode) and n.op in DATA_MOVEMENT_OPS)
-    if not all_ops:
-        dropped.update(_sourceless(nodes, pairs, succ))
+        through.update(k for k in succ if kinds[k] == _MOVING)
+        dropped.update(_sourceless(kinds, pairs, succ, targets))
         through -= dropped
 
     Reached = list[tuple[End, Optional[TensorNode], tuple[OpNode, ...], bool]]
@@ -289,18 +327,21 @@ def _join(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]], gaps: set
     return result
 
 
-def _sourceless(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]],
-                succ: Mapping[End, list[End]]) -> set[End]:
+#: the kinds of ends :func:`_join` tells apart
+_OTHER, _PASSED, _MOVING, _OP = range(4)
+
+
+def _kind(node: BaseNode) -> int:
+    if isinstance(node, OpNode):
+        return _MOVING if node.op in DATA_MOVEMENT_OPS else _OP
+    return _PASSED if is_passed_tensor(node) else _OTHER
+
+
+def _sourceless(kinds: Mapping[End, int], pairs: list[tuple[End, End]], succ: Mapping[End, list[End]],
+                has_input: Container[End]) -> set[End]:
     """Ends of drawn operations (and the passed tensors they make) that no input, parameter or
     layer feeds, however far back: constants and buffer reads."""
-    candidates: set[End] = set()
-    has_input: set[End] = set()
-    for a, b in pairs:
-        has_input.add(b)
-        for k in (a, b):
-            node = nodes[k]
-            if isinstance(node, OpNode) or is_passed_tensor(node):
-                candidates.add(k)
+    candidates = {k for k, kind in kinds.items() if kind != _OTHER}
     fed = list(dict.fromkeys(a for a, _ in pairs if a not in candidates))  # each once
     sourced: set[End] = set()
     while fed:
@@ -309,5 +350,4 @@ def _sourceless(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]],
                 sourced.add(b)
                 fed.append(b)
     # a tensor nothing made (no edge in) is not a constant's product: keep it
-    return {k for k in candidates - sourced
-            if isinstance(nodes[k], OpNode) or k in has_input}
+    return {k for k in candidates - sourced if kinds[k] != _PASSED or k in has_input}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Optional
 
-from ..graph import Graph, predecessors
+from ..graph import Graph, adjacency
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 from .loops import DATA_MOVEMENT_OPS, LoopNode, Stretch, find_stretches
 
@@ -296,20 +296,21 @@ class FoldPlan:
             iteration.update(dict.fromkeys(keys, (number, 0)))
             self._copies_of(unit, 0, keys)
         lead_ops = {j: m for j, m in enumerate(lead) if isinstance(m, OpNode)}
+        lead_keys = [key for keys in lead_insides for key in keys]
         varying: set[int] = set()  # positions of ops whose shapes differ from the lead's
         for k in range(1, s.count):
-            base = s.start + k * p
-            for j in range(p):
-                member = kids[base + j]
-                keys = insides(member)
+            members = kids[s.start + k * p:s.start + (k + 1) * p]
+            keys = []  # the iteration's keys, in the order of the lead's
+            for j, member in enumerate(members):
+                keys.extend(insides(member))
                 hidden.add(member.key)
-                iteration.update(dict.fromkeys(keys, (number, k)))
-                self._copies_of(unit, k, keys)
-                alias.update(zip(keys, lead_insides[j], strict=True))
                 if isinstance(member, LayerNode):
                     alias.update(dict.fromkeys(blocks.params_inside(member)))
                 elif isinstance(member, OpNode) and member.output_shapes != lead_ops[j].output_shapes:
                     varying.add(j)  # a data-movement op left out (the others' shapes were compared)
+            iteration.update(dict.fromkeys(keys, (number, k)))
+            self._copies_of(unit, k, keys)
+            alias.update(zip(keys, lead_keys, strict=True))
         group.varying = tuple(dict.fromkeys(lead_ops[j].op for j in sorted(varying)))
 
 
@@ -345,14 +346,14 @@ class BlockStructures:
     def succs(self) -> dict[Key, list[Key]]:
         """Each node's successors: keys, in the order of the graph's edges (indexed on first use)."""
         if self._succs is None:
-            self._succs = predecessors((b, a) for a, b in self.rec.links)
+            self._preds, self._succs = adjacency(self.rec.links)
         return self._succs
 
     @property
     def preds(self) -> dict[Key, list[Key]]:
         """Each node's predecessors: keys, in the order of the graph's edges (indexed on first use)."""
         if self._preds is None:
-            self._preds = predecessors(self.rec.links)
+            self._preds, self._succs = adjacency(self.rec.links)
         return self._preds
 
     def preorder(self, layer: LayerNode) -> list[Key]:

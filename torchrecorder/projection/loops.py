@@ -82,6 +82,12 @@ class LoopNode(LayerNode):
     __slots__ = ("ops", "varying")
 
     def __init__(self, parent: ScopeNode, key: str, members: Sequence[BaseNode], call_index: int = 1) -> None:
+        if not members:  # a later iteration's node (a folded loop makes one per iteration)
+            super().__init__("loop", None, parent.depth + 1, parent.key, key, "repeated layers", "",
+                             call_index)
+            self.ops: list[str] = []
+            self.varying: tuple[str, ...] = ()
+            return
         ops = [n.op for n in members if isinstance(n, OpNode)]
         moving = DATA_MOVEMENT_OPS
         names = list(dict.fromkeys(op for op in ops if op not in moving)) or list(dict.fromkeys(ops))
@@ -89,7 +95,7 @@ class LoopNode(LayerNode):
         super().__init__("loop", None, parent.depth + 1, parent.key, key,
                          type_name=summary or "repeated layers", path="", call_index=call_index)
         self.ops = ops
-        self.varying: tuple[str, ...] = ()
+        self.varying = ()
         for n in members:
             self.subnet_keys.add(n.key)
         shapes = [n for n in members if isinstance(n, LayerNode)]
@@ -359,39 +365,43 @@ def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
     p = s.period
     if all(isinstance(kid, TensorNode) for kid in kids[s.start:s.start + p]):
         return  # tensors alone are no loop
-    read = [insides(kid) for kid in kids[s.start:s.start + s.count * p]]  # each child's, once
-    owner: dict[Key, tuple[int, int, int]] = {}  # key -> (iteration, position, index inside)
+    # each iteration's keys in one list, children in order: a position in it stands for the
+    # child and the place inside it (iterations compared below are built alike, as the
+    # layers' structures are checked too, so equal positions mean equal places)
+    flat: list[list[Key]] = []
     for k in range(s.count):
-        base = k * p
-        for j in range(p):
-            for t, key in enumerate(read[base + j]):
-                owner[key] = (k, j, t)
-    intra: list[tuple[tuple[int, ...], ...]] = []
-    cross: list[tuple[tuple[int, ...], ...]] = []
+        keys: list[Key] = []
+        for kid in kids[s.start + k * p:s.start + (k + 1) * p]:
+            keys.extend(insides(kid))
+        flat.append(keys)
+    owner: dict[Key, tuple[int, int]] = {}  # key -> (iteration, position)
+    for k, keys in enumerate(flat):
+        owner.update(zip(keys, zip([k] * len(keys), range(len(keys)), strict=True), strict=True))
+    intra: list[tuple[int, ...]] = []
+    cross: list[tuple[tuple[int, int, int], ...]] = []
     backward: list[bool] = []  # an edge from a later iteration
     chained: list[bool] = []
     reach: list[int] = []  # the most iterations back an edge comes from
-    for k in range(s.count):
-        base = k * p
-        inside: list[tuple[int, ...]] = []
-        before: list[tuple[int, ...]] = []
-        for j in range(p):
-            for t, key in enumerate(read[base + j]):
-                for src in preds(key):
-                    got = owner.get(src)
-                    if got is None:
-                        continue
-                    dk = k - got[0]
-                    entry = (j, t, dk, got[1], got[2])
-                    if dk == 0:
-                        inside.append(entry)
-                    else:
-                        before.append(entry)
+    owner_get = owner.get
+    for k, keys in enumerate(flat):
+        n = len(keys)
+        inside: list[int] = []  # an edge within the iteration: ``position * n + source position``
+        before: list[tuple[int, int, int]] = []  # (position, iterations back, source position)
+        for i, key in enumerate(keys):
+            for src in preds(key):
+                got = owner_get(src)
+                if got is None:
+                    continue
+                dk = k - got[0]
+                if dk == 0:
+                    inside.append(i * n + got[1])
+                else:
+                    before.append((i, dk, got[1]))
         inside.sort()
         before.sort()
         intra.append(tuple(inside))
         cross.append(tuple(before))
-        back = {entry[2] for entry in before}  # how many iterations back each edge comes from
+        back = {entry[1] for entry in before}  # how many iterations back each edge comes from
         backward.append(bool(back) and min(back) < 0)
         chained.append(1 in back)
         reach.append(max(back, default=0))
@@ -424,9 +434,10 @@ def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,
         first = k
 
 
-def _within(entries: tuple[tuple[int, ...], ...], reach: int, back: int) -> tuple[tuple[int, ...], ...]:
+def _within(entries: tuple[tuple[int, int, int], ...], reach: int,
+            back: int) -> tuple[tuple[int, int, int], ...]:
     """The edges of ``entries`` (from at most ``reach`` iterations before) from at most ``back``."""
-    return entries if reach <= back else tuple(e for e in entries if e[2] <= back)
+    return entries if reach <= back else tuple(e for e in entries if e[1] <= back)
 
 
 def _same_layers(kids: Sequence[BaseNode], a: int, b: int, p: int,

@@ -12,7 +12,7 @@ from torch.nn.parameter import is_lazy
 
 from ..nodes import shape_str
 
-__all__ = ["Memo", "ModuleInfo", "bind_arguments", "check_model", "grad_fn_op_name",
+__all__ = ["Memo", "ModelWalk", "ModuleInfo", "bind_arguments", "check_model", "grad_fn_op_name",
            "lazy_error", "own_tensors", "shape_name", "shape_of", "shape_tuple", "tensor_meta", "type_name"]
 
 K = TypeVar("K")
@@ -154,22 +154,50 @@ def lazy_error(module: nn.Module, path: str, tensor_name: str) -> TypeError:
         "initialize it, which changes the model: run one forward pass first, then record")
 
 
-def check_model(net: nn.Module) -> list[tuple[str, nn.Module]]:
+class ModelWalk(list[tuple[str, nn.Module]]):
+    """``list(net.named_modules(remove_duplicate=False))``, with the model's *stamp* read in
+    the same pass: ``objects``, each module and each of its parameters and buffers in walk
+    order, and ``facts``, the paths, classes, tensor names and shapes beside them.  Two
+    walks with identical objects (``is``) and equal facts are of a model that has not
+    changed in anything the module index reads (see :mod:`~torchrecorder.recording.modules`)."""
+
+    __slots__ = ("facts", "objects")
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self.objects: list[Any] = []
+        self.facts: list[Any] = []
+
+
+def check_model(net: nn.Module) -> ModelWalk:
     """Fail before anything runs on a model that cannot be recorded as it is.
 
     Returns:
         ``list(net.named_modules(remove_duplicate=False))``, for the rest of the recording's
-        set-up to walk again without torch's recursive generators.
+        set-up to walk again without torch's recursive generators, with the model's stamp
+        (:class:`ModelWalk`).
 
     Raises:
         TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
     """
-    walk = list(net.named_modules(remove_duplicate=False))
+    walk = ModelWalk(net.named_modules(remove_duplicate=False))
+    objects, facts = walk.objects, walk.facts
+    add_object, add_fact = objects.append, facts.append
     for path, module in walk:
+        add_object(module)
+        add_fact(path)
+        add_fact(type(module))
         for tensors in (module._parameters, module._buffers):
+            add_fact(len(tensors))
             for tname, t in tensors.items():
-                if t is not None and is_lazy(t):
+                add_fact(tname)
+                if t is None:
+                    add_fact(None)
+                    continue
+                if is_lazy(t):
                     raise lazy_error(module, path, tname)
+                add_object(t)
+                add_fact(t.shape)
     return walk
 
 

@@ -62,6 +62,11 @@ def _code_names(code: types.CodeType) -> set[str]:
     return names
 
 
+#: this package's name (a copy imported under another name, as benchmarks/ab_*.py do, must
+#: know its own stylers)
+_PACKAGE = __name__.split(".")[0]
+
+
 def is_seed_styler(cls: type) -> bool:
     """Whether the styler class ``cls`` was written for torchrecorder 1.0.3, so that its
     renderer draws the 1.0.3 view (see :attr:`~torchrecorder.renderer.base.BaseRenderer.seed_view`).
@@ -75,7 +80,7 @@ def is_seed_styler(cls: type) -> bool:
     if forced is not None:
         return bool(forced)
     for klass in cls.__mro__:
-        if klass.__module__.split(".")[0] == "torchrecorder":
+        if klass.__module__.split(".")[0] == _PACKAGE:
             continue
         for name in ("style_node", "style_edge"):
             code = getattr(klass.__dict__.get(name), "__code__", None)

@@ -1,0 +1,197 @@
+"""The module index kept per model between recordings (issue 38): reused only for a model
+that has not changed, rebuilt on any change to its modules, parameters or buffers, never
+keeping a model alive; the model's flags, modes and tensors put back as without it.
+
+Each mutation test records a model, changes it, records it again, and compares the second
+recording with one made after the kept index was dropped (what a first recording gives).
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+import torchrecorder
+from torchrecorder.export import dumps
+from torchrecorder.recording import modules as modules_module
+
+from .graph_checks import global_hook_counts
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 6)
+        self.bn = nn.BatchNorm1d(6)
+        self.body = nn.Sequential(nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 6))
+        self.fc2 = nn.Linear(6, 3)
+        self.register_buffer("offset", torch.zeros(3))
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.body(self.bn(self.fc1(x)))
+        for _name, p in self.named_parameters(recurse=False):  # parameters added on the root
+            if p.dim() == 1 and p.numel() == 6:
+                h = h * p
+        return self.fc2(h) + self.offset
+
+
+def _record(net: nn.Module) -> torchrecorder.Recorder:
+    return torchrecorder.record(net, "net", None, input_data=torch.randn(5, 4))
+
+
+def _layers(rec: torchrecorder.Recorder) -> list[tuple[object, ...]]:
+    return [(n.path, n.name, n.type_name, n.num_params, n.num_params_total, n.num_buffers)
+            for n in rec.nodes.values() if isinstance(n, torchrecorder.LayerNode)]
+
+
+def _state(net: nn.Module) -> tuple[object, ...]:
+    return ([(k, v.clone()) for k, v in net.state_dict().items()],
+            [(n, p, p.requires_grad) for n, p in net.named_parameters()],
+            [m.training for m in net.modules()])
+
+
+def _same_state(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    (sa, pa, ta), (sb, pb, tb) = a, b  # type: ignore[misc]
+    return (len(sa) == len(sb) and len(pa) == len(pb) and ta == tb
+            and all(ka == kb and torch.equal(va, vb) for (ka, va), (kb, vb) in zip(sa, sb, strict=True))
+            and all(x[0] == y[0] and x[1] is y[1] and x[2] == y[2] for x, y in zip(pa, pb, strict=True)))
+
+
+def _add_module(net: Net) -> None:
+    net.extra = nn.Linear(2, 2)  # called by no one: still indexed (the root's parameter total)
+
+
+def _remove_module(net: Net) -> None:
+    del net.body[1]
+
+
+def _replace_module(net: Net) -> None:
+    net.fc2 = nn.Linear(6, 3)
+
+
+def _add_parameter(net: Net) -> None:
+    net.scale = nn.Parameter(torch.ones(6))
+
+
+def _remove_parameter(net: Net) -> None:
+    net.fc2.bias = None
+
+
+def _replace_parameter_same_shape(net: Net) -> None:
+    net.fc1.weight = nn.Parameter(torch.randn(6, 4))
+
+
+def _tie_parameters(net: Net) -> None:
+    net.body[2].weight = net.body[0].weight  # the same shapes and names: counted once now
+
+
+def _parameter_data_of_another_shape(net: Net) -> None:
+    net.unused = nn.Parameter(torch.ones(2))
+    net.unused.data = torch.ones(7)
+
+
+def _add_buffer(net: Net) -> None:
+    net.fc1.register_buffer("counter", torch.zeros(5))
+
+
+def _remove_buffer(net: Net) -> None:
+    del net.bn.num_batches_tracked
+
+
+def _replace_buffer(net: Net) -> None:
+    net.offset = torch.ones(3)
+
+
+MUTATIONS = [_add_module, _remove_module, _replace_module, _add_parameter, _remove_parameter,
+             _replace_parameter_same_shape, _tie_parameters, _parameter_data_of_another_shape, _add_buffer,
+             _remove_buffer, _replace_buffer]
+
+
+
+@pytest.mark.parametrize("mutate", MUTATIONS, ids=lambda f: f.__name__.strip("_"))
+def test_a_change_between_two_recordings_builds_the_index_anew(mutate: Callable[[Net], None]) -> None:
+    torch.manual_seed(0)
+    net = Net().eval()
+    if mutate is _parameter_data_of_another_shape:
+        net.unused = nn.Parameter(torch.ones(2))
+    _record(net)
+    kept = modules_module._INDEXES[id(net)][1]
+    mutate(net)
+    before = _state(net)
+    second = _record(net)
+    assert modules_module._INDEXES[id(net)][1] is not kept  # rebuilt, and kept again
+    assert _same_state(before, _state(net))
+    modules_module._INDEXES.clear()
+    fresh = _record(net)
+    assert _layers(second) == _layers(fresh)
+    assert dumps(second) == dumps(fresh)
+
+
+def test_a_replaced_parameter_is_recorded_as_the_parameter_it_is() -> None:
+    torch.manual_seed(0)
+    net = Net().eval()
+    _record(net)
+    _replace_parameter_same_shape(net)
+    rec = _record(net)
+    params = [n for n in rec.nodes.values() if isinstance(n, torchrecorder.ParamNode)]
+    assert any(n.name == "fc1.weight" or n.name.endswith("weight") for n in params)
+    assert rec.nodes[net.fc1.weight] is not None  # the live parameter finds its node
+
+
+@pytest.mark.parametrize("flip", ["requires_grad", "training", "root name"])
+def test_flags_modes_and_names_are_read_fresh(flip: str) -> None:
+    torch.manual_seed(0)
+    net = Net().eval()
+    first = _record(net)
+    if flip == "requires_grad":
+        net.fc1.weight.requires_grad_(False)
+    elif flip == "training":
+        net.train()
+    before = _state(net)
+    second = torchrecorder.record(net, "other" if flip == "root name" else "net", None,
+                                  input_data=torch.randn(5, 4))
+    assert _same_state(before, _state(net))  # put back as it was before this recording
+    assert no_hooks(net)
+    if flip == "root name":
+        roots = [(lay[1], lay[2]) for rec in (first, second) for lay in _layers(rec) if lay[2] == "Net"]
+        assert roots == [("net", "Net"), ("other", "Net")]
+    modules_module._INDEXES.clear()
+    fresh = torchrecorder.record(net, "other" if flip == "root name" else "net", None,
+                                 input_data=torch.randn(5, 4))
+    assert _layers(second) == _layers(fresh)
+
+
+def test_an_unchanged_model_reuses_its_index_and_records_the_same() -> None:
+    torch.manual_seed(0)
+    net = Net().eval()
+    modules_module._INDEXES.pop(id(net), None)
+    first = _record(net)
+    kept = modules_module._INDEXES[id(net)][1]
+    second = _record(net)
+    assert modules_module._INDEXES[id(net)][1] is kept
+    assert _layers(first) == _layers(second)
+    assert dumps(first) == dumps(second)
+    assert no_hooks(net)
+
+
+def test_the_kept_index_keeps_no_model_module_or_tensor_alive() -> None:
+    net = Net()
+    _record(net)
+    _record(net)
+    refs = [weakref.ref(net), weakref.ref(net.fc1), weakref.ref(net.fc1.weight), weakref.ref(net.offset)]
+    key = id(net)
+    assert key in modules_module._INDEXES
+    del net
+    gc.collect()
+    assert all(r() is None for r in refs)
+    assert key not in modules_module._INDEXES
+
+
+def no_hooks(net: nn.Module) -> bool:
+    return all(not m._forward_hooks and not m._forward_pre_hooks and not m._forward_pre_hooks_with_kwargs
+               for m in net.modules()) and not any(global_hook_counts())
