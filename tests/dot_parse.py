@@ -2,7 +2,9 @@
 
 Counting ``"->"`` in DOT text counts tooltips too (an op's tooltip reads
 ``linear -> 2×8``); these helpers tokenise the statements instead, honouring
-quoted strings and HTML-like ``<...>`` labels.
+quoted strings and HTML-like ``<...>`` labels.  An edge drawn through a node holding its
+label (``a -> "a -> b::label" -> b``, the renderer's ``label_nodes``) is read back as the one
+edge ``a -> b`` carrying that label, unless ``join_labels=False``.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ class DotStatements:
     ranks: dict[str, list[str]]
     #: edges with ``style=invis``: layout hints, not drawn (not in ``edges``)
     invisible: list[tuple[str, str]]
+    #: the nodes that hold an edge's label (joined into their edge): id -> attributes
+    label_nodes: dict[str, dict[str, str]]
 
 
 def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
@@ -96,10 +100,16 @@ def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
     return attrs, i
 
 
-def parse_dot(text: str) -> DotStatements:
-    """Parse the DOT that torchrecorder writes (one digraph; nodes, edges, subgraphs, attributes)."""
+LABEL_SUFFIX = "::label"
+
+
+def parse_dot(text: str, join_labels: bool = True) -> DotStatements:
+    """Parse the DOT that torchrecorder writes (one digraph; nodes, edges, subgraphs, attributes).
+
+    ``join_labels``: read an edge drawn through a label node as one edge with that label."""
     toks = _tokens(text)
-    out = DotStatements([], [], [], {}, [], {}, [])
+    out = DotStatements([], [], [], {}, [], {}, [], {})
+    tails: dict[str, str] = {}  # label node -> the tail of its edge
     i = 0
     # header: [strict] digraph [name] {
     while toks[i] != "{":
@@ -120,7 +130,8 @@ def parse_dot(text: str) -> DotStatements:
             i += 1
             continue
         if tok == "subgraph":
-            out.clusters.append(_unquote(toks[i + 1]))
+            if _unquote(toks[i + 1]) not in out.clusters:  # not a cluster reopened for a label node
+                out.clusters.append(_unquote(toks[i + 1]))
             i += 2
             continue
         if tok in ("graph", "node", "edge") and i + 1 < len(toks) and toks[i + 1] == "[":
@@ -131,16 +142,27 @@ def parse_dot(text: str) -> DotStatements:
             continue
         if i + 1 < len(toks) and toks[i + 1] == "->":
             attrs, j = _attrs(toks, i + 3)
-            if attrs.get("style") == "invis":
-                out.invisible.append((_unquote(tok), _unquote(toks[i + 2])))
+            tail, head = _unquote(tok), _unquote(toks[i + 2])
+            if join_labels and head.endswith(LABEL_SUFFIX) and head in out.label_nodes:
+                tails[head] = tail  # the first half: the second one carries the edge
                 i = j
                 continue
-            out.edges.append((_unquote(tok), _unquote(toks[i + 2])))
+            if join_labels and tail in tails:
+                attrs = {**attrs, "label": out.label_nodes[tail].get("label", "")}
+                tail = tails.pop(tail)
+            if attrs.get("style") == "invis":
+                out.invisible.append((tail, head))
+                i = j
+                continue
+            out.edges.append((tail, head))
             out.edge_attrs.append(attrs)
             i = j
             continue
         attrs, j = _attrs(toks, i + 1)
-        out.nodes.append(_unquote(tok))
-        out.node_attrs[_unquote(tok)] = attrs
+        if join_labels and _unquote(tok).endswith(LABEL_SUFFIX) and attrs.get("shape") == "plain":
+            out.label_nodes[_unquote(tok)] = attrs
+        else:
+            out.nodes.append(_unquote(tok))
+            out.node_attrs[_unquote(tok)] = attrs
         i = j
     return out

@@ -69,9 +69,11 @@ class GraphvizRenderer(BaseRenderer):
             b``, the label a plain text node), in the innermost cluster that holds both ends:
             Graphviz keeps a node inside its cluster and routes other edges around it, where
             it may put an edge's own label across a cluster's border or under another edge.
-            Edges that do not rank their ends keep their label.  ``None``: the class
-            attribute :attr:`label_nodes` (``False``).  The label nodes are not drawn by
-            :meth:`render_node`, and an edge becomes two edge statements.
+            Edges that do not rank their ends keep their label; a hidden edge's label node is
+            hidden too (it keeps its place, so the views of a diff share one layout).
+            ``None``: the class attribute :attr:`label_nodes` (``True``); ``False`` leaves
+            the labels to Graphviz.  The label nodes are not drawn by :meth:`render_node`,
+            and a labelled edge becomes two edge statements.
         direction: the layout direction, ``"TB"`` (top to bottom, the
             default), ``"LR"``, ``"BT"`` or ``"RL"``; the same as
             ``graph_attrs={"rankdir": ...}``.
@@ -101,7 +103,7 @@ class GraphvizRenderer(BaseRenderer):
     #: layout takes seconds instead of minutes)
     max_constraining_fanout = 8
     #: the default of ``label_nodes``
-    label_nodes = False
+    label_nodes = True
 
     def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
@@ -396,8 +398,7 @@ class GraphvizRenderer(BaseRenderer):
             g.body.append(f"\t{self._pend(fnode, tnode, self._attr_text(attrs, method, wide), 'E')}\n")
             return
         if (self.label_nodes and not wide and a is not None and b is not None and isinstance(attrs, Mapping)
-                and attrs.get("label") and str(attrs.get("constraint", "true")).lower() != "false"
-                and "invis" not in str(attrs.get("style", ""))):
+                and attrs.get("label") and str(attrs.get("constraint", "true")).lower() != "false"):
             self._labelled_edge(g, fnode, tnode, a, b, dict(attrs), method)
             return
         text = self._attr_text(attrs, method, wide)
@@ -419,6 +420,8 @@ class GraphvizRenderer(BaseRenderer):
         label = attrs.pop("label")
         node = {"label": label, "shape": "plain"}
         node.update({k: attrs[k] for k in ("fontname", "fontsize", "fontcolor", "tooltip") if k in attrs})
+        if "invis" in str(attrs.get("style", "")).split(","):  # a hidden edge (a diff's other side):
+            node["style"] = "invis"  # its label keeps its place, unseen, as Graphviz's own would
         lid = quote_dot_id(f"{plain_id(a)} -> {plain_id(b)}{LABEL_SUFFIX}")
         chain = self._common_clusters(fnode, tnode)
         opening = "".join(f"subgraph {dot_quote('cluster_' + self.node_id(n))} {{ " for n in chain)
