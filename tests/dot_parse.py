@@ -3,14 +3,16 @@
 Counting ``"->"`` in DOT text counts tooltips too (an op's tooltip reads
 ``linear -> 2×8``); these helpers tokenise the statements instead, honouring
 quoted strings and HTML-like ``<...>`` labels.  An edge drawn through a node holding its
-label (``a -> "a -> b::label" -> b``, the renderer's ``label_nodes``) is read back as the one
-edge ``a -> b`` carrying that label, unless ``join_labels=False``.
+label (``a -> "a -> b::label" -> b``, the renderer's ``label_nodes``) or through invisible
+points on cluster title ranks (``"a -> b::via1"``) is read back as the one edge ``a -> b``
+carrying that label, unless ``join_labels=False``.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 __all__ = ["DotStatements", "parse_dot"]
 
@@ -79,7 +81,8 @@ class DotStatements:
     ranks: dict[str, list[str]]
     #: edges with ``style=invis``: layout hints, not drawn (not in ``edges``)
     invisible: list[tuple[str, str]]
-    #: the nodes that hold an edge's label (joined into their edge): id -> attributes
+    #: the nodes that hold an edge's label and the points an edge passes (joined into their
+    #: edge): id -> attributes
     label_nodes: dict[str, dict[str, str]]
 
 
@@ -101,6 +104,7 @@ def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
 
 
 LABEL_SUFFIX = "::label"
+VIA_SUFFIX = "::via"
 
 
 def parse_dot(text: str, join_labels: bool = True) -> DotStatements:
@@ -109,7 +113,8 @@ def parse_dot(text: str, join_labels: bool = True) -> DotStatements:
     ``join_labels``: read an edge drawn through a label node as one edge with that label."""
     toks = _tokens(text)
     out = DotStatements([], [], [], {}, [], {}, [], {})
-    tails: dict[str, str] = {}  # label node -> the tail of its edge
+    tails: dict[str, str] = {}  # label node or point on an edge -> the tail of its edge
+    labels: dict[str, Optional[str]] = {}  # the same -> the edge's label
     i = 0
     # header: [strict] digraph [name] {
     while toks[i] != "{":
@@ -143,12 +148,17 @@ def parse_dot(text: str, join_labels: bool = True) -> DotStatements:
         if i + 1 < len(toks) and toks[i + 1] == "->":
             attrs, j = _attrs(toks, i + 3)
             tail, head = _unquote(tok), _unquote(toks[i + 2])
-            if join_labels and head.endswith(LABEL_SUFFIX) and head in out.label_nodes:
-                tails[head] = tail  # the first half: the second one carries the edge
+            if join_labels and head in out.label_nodes:
+                # a first part: the last one carries the edge (and the label node's label)
+                tails[head] = tails.pop(tail) if tail in tails else tail
+                labels[head] = labels.pop(tail, None) or (
+                    out.label_nodes[head].get("label") if head.endswith(LABEL_SUFFIX) else None)
                 i = j
                 continue
             if join_labels and tail in tails:
-                attrs = {**attrs, "label": out.label_nodes[tail].get("label", "")}
+                label = labels.pop(tail, None)
+                if label is not None:
+                    attrs = {**attrs, "label": label}
                 tail = tails.pop(tail)
             if attrs.get("style") == "invis":
                 out.invisible.append((tail, head))
@@ -159,7 +169,8 @@ def parse_dot(text: str, join_labels: bool = True) -> DotStatements:
             i = j
             continue
         attrs, j = _attrs(toks, i + 1)
-        if join_labels and _unquote(tok).endswith(LABEL_SUFFIX) and attrs.get("shape") == "plain":
+        if join_labels and ((_unquote(tok).endswith(LABEL_SUFFIX) and attrs.get("shape") == "plain")
+                            or (VIA_SUFFIX in _unquote(tok) and attrs.get("shape") == "point")):
             out.label_nodes[_unquote(tok)] = attrs
         else:
             out.nodes.append(_unquote(tok))

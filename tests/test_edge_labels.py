@@ -9,6 +9,7 @@ innermost cluster holding both ends of its edge; Graphviz's own edge labels
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -20,7 +21,7 @@ import torch
 import torchrecorder
 
 from .backends import needs_dot
-from .label_geometry import label_problems
+from .label_geometry import edges_outside_their_cluster, label_problems
 from .zoo import all_cases
 from .zoo.session import Zoo
 
@@ -102,4 +103,30 @@ def test_a_label_node_sits_in_the_innermost_cluster_of_both_ends(recordings: dic
     assert line.lstrip().startswith('subgraph cluster_transformer_encoder { subgraph "cluster_layers.0" { '
                                     '"layers.0.'), line
     assert "shape=plain" in line
-    assert source.count("arrowhead=none") == source.count('::label" [label=') > 0
+    assert source.count('::label" [label=') > 0
+    # every part of an edge but its last has no arrowhead: one per label node and per point
+    points = len(re.findall(r'::via\d+" \[label=""', source))
+    assert source.count("arrowhead=none") == source.count('::label" [label=') + points
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_edges_stay_inside_their_clusters(recordings: dict[str, Any], name: str) -> None:
+    """Depth-2 tidiness: an edge between stacked stages stays inside the cluster holding
+    both, and an edge into a cluster crosses its border once (it passes the cluster's title
+    rank on a point inside it, not outside the cluster and around the title)."""
+    found = {d: edges_outside_their_cluster(torchrecorder.make_dot(recordings[name], d).source)
+             for d in DEPTHS}
+    assert {d: p for d, p in found.items() if p} == {}
+
+
+def test_an_edge_into_titled_clusters_passes_a_point_in_each(recordings: dict[str, Any]) -> None:
+    source = torchrecorder.make_dot(recordings["transformer_encoder"], 2).source
+    assert ('subgraph cluster_transformer_encoder { "input@src -> layers.0.self_attn::via1" [label="" '
+            'shape=point style=invis') in source
+    assert ('subgraph cluster_transformer_encoder { subgraph "cluster_layers.0" { '
+            '"input@src -> layers.0.self_attn::via2" [') in source
+    assert '"input@src" -> "input@src -> layers.0.self_attn::via1" [arrowhead=none' in source
+    assert '"input@src -> layers.0.self_attn::via2" -> "layers.0.self_attn" [arrowsize' in source
+    # stage to stage: one point, in the second stage
+    assert '"layers.0.norm2 -> layers.1.self_attn::via1"' in source
+    assert "layers.0.norm2 -> layers.1.self_attn::via2" not in source
