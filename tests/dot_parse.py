@@ -170,7 +170,7 @@ def parse_dot(text: str, join_labels: bool = True) -> DotStatements:
             continue
         attrs, j = _attrs(toks, i + 1)
         if join_labels and ((_unquote(tok).endswith(LABEL_SUFFIX) and attrs.get("shape") == "plain")
-                            or (VIA_SUFFIX in _unquote(tok) and attrs.get("shape") == "point")):
+                            or (VIA_SUFFIX in _unquote(tok) and attrs.get("label") == '""')):
             out.label_nodes[_unquote(tok)] = attrs
         else:
             out.nodes.append(_unquote(tok))

@@ -122,11 +122,12 @@ def test_edges_stay_inside_their_clusters(recordings: dict[str, Any], name: str)
 def test_an_edge_into_titled_clusters_passes_a_point_in_each(recordings: dict[str, Any]) -> None:
     source = torchrecorder.make_dot(recordings["transformer_encoder"], 2).source
     assert ('subgraph cluster_transformer_encoder { "input@src -> layers.0.self_attn::via1" [label="" '
-            'shape=point style=invis') in source
+            'fillcolor="#555555" fixedsize=true height=0.03 penwidth=0 shape=box style=filled') in source
     assert ('subgraph cluster_transformer_encoder { subgraph "cluster_layers.0" { '
             '"input@src -> layers.0.self_attn::via2" [') in source
-    assert '"input@src" -> "input@src -> layers.0.self_attn::via1" [arrowhead=none' in source
-    assert '"input@src -> layers.0.self_attn::via2" -> "layers.0.self_attn" [arrowsize' in source
+    first, last = "input@src -> layers.0.self_attn::via1", "input@src -> layers.0.self_attn::via2"
+    assert re.search(rf'"input@src" -> "{first}" \[arrowhead=none [^\n]*headclip=false', source)
+    assert re.search(rf'"{last}" -> "layers.0.self_attn" \[arrowsize[^\n]*tailclip=false', source)
     # stage to stage: one point, in the second stage
     assert '"layers.0.norm2 -> layers.1.self_attn::via1"' in source
     assert "layers.0.norm2 -> layers.1.self_attn::via2" not in source

@@ -20,8 +20,11 @@ LABEL_SUFFIX = "::label"
 #: appended to ``"a -> b"`` and a number: the ids of the points the edge from a to b passes
 #: on the title ranks of the clusters it enters
 VIA_SUFFIX = "::via"
-#: the attributes of those points
-_VIA_ATTRS = 'label="" shape=point style=invis width=0 height=0 fixedsize=true'
+#: the attributes of those points: a box no wider than the edge's line and two points high
+#: (``dot`` ends the parts of the edge a point above and below a node's centre), drawn in
+#: the edge's colour, which joins the parts
+_VIA_ATTRS = {"label": "", "shape": "box", "height": "0.03", "fixedsize": "true", "style": "filled",
+              "penwidth": "0"}
 #: the edge attributes a label node takes
 _LABEL_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
 
@@ -92,22 +95,37 @@ def path_edge(renderer: Renderer, g: Any, fnode: BaseNode, tnode: BaseNode, ends
     a, b = ends
     name = f"{plain_id(a)} -> {plain_id(b)}"
     path: list[str] = []
+    hidden = "invis" in str(attrs.get("style", "")).split(",")
     if labelled:
         node = {"label": attrs.pop("label"), "shape": "plain"}
         node.update({k: attrs[k] for k in _LABEL_ATTRS if k in attrs})
-        if "invis" in str(attrs.get("style", "")).split(","):
+        if hidden:
             node["style"] = "invis"
         lid = quote_dot_id(name + LABEL_SUFFIX)
         statement = f"{lid} [{renderer._attr_text(node, method)}]"
         g.body.append(f"\t{_in_clusters(renderer, common_clusters(renderer, fnode, tnode), statement)}\n")
         path.append(lid)
     chain = common_clusters(renderer, fnode, tnode) if entered else []
+    if entered:
+        try:  # as wide as the edge's line: filled, with no border
+            line = float(attrs.get("penwidth", 1.0))
+        except ValueError:
+            line = 1.0
+        point = {**_VIA_ATTRS, "width": f"{line / 72:.4f}", "fillcolor": str(attrs.get("color", "black"))}
+        if hidden:
+            point["style"] = "invis"
+        point_text = renderer._attr_text(point, method)
     for i, cluster in enumerate(entered, 1):
         chain = [*chain, cluster]
         vid = quote_dot_id(f"{name}{VIA_SUFFIX}{i}")
-        g.body.append(f"\t{_in_clusters(renderer, chain, f'{vid} [{_VIA_ATTRS}]')}\n")
+        g.body.append(f"\t{_in_clusters(renderer, chain, f'{vid} [{point_text}]')}\n")
         path.append(vid)
-    half = renderer._attr_text({**attrs, "arrowhead": "none"}, method)
-    for tail, head in itertools.pairwise([a, *path]):
-        g.body.append(f"\t{tail} -> {head} [{half}]\n")
-    g.body.append(f"\t{path[-1]} -> {b} [{renderer._attr_text(attrs, method)}]\n")
+    # the parts meet at a point's centre (clipped at its tiny border they would leave a gap)
+    via = {vid for vid in path if VIA_SUFFIX in vid}
+    for tail, head in itertools.pairwise([a, *path, b]):
+        part = dict(attrs) if head == b else {**attrs, "arrowhead": "none"}
+        if head in via:
+            part["headclip"] = "false"
+        if tail in via:
+            part["tailclip"] = "false"
+        g.body.append(f"\t{tail} -> {head} [{renderer._attr_text(part, method)}]\n")
