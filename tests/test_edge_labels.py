@@ -41,6 +41,7 @@ DEPTHS = (1, 2, None)
 
 
 def _problems(rec: torchrecorder.Recorder, **kwargs: Any) -> dict[Any, list[str]]:
+    """The label problems of each depth's drawing, the depths without any left out."""
     found = {d: label_problems(torchrecorder.make_dot(rec, d, **kwargs).source) for d in DEPTHS}
     return {d: p for d, p in found.items() if p}
 
@@ -123,8 +124,8 @@ def test_an_edge_into_titled_clusters_passes_a_point_in_each(recordings: dict[st
     source = torchrecorder.make_dot(recordings["transformer_encoder"], 2).source
     assert ('subgraph cluster_transformer_encoder { "input@src -> layers.0.self_attn::via1" [label="" '
             'fillcolor="#555555" fixedsize=true height=0.03 penwidth=0 shape=box style=filled') in source
-    assert ('subgraph cluster_transformer_encoder { subgraph "cluster_layers.0" { '
-            '"input@src -> layers.0.self_attn::via2" [') in source
+    assert ('style=filled width=0.0139] subgraph "cluster_layers.0" { '
+            '"input@src -> layers.0.self_attn::via2" [') in source  # nested in the first's statement
     first, last = "input@src -> layers.0.self_attn::via1", "input@src -> layers.0.self_attn::via2"
     assert re.search(rf'"input@src" -> "{first}" \[arrowhead=none [^\n]*headclip=false', source)
     assert re.search(rf'"{last}" -> "layers.0.self_attn" \[arrowsize[^\n]*tailclip=false', source)

@@ -105,7 +105,6 @@ def path_edge(renderer: Renderer, g: Any, fnode: BaseNode, tnode: BaseNode, ends
         statement = f"{lid} [{renderer._attr_text(node, method)}]"
         g.body.append(f"\t{_in_clusters(renderer, common_clusters(renderer, fnode, tnode), statement)}\n")
         path.append(lid)
-    chain = common_clusters(renderer, fnode, tnode) if entered else []
     if entered:
         try:  # as wide as the edge's line: filled, with no border
             line = float(attrs.get("penwidth", 1.0))
@@ -115,11 +114,14 @@ def path_edge(renderer: Renderer, g: Any, fnode: BaseNode, tnode: BaseNode, ends
         if hidden:
             point["style"] = "invis"
         point_text = renderer._attr_text(point, method)
-    for i, cluster in enumerate(entered, 1):
-        chain = [*chain, cluster]
-        vid = quote_dot_id(f"{name}{VIA_SUFFIX}{i}")
-        g.body.append(f"\t{_in_clusters(renderer, chain, f'{vid} [{point_text}]')}\n")
-        path.append(vid)
+        vids = [quote_dot_id(f"{name}{VIA_SUFFIX}{i}") for i in range(1, len(entered) + 1)]
+        path.extend(vids)
+        # one statement, each point in its cluster nested in the one before: as long as the
+        # nesting is deep, not its square
+        inner = ""
+        for vid, cluster in zip(reversed(vids), reversed(entered), strict=True):
+            inner = _in_clusters(renderer, [cluster], f"{vid} [{point_text}] {inner}".rstrip())
+        g.body.append(f"\t{_in_clusters(renderer, common_clusters(renderer, fnode, tnode), inner)}\n")
     # the parts meet at a point's centre (clipped at its tiny border they would leave a gap)
     via = {vid for vid in path if VIA_SUFFIX in vid}
     for tail, head in itertools.pairwise([a, *path, b]):

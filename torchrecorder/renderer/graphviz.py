@@ -103,6 +103,9 @@ class GraphvizRenderer(BaseRenderer):
     #: (rotary tables or a mask fed to all 80 layers of an unfolded Llama: the
     #: layout takes seconds instead of minutes)
     max_constraining_fanout = 8
+    #: an edge entering more titled clusters than this at once passes their title ranks
+    #: outside them (500 nested wrappers: no 500 points for the edge into the innermost)
+    max_titles_entered = 16
     #: the default of ``label_nodes``
     label_nodes = True
 
@@ -402,6 +405,8 @@ class GraphvizRenderer(BaseRenderer):
                 and isinstance(attrs, Mapping) and str(attrs.get("constraint", "true")).lower() != "false"):
             labelled = bool(self.label_nodes and attrs.get("label"))
             entered = titles_entered(self, fnode, tnode)
+            if len(entered) > self.max_titles_entered:
+                entered = []
             if labelled or entered:
                 path_edge(self, g, fnode, tnode, (a, b), dict(attrs), method, labelled, entered)
                 return
