@@ -2,13 +2,17 @@
 
 Counting ``"->"`` in DOT text counts tooltips too (an op's tooltip reads
 ``linear -> 2×8``); these helpers tokenise the statements instead, honouring
-quoted strings and HTML-like ``<...>`` labels.
+quoted strings and HTML-like ``<...>`` labels.  An edge drawn through a node holding its
+label (``a -> "a -> b::label" -> b``, the renderer's ``label_nodes``) or through invisible
+points on cluster title ranks (``"a -> b::via1"``) is read back as the one edge ``a -> b``
+carrying that label, unless ``join_labels=False``.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 __all__ = ["DotStatements", "parse_dot"]
 
@@ -77,6 +81,9 @@ class DotStatements:
     ranks: dict[str, list[str]]
     #: edges with ``style=invis``: layout hints, not drawn (not in ``edges``)
     invisible: list[tuple[str, str]]
+    #: the nodes that hold an edge's label and the points an edge passes (joined into their
+    #: edge): id -> attributes
+    label_nodes: dict[str, dict[str, str]]
 
 
 def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
@@ -96,10 +103,18 @@ def _attrs(toks: list[str], i: int) -> tuple[dict[str, str], int]:
     return attrs, i
 
 
-def parse_dot(text: str) -> DotStatements:
-    """Parse the DOT that torchrecorder writes (one digraph; nodes, edges, subgraphs, attributes)."""
+LABEL_SUFFIX = "::label"
+VIA_SUFFIX = "::via"
+
+
+def parse_dot(text: str, join_labels: bool = True) -> DotStatements:
+    """Parse the DOT that torchrecorder writes (one digraph; nodes, edges, subgraphs, attributes).
+
+    ``join_labels``: read an edge drawn through a label node as one edge with that label."""
     toks = _tokens(text)
-    out = DotStatements([], [], [], {}, [], {}, [])
+    out = DotStatements([], [], [], {}, [], {}, [], {})
+    tails: dict[str, str] = {}  # label node or point on an edge -> the tail of its edge
+    labels: dict[str, Optional[str]] = {}  # the same -> the edge's label
     i = 0
     # header: [strict] digraph [name] {
     while toks[i] != "{":
@@ -120,7 +135,8 @@ def parse_dot(text: str) -> DotStatements:
             i += 1
             continue
         if tok == "subgraph":
-            out.clusters.append(_unquote(toks[i + 1]))
+            if _unquote(toks[i + 1]) not in out.clusters:  # not a cluster reopened for a label node
+                out.clusters.append(_unquote(toks[i + 1]))
             i += 2
             continue
         if tok in ("graph", "node", "edge") and i + 1 < len(toks) and toks[i + 1] == "[":
@@ -131,16 +147,33 @@ def parse_dot(text: str) -> DotStatements:
             continue
         if i + 1 < len(toks) and toks[i + 1] == "->":
             attrs, j = _attrs(toks, i + 3)
-            if attrs.get("style") == "invis":
-                out.invisible.append((_unquote(tok), _unquote(toks[i + 2])))
+            tail, head = _unquote(tok), _unquote(toks[i + 2])
+            if join_labels and head in out.label_nodes:
+                # a first part: the last one carries the edge (and the label node's label)
+                tails[head] = tails.pop(tail) if tail in tails else tail
+                labels[head] = labels.pop(tail, None) or (
+                    out.label_nodes[head].get("label") if head.endswith(LABEL_SUFFIX) else None)
                 i = j
                 continue
-            out.edges.append((_unquote(tok), _unquote(toks[i + 2])))
+            if join_labels and tail in tails:
+                label = labels.pop(tail, None)
+                if label is not None:
+                    attrs = {**attrs, "label": label}
+                tail = tails.pop(tail)
+            if attrs.get("style") == "invis":
+                out.invisible.append((tail, head))
+                i = j
+                continue
+            out.edges.append((tail, head))
             out.edge_attrs.append(attrs)
             i = j
             continue
         attrs, j = _attrs(toks, i + 1)
-        out.nodes.append(_unquote(tok))
-        out.node_attrs[_unquote(tok)] = attrs
+        if join_labels and ((_unquote(tok).endswith(LABEL_SUFFIX) and attrs.get("shape") == "plain")
+                            or (VIA_SUFFIX in _unquote(tok) and attrs.get("label") == '""')):
+            out.label_nodes[_unquote(tok)] = attrs
+        else:
+            out.nodes.append(_unquote(tok))
+            out.node_attrs[_unquote(tok)] = attrs
         i = j
     return out

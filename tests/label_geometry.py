@@ -5,12 +5,13 @@ not its own, each as a short sentence naming the label and the cluster or edge;
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 from torchrecorder.backend import render_source
 
-__all__ = ["label_problems", "layout", "node_problems"]
+__all__ = ["edges_outside_their_cluster", "label_problems", "layout", "node_problems"]
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 
@@ -129,4 +130,42 @@ def node_problems(data: dict[str, Any]) -> list[str]:
                 problems.append(f"{n['name']} is not inside its cluster {c['name']}")
             elif n["_gvid"] not in members and not apart:
                 problems.append(f"{n['name']} sits on {c['name']}, a cluster it is not in")
+    return problems
+
+
+def _monotone(flags: list[bool]) -> bool:
+    """Whether ``flags`` changes value at most once."""
+    return sum(1 for x, y in itertools.pairwise(flags) if x != y) <= 1
+
+
+def edges_outside_their_cluster(source: str, slack: float = 1.0) -> list[str]:
+    """Edges of DOT ``source`` (as ``dot`` lays it out) that bulge out of a cluster: one that
+    leaves the innermost cluster holding both its ends, or crosses the border of a cluster
+    holding one end more than once (out and back in, around a title); each a sentence naming
+    the edge and the cluster."""
+    data = layout(source)
+    objects = data.get("objects", [])
+    names = {o["_gvid"]: o.get("name", "") for o in objects}
+    clusters = []
+    for o in objects:
+        if str(o.get("name", "")).startswith("cluster") and "bb" in o:
+            x0, y0, x1, y1 = (float(v) for v in o["bb"].split(","))
+            grown = (x0 - slack, y0 - slack, x1 + slack, y1 + slack)
+            clusters.append((o["name"], grown, set(o.get("nodes", []))))
+    problems = []
+    for e in data.get("edges", []):
+        if e.get("style") == "invis" or "_draw_" not in e:
+            continue
+        points = _bezier_points(e["_draw_"])
+        edge = f"{names[e['tail']]} -> {names[e['head']]}"
+        holding = [(box, name) for name, box, members in clusters
+                   if e["tail"] in members and e["head"] in members]
+        if holding:
+            box, cluster = min(holding, key=lambda h: (h[0][2] - h[0][0]) * (h[0][3] - h[0][1]))
+            if not all(_inside(p, box, 0.0) for p in points):
+                problems.append(f"the edge {edge} leaves {cluster}")
+        for name, box, members in clusters:
+            if (e["tail"] in members) != (e["head"] in members):
+                if not _monotone([_inside(p, box, 0.0) for p in points]):
+                    problems.append(f"the edge {edge} crosses the border of {name} more than once")
     return problems

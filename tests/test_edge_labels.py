@@ -1,22 +1,29 @@
-"""Edge labels inside one cluster or outside all, and no edge through a label: checked on the
-geometry ``dot -Tjson`` lays out (:mod:`tests.label_geometry`), on the networks of
-``docs/figures.md`` at depths 1, 2 and everything open.  With ``label_nodes=True`` each label
-is a node of its own in the innermost cluster holding both ends of its edge; Graphviz's own
-edge labels (the default) can lie across a cluster's border."""
+"""Edge labels inside one cluster or outside all, and no edge through a label, in the DEFAULT
+drawing: checked on the geometry ``dot -Tjson`` lays out (:mod:`tests.label_geometry`), on the
+networks of ``docs/figures.md``, a sample of the zoo and a peft LoRA Llama, at depths 1, 2 and
+everything open.  Each label is a node of its own (``label_nodes``, on by default) in the
+innermost cluster holding both ends of its edge; Graphviz's own edge labels
+(``label_nodes=False``) can lie across a cluster's border.  Every other zoo model too, with
+``TORCHRECORDER_ALL_ZOO=1`` in the environment (a minute more)."""
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 import torchrecorder
 
 from .backends import needs_dot
-from .label_geometry import label_problems
+from .label_geometry import edges_outside_their_cluster, label_problems
+from .zoo import all_cases
+from .zoo.session import Zoo
 
 pytestmark = needs_dot
 
@@ -25,6 +32,18 @@ try:
     from figure_models import MODELS
 finally:
     sys.path.pop(0)
+
+#: zoo models of different kinds (skips, U-Net, attention, encoder-decoder, grouped-query
+#: attention, windows), drawn at every depth in the default run
+ZOO_SAMPLE = ("TinyUNet", "ResidualCNN", "AttentionBlock", "TorchTransformer", "hf-gpt2", "hf-llama",
+              "hf-t5", "hf-swin")
+DEPTHS = (1, 2, None)
+
+
+def _problems(rec: torchrecorder.Recorder, **kwargs: Any) -> dict[Any, list[str]]:
+    """The label problems of each depth's drawing, the depths without any left out."""
+    found = {d: label_problems(torchrecorder.make_dot(rec, d, **kwargs).source) for d in DEPTHS}
+    return {d: p for d, p in found.items() if p}
 
 
 @pytest.fixture(scope="module")
@@ -39,25 +58,77 @@ def recordings() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_label_nodes_keep_every_label_clear_of_borders_and_edges(recordings: dict[str, Any],
-                                                                  name: str) -> None:
-    for depth in (1, 2, None):
-        source = torchrecorder.make_dot(recordings[name], depth, label_nodes=True).source
-        assert "::label" in source or "label=<" not in source.split("->", 1)[-1]
-        assert label_problems(source) == [], (name, depth)
+def test_default_drawing_keeps_every_label_clear_of_borders_and_edges(recordings: dict[str, Any],
+                                                                      name: str) -> None:
+    assert _problems(recordings[name]) == {}
+
+
+@pytest.mark.parametrize("name", ZOO_SAMPLE)
+def test_zoo_sample_labels_clear(zoo: Zoo, name: str) -> None:
+    assert _problems(zoo.recorded(name).rec) == {}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("TORCHRECORDER_ALL_ZOO") != "1", reason="TORCHRECORDER_ALL_ZOO=1 runs it")
+@pytest.mark.parametrize("name", [c.name for c in all_cases() if c.name not in ZOO_SAMPLE])
+def test_every_zoo_model_labels_clear(zoo: Zoo, name: str) -> None:
+    assert _problems(zoo.recorded(name).rec) == {}
+
+
+def test_lora_llama_labels_clear() -> None:
+    """The picture of the issue: a peft LoRA Llama put an ``unsqueeze`` label across two borders."""
+    peft = pytest.importorskip("peft")
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                   num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    torch.manual_seed(0)
+    net = peft.get_peft_model(transformers.LlamaForCausalLM(cfg),
+                              peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
+    ids = torch.randint(0, 64, (1, 6), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rec = torchrecorder.record(net.eval(), "lora", input_data=(ids,))
+    assert _problems(rec) == {}
 
 
 def test_the_check_finds_graphvizs_own_labels_across_a_border(recordings: dict[str, Any]) -> None:
-    """What ``label_nodes`` is for: the U-Net's default drawing, everything open, has edge
-    labels that a cluster's border crosses."""
-    problems = label_problems(torchrecorder.make_dot(recordings["unet"], None).source)
-    assert any("border of cluster" in p for p in problems), problems
+    """What ``label_nodes`` is for: without it, the U-Net's drawing has edge labels that a
+    cluster's border crosses."""
+    problems = _problems(recordings["unet"], label_nodes=False)
+    assert any("border of cluster" in p for found in problems.values() for p in found), problems
 
 
 def test_a_label_node_sits_in_the_innermost_cluster_of_both_ends(recordings: dict[str, Any]) -> None:
-    source = torchrecorder.make_dot(recordings["transformer_encoder"], 2, label_nodes=True).source
+    source = torchrecorder.make_dot(recordings["transformer_encoder"], 2).source
     line = next(ln for ln in source.splitlines() if "::label\" [" in ln)
     assert line.lstrip().startswith('subgraph cluster_transformer_encoder { subgraph "cluster_layers.0" { '
                                     '"layers.0.'), line
     assert "shape=plain" in line
-    assert source.count("arrowhead=none") == source.count('::label" [label=') > 0
+    assert source.count('::label" [label=') > 0
+    # every part of an edge but its last has no arrowhead: one per label node and per point
+    points = len(re.findall(r'::via\d+" \[label=""', source))
+    assert source.count("arrowhead=none") == source.count('::label" [label=') + points
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_edges_stay_inside_their_clusters(recordings: dict[str, Any], name: str) -> None:
+    """Depth-2 tidiness: an edge between stacked stages stays inside the cluster holding
+    both, and an edge into a cluster crosses its border once (it passes the cluster's title
+    rank on a point inside it, not outside the cluster and around the title)."""
+    found = {d: edges_outside_their_cluster(torchrecorder.make_dot(recordings[name], d).source)
+             for d in DEPTHS}
+    assert {d: p for d, p in found.items() if p} == {}
+
+
+def test_an_edge_into_titled_clusters_passes_a_point_in_each(recordings: dict[str, Any]) -> None:
+    source = torchrecorder.make_dot(recordings["transformer_encoder"], 2).source
+    assert ('subgraph cluster_transformer_encoder { "input@src -> layers.0.self_attn::via1" [label="" '
+            'fillcolor="#555555" fixedsize=true height=0.03 penwidth=0 shape=box style=filled') in source
+    assert ('style=filled width=0.0139] subgraph "cluster_layers.0" { '
+            '"input@src -> layers.0.self_attn::via2" [') in source  # nested in the first's statement
+    first, last = "input@src -> layers.0.self_attn::via1", "input@src -> layers.0.self_attn::via2"
+    assert re.search(rf'"input@src" -> "{first}" \[arrowhead=none [^\n]*headclip=false', source)
+    assert re.search(rf'"{last}" -> "layers.0.self_attn" \[arrowsize[^\n]*tailclip=false', source)
+    # stage to stage: one point, in the second stage
+    assert '"layers.0.norm2 -> layers.1.self_attn::via1"' in source
+    assert "layers.0.norm2 -> layers.1.self_attn::via2" not in source

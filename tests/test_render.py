@@ -263,7 +263,8 @@ def test_shapes_on_edges_instead_of_tensor_nodes(rec: torchrecorder.Recorder) ->
     r = GraphvizRenderer(rec, 2, tensor_nodes=False, expand_leaves=True)
     source = r.render().source
     assert "fc@out" not in source and "input@x" in source and "out@out" in source
-    assert re.search(r"fc -> \"scale/mul\" \[label=<<TABLE[^\n]*<TD>1×6</TD>", source)
+    # the shape on the edge, drawn as the edge's label node
+    assert re.search(r"\"fc -> scale/mul::label\" \[label=<<TABLE[^\n]*<TD>1×6</TD>", source)
     pairs = [(str(a.key), str(b.key)) for a, b in r.drawn_edges()]
     assert ("fc", "scale/mul") in pairs and ("scale.gain", "scale/mul") in pairs
     carried = r.edge_tensor(rec.nodes["fc"], rec.nodes["scale/mul"])

@@ -16,15 +16,16 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
 from ..projection.budget import MaxNodes
+from ._edge_paths import LABEL_SUFFIX, VIA_SUFFIX, around, cluster_parents, path_edge, titles_entered
 from ._seedwalk import pending_token, resolve_pending
-from ._statements import plain_id
 from ._subclass_names import naming_edge, naming_node
 from .attr_values import check_attribute_values
 from .base import DEFAULT_RENDER_DEPTH, BaseRenderer, follows_projection
 from .notebook import mimebundle
 from .styler import DEFAULT_STYLES, PRESETS, GraphvizStyler, is_seed_styler
 
-__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "LABEL_SUFFIX", "PRESETS", "TITLE_SUFFIX", "GraphvizRenderer",
+__all__ = ["DEFAULT_STYLES", "DIRECTIONS", "LABEL_SUFFIX", "PRESETS", "TITLE_SUFFIX", "VIA_SUFFIX",
+           "GraphvizRenderer",
            "GraphvizStyler", "RecordingDigraph", "title_attrs"]
 
 
@@ -69,9 +70,11 @@ class GraphvizRenderer(BaseRenderer):
             b``, the label a plain text node), in the innermost cluster that holds both ends:
             Graphviz keeps a node inside its cluster and routes other edges around it, where
             it may put an edge's own label across a cluster's border or under another edge.
-            Edges that do not rank their ends keep their label.  ``None``: the class
-            attribute :attr:`label_nodes` (``False``).  The label nodes are not drawn by
-            :meth:`render_node`, and an edge becomes two edge statements.
+            Edges that do not rank their ends keep their label; a hidden edge's label node is
+            hidden too (it keeps its place, so the views of a diff share one layout).
+            ``None``: the class attribute :attr:`label_nodes` (``True``); ``False`` leaves
+            the labels to Graphviz.  The label nodes are not drawn by :meth:`render_node`,
+            and a labelled edge becomes two edge statements.
         direction: the layout direction, ``"TB"`` (top to bottom, the
             default), ``"LR"``, ``"BT"`` or ``"RL"``; the same as
             ``graph_attrs={"rankdir": ...}``.
@@ -100,8 +103,11 @@ class GraphvizRenderer(BaseRenderer):
     #: (rotary tables or a mask fed to all 80 layers of an unfolded Llama: the
     #: layout takes seconds instead of minutes)
     max_constraining_fanout = 8
+    #: an edge entering more titled clusters than this at once passes their title ranks
+    #: outside them (500 nested wrappers: no 500 points for the edge into the innermost)
+    max_titles_entered = 16
     #: the default of ``label_nodes``
-    label_nodes = False
+    label_nodes = True
 
     def __init__(self, rec: Graph, render_depth: Optional[int] = DEFAULT_RENDER_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
@@ -342,11 +348,11 @@ class GraphvizRenderer(BaseRenderer):
         cluster and above the cluster's first members (and a nested cluster's title)."""
         if not self._clusters:
             return
-        parent = self._cluster_parents()
+        parent = cluster_parents(self, cached=False)
         titled = self._titled
 
         def clusters_of(key: Any) -> list[Any]:
-            return _around(key, parent)
+            return around(key, parent)
 
         lines: dict[str, None] = {}
         fed_inside: set[tuple[Any, Any]] = set()  # (cluster, direct child) fed from inside the cluster
@@ -395,11 +401,15 @@ class GraphvizRenderer(BaseRenderer):
         if (a is None or b is None) and self._seed_walk:  # an end not drawn yet: named at the end
             g.body.append(f"\t{self._pend(fnode, tnode, self._attr_text(attrs, method, wide), 'E')}\n")
             return
-        if (self.label_nodes and not wide and a is not None and b is not None and isinstance(attrs, Mapping)
-                and attrs.get("label") and str(attrs.get("constraint", "true")).lower() != "false"
-                and "invis" not in str(attrs.get("style", ""))):
-            self._labelled_edge(g, fnode, tnode, a, b, dict(attrs), method)
-            return
+        if (not wide and a is not None and b is not None and not self._seed_walk
+                and isinstance(attrs, Mapping) and str(attrs.get("constraint", "true")).lower() != "false"):
+            labelled = bool(self.label_nodes and attrs.get("label"))
+            entered = titles_entered(self, fnode, tnode)
+            if len(entered) > self.max_titles_entered:
+                entered = []
+            if labelled or entered:
+                path_edge(self, g, fnode, tnode, (a, b), dict(attrs), method, labelled, entered)
+                return
         text = self._attr_text(attrs, method, wide)
         if a is None or b is None:  # an end drawn as a cluster (an edge into a layer), or never
             a, b, text = self._cluster_edge(g, fnode, tnode, text)
@@ -410,35 +420,6 @@ class GraphvizRenderer(BaseRenderer):
         one end of an edge (``"N"``) whose node is not drawn yet."""
         self._pending.append((node, other, text))
         return pending_token(kind, len(self._pending) - 1)
-
-    def _labelled_edge(self, g: graphviz.Digraph, fnode: BaseNode, tnode: BaseNode, a: str, b: str,
-                       attrs: dict[Any, Any], method: str) -> None:
-        """The edge ``a -> b`` styled ``attrs`` (with a label) drawn through a node holding the
-        label (``shape=plain``, its id ``"a -> b::label"``), in the innermost cluster holding
-        both ends; the first half has no arrowhead."""
-        label = attrs.pop("label")
-        node = {"label": label, "shape": "plain"}
-        node.update({k: attrs[k] for k in ("fontname", "fontsize", "fontcolor", "tooltip") if k in attrs})
-        lid = quote_dot_id(f"{plain_id(a)} -> {plain_id(b)}{LABEL_SUFFIX}")
-        chain = self._common_clusters(fnode, tnode)
-        opening = "".join(f"subgraph {dot_quote('cluster_' + self.node_id(n))} {{ " for n in chain)
-        g.body.append(f"\t{opening}{lid} [{self._attr_text(node, method)}]{' }' * len(chain)}\n")
-        g.body.append(f"\t{a} -> {lid} [{self._attr_text({**attrs, 'arrowhead': 'none'}, method)}]\n")
-        g.body.append(f"\t{lid} -> {b} [{self._attr_text(attrs, method)}]\n")
-
-    def _cluster_parents(self) -> dict[Any, Any]:
-        """Each drawn key inside a cluster -> the key of that cluster (as drawn so far)."""
-        return {child.key: key for key, children in self._clusters.items() for child in children}
-
-    def _common_clusters(self, fnode: BaseNode, tnode: BaseNode) -> list[BaseNode]:
-        """The clusters that hold both ``fnode`` and ``tnode``, outermost first."""
-        if self._cluster_parent_of is None:
-            self._cluster_parent_of = self._cluster_parents()
-        parent = self._cluster_parent_of
-        around_f = _around(fnode.key, parent)
-        around_t = set(_around(tnode.key, parent))
-        common = [key for key in around_f if key in around_t]
-        return [self._cluster_nodes[key] for key in reversed(common)]
 
     def _cluster_edge(self, g: Any, fnode: BaseNode, tnode: BaseNode, text: str) -> tuple[str, str, str]:
         """The ends of an edge one of whose ends was drawn as a cluster (a graph loaded from
@@ -538,20 +519,8 @@ def _never_drawn(renderer: GraphvizRenderer, node: BaseNode, other: Optional[Bas
             "is given, or leave out the edges that touch the nodes it skips")
 
 
-def _around(key: Any, parent: dict[Any, Any]) -> list[Any]:
-    """The keys of the clusters around ``key``, innermost first (``parent``:
-    :meth:`GraphvizRenderer._cluster_parents`)."""
-    out = []
-    while key in parent:
-        key = parent[key]
-        out.append(key)
-    return out
-
-
 #: appended to a cluster's DOT id: the id of the node that draws its title
 TITLE_SUFFIX = "::title"
-#: appended to ``"a -> b"``: the id of the node that draws the label of the edge from a to b
-LABEL_SUFFIX = "::label"
 #: the cluster attributes its title node takes
 _TITLE_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
 
