@@ -19,6 +19,8 @@ from torchrecorder.backend import render_source
 from torchrecorder.diff.html import make_diff_html
 from torchrecorder.renderer.labels import count_str
 
+from .dot_parse import parse_dot
+
 peft = pytest.importorskip("peft")
 transformers = pytest.importorskip("transformers")
 
@@ -261,13 +263,9 @@ def test_views_of_a_lora_pair_show_only_their_side() -> None:
 
 
 def _visible_edges(source: str) -> list[tuple[str, str]]:
-    """The drawn edges of a DOT text that are not laid out unseen."""
-    out = []
-    for line in source.splitlines():
-        m = re.match(r'\s*"([^"]+)" -> "([^"]+)" \[(.*)\]\s*$', line)
-        if m and not re.search(r"\bstyle=\"?invis", m.group(3)):
-            out.append((m.group(1), m.group(2)))
-    return out
+    """The drawn edges of a DOT text that are not laid out unseen (an edge drawn through its
+    label node read as one edge)."""
+    return parse_dot(source).edges
 
 
 def test_a_wrapped_layer_feeds_only_its_wrapper_in_views_of_the_wrapped_side() -> None:
