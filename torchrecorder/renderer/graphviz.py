@@ -16,6 +16,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
 from ..projection.budget import MaxNodes
+from ._cluster_titles import TITLE_SUFFIX, cluster_attr_list, title_attrs
 from ._seedwalk import pending_token, resolve_pending
 from ._statements import plain_id
 from ._subclass_names import naming_edge, naming_node
@@ -312,7 +313,7 @@ class GraphvizRenderer(BaseRenderer):
         g.body.append(f"{indent}subgraph {dot_quote('cluster_' + self.node_id(node))} {{\n")
         title = title_attrs(attrs)  # takes the label out of attrs
         if attrs:
-            g.body.append(f"{indent}\t{_cluster_attr_list(attrs)}\n")
+            g.body.append(f"{indent}\t{cluster_attr_list(attrs)}\n")
         children = self.children(node)
         self._clusters[node.key] = children
         self._cluster_nodes[node.key] = node
@@ -548,34 +549,8 @@ def _around(key: Any, parent: dict[Any, Any]) -> list[Any]:
     return out
 
 
-#: appended to a cluster's DOT id: the id of the node that draws its title
-TITLE_SUFFIX = "::title"
 #: appended to ``"a -> b"``: the id of the node that draws the label of the edge from a to b
 LABEL_SUFFIX = "::label"
-#: the cluster attributes its title node takes
-_TITLE_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
-
-def title_attrs(attrs: dict[str, str]) -> Optional[dict[str, str]]:
-    """The attributes of the node that draws the title of a cluster styled ``attrs``, whose
-    ``label`` it takes out of ``attrs`` (leaving an empty one); ``None`` for a cluster
-    without a label.
-
-    The title is a node on a rank of its own, above everything that enters the
-    cluster (invisible edges put it there): Graphviz routes edges around nodes,
-    where a cluster's own label sits in a band that the edges entering the
-    cluster cross.
-    """
-    label = attrs.pop("label", None)
-    if label is None:
-        return None
-    title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
-    title.update(shape="plain", label=label)
-    if "invis" in attrs.get("style", "").split(","):  # an invisible cluster: its title too
-        title["style"] = "invis"
-    # an empty label of its own: a cluster without one would show the graph's (a legend)
-    attrs["label"] = ""
-    return title
-
 
 #: the DOT id of the drawing budget's note (no recorded key has a space)
 _NOTE_ID = "torchrecorder note"
@@ -583,10 +558,3 @@ _NOTE_ID = "torchrecorder note"
 
 #: the attributes written apart from the others: they differ from node to node
 _SPLIT_OFF = frozenset(("label", "tooltip"))
-
-
-def _cluster_attr_list(attrs: dict[str, str]) -> str:
-    """A cluster's attributes as ``Digraph.attr(**attrs)`` writes them: sorted, each quoted
-    (the tooltip never as an HTML string)."""
-    return " ".join(f"{dot_quote(k)}={string_quote(v) if k == 'tooltip' else dot_quote(v)}"
-                    for k, v in sorted(attrs.items()))
