@@ -15,8 +15,9 @@ from ..errors import RenderError
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
-from ..projection.budget import MaxNodes
+from ..projection.budget import MAX_FANOUT, MaxNodes
 from ._cluster_titles import TITLE_SUFFIX, cluster_attr_list, title_attrs
+from ._fanout import draw_marks
 from ._seedwalk import pending_token, resolve_pending
 from ._statements import plain_id
 from ._subclass_names import naming_edge, naming_node
@@ -99,8 +100,10 @@ class GraphvizRenderer(BaseRenderer):
 
     #: a node feeding more drawn nodes than this does not constrain their ranks
     #: (rotary tables or a mask fed to all 80 layers of an unfolded Llama: the
-    #: layout takes seconds instead of minutes)
-    max_constraining_fanout = 8
+    #: layout takes seconds instead of minutes), and in a drawing over the budget
+    #: its edges are drawn as one edge to a mark naming them (the styler's
+    #: ``style_fanout``; the HTML page does the same)
+    max_constraining_fanout = MAX_FANOUT
     #: the default of ``label_nodes``
     label_nodes = False
 
@@ -157,6 +160,8 @@ class GraphvizRenderer(BaseRenderer):
         # drawn before one of their nodes wait for (see _end_seed_walk)
         self._seed_edges: list[tuple[BaseNode, BaseNode]] = []
         self._pending: list[tuple[BaseNode, Optional[BaseNode], str]] = []
+        # source key -> the drawn nodes it feeds, for a source whose edges the budget shares
+        self._fanout: dict[Any, list[BaseNode]] = {}
         if is_seed_styler(type(self.styler)):
             self.seed_view = True
 
@@ -189,6 +194,17 @@ class GraphvizRenderer(BaseRenderer):
         self.recursion_trace.clear()
         self._seed_edges.clear()
         self._pending.clear()
+        self.projection  # noqa: B018 - fitted to the budget, which says what it shares
+        self._fanout = {key: [] for key in self.budget.shared} if self.budget is not None else {}
+
+    def _shares_over(self) -> Optional[int]:
+        return self.max_constraining_fanout
+
+    def _ranked_edges(self) -> list[tuple[BaseNode, BaseNode]]:
+        """The drawn edges written as edges (not those a mark stands for)."""
+        shared = self._fanout
+        edges = self.drawn_edges()
+        return [e for e in edges if e[0].key not in shared] if shared else edges
 
     def _end_seed_walk(self, g: Any) -> None:
         """Draw the edges of the nodes a cluster took, then name the ends of the edges that were
@@ -232,6 +248,7 @@ class GraphvizRenderer(BaseRenderer):
         """
         self._title_edges(g)
         self._carried_edges(g)
+        draw_marks(self, g, self._fanout)
         drawn = self._drawn
         note: list[str] = []
         if self.budget is not None and self.budget.reduced:  # on the last rank, with the outputs
@@ -247,7 +264,7 @@ class GraphvizRenderer(BaseRenderer):
             # flat invisible edges keep them left to right in the model's order
             g.body.extend(f"\t{a} -> {b} [style=invis]\n" for a, b in itertools.pairwise(ids))
         if inputs:
-            fed = {b.key for _, b in self.drawn_edges()}
+            fed = {b.key for _, b in self._ranked_edges()}
             fed.update(child.key for key, children in self._clusters.items() if key in self._titled
                        for child in children)  # placed by the title's edge
             first = drawn[inputs[0].key]
@@ -351,7 +368,7 @@ class GraphvizRenderer(BaseRenderer):
 
         lines: dict[str, None] = {}
         fed_inside: set[tuple[Any, Any]] = set()  # (cluster, direct child) fed from inside the cluster
-        for fnode, tnode in self.drawn_edges():
+        for fnode, tnode in self._ranked_edges():
             outer_of_f = set(clusters_of(fnode.key))
             chain = clusters_of(tnode.key)
             inner = tnode.key
@@ -384,7 +401,13 @@ class GraphvizRenderer(BaseRenderer):
 
     def render_edge(self, g: graphviz.Digraph, fnode: BaseNode, tnode: BaseNode) -> None:
         """Draw the edge from ``fnode`` to ``tnode`` (with the shape it carries, if tensors are
-        not drawn as nodes)."""
+        not drawn as nodes); an edge of a node whose edges the drawing budget shares
+        (:attr:`~torchrecorder.projection.budget.Fit.shared`) is kept for its mark, which
+        :meth:`finish` draws."""
+        shared = self._fanout.get(fnode.key)
+        if shared is not None:  # drawn with the other edges of fnode as one edge to a mark
+            shared.append(tnode)
+            return
         tensor = self.edge_tensor(fnode, tnode)
         wide = self.out_degree(fnode) > self.max_constraining_fanout
         if tensor is not None:
