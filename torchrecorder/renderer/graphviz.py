@@ -201,8 +201,9 @@ class GraphvizRenderer(BaseRenderer):
         return self.max_constraining_fanout
 
     def _ranked_edges(self) -> list[tuple[BaseNode, BaseNode]]:
-        """The drawn edges written as edges (not those a mark stands for)."""
-        shared = self._fanout
+        """The drawn edges written as edges (not those a mark stands for: a subclass's own
+        ``render_edge`` may have drawn them all)."""
+        shared = {key for key, targets in self._fanout.items() if targets}
         edges = self.drawn_edges()
         return [e for e in edges if e[0].key not in shared] if shared else edges
 
