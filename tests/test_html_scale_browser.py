@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import torchrecorder
+from torchrecorder.errors import LargeDrawingWarning
 from torchrecorder.projection.budget import budget_limits, drawn_size, edge_spans, layout_spans
 from torchrecorder.renderer import GraphvizRenderer
 from torchrecorder.renderer.html_page import script_json
@@ -255,4 +256,27 @@ def test_without_a_worker_graphviz_runs_in_the_page(tr_browser: Any, tmp_path: P
     state = _answers(page, lambda: page.click("#tr-expand-all"), first["layouts"])
     assert state["error"] is None and state["nodes"] > first["nodes"]
     assert w.page_errors == []
+    page.close()
+
+
+def test_the_page_shares_a_wide_values_edges_as_make_dot_does(tr_browser: Any, tmp_path: Path) -> None:
+    """A view over the budget whose one value feeds 30 boxes: the page draws its edges as one
+    edge to a mark, as make_dot does, and counts the drawing as projection/budget.py does."""
+    from .test_fanout_share import _fan
+
+    rec = _fan(30)
+    path = tmp_path / "fan.html"
+    with pytest.warns(LargeDrawingWarning):
+        torchrecorder.make_html(rec, 1, fold_repeats=False, max_nodes=60).save(path)
+    page, w = _open(tr_browser, path)
+    state = _state(page)
+    r = GraphvizRenderer(rec, 1, fold_repeats=False, max_nodes=60)
+    with pytest.warns(LargeDrawingWarning):
+        source = r.render().source
+    assert r.budget is not None and r.budget.shared == ("pos",)
+    got = state["measured"]
+    want = {"nodes": r.budget.size[0], "edges": r.budget.size[1], "spans": r.budget.spans}
+    assert {k: got[k] for k in want} == want and len(got["shared"]) == 1
+    assert "→ 30 boxes" in page.inner_text("#tr-canvas") and '"→ 30 boxes"' in source
+    assert "the edges of pos" in state["note"] and w.page_errors == []
     page.close()

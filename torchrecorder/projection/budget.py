@@ -18,10 +18,16 @@ fits only when its edges pass at most :data:`MAX_SPANS` ranks in all
 above what feeds it (:func:`layout_spans`): a PointNet++ whose every stage reads
 the point coordinates again draws 200 boxes within the other bounds, yet its
 title edges alone pass thousands of ranks and ``dot`` took 24 s on it.
-:func:`fit` says what it collapsed; the renderer writes that in
+Before it folds or collapses anything, :func:`fit` shares the edges of a value
+fed to more than :data:`MAX_FANOUT` drawn boxes (the rotary embedding's tables,
+read by every layer of an unfolded Llama): they are drawn as one edge to a
+small mark that names the boxes (:func:`wide_sources`), which loses no box and
+takes away the long edges that made ``dot`` slow.  :func:`fit` says what it
+shared and collapsed; the renderer writes that in
 the drawing and in a :class:`~torchrecorder.errors.LargeDrawingWarning`.  A
 depth given explicitly (an ``int`` or ``None`` for everything) is drawn as
-asked, with a warning first when it exceeds the budget.
+asked, its fan-out edges shared when it exceeds the budget (with a warning
+first when it still does); ``max_nodes=None`` draws every edge.
 """
 
 from __future__ import annotations
@@ -33,9 +39,9 @@ from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode
 from .drawn import Projection
 
-__all__ = ["ALL_DEPTHS", "MAX_EDGES", "MAX_NODES", "MAX_SPANS", "DefaultDepth", "Fit", "MaxNodes",
-           "budget_limits", "budget_of", "default_depth", "drawn_size", "edge_spans", "fit", "graph_depth",
-           "layout_spans"]
+__all__ = ["ALL_DEPTHS", "MAX_EDGES", "MAX_FANOUT", "MAX_NODES", "MAX_SPANS", "DefaultDepth", "Fit",
+           "MaxNodes", "budget_limits", "budget_of", "default_depth", "drawn_size", "edge_spans", "fit",
+           "graph_depth", "layout_spans", "wide_sources"]
 
 #: the most drawn nodes (boxes and clusters) of a default drawing: ``dot`` lays out drawings
 #: of recorded models this size in 2-3 s on a loaded 2-core machine (``benchmarks/layout_budget.py``:
@@ -50,6 +56,12 @@ MAX_EDGES = 1200
 #: (:func:`layout_spans`), a PointNet++ (197 boxes) took 24 s at 8,690 and a 48-layer
 #: transformer 1.5 s at 913 (``benchmarks/layout_measures.py``)
 MAX_SPANS = 2500
+#: a value fed to more drawn boxes than this neither ranks them (its edges are drawn with
+#: ``constraint=false``) nor, in a drawing over budget, is drawn with an edge to each: one edge
+#: to a mark naming them stands for all (:func:`wide_sources`).  An unfolded 8B Llama (235
+#: boxes, the rotary tables fed to its 32 layers) passes 14,282 ranks and ``dot`` had not laid
+#: it out after 2 minutes; shared, it passes a few hundred and lays out in seconds
+MAX_FANOUT = 8
 #: a ``render_depth`` deeper than any recording
 ALL_DEPTHS = 1 << 30
 
@@ -103,9 +115,20 @@ def budget_limits(max_nodes: MaxNodes) -> Optional[dict[str, int]]:
     return {"nodes": budget[0], "edges": budget[1], "spans": _max_spans(budget)}
 
 
-def drawn_size(p: Projection) -> tuple[int, int]:
+def wide_sources(p: Projection, fanout: int) -> tuple[Key, ...]:
+    """The keys of the nodes drawn from ``p`` that feed more than ``fanout`` drawn nodes, in
+    the order of their first edge: the values whose edges a drawing over budget shares (one
+    edge to a mark, :data:`MAX_FANOUT`)."""
+    edges = p.edges
+    if len(edges) <= fanout:
+        return ()
+    return tuple(dict.fromkeys(a.key for a, _ in edges if p.out_degree(a) > fanout))
+
+
+def drawn_size(p: Projection, shared: Sequence[Key] = ()) -> tuple[int, int]:
     """``(nodes, edges)`` a renderer draws from ``p``: boxes and groups, and edges (those a
-    folded loop carries from one iteration to another too)."""
+    folded loop carries from one iteration to another too); with the edges of the nodes
+    ``shared`` (:func:`wide_sources`) drawn as one edge to a mark each."""
     count = 0
     todo = list(p.children(p.graph.context))
     while todo:
@@ -113,22 +136,37 @@ def drawn_size(p: Projection) -> tuple[int, int]:
         count += 1
         if isinstance(node, LayerNode) and p.is_expanded(node):
             todo.extend(p.children(node))
-    return count, len(p.edges) + len(p.carried_edges)
+    edges = len(p.edges) + len(p.carried_edges)
+    if shared:
+        gone = set(shared)
+        edges -= sum(1 for a, _ in p.edges if a.key in gone)
+    return count + len(shared), edges + len(shared)
 
 
-def edge_spans(p: Projection) -> int:
+def _key_pairs(p: Projection, shared: Sequence[Key]) -> list[tuple[Hashable, Hashable]]:
+    """The drawn edges of ``p`` as key pairs, those of the nodes ``shared`` replaced by one
+    edge to a mark each (keyed ``("fanout", key)``, drawn outside every cluster)."""
+    if not shared:
+        return [(a.key, b.key) for a, b in p.edges]
+    gone = set(shared)
+    pairs: list[tuple[Hashable, Hashable]] = [(a.key, b.key) for a, b in p.edges if a.key not in gone]
+    pairs.extend((k, ("fanout", k)) for k in shared)
+    return pairs
+
+
+def edge_spans(p: Projection, shared: Sequence[Key] = ()) -> int:
     """How many ranks the edges drawn from ``p`` pass without stopping, in all: the virtual
     nodes ``dot`` adds to route them, which drive its layout time as boxes do.
 
     Ranks are estimated as ``dot`` would rank the drawn graph: each node one below its lowest
     predecessor (longest path), a node without predecessors just above its first consumer.
     Linear in nodes and edges; edges on a cycle (boxes of modules that feed each other) count
-    nothing.
+    nothing.  ``shared``: as in :func:`drawn_size`.
     """
-    return _spans([(a.key, b.key) for a, b in p.edges])
+    return _spans(_key_pairs(p, shared))
 
 
-def layout_spans(p: Projection) -> int:
+def layout_spans(p: Projection, shared: Sequence[Key] = ()) -> int:
     """:func:`edge_spans` of the graph ``dot`` is given: the drawn edges and the invisible
     edges that put each cluster's title on a rank of its own, below whatever feeds the
     cluster (one per edge entering it: an edge from far above into a cluster nested
@@ -137,8 +175,9 @@ def layout_spans(p: Projection) -> int:
     These edges, not the boxes, make a drawing of a few hundred boxes whose values are read
     far below where they are made (a PointNet++: every set abstraction and feature
     propagation reads the point coordinates again) lay out for tens of seconds.
+    ``shared``: as in :func:`drawn_size` (a mark is in no cluster: it ranks no title).
     """
-    parent: dict[Key, Key] = {}
+    parent: dict[Hashable, Key] = {}
     members: list[tuple[Key, Key, Hashable]] = []  # (cluster, direct child, it or its title)
     todo: list[BaseNode] = [p.graph.context]
     while todo:
@@ -151,22 +190,22 @@ def layout_spans(p: Projection) -> int:
             members.append((node.key, child.key, ("title", child.key) if opened else child.key))
     root = p.graph.context.key
     pairs: list[tuple[Hashable, Hashable]] = []
-    fed_inside: set[tuple[Key, Key]] = set()  # (cluster, direct child) fed from inside it
-    for a, b in p.edges:
-        pairs.append((a.key, b.key))
+    fed_inside: set[tuple[Key, Hashable]] = set()  # (cluster, direct child) fed from inside it
+    for a, b in _key_pairs(p, shared):
+        pairs.append((a, b))
         outer = set()
-        k = a.key
+        k: Hashable = a
         while k in parent:
             k = parent[k]
             outer.add(k)
-        inner = b.key
+        inner = b
         while inner in parent:
             k = parent[inner]
             if k in outer:
                 fed_inside.add((k, inner))
                 break
             if k != root:
-                pairs.append((a.key, ("title", k)))
+                pairs.append((a, ("title", k)))
             inner = k
     for cluster, key, head in members:  # the title above the members nothing inside feeds
         if cluster != root and (cluster, key) not in fed_inside:
@@ -222,12 +261,14 @@ class Fit:
         spans: the ranks the drawn edges pass (the larger of :func:`edge_spans` and
             :func:`layout_spans`).
         full_spans: the same of the drawing asked for, when it did not fit.
+        shared: the keys of the nodes whose edges are drawn as one edge to a mark each
+            (:func:`wide_sources`; empty: every edge drawn).
     """
 
     def __init__(self, projection: Projection, depth: int, min_run: int, size: tuple[int, int],
                  budget: Optional[tuple[int, int]], requested: Optional[int],
                  full: Optional[tuple[int, int]], deepest: int, spans: int = 0,
-                 full_spans: Optional[int] = None) -> None:
+                 full_spans: Optional[int] = None, shared: tuple[Key, ...] = ()) -> None:
         self.projection = projection
         self.depth = depth
         self.min_run = min_run
@@ -238,6 +279,7 @@ class Fit:
         self.deepest = deepest
         self.spans = spans
         self.full_spans = full_spans
+        self.shared = shared
 
     @property
     def reduced(self) -> bool:
@@ -260,16 +302,36 @@ class Fit:
         if self.full is None or self.budget is None:
             return ""
         what = []
+        if self.shared:
+            what.append(f"the edges of {', '.join(map(self._name, self.shared))} to the boxes each feeds "
+                        "drawn as one (→ N)")
         asked = int(self.requested) if self.requested is not None and self.requested < self.deepest else None
         if self.depth < min(self.requested if self.requested is not None else ALL_DEPTHS, self.deepest):
             what.append(f"modules deeper than render_depth={self.depth} collapsed")
         if self.min_run == 2:
             what.append("every repeated run of 2 or more folded")
         all_depth = asked if asked is not None else self.deepest
-        return (f"{' and '.join(what) or 'folded'} to keep the drawing to {self.size[0]:,} nodes and "
-                f"{self.size[1]:,} edges (budget {self.budget[0]:,} / {self.budget[1]:,}; asked for: "
-                f"{self._asked_text(self.full, self.full_spans)}). Draw everything with "
-                f"render_depth={all_depth} or max_nodes=None (the layout may take minutes).")
+        everything = f"render_depth={all_depth} or max_nodes=None" if len(what) > bool(self.shared) else (
+            "max_nodes=None")
+        kept = (f"to keep the drawing to {self.size[0]:,} nodes and {self.size[1]:,} edges" if not self.over
+                else f"and still over the budget at {self._asked_text(self.size, self.spans)}")
+        return (f"{' and '.join(what) or 'folded'} {kept} (budget {self.budget[0]:,} / {self.budget[1]:,}; "
+                f"asked for: {self._asked_text(self.full, self.full_spans)}). Draw everything with "
+                f"{everything} (the layout may take minutes).")
+
+    def _name(self, key: Key) -> str:
+        """How the note names the node ``key``: a module by its dotted path, anything else by
+        its name and the module it is in."""
+        nodes = self.projection.graph.nodes
+        node = nodes.get(key)
+        if node is None:
+            return str(key)
+        if isinstance(node, LayerNode):
+            return node.call_title(dotted=True)
+        scope = nodes.get(node.parent)
+        if isinstance(scope, LayerNode) and scope.path:
+            return f"{node.name} in {scope.call_title(dotted=True)}"
+        return node.name
 
     def message(self) -> str:
         """The warning before a layout that may take long (a drawing over budget, as asked)."""
@@ -288,52 +350,68 @@ def _fits(size: tuple[int, int], spans: int, budget: tuple[int, int]) -> bool:
     return size[0] <= budget[0] and size[1] <= budget[1] and spans <= _max_spans(budget)
 
 
-def _measure(p: Projection) -> tuple[tuple[int, int], int]:
+def _measure(p: Projection, fanout: Optional[int]) -> tuple[tuple[int, int], int, tuple[Key, ...]]:
+    """``(nodes, edges)``, spans and the shared sources of the drawing of ``p``, whose fan-out
+    edges are shared when ``fanout`` is given (:func:`wide_sources`)."""
+    shared = wide_sources(p, fanout) if fanout is not None else ()
     # two estimates of the ranks dot's virtual nodes fill: the larger one counts
-    return drawn_size(p), max(edge_spans(p), layout_spans(p))
+    return drawn_size(p, shared), max(edge_spans(p, shared), layout_spans(p, shared)), shared
 
 
 def fit(graph: Graph, requested: Optional[int], make: Callable[[int, int], Projection], *,
-        min_run: int, may_fold: bool, max_nodes: MaxNodes = "auto") -> Fit:
+        min_run: int, may_fold: bool, max_nodes: MaxNodes = "auto", fanout: Optional[int] = None) -> Fit:
     """The drawing to make of ``graph``.
+
+    A drawing within the budget is drawn as asked.  Over it, the edges of each node feeding
+    more than ``fanout`` drawn nodes are first shared (drawn as one edge to a mark), which
+    loses no box and applies to a depth given explicitly too; a default depth is then folded
+    (if ``may_fold``) and then collapsed until it fits.
 
     Args:
         graph: the graph.
         requested: the ``render_depth`` asked for: a :class:`DefaultDepth` may be lowered;
-            an int or ``None`` (everything) is drawn as asked.
+            an int or ``None`` (everything) is drawn as asked (its edges shared if over).
         make: ``make(depth, min_run)`` -> the projection at that depth and folding.
         min_run: the folding asked for (the shortest run folded, 0: none).
         may_fold: whether the budget may fold runs of 2 or more (folding was left to ``"auto"``).
         max_nodes: the budget (see :func:`budget_of`).
+        fanout: share the edges of a node feeding more drawn nodes than this when the drawing
+            is over budget (:data:`MAX_FANOUT` for Graphviz); ``None``: never.
     """
     budget = budget_of(max_nodes)
     deepest = graph_depth(graph)
     asked = ALL_DEPTHS if requested is None else int(requested)
     first = make(asked, min_run)
-    size, spans = _measure(first)
-    if budget is None or _fits(size, spans, budget) or not isinstance(requested, DefaultDepth):
-        # drawn as asked; over the budget (the default one without a budget), it says so
+    size, spans, _ = _measure(first, None)
+    if budget is None or _fits(size, spans, budget):
+        # drawn as asked; without a budget, measured against the default one
         return Fit(first, asked, min_run, size, budget or (MAX_NODES, MAX_EDGES), requested, None, deepest,
                    spans)
+    got_size, got_spans, shared = _measure(first, fanout)
+    if not isinstance(requested, DefaultDepth) or (shared and _fits(got_size, got_spans, budget)):
+        # drawn as asked, its fan-out edges shared; still over the budget, it says so
+        return Fit(first, asked, min_run, got_size, budget, requested, size if shared else None, deepest,
+                   got_spans, spans if shared else None, shared)
     runs = [min_run]
     if may_fold and min_run != 2:
         runs.append(2)
         folded = make(asked, 2)
-        folded_size, folded_spans = _measure(folded)
+        folded_size, folded_spans, shared = _measure(folded, fanout)
         if _fits(folded_size, folded_spans, budget):
-            return Fit(folded, asked, 2, folded_size, budget, requested, size, deepest, folded_spans, spans)
+            return Fit(folded, asked, 2, folded_size, budget, requested, size, deepest, folded_spans, spans,
+                       shared)
     run = runs[-1]
     lo, hi = -1, min(asked, deepest)  # depth lo fits (-1: none known), depth hi does not
-    best: Optional[tuple[Projection, int, tuple[int, int], int]] = None
+    best: Optional[tuple[Projection, int, tuple[int, int], int, tuple[Key, ...]]] = None
     while hi - lo > 1:
         mid = (lo + hi) // 2
         p = make(mid, run)
-        got, got_spans = _measure(p)
+        got, got_spans, shared = _measure(p, fanout)
         if _fits(got, got_spans, budget):
-            best, lo = (p, mid, got, got_spans), mid
+            best, lo = (p, mid, got, got_spans, shared), mid
         else:
             hi = mid
     if best is None:
         p = make(0, run)
-        best = (p, 0, *_measure(p))
-    return Fit(best[0], best[1], run, best[2], budget, requested, size, deepest, best[3], spans)
+        best = (p, 0, *_measure(p, fanout))
+    return Fit(best[0], best[1], run, best[2], budget, requested, size, deepest, best[3], spans, best[4])

@@ -1,12 +1,14 @@
 """The titles of clusters (expanded modules), for :class:`~torchrecorder.renderer.styler.GraphvizStyler`:
 the module's dotted path in bold and its type with the parameter count in grey, on one line
 where that is no wider than what the cluster holds, else on two; the count left out where the
-cluster holds one box that shows it."""
+cluster holds one box that shows it; and the node that draws a cluster's title in DOT
+(:func:`title_attrs`) with the cluster's own attributes (:func:`cluster_attr_list`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
+from .._text import dot_quote, string_quote
 from ..nodes import LayerNode, TensorNode
 from .labels import param_lines
 
@@ -14,7 +16,8 @@ from .labels import param_lines
 #: not imported here: it imports this module)
 GraphvizStyler = Any
 
-__all__ = ["cluster_label", "one_box_holds_all", "title_fits"]
+__all__ = ["TITLE_SUFFIX", "cluster_attr_list", "cluster_label", "one_box_holds_all", "title_attrs",
+           "title_fits"]
 
 #: average character widths, in ems, of the fonts Graphviz lays out with: a generous one for
 #: a title (bold, DejaVu) and a modest one for what it must fit beside
@@ -113,3 +116,38 @@ def cluster_label(styler: GraphvizStyler, node: LayerNode, title: str, repeat: i
             f'<TR><TD ALIGN="LEFT"><B>{styler._text(bold)}</B></TD><TD WIDTH="{pad}"></TD></TR>'
             f'<TR><TD ALIGN="LEFT" COLSPAN="2"><FONT COLOR="#555555">{styler._text(rest)}</FONT></TD></TR>'
             f'{note_row}</TABLE>>')
+
+
+#: appended to a cluster's DOT id: the id of the node that draws its title
+TITLE_SUFFIX = "::title"
+#: the cluster attributes its title node takes
+_TITLE_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
+
+
+def title_attrs(attrs: dict[str, str]) -> Optional[dict[str, str]]:
+    """The attributes of the node that draws the title of a cluster styled ``attrs``, whose
+    ``label`` it takes out of ``attrs`` (leaving an empty one); ``None`` for a cluster
+    without a label.
+
+    The title is a node on a rank of its own, above everything that enters the
+    cluster (invisible edges put it there): Graphviz routes edges around nodes,
+    where a cluster's own label sits in a band that the edges entering the
+    cluster cross.
+    """
+    label = attrs.pop("label", None)
+    if label is None:
+        return None
+    title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
+    title.update(shape="plain", label=label)
+    if "invis" in attrs.get("style", "").split(","):  # an invisible cluster: its title too
+        title["style"] = "invis"
+    # an empty label of its own: a cluster without one would show the graph's (a legend)
+    attrs["label"] = ""
+    return title
+
+
+def cluster_attr_list(attrs: dict[str, str]) -> str:
+    """A cluster's attributes as ``Digraph.attr(**attrs)`` writes them: sorted, each quoted
+    (the tooltip never as an HTML string)."""
+    return " ".join(f"{dot_quote(k)}={string_quote(v) if k == 'tooltip' else dot_quote(v)}"
+                    for k, v in sorted(attrs.items()))

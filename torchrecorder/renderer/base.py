@@ -418,7 +418,7 @@ class BaseRenderer:
                               all_ops=self._all_ops, loops=self.fold_loops, structures=structures)
 
         got = fit(self.rec, self._requested, make, min_run=self._fold_min, may_fold=self._may_fold,
-                  max_nodes=self._max_nodes)
+                  max_nodes=self._max_nodes, fanout=self._shares_over())
         self._render_depth, self._fold_min = got.depth, got.min_run
         self._projection, self.budget = got.projection, got
         if got.reduced:
@@ -426,6 +426,10 @@ class BaseRenderer:
         elif got.over:
             warnings.warn(f"{self.rec.name!r}: {got.message()}", LargeDrawingWarning, stacklevel=4)
         return got
+
+    def _shares_over(self) -> Optional[int]:
+        """The out-degree over which a drawing over budget shares a node's edges (``None``: never)."""
+        return None
 
     def open(self, node: LayerNode) -> None:
         """Draw the layer ``node`` as a group from now on, whatever :meth:`is_expanded` says.

@@ -15,8 +15,10 @@ from ..errors import RenderError
 from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
-from ..projection.budget import MaxNodes
+from ..projection.budget import MAX_FANOUT, MaxNodes
+from ._cluster_titles import TITLE_SUFFIX, cluster_attr_list, title_attrs
 from ._edge_paths import LABEL_SUFFIX, VIA_SUFFIX, around, cluster_parents, path_edge, titles_entered
+from ._fanout import draw_marks
 from ._seedwalk import pending_token, resolve_pending
 from ._subclass_names import naming_edge, naming_node
 from .attr_values import check_attribute_values
@@ -101,8 +103,10 @@ class GraphvizRenderer(BaseRenderer):
 
     #: a node feeding more drawn nodes than this does not constrain their ranks
     #: (rotary tables or a mask fed to all 80 layers of an unfolded Llama: the
-    #: layout takes seconds instead of minutes)
-    max_constraining_fanout = 8
+    #: layout takes seconds instead of minutes), and in a drawing over the budget
+    #: its edges are drawn as one edge to a mark naming them (the styler's
+    #: ``style_fanout``; the HTML page does the same)
+    max_constraining_fanout = MAX_FANOUT
     #: an edge entering more titled clusters than this at once passes their title ranks
     #: outside them (500 nested wrappers: no 500 points for the edge into the innermost)
     max_titles_entered = 16
@@ -162,6 +166,8 @@ class GraphvizRenderer(BaseRenderer):
         # drawn before one of their nodes wait for (see _end_seed_walk)
         self._seed_edges: list[tuple[BaseNode, BaseNode]] = []
         self._pending: list[tuple[BaseNode, Optional[BaseNode], str]] = []
+        # source key -> the drawn nodes it feeds, for a source whose edges the budget shares
+        self._fanout: dict[Any, list[BaseNode]] = {}
         if is_seed_styler(type(self.styler)):
             self.seed_view = True
 
@@ -194,6 +200,18 @@ class GraphvizRenderer(BaseRenderer):
         self.recursion_trace.clear()
         self._seed_edges.clear()
         self._pending.clear()
+        self.projection  # noqa: B018 - fitted to the budget, which says what it shares
+        self._fanout = {key: [] for key in self.budget.shared} if self.budget is not None else {}
+
+    def _shares_over(self) -> Optional[int]:
+        return self.max_constraining_fanout
+
+    def _ranked_edges(self) -> list[tuple[BaseNode, BaseNode]]:
+        """The drawn edges written as edges (not those a mark stands for: a subclass's own
+        ``render_edge`` may have drawn them all)."""
+        shared = {key for key, targets in self._fanout.items() if targets}
+        edges = self.drawn_edges()
+        return [e for e in edges if e[0].key not in shared] if shared else edges
 
     def _end_seed_walk(self, g: Any) -> None:
         """Draw the edges of the nodes a cluster took, then name the ends of the edges that were
@@ -237,6 +255,7 @@ class GraphvizRenderer(BaseRenderer):
         """
         self._title_edges(g)
         self._carried_edges(g)
+        draw_marks(self, g, self._fanout)
         drawn = self._drawn
         note: list[str] = []
         if self.budget is not None and self.budget.reduced:  # on the last rank, with the outputs
@@ -252,7 +271,7 @@ class GraphvizRenderer(BaseRenderer):
             # flat invisible edges keep them left to right in the model's order
             g.body.extend(f"\t{a} -> {b} [style=invis]\n" for a, b in itertools.pairwise(ids))
         if inputs:
-            fed = {b.key for _, b in self.drawn_edges()}
+            fed = {b.key for _, b in self._ranked_edges()}
             fed.update(child.key for key, children in self._clusters.items() if key in self._titled
                        for child in children)  # placed by the title's edge
             first = drawn[inputs[0].key]
@@ -318,7 +337,7 @@ class GraphvizRenderer(BaseRenderer):
         g.body.append(f"{indent}subgraph {dot_quote('cluster_' + self.node_id(node))} {{\n")
         title = title_attrs(attrs)  # takes the label out of attrs
         if attrs:
-            g.body.append(f"{indent}\t{_cluster_attr_list(attrs)}\n")
+            g.body.append(f"{indent}\t{cluster_attr_list(attrs)}\n")
         children = self.children(node)
         self._clusters[node.key] = children
         self._cluster_nodes[node.key] = node
@@ -356,7 +375,7 @@ class GraphvizRenderer(BaseRenderer):
 
         lines: dict[str, None] = {}
         fed_inside: set[tuple[Any, Any]] = set()  # (cluster, direct child) fed from inside the cluster
-        for fnode, tnode in self.drawn_edges():
+        for fnode, tnode in self._ranked_edges():
             outer_of_f = set(clusters_of(fnode.key))
             chain = clusters_of(tnode.key)
             inner = tnode.key
@@ -389,7 +408,13 @@ class GraphvizRenderer(BaseRenderer):
 
     def render_edge(self, g: graphviz.Digraph, fnode: BaseNode, tnode: BaseNode) -> None:
         """Draw the edge from ``fnode`` to ``tnode`` (with the shape it carries, if tensors are
-        not drawn as nodes)."""
+        not drawn as nodes); an edge of a node whose edges the drawing budget shares
+        (:attr:`~torchrecorder.projection.budget.Fit.shared`) is kept for its mark, which
+        :meth:`finish` draws."""
+        shared = self._fanout.get(fnode.key)
+        if shared is not None:  # drawn with the other edges of fnode as one edge to a mark
+            shared.append(tnode)
+            return
         tensor = self.edge_tensor(fnode, tnode)
         wide = self.out_degree(fnode) > self.max_constraining_fanout
         if tensor is not None:
@@ -519,32 +544,6 @@ def _never_drawn(renderer: GraphvizRenderer, node: BaseNode, other: Optional[Bas
             "is given, or leave out the edges that touch the nodes it skips")
 
 
-#: appended to a cluster's DOT id: the id of the node that draws its title
-TITLE_SUFFIX = "::title"
-#: the cluster attributes its title node takes
-_TITLE_ATTRS = ("fontname", "fontsize", "fontcolor", "tooltip")
-
-def title_attrs(attrs: dict[str, str]) -> Optional[dict[str, str]]:
-    """The attributes of the node that draws the title of a cluster styled ``attrs``, whose
-    ``label`` it takes out of ``attrs`` (leaving an empty one); ``None`` for a cluster
-    without a label.
-
-    The title is a node on a rank of its own, above everything that enters the
-    cluster (invisible edges put it there): Graphviz routes edges around nodes,
-    where a cluster's own label sits in a band that the edges entering the
-    cluster cross.
-    """
-    label = attrs.pop("label", None)
-    if label is None:
-        return None
-    title = {k: attrs[k] for k in _TITLE_ATTRS if k in attrs}
-    title.update(shape="plain", label=label)
-    if "invis" in attrs.get("style", "").split(","):  # an invisible cluster: its title too
-        title["style"] = "invis"
-    # an empty label of its own: a cluster without one would show the graph's (a legend)
-    attrs["label"] = ""
-    return title
-
 
 #: the DOT id of the drawing budget's note (no recorded key has a space)
 _NOTE_ID = "torchrecorder note"
@@ -552,10 +551,3 @@ _NOTE_ID = "torchrecorder note"
 
 #: the attributes written apart from the others: they differ from node to node
 _SPLIT_OFF = frozenset(("label", "tooltip"))
-
-
-def _cluster_attr_list(attrs: dict[str, str]) -> str:
-    """A cluster's attributes as ``Digraph.attr(**attrs)`` writes them: sorted, each quoted
-    (the tooltip never as an HTML string)."""
-    return " ".join(f"{dot_quote(k)}={string_quote(v) if k == 'tooltip' else dot_quote(v)}"
-                    for k, v in sorted(attrs.items()))

@@ -33,12 +33,13 @@ from ..nodes import BaseNode, Key, LayerNode, OpNode, Source, TensorNode
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.backward import backward_view
 from ..projection.budget import MaxNodes, budget_limits, default_depth
+from ._cluster_titles import cluster_attr_list, title_attrs
 from ._html_cost import colourings, recorded_cost
 from ._html_info import boundary_tensors, panel_info
 from ._html_loops import loop_rows
 from .backward import BackwardRenderer
 from .base import ALL_DEPTHS
-from .graphviz import GraphvizRenderer, GraphvizStyler, _cluster_attr_list, title_attrs
+from .graphviz import GraphvizRenderer, GraphvizStyler
 from .html_page import client_html, page_html, provider_html, script_json
 from .labels import run_title
 from .notebook_viewer import SESSION, current_cell, listen_if_running
@@ -295,7 +296,7 @@ class HtmlRenderer(GraphvizRenderer):
         :func:`~torchrecorder.renderer.graphviz.title_attrs`), a NUL, the cluster's own."""
         checked = self._checked(attrs, method)
         title = title_attrs(checked)
-        cluster = _cluster_attr_list(checked)
+        cluster = cluster_attr_list(checked)
         return cluster if title is None else self._attr_text(title, method) + "\u0000" + cluster
 
     def _edge_rows(self, finest: Projection, order: list[BaseNode], parents: list[int],

@@ -292,6 +292,22 @@ class GraphvizStyler:
         attrs["tooltip"] = tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
         return attrs
 
+    def style_fanout(self, fnode: BaseNode, tnodes: Sequence[BaseNode]) -> dict[str, str]:
+        """Attributes of the mark that stands for the drawn nodes ``tnodes`` that ``fnode`` feeds,
+        in a drawing over budget whose edges from ``fnode`` are shared (one edge to the mark):
+        a small plain text ``"→ 32 × self_attn"`` (``"→ N boxes"`` where the boxes differ in
+        name), the boxes listed in its tooltip."""
+        names = [t.call_title(dotted=True) if isinstance(t, LayerNode) else t.name for t in tnodes]
+        last = {name.rsplit(".", 1)[-1] for name in names}
+        what = f" × {last.pop()}" if len(last) == 1 else " boxes"
+        listed = ", ".join(names[:12]) + (", …" if len(names) > 12 else "")
+        attrs = {"shape": "plain", "fontsize": "10", "label": f"→ {len(tnodes)}{what}",
+                 "tooltip": tooltip_text(f"to {len(tnodes)}: {listed}")}
+        font = self.styles["edge"].get("fontname")
+        if font:
+            attrs["fontname"] = font
+        return attrs
+
     def style_carried_edge(self, fnode: BaseNode, tnode: BaseNode,
                            tensor: Optional[TensorNode]) -> dict[str, str]:
         """Attributes of an edge of a folded loop or run that carries a value from one iteration
