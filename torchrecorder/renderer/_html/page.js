@@ -245,9 +245,10 @@
     const marks = shareFanout ? shareWide(drawn, degree, out) : [];
     if (marks.length) drawn = drawn.filter(function (d) { return !(degree.get(d[0]) > D.fanout); });
     for (let j = 0; j < drawn.length; j++) {
-      const d = drawn[j];
+      const d = drawn[j], wide = degree.get(d[0]) > D.fanout;
+      if (!wide && pathEdge(d, j, titled, inCluster, out)) continue;
       let text = attrText(d[2]);
-      if (degree.get(d[0]) > D.fanout && !/(^|\s)constraint=/.test(text)) text += " constraint=false";
+      if (wide && !/(^|\s)constraint=/.test(text)) text += " constraint=false";
       out.push("\t" + S[N[d[0]][2]] + " -> " + S[N[d[1]][2]] + " [" + text + "]");
     }
     const pairs = [];
@@ -273,6 +274,60 @@
     }
     out.push("}");
     return out.join("\n") + "\n";
+  }
+
+  // the clusters around drawn node or cluster i, innermost first
+  function around(i, inCluster) { const a = []; for (let c = inCluster.get(i); c >= 0; c = inCluster.get(c)) a.push(c); return a; }
+  // the name a DOT id stands for, as written inside quotes
+  function bare(id) { return id.charAt(0) === '"' ? id.slice(1, -1) : id; }
+  // ``text`` inside the (reopened) clusters ``chain``, outermost first
+  function inClusters(chain, text) {
+    return chain.map(function (c) { return "subgraph cluster_" + c + " { "; }).join("") + text + " }".repeat(chain.length);
+  }
+  // drawn edge d written to ``out`` as make_dot writes it (renderer/_edge_paths.py): a chain of
+  // edges through its label, a node of its own ("a -> b::label") in the innermost cluster
+  // holding both ends, and through a point ("a -> b::via1", ...) on the title rank of each
+  // titled cluster it enters, inside it; only the last part has an arrowhead.  The data
+  // carries the attributes of the label node ("": none) and of the points for each edge
+  // make_dot may draw so; false (nothing written) for the others and where there is neither.
+  // Their SVG ids: "l<j>" and "v<j>_<k>" (j: the edge's place in ``drawn``), never a module's.
+  // (The budget counts none of these nodes, as projection/budget.py does not.)
+  function pathEdge(d, j, titled, inCluster, out) {
+    const parts = A[d[2]];
+    if (parts.length < 5) return false;
+    const from = around(d[0], inCluster), to = around(d[1], inCluster);
+    const fromSet = new Set(from), toSet = new Set(to);
+    const common = from.filter(function (c) { return toSet.has(c); }).reverse();
+    let entered = to.filter(function (c) { return !fromSet.has(c) && titled.has(c); }).reverse();
+    if (entered.length > D.titles_entered) entered = [];
+    const label = S[parts[3]];
+    if (!label && !entered.length) return false;
+    const a = S[N[d[0]][2]], b = S[N[d[1]][2]], name = bare(a) + " -> " + bare(b), path = [], via = new Set();
+    if (label) {
+      const id = '"' + name + '::label"';
+      out.push("\t" + inClusters(common, id + " [" + label + ' id="l' + j + '"]'));
+      path.push(id);
+    }
+    if (entered.length) {
+      const point = S[parts[4]];
+      let inner = "";  // each point in its cluster, nested in the one before
+      for (let k = entered.length; k >= 1; k--) {
+        const vid = '"' + name + "::via" + k + '" [' + point + ' id="v' + j + "_" + k + '"] ';
+        inner = inClusters([entered[k - 1]], (vid + inner).trim());
+      }
+      out.push("\t" + inClusters(common, inner));
+      for (let k = 1; k <= entered.length; k++) { path.push('"' + name + "::via" + k + '"'); via.add(path[path.length - 1]); }
+    }
+    const text = label ? [S[parts[1]], S[parts[2]]].filter(Boolean).join(" ") : attrText(d[2]);
+    const ends = [a].concat(path, [b]);
+    for (let k = 1; k < ends.length; k++) {
+      // the parts meet at a point's centre (clipped at its tiny border they would leave a gap)
+      let part = text + (k < ends.length - 1 ? " arrowhead=none" : "");
+      if (via.has(ends[k - 1])) part += " tailclip=false";
+      if (via.has(ends[k])) part += " headclip=false";
+      out.push("\t" + ends[k - 1] + " -> " + ends[k] + " [" + part.trim() + "]");
+    }
+    return true;
   }
 
   // the marks of the nodes whose edges the budget shares (see buildDot): one node "→ N" and
@@ -637,7 +692,7 @@
       if (before) { const el = elementOf(job.anchor); if (el) { const after = topMiddle(el); tx += before[0] - after[0]; ty += before[1] - after[1]; applyTransform(); } }
       T.lastLayoutMs = performance.now() - t0;
       T.layouts += 1;
-      const shown = canvas.querySelectorAll("g.node").length;
+      const shown = canvas.querySelectorAll("g.node:not([id^=l]):not([id^=v])").length;  // (not labels, points)
       setStatus(shown + " nodes · laid out in " + Math.round(T.lastLayoutMs) + " ms");
       showNote(got.note ? "Drawn with " + got.note : "");
       syncControls();
