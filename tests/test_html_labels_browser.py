@@ -60,3 +60,27 @@ def test_the_pages_labels_stay_clear_of_borders_and_edges(tr_browser: Any, tmp_p
         assert '::label" [label=' in dot  # the labels are nodes of their own
     assert w.page_errors == [] and w.console_errors == []
     page.close()
+
+
+def test_the_pages_scripts_leave_only_their_namespace_in_the_window(tr_browser: Any, tmp_path: Path) -> None:
+    """The page's script is several files (html_page.PAGE_SCRIPTS) that share one object: the
+    window gains ``__tr`` (and viz.js's ``Viz``) and nothing else; ``__tr.page`` holds the
+    shared state without showing in ``__tr``'s keys."""
+    net, args = MODELS["cnn"]()
+    rec = torchrecorder.record(net, "cnn", input_data=args)
+    path = tmp_path / "cnn.html"
+    torchrecorder.make_html(rec).save(path)
+    empty = tmp_path / "empty.html"
+    empty.write_text("<!DOCTYPE html><html><body></body></html>", encoding="utf-8")
+    blank = tr_browser.new_page()
+    blank.goto(empty.as_uri())
+    plain = set(blank.evaluate("() => Object.getOwnPropertyNames(window)"))
+    blank.close()
+    page = tr_browser.new_page()
+    page.goto(path.as_uri())
+    wait_layouts(page, 0)
+    added = set(page.evaluate("() => Object.getOwnPropertyNames(window)")) - plain
+    assert added == {"__tr", "Viz"}
+    assert "page" not in page.evaluate("() => Object.keys(window.__tr)")
+    assert page.evaluate("() => typeof window.__tr.page.buildDot") == "function"
+    page.close()
