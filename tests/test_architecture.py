@@ -204,6 +204,34 @@ def test_no_module_over_600_lines() -> None:
         assert lines <= MAX_LINES, f"{name} has {lines} lines"
 
 
+def _shipped_scripts() -> list[str]:
+    """The JavaScript files the package ships and wrote itself (not the vendored ``_vendor/``)."""
+    out = []
+    for root, _, files in os.walk(PACKAGE_DIR):
+        if os.path.basename(root) == "_vendor":
+            continue
+        out.extend(os.path.join(root, f) for f in files if f.endswith(".js"))
+    return sorted(out)
+
+
+def test_no_shipped_script_over_600_lines() -> None:
+    """The size rule covers the page's JavaScript as well as the Python modules."""
+    scripts = _shipped_scripts()
+    assert any(p.endswith("page_state.js") for p in scripts)
+    for path in scripts:
+        with open(path, encoding="utf-8") as fh:
+            lines = sum(1 for _ in fh)
+        assert lines <= MAX_LINES, f"{os.path.relpath(path, PACKAGE_DIR)} has {lines} lines"
+
+
+def test_the_page_inlines_every_part_of_its_script() -> None:
+    """Each ``page_*.js`` is one of the page's scripts (a file left out would never run)."""
+    from torchrecorder.renderer.html_page import PAGE_SCRIPTS
+
+    parts = sorted(os.path.basename(p) for p in _shipped_scripts() if os.path.basename(p).startswith("page_"))
+    assert sorted(PAGE_SCRIPTS) == parts and len(set(PAGE_SCRIPTS)) == len(PAGE_SCRIPTS)
+
+
 def test_invariants_raise_instead_of_asserting() -> None:
     """No ``assert`` statement in the package: they vanish under ``python -O``."""
     for name, path in _modules().items():

@@ -74,7 +74,8 @@ def _open(browser: Any, path: Path) -> tuple[Any, Any]:
 def _drawn(page: Any) -> tuple[set[str], set[str]]:
     """Ids of the drawn nodes and clusters (``n3``, ``c0``)."""
     nodes = set(page.eval_on_selector_all("#tr-canvas g.node", "els => els.map(e => e.id)"))
-    nodes = {i for i in nodes if not i.startswith("t")}  # t3: the title of cluster c3
+    # not t3 (the title of cluster c3), l5 (the label of an edge), v5_1 (a point an edge passes)
+    nodes = {i for i in nodes if not i.startswith(("t", "l", "v"))}
     clusters = set(page.eval_on_selector_all("#tr-canvas g.cluster", "els => els.map(e => e.id)"))
     return nodes, clusters
 

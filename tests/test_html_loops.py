@@ -126,8 +126,9 @@ def test_fold_repeats_false_page_data_is_the_page_without_folding() -> None:
     rec = torchrecorder.record(Series(12), "series", (1, 4))
     _, folded = page_of(rec, fold_repeats=True)
     _, plain = page_of(rec, fold_repeats=False)
-    assert set(plain) == {"version", "name", "header", "fanout", "budget", "folded", "strings", "attrs",
-                          "nodes", "edges", "runs", "colour"}  # (colour: the colour menu's costs)
+    # (colour: the colour menu's costs)
+    assert set(plain) == {"version", "name", "header", "fanout", "titles_entered", "budget", "folded",
+                          "strings", "attrs", "nodes", "edges", "runs", "colour"}
     assert set(folded) == set(plain) | {"loops"}
 
     def rows(data: dict[str, Any]) -> list[Any]:

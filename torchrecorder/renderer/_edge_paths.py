@@ -12,8 +12,8 @@ from .._text import dot_quote, quote_dot_id
 from ..nodes import BaseNode
 from ._statements import plain_id
 
-__all__ = ["LABEL_SUFFIX", "VIA_SUFFIX", "around", "cluster_parents", "common_clusters", "path_edge",
-           "titles_entered"]
+__all__ = ["LABEL_SUFFIX", "VIA_SUFFIX", "around", "cluster_parents", "common_clusters", "label_node_attrs",
+           "path_edge", "titles_entered", "via_point_attrs"]
 
 #: appended to ``"a -> b"``: the id of the node that draws the label of the edge from a to b
 LABEL_SUFFIX = "::label"
@@ -71,6 +71,30 @@ def titles_entered(renderer: Renderer, fnode: BaseNode, tnode: BaseNode) -> list
             if key not in around_f and key in renderer._titled]
 
 
+def label_node_attrs(attrs: Any) -> dict[str, Any]:
+    """The attributes of the node drawing the label of an edge styled ``attrs`` (which has a
+    ``label``): the label, ``shape=plain``, the edge's font and tooltip; hidden with the edge.
+    Both ``make_dot`` and the HTML page draw a label node with these."""
+    node = {"label": attrs["label"], "shape": "plain"}
+    node.update({k: attrs[k] for k in _LABEL_ATTRS if k in attrs})
+    if "invis" in str(attrs.get("style", "")).split(","):
+        node["style"] = "invis"
+    return node
+
+
+def via_point_attrs(attrs: Any) -> dict[str, Any]:
+    """The attributes of the points an edge styled ``attrs`` passes on the title ranks of the
+    clusters it enters: as wide as its line, in its colour; hidden with the edge."""
+    try:  # as wide as the edge's line: filled, with no border
+        line = float(attrs.get("penwidth", 1.0))
+    except ValueError:
+        line = 1.0
+    point = {**_VIA_ATTRS, "width": f"{line / 72:.4f}", "fillcolor": str(attrs.get("color", "black"))}
+    if "invis" in str(attrs.get("style", "")).split(","):
+        point["style"] = "invis"
+    return point
+
+
 def _in_clusters(renderer: Renderer, chain: list[BaseNode], statement: str) -> str:
     """``statement`` inside the (reopened) clusters of ``chain``, outermost first."""
     opening = "".join(f"subgraph {dot_quote('cluster_' + renderer.node_id(n))} {{ " for n in chain)
@@ -95,24 +119,15 @@ def path_edge(renderer: Renderer, g: Any, fnode: BaseNode, tnode: BaseNode, ends
     a, b = ends
     name = f"{plain_id(a)} -> {plain_id(b)}"
     path: list[str] = []
-    hidden = "invis" in str(attrs.get("style", "")).split(",")
     if labelled:
-        node = {"label": attrs.pop("label"), "shape": "plain"}
-        node.update({k: attrs[k] for k in _LABEL_ATTRS if k in attrs})
-        if hidden:
-            node["style"] = "invis"
+        node = label_node_attrs(attrs)
+        del attrs["label"]
         lid = quote_dot_id(name + LABEL_SUFFIX)
         statement = f"{lid} [{renderer._attr_text(node, method)}]"
         g.body.append(f"\t{_in_clusters(renderer, common_clusters(renderer, fnode, tnode), statement)}\n")
         path.append(lid)
     if entered:
-        try:  # as wide as the edge's line: filled, with no border
-            line = float(attrs.get("penwidth", 1.0))
-        except ValueError:
-            line = 1.0
-        point = {**_VIA_ATTRS, "width": f"{line / 72:.4f}", "fillcolor": str(attrs.get("color", "black"))}
-        if hidden:
-            point["style"] = "invis"
+        point = via_point_attrs(attrs)
         point_text = renderer._attr_text(point, method)
         vids = [quote_dot_id(f"{name}{VIA_SUFFIX}{i}") for i in range(1, len(entered) + 1)]
         path.extend(vids)

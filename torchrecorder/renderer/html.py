@@ -34,6 +34,7 @@ from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations
 from ..projection.backward import backward_view
 from ..projection.budget import MaxNodes, budget_limits, default_depth
 from ._cluster_titles import cluster_attr_list, title_attrs
+from ._edge_paths import label_node_attrs, via_point_attrs
 from ._html_cost import colourings, recorded_cost
 from ._html_info import boundary_tensors, panel_info
 from ._html_loops import loop_rows
@@ -212,7 +213,8 @@ class HtmlRenderer(GraphvizRenderer):
         nodes drawn only while it is folded (its carried edges among them:
         ``make_dot``'s, appended to ``edges``); ``budget`` the drawing budget every
         view is held to (:func:`~torchrecorder.projection.budget.budget_limits` of
-        ``max_nodes``: ``None``, none).
+        ``max_nodes``: ``None``, none).  ``attrs``: label, other attributes, tooltip, and
+        for an edge drawn as a chain, its label node's and points' (:meth:`_edge_parts`).
         """
         rec = self.rec
         can_open = self.expandable()
@@ -268,6 +270,7 @@ class HtmlRenderer(GraphvizRenderer):
             raise GraphError(f"unexpected DOT header from new_graph(): {header[-40:]!r}")
         data = {
             "version": 1, "name": rec.name, "header": header[:-1], "fanout": self.max_constraining_fanout,
+            "titles_entered": self.max_titles_entered,
             "folded": bool(self.fold_min), "strings": strings.items,
             "attrs": attrs.items, "nodes": rows, "edges": edges, "runs": runs,
             "budget": budget_limits(self._max_nodes),
@@ -354,20 +357,29 @@ class HtmlRenderer(GraphvizRenderer):
 
     def _edge_parts(self, fnode: BaseNode, tnode: BaseNode, tensor: Optional[TensorNode],
                     ops: tuple[OpNode, ...], strings: _Interner,
-                    carried: bool = False) -> tuple[int, int, int]:
+                    carried: bool = False) -> tuple[int, ...]:
         """The styler's attributes of the edge from ``fnode`` to ``tnode`` standing for ``ops``
-        (``carried``: a value carried from one iteration of a folded loop to another)."""
+        (``carried``: a value carried from one iteration of a folded loop to another) as
+        :meth:`_parts` splits them; an edge that ``make_dot`` draws with its label as a node of
+        its own (:attr:`label_nodes`) and through points on the title ranks of the clusters
+        it enters (any edge without ``constraint=false``) also carries the attributes of that
+        node ("" where it has none) and of those points: the page draws it the same way."""
         self._ops_now = ops
         try:
             if carried:
-                return self._parts(self.styler.style_carried_edge(fnode, tnode, tensor), "style_carried_edge",
-                                   strings)
-            if tensor is not None:
-                return self._parts(self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge",
-                                   strings)
-            return self._parts(self.styler.style_edge(fnode, tnode), "style_edge", strings)
+                attrs, method = self.styler.style_carried_edge(fnode, tnode, tensor), "style_carried_edge"
+            elif tensor is not None:
+                attrs, method = self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge"
+            else:
+                attrs, method = self.styler.style_edge(fnode, tnode), "style_edge"
         finally:
             self._ops_now = None
+        parts = self._parts(attrs, method, strings)
+        if carried or str(attrs.get("constraint", "true")).lower() == "false":
+            return parts
+        label = (self._attr_text(label_node_attrs(attrs), method)
+                 if self.label_nodes and attrs.get("label") else "")
+        return (*parts, strings.add(label), strings.add(self._attr_text(via_point_attrs(attrs), method)))
 
     def _run_rows(self, rec: Graph, opens: Any, index: dict[Key, int], parents: list[int],
                   edges: list[list[Any]], attrs: _Interner, strings: _Interner) -> list[list[Any]]:

@@ -77,6 +77,18 @@ def _inline(name: str) -> str:
     return "\n" + _asset(name) + "\n"
 
 
+#: the page's script: these files of ``_html/``, each an ordinary script, run in this order
+#: (they share what they define through ``window.__tr.page``; see ``page_state.js``)
+PAGE_SCRIPTS = ("page_state.js", "page_dot.js", "page_view.js", "page_layout.js", "page_panel.js")
+
+
+@cache
+def _page_script() -> str:
+    """The text of the ``<script>`` element holding the page's script: :data:`PAGE_SCRIPTS` in
+    order (one element, hashed and handed to later notebook views as one text)."""
+    return "\n" + "".join(_asset("_html/" + name) for name in PAGE_SCRIPTS) + "\n"
+
+
 def _sha256(text: str) -> str:
     """The CSP hash source of an inline script's text."""
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
@@ -86,7 +98,7 @@ def _sha256(text: str) -> str:
 def viewer_version() -> str:
     """A digest of the viewer (fonts, viz.js, the page's script): views share only equal viewers."""
     digest = hashlib.sha256()
-    for part in (font_face_css(), _inline("_vendor/viz-global.js"), _inline("_html/page.js")):
+    for part in (font_face_css(), _inline("_vendor/viz-global.js"), _page_script()):
         digest.update(part.encode("utf-8"))
         digest.update(b"\0")
     return digest.hexdigest()[:32]
@@ -116,7 +128,7 @@ def page_html(data: dict[str, Any], name: str, *, share: bool = False) -> str:
         _asset("_html/body.html"),
         '<script type="application/json" id="tr-data">', script_json(data), "</script>\n",
         '<script id="tr-viz">', _inline("_vendor/viz-global.js"), "</script>\n",
-        '<script id="tr-page">', _inline("_html/page.js"), "</script>\n",
+        '<script id="tr-page">', _page_script(), "</script>\n",
         shared, "</body></html>\n",
     ))
 
@@ -130,7 +142,7 @@ def client_html(data: dict[str, Any], name: str) -> str:
     """A later notebook view: the data and a loader of the viewer a provider hands over."""
     client = _inline("_html/client.js")
     hashes = " ".join(_sha256(t) for t in (client, _inline("_vendor/viz-global.js"),
-                                            _inline("_html/page.js")))
+                                            _page_script()))
     need = {"version": viewer_version(), "tries": ASK_TRIES, "missing": MISSING}
     return "".join((
         _head(name, f"default-src 'none'; script-src {hashes} {_CSP_REST}"),
