@@ -81,7 +81,7 @@ def launch() -> Iterator[Any]:
             browser.close()
 
 
-def wait_layouts(page: Any, more_than: int, timeout: float = 60.0) -> int:
+def wait_layouts(page: Any, more_than: int, timeout: float = 60.0, settled: bool = False) -> int:
     """Wait until the page (or frame) has laid out more than ``more_than`` times; the count.
 
     Polled with ``evaluate``: ``wait_for_function`` compiles its predicate with
@@ -93,7 +93,16 @@ def wait_layouts(page: Any, more_than: int, timeout: float = 60.0) -> int:
         if got[1]:
             raise AssertionError(f"the page could not lay out: {got[1]}")
         if got[0] > more_than:
-            return int(got[0])
+            if not settled:
+                return int(got[0])
+            # ``settled``: also wait out a layout the finished one queued (a control's
+            # follow-up): the count once none has started or ended for a moment
+            time.sleep(0.2)
+            again = page.evaluate("() => [window.__tr.layouts, !!document.getElementById('tr-busy')"
+                                  " && !document.getElementById('tr-busy').hidden]")
+            if again[0] == got[0] and not again[1]:
+                return int(got[0])
+            more_than = int(again[0]) if again[1] else int(again[0]) - 1
         if time.monotonic() > deadline:
             raise AssertionError(f"the page laid out {got[0]} times in {timeout} s, "
                                  f"expected more than {more_than}")

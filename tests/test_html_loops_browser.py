@@ -66,7 +66,7 @@ def _do(page: Any, action: Any) -> None:
     """Run ``action`` and wait for the layout it starts."""
     count = page.evaluate("__tr.layouts")
     action()
-    wait_layouts(page, count, 120)
+    wait_layouts(page, count, 120, settled=True)
 
 
 def _same(ours: Any, want: Any, where: object) -> None:
