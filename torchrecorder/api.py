@@ -26,7 +26,7 @@ from .renderer.activations import ActivationStyler, check_cost_stat, cost_values
 from .renderer.backward import BackwardRenderer
 from .renderer.base import DEFAULT_RENDER_DEPTH
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
-from .renderer.html import HtmlRenderer
+from .renderer.html import make_html
 from .renderer.mermaid import MermaidRenderer
 from .renderer.paper import fit_options
 from .svgfont import embed_fonts
@@ -396,8 +396,9 @@ def render_network(
             fonts Graphviz laid it out with (see :func:`torchrecorder.svgfont.embed_fonts`),
             so that it looks the same on every machine; ``None`` (the default): only with
             ``preset="paper"``.  Other formats are unchanged (PDF embeds its fonts anyway).
-        **styler_args: as in :func:`make_dot`.  Raster formats (``png``,
-            ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is given.
+        **styler_args: as in :func:`make_dot`, ``styler_cls=`` and ``stat=`` included (for
+            ``fmt="html"`` as in :func:`~torchrecorder.renderer.html.make_html`).  Raster formats
+            (``png``, ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is given.
 
     Returns:
         the path of the written file.
@@ -448,8 +449,9 @@ def _check_drawing(name: str, render_depth: Optional[int], fold_repeats: FoldRep
                              f"{'timing=True' if stat == 'time' else 'backward=True'}), which "
                              "render_network does not make: record the model and draw it with make_dot")
         styler_args = {**styler_args, "activations": {}}
-    GraphvizRenderer(Graph(name), render_depth, _styler_class(None, styler_args),
-                     fold_repeats=fold_repeats, **styler_args)
+    options = {k: v for k, v in styler_args.items() if k != "styler_cls"}  # (as make_dot takes it)
+    GraphvizRenderer(Graph(name), render_depth, _styler_class(styler_args.get("styler_cls"), options),
+                     fold_repeats=fold_repeats, **options)
 
 
 def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
@@ -459,9 +461,8 @@ def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats:
     fonts embedded if ``embed_font`` (``None``: with ``preset="paper"``)."""
     if fmt == "json":
         return rec.to_json().encode(), None
-    if fmt == "html":
-        page = HtmlRenderer(rec, render_depth, fold_repeats=fold_repeats, **styler_args).render()
-        return page.text.encode(), None
+    if fmt == "html":  # (make_html: a stat= of a cost coloured as make_dot colours it)
+        return make_html(rec, render_depth, fold_repeats=fold_repeats, **styler_args).text.encode(), None
     if fmt == "mmd":
         return MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
                                tensor_nodes=bool(styler_args.get("tensor_nodes", True)),
