@@ -319,6 +319,25 @@ def test_text_added_to_a_default_label_shows_as_text(recs):
     assert "&lt;add" in svg  # text put in front, escaped
 
 
+class Formatting(GraphvizStyler):
+    """Formats the default label into text, as 1.0.3 users did with its plain labels."""
+
+    def style_node(self, node):
+        z = super().style_node(node)
+        how = node.depth % 3
+        z["label"] = (f"{z['label']} <d{node.depth}>" if how == 0 else
+                      "[{}] & co".format(z["label"]) if how == 1 else str(z["label"]) + " !")
+        return z
+
+
+@needs_backend
+def test_a_default_label_formatted_into_text_shows_as_text(recs):
+    svg = render_source(torchrecorder.make_dot(recs["cnn"], 2, styler_cls=Formatting).source,
+                        "svg").decode()
+    assert "&lt;d0&gt;" in svg and "&amp; co" in svg and " !" in svg and "[" in svg
+    assert "TABLE" not in svg and "&lt;B&gt;" not in svg and "&lt;BR" not in svg
+
+
 def test_styles_of_tensor_nodes_reach_the_inputs_and_outputs(recs):
     class Blue(GraphvizStyler):
         def __init__(self, **styler_args):

@@ -19,6 +19,7 @@ from ..projection.budget import MAX_FANOUT, MaxNodes
 from ._cluster_titles import TITLE_SUFFIX, cluster_attr_list, title_attrs
 from ._edge_paths import LABEL_SUFFIX, VIA_SUFFIX, around, cluster_parents, path_edge, titles_entered
 from ._fanout import draw_marks
+from ._seedstyle import label_markup
 from ._seedwalk import pending_token, resolve_pending
 from ._subclass_names import naming_edge, naming_node
 from .attr_values import check_attribute_values
@@ -517,7 +518,9 @@ class GraphvizRenderer(BaseRenderer):
             if key is not None:
                 self._rests[key] = rest
         if label is not None:
-            label = str(label)
+            # the default label formatted into text by a styler (f"{z['label']} x"): kept HTML
+            label = label_markup(str(label), getattr(self.styler, "last_label", None)
+                                 if method == "style_node" else None)
             # an HTML-like label is written as it is, as the graphviz package does
             quoted = label if label.startswith("<") and label.endswith(">") else dot_quote(label)
             rest = f"label={quoted} {rest}" if rest else f"label={quoted}"
