@@ -13,7 +13,7 @@ from ._files import write_atomically
 from .backend import check_format, render_source
 from .cost import COST_STATS
 from .diff import Diff
-from .diff.draw import make_diff_dot
+from .diff.draw import DiffStyler, make_diff_dot
 from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
@@ -242,6 +242,10 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
     """
     if isinstance(rec, Diff):  # a diff: its union graph (view=, legend=, changes_only=)
         if styler_cls is not None:
+            if not (isinstance(styler_cls, type) and issubclass(styler_cls, DiffStyler)):
+                raise TypeError("a diff is drawn by torchrecorder.diff.draw.DiffStyler, which colours "
+                                "by status: styler_cls must subclass it, got "
+                                f"{getattr(styler_cls, '__name__', styler_cls)!r}")
             styler_args["styler_cls"] = styler_cls
         return make_diff_dot(rec, render_depth=render_depth, fold_repeats=fold_repeats or False,
                              **styler_args)
