@@ -304,3 +304,13 @@ def test_the_comparison_page_says_the_backward_graph_is_drawn() -> None:
     page = (Path(__file__).resolve().parent.parent / "docs" / "comparison.md").read_text(encoding="utf-8")
     row = next(line for line in page.splitlines() if line.startswith("| backward (autograd) graph |"))
     assert row.split("|")[2].strip().startswith("yes") and "backward=True" in row
+
+
+def test_the_guide_lists_every_column_of_columns() -> None:
+    """docs/guide/cli.md names each column ``--columns`` accepts (the cost columns were missing)."""
+    from torchrecorder.summary import COLUMNS
+
+    row = next(line for line in (ROOT / "docs" / "guide" / "cli.md").read_text().splitlines()
+               if line.startswith("| `--columns"))
+    listed = row.split("(`", 1)[1].split("`", 1)[0].split(",")
+    assert listed == list(COLUMNS)

@@ -319,6 +319,25 @@ def test_text_added_to_a_default_label_shows_as_text(recs):
     assert "&lt;add" in svg  # text put in front, escaped
 
 
+class Formatting(GraphvizStyler):
+    """Formats the default label into text, as 1.0.3 users did with its plain labels."""
+
+    def style_node(self, node):
+        z = super().style_node(node)
+        how = node.depth % 3
+        z["label"] = (f"{z['label']} <d{node.depth}>" if how == 0 else
+                      "[{}] & co".format(z["label"]) if how == 1 else str(z["label"]) + " !")
+        return z
+
+
+@needs_backend
+def test_a_default_label_formatted_into_text_shows_as_text(recs):
+    svg = render_source(torchrecorder.make_dot(recs["cnn"], 2, styler_cls=Formatting).source,
+                        "svg").decode()
+    assert "&lt;d0&gt;" in svg and "&amp; co" in svg and " !" in svg and "[" in svg
+    assert "TABLE" not in svg and "&lt;B&gt;" not in svg and "&lt;BR" not in svg
+
+
 def test_styles_of_tensor_nodes_reach_the_inputs_and_outputs(recs):
     class Blue(GraphvizStyler):
         def __init__(self, **styler_args):
@@ -402,3 +421,22 @@ def test_1_0_3_code_reads_1_0_3s_names(recs, model, depth):
     if model != "transformer":  # there autograd's pieces of a matmul shift 1.0.3's numbering
         assert ours == {name for name in theirs if not name.startswith("TBackward0")}
     assert {k: n.name for k, n in rec.nodes.items()} == before  # today's names after drawing
+
+
+class RedContainers(GraphvizStyler):
+    """1.0.3 styled a cluster with style_node: a container's colour and label reach it."""
+
+    def style_node(self, node):
+        z = super().style_node(node)
+        if isinstance(node, LayerNode) and isinstance(node.fn, nn.Sequential):
+            z["color"], z["label"] = "#ff0001", "CONTAINER"
+        return z
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_seed_stylers_layer_style_reaches_the_clusters(depth):
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2)))
+    source = torchrecorder.make_dot(torchrecorder.record(net, "net", (1, 3)), depth,
+                                    styler_cls=RedContainers).source
+    # 1.0.3: the root cluster and the inner Sequential (a node at depth 1, a cluster at 2)
+    assert source.count("#ff0001") == 2 and source.count("CONTAINER") == 2

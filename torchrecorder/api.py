@@ -11,9 +11,9 @@ from torch import nn
 
 from ._files import write_atomically
 from .backend import check_format, render_source
-from .cost import COST_STATS, cost
+from .cost import COST_STATS
 from .diff import Diff
-from .diff.draw import make_diff_dot
+from .diff.draw import DiffStyler, make_diff_dot
 from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
@@ -22,11 +22,11 @@ from .projection.budget import default_depth
 from .recorder import Recorder
 from .recording import InputShapes, gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
 from .recording.meta import check_model
-from .renderer.activations import ActivationStyler
+from .renderer.activations import ActivationStyler, check_cost_stat, cost_values
 from .renderer.backward import BackwardRenderer
 from .renderer.base import DEFAULT_RENDER_DEPTH
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
-from .renderer.html import HtmlRenderer
+from .renderer.html import make_html
 from .renderer.mermaid import MermaidRenderer
 from .renderer.paper import fit_options
 from .svgfont import embed_fonts
@@ -236,10 +236,16 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
     Raises:
         ValueError: a bad option, or a Graphviz number that is not finite or out of
             range (``dpi=float("inf")``, ``size="nan,3"``, ``nodesep=-1``; see
-            :mod:`torchrecorder.renderer.attr_values`).
+            :mod:`torchrecorder.renderer.attr_values`), or a ``stat=`` without
+            ``activations=`` that the recording cannot give (not a cost, ``"time"``
+            without ``timing=True``, ``"saved_bytes"`` without ``backward=True``).
     """
     if isinstance(rec, Diff):  # a diff: its union graph (view=, legend=, changes_only=)
         if styler_cls is not None:
+            if not (isinstance(styler_cls, type) and issubclass(styler_cls, DiffStyler)):
+                raise TypeError("a diff is drawn by torchrecorder.diff.draw.DiffStyler, which colours "
+                                "by status: styler_cls must subclass it, got "
+                                f"{getattr(styler_cls, '__name__', styler_cls)!r}")
             styler_args["styler_cls"] = styler_cls
         return make_diff_dot(rec, render_depth=render_depth, fold_repeats=fold_repeats or False,
                              **styler_args)
@@ -247,13 +253,11 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
     if "activations" in styler_args and isinstance(fold_repeats, str) and fold_repeats == "auto":
         fold_repeats = False  # coloured by each call's own value: nothing folded unless asked
     stat = styler_args.get("stat")
-    if stat == "time" and "activations" not in styler_args and getattr(rec, "call_times", None):
-        # record(..., timing=True): milliseconds per call
-        styler_args["activations"] = {k: 1000 * v for k, v in cost(rec).stat("time").items() if v > 0}
-        styler_cls = styler_cls or ActivationStyler
-    if isinstance(stat, str) and stat in COST_STATS and "activations" not in styler_args and not backward:
-        # coloured by the cost of each call (identical blocks cost the same: folding stays)
-        styler_args["activations"] = {k: v for k, v in cost(rec).stat(stat).items() if v > 0}
+    if stat is not None and "activations" not in styler_args and not backward and (
+            styler_cls is None or stat in (*COST_STATS, "time")):
+        # coloured by the cost of each call (identical blocks cost the same: folding stays), or
+        # by its time (record(..., timing=True)); a stat the recording cannot give is an error
+        styler_args["activations"] = cost_values(rec, stat)
         styler_cls = styler_cls or ActivationStyler
     renderer_cls = GraphvizRenderer
     if backward:
@@ -396,8 +400,9 @@ def render_network(
             fonts Graphviz laid it out with (see :func:`torchrecorder.svgfont.embed_fonts`),
             so that it looks the same on every machine; ``None`` (the default): only with
             ``preset="paper"``.  Other formats are unchanged (PDF embeds its fonts anyway).
-        **styler_args: as in :func:`make_dot`.  Raster formats (``png``,
-            ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is given.
+        **styler_args: as in :func:`make_dot`, ``styler_cls=`` and ``stat=`` included (for
+            ``fmt="html"`` as in :func:`~torchrecorder.renderer.html.make_html`).  Raster formats
+            (``png``, ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is given.
 
     Returns:
         the path of the written file.
@@ -440,8 +445,17 @@ def render_network(
 def _check_drawing(name: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
                    styler_args: dict[str, Any]) -> None:
     """Check every drawing option on an empty graph, before the model runs."""
-    GraphvizRenderer(Graph(name), render_depth, _styler_class(None, styler_args),
-                     fold_repeats=fold_repeats, **styler_args)
+    stat = styler_args.get("stat")
+    if stat is not None and "activations" not in styler_args:  # coloured by a cost: checked here
+        check_cost_stat(stat)
+        if stat in ("time", "saved_bytes"):
+            raise ValueError(f"stat={stat!r} needs a recording made with record(..., "
+                             f"{'timing=True' if stat == 'time' else 'backward=True'}), which "
+                             "render_network does not make: record the model and draw it with make_dot")
+        styler_args = {**styler_args, "activations": {}}
+    options = {k: v for k, v in styler_args.items() if k != "styler_cls"}  # (as make_dot takes it)
+    GraphvizRenderer(Graph(name), render_depth, _styler_class(styler_args.get("styler_cls"), options),
+                     fold_repeats=fold_repeats, **options)
 
 
 def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
@@ -451,9 +465,8 @@ def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats:
     fonts embedded if ``embed_font`` (``None``: with ``preset="paper"``)."""
     if fmt == "json":
         return rec.to_json().encode(), None
-    if fmt == "html":
-        page = HtmlRenderer(rec, render_depth, fold_repeats=fold_repeats, **styler_args).render()
-        return page.text.encode(), None
+    if fmt == "html":  # (make_html: a stat= of a cost coloured as make_dot colours it)
+        return make_html(rec, render_depth, fold_repeats=fold_repeats, **styler_args).text.encode(), None
     if fmt == "mmd":
         return MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
                                tensor_nodes=bool(styler_args.get("tensor_nodes", True)),

@@ -7,7 +7,7 @@ import types
 
 from .._text import html_text
 
-__all__ = ["HtmlLabel", "is_seed_styler"]
+__all__ = ["HtmlLabel", "is_seed_styler", "label_markup"]
 
 
 class HtmlLabel(str):
@@ -47,6 +47,24 @@ class HtmlLabel(str):
 
 _ROW_END = "</TD></TR></TABLE>>"
 _TABLE_START = "<<TABLE"
+
+def label_markup(label: str, made: object = None) -> str:
+    """The DOT text of a label a styler returned, ``made`` being the default label its
+    ``super().style_node(node)`` gave.
+
+    A styler that formats the default label into text (``f"{z['label']} (frozen)"``,
+    ``"{} *".format(z["label"])``, ``str(z["label"]) + "!"``) makes a plain string holding
+    the label's markup; the text around the markup is added to it as
+    :class:`HtmlLabel`'s ``+`` adds it (escaped), so no markup shows in the picture.
+    Other labels are returned as they are.
+
+    >>> label_markup("<<B>fc</B>> & co", HtmlLabel("<<B>fc</B>>"))
+    '<<B>fc</B> &amp; co>'
+    """
+    if not isinstance(made, HtmlLabel) or label == made:
+        return label
+    before, found, after = label.partition(made)
+    return str(before + made + after) if found else label
 
 #: what a ``style_node`` / ``style_edge`` written for 1.0.3 reads: the recorded object, and the
 #: parameter nodes that today's default drawing never shows

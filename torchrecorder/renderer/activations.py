@@ -25,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from .._text import dot_text, html_text
-from ..cost import COST_STATS, format_stat
+from ..cost import COST_STATS, cost, format_stat
 from ..nodes import BaseNode, LayerNode, OpNode
 from .styler import GraphvizStyler
 
-__all__ = ["SCALES", "ActivationStyler", "call_name"]
+__all__ = ["SCALES", "ActivationStyler", "call_name", "check_cost_stat", "cost_values"]
 
 #: colour scales, from low to high: ``"warm"`` (white to dark red: fractions where high is bad,
 #: such as dead ReLUs), ``"cool"`` (white to dark blue) and ``"diverging"`` (blue, white, red)
@@ -38,6 +38,38 @@ SCALES: Mapping[str, Sequence[str]] = {
     "cool": ("#f7fbff", "#c6dbef", "#6baed6", "#2171b5", "#08306b"),
     "diverging": ("#2166ac", "#92c5de", "#f7f7f7", "#f4a582", "#b2182b"),
 }
+
+def check_cost_stat(stat: Any) -> None:
+    """Raise ``ValueError`` unless ``stat`` is one a recording gives itself (a cost, or ``"time"``).
+
+    ``make_dot(rec, stat=...)`` without ``activations=`` colours by such a statistic.
+    """
+    if not (isinstance(stat, str) and stat in (*COST_STATS, "time")):
+        raise ValueError(f"stat={stat!r} without activations= is not a cost statistic; choose from "
+                         f"{[*COST_STATS, 'time']}, or pass activations= (a torchrecorder.capture(..., "
+                         "stats=True) or a mapping of call to number) to colour by another statistic")
+
+
+def cost_values(rec: Any, stat: Any) -> dict[str, float]:
+    """The values ``make_dot(rec, stat=stat)`` colours by without ``activations=``: each call's
+    cost (:func:`torchrecorder.cost`), or its time in milliseconds; calls of value 0 left out.
+
+    Raises:
+        ValueError: ``stat`` is no cost statistic, or the recording lacks what it needs
+            (``"time"`` without ``timing=True``, ``"saved_bytes"`` without ``backward=True``).
+    """
+    check_cost_stat(stat)
+    if stat == "time":
+        if not getattr(rec, "call_times", None):
+            raise ValueError("stat='time' colours by the time each call took, which this recording "
+                             "did not measure: record it with timing=True")
+        return {k: 1000 * v for k, v in cost(rec).stat("time").items() if v > 0}
+    costs = cost(rec)
+    if stat == "saved_bytes" and costs.total.saved_bytes is None:
+        raise ValueError("stat='saved_bytes' colours by what autograd saved for the backward pass, "
+                         "which this recording did not keep: record it with backward=True")
+    return {k: v for k, v in costs.stat(stat).items() if v > 0}
+
 
 _TITLES = {"mean": "mean activation", "std": "activation std", "zeros": "fraction of zeros",
            "absmax": "max |activation|", "dead": "dead-unit fraction", "time": "time per call (ms)",

@@ -19,6 +19,7 @@ from ..projection.budget import MAX_FANOUT, MaxNodes
 from ._cluster_titles import TITLE_SUFFIX, cluster_attr_list, title_attrs
 from ._edge_paths import LABEL_SUFFIX, VIA_SUFFIX, around, cluster_parents, path_edge, titles_entered
 from ._fanout import draw_marks
+from ._seedstyle import label_markup
 from ._seedwalk import pending_token, resolve_pending
 from ._subclass_names import naming_edge, naming_node
 from .attr_values import check_attribute_values
@@ -333,6 +334,8 @@ class GraphvizRenderer(BaseRenderer):
             attrs = self._checked(self.styler.style_repeated(node, run, True), "style_repeated")
         else:
             attrs = self._checked(self.styler.style_cluster(node), "style_cluster")
+            if self._seed_view:
+                attrs.update(self._seed_cluster_style(node))
         indent = self._indent
         g.body.append(f"{indent}subgraph {dot_quote('cluster_' + self.node_id(node))} {{\n")
         title = title_attrs(attrs)  # takes the label out of attrs
@@ -517,7 +520,9 @@ class GraphvizRenderer(BaseRenderer):
             if key is not None:
                 self._rests[key] = rest
         if label is not None:
-            label = str(label)
+            # the default label formatted into text by a styler (f"{z['label']} x"): kept HTML
+            label = label_markup(str(label), getattr(self.styler, "last_label", None)
+                                 if method == "style_node" else None)
             # an HTML-like label is written as it is, as the graphviz package does
             quoted = label if label.startswith("<") and label.endswith(">") else dot_quote(label)
             rest = f"label={quoted} {rest}" if rest else f"label={quoted}"
@@ -527,6 +532,16 @@ class GraphvizRenderer(BaseRenderer):
                 tip = self._tips[tooltip] = f"tooltip={string_quote(str(tooltip))}"
             rest = f"{rest} {tip}" if rest else tip
         return rest
+
+    def _seed_cluster_style(self, node: LayerNode) -> dict[str, str]:
+        """What a 1.0.3 styler's ``style_node`` changes from the default style of the layer
+        ``node`` (a colour, the label): 1.0.3 styled a cluster with ``style_node``, so it reaches
+        the cluster too."""
+        if type(self.styler).style_node is GraphvizStyler.style_node:
+            return {}
+        own = self._checked(self.styler.style_node(node), "style_node")
+        default = self._checked(GraphvizStyler.style_node(self.styler, node), "style_node")
+        return {k: v for k, v in own.items() if k != "tooltip" and default.get(k) != v}
 
     def _checked(self, attrs: Any, method: str) -> dict[str, str]:
         """``attrs`` returned by the styler's ``method``, as a new dict of plain strings."""

@@ -26,7 +26,7 @@ from typing import Any, Optional, Union
 
 from .._files import write_atomically
 from .._text import utf8_safe
-from ..cost import COST_STATS, cost
+from ..cost import COST_STATS
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, Source, TensorNode
@@ -591,9 +591,10 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
         raise ValueError("show_saved=True shows the tensors saved for the backward pass: "
                          "pass backward=True too")
     stat = options.get("stat")
-    if isinstance(stat, str) and stat in COST_STATS and "activations" not in options:
-        from .activations import ActivationStyler  # (the activation colouring, fed the costs)
+    if stat is not None and "activations" not in options and (
+            styler_cls is None or stat in (*COST_STATS, "time")):
+        from .activations import ActivationStyler, cost_values  # (the activation colouring, fed the costs)
 
-        options["activations"] = {k: v for k, v in cost(rec).stat(stat).items() if v > 0}
+        options["activations"] = cost_values(rec, stat)  # a stat the recording cannot give: ValueError
         styler_cls = styler_cls or ActivationStyler
     return HtmlRenderer(rec, render_depth, styler_cls, **options).render()

@@ -146,6 +146,8 @@ class GraphvizStyler:
         self._sibling_of: Optional[Graph] = None
         # op key -> the shapes of the tensors and ops that fed it (made when first needed)
         self._op_inputs: Optional[OpInputShapes] = None
+        #: the label :meth:`style_node` made last (a subclass may format it into its own text)
+        self.last_label: Optional[str] = None
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.styles: dict[str, dict[str, str]] = StyleTable(
@@ -235,6 +237,7 @@ class GraphvizStyler:
             attrs.update({k: v for k, v in self.styles["tensor"].items() if made.get(k) != v})
         label = self.label(node)
         attrs["label"] = HtmlLabel(label) if label.startswith("<") and label.endswith(">") else label
+        self.last_label = attrs["label"]  # (found again in a label a subclass formats it into)
         found = self.breaks.at(self.rec, node, inside=True) if isinstance(node, LayerNode) else []
         attrs["tooltip"] = tooltip_text(self.tooltip(node) + (self.breaks.tooltip(found)))
         if isinstance(node, LayerNode) and node.error:
