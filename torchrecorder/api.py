@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import graphviz
 import torch
@@ -12,8 +12,6 @@ from torch import nn
 from ._files import write_atomically
 from .backend import check_format, render_source
 from .cost import COST_STATS, cost
-from .diff import Diff
-from .diff.draw import make_diff_dot
 from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
@@ -26,10 +24,11 @@ from .renderer.activations import ActivationStyler
 from .renderer.backward import BackwardRenderer
 from .renderer.base import DEFAULT_RENDER_DEPTH
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
-from .renderer.html import HtmlRenderer
-from .renderer.mermaid import MermaidRenderer
 from .renderer.paper import fit_options
 from .svgfont import embed_fonts
+
+if TYPE_CHECKING:
+    from .diff import Diff
 
 __all__ = ["load_json", "loads_json", "make_dot", "record", "render_network"]
 
@@ -238,8 +237,13 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
             range (``dpi=float("inf")``, ``size="nan,3"``, ``nodesep=-1``; see
             :mod:`torchrecorder.renderer.attr_values`).
     """
-    if isinstance(rec, Diff):  # a diff: its union graph (view=, legend=, changes_only=)
-        if styler_cls is not None:
+    if not isinstance(rec, Graph):  # a diff (imported on first use): its union graph
+        from .diff import Diff
+        from .diff.draw import make_diff_dot
+
+        if not isinstance(rec, Diff):
+            raise TypeError(f"expected a Recorder (or Graph) or a Diff to render, got {type(rec).__name__}")
+        if styler_cls is not None:  # view=, legend=, changes_only= in styler_args
             styler_args["styler_cls"] = styler_cls
         return make_diff_dot(rec, render_depth=render_depth, fold_repeats=fold_repeats or False,
                              **styler_args)
@@ -452,9 +456,13 @@ def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats:
     if fmt == "json":
         return rec.to_json().encode(), None
     if fmt == "html":
+        from .renderer.html import HtmlRenderer
+
         page = HtmlRenderer(rec, render_depth, fold_repeats=fold_repeats, **styler_args).render()
         return page.text.encode(), None
     if fmt == "mmd":
+        from .renderer.mermaid import MermaidRenderer
+
         return MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
                                tensor_nodes=bool(styler_args.get("tensor_nodes", True)),
                                max_nodes=styler_args.get("max_nodes", "auto")).render().encode(), None
