@@ -370,17 +370,29 @@ def worker_cold(tool: str, name: str, hf: bool) -> dict[str, Any]:
     return res
 
 
-def cold_calls(repeats: int, hf: bool, tools: tuple[str, ...], tmp: str, timeout: float) -> dict[str, Any]:
+def cold_calls(repeats: int, hf: bool, tools: tuple[str, ...], tmp: str, timeout: float,
+               bytecode: bool = False) -> dict[str, Any]:
     """Median import and first-call times of each tool over ``repeats`` fresh processes each.
 
     The tools take turns, one process at a time, so that a machine busy with
-    something else slows them alike.
+    something else slows them alike.  With ``bytecode``, every tool's modules (and
+    torch's) are compiled once into a cache under ``tmp`` by one untimed process per
+    tool, and each timed process reads them from there, as after ``pip install``
+    (which compiles them); without it the processes run as the environment says
+    (``PYTHONDONTWRITEBYTECODE=1`` and a checkout with no ``__pycache__`` compile
+    the package's source in every process).
     """
+    env: dict[str, str] | None = None
+    if bytecode:
+        env = {"PYTHONPYCACHEPREFIX": os.path.join(tmp, "pycache"), "PYTHONDONTWRITEBYTECODE": ""}
+        for tool in tools:  # the cache filled, untimed
+            spawn("cold-" + tool, COLD_MODEL, 1, hf, tmp, timeout, env)
     runs: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
     for _ in range(repeats):
         for tool in tools:
-            runs[tool].append(spawn("cold-" + tool, COLD_MODEL, 1, hf, tmp, timeout))
-    out: dict[str, Any] = {"model": COLD_MODEL, "repeats": repeats}
+            runs[tool].append(spawn("cold-" + tool, COLD_MODEL, 1, hf, tmp, timeout, env))
+    out: dict[str, Any] = {"model": COLD_MODEL, "repeats": repeats, "bytecode": bytecode,
+                           "writes_bytecode": not sys.flags.dont_write_bytecode}
     torch_times = [r["torch_import_s"] for rs in runs.values() for r in rs if "torch_import_s" in r]
     out["torch_import_s"] = statistics.median(torch_times) if torch_times else None
     for tool, results in runs.items():
@@ -410,13 +422,20 @@ def run_worker(argv: list[str]) -> None:
     print(MARK + json.dumps(res), flush=True)
 
 
-def spawn(kind: str, name: str, repeats: int, hf: bool, outdir: str, timeout: float) -> dict[str, Any]:
-    """Run a worker in a fresh interpreter; its result, or an ``error`` saying what went wrong."""
+def spawn(kind: str, name: str, repeats: int, hf: bool, outdir: str, timeout: float,
+          extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run a worker in a fresh interpreter (its environment updated with ``extra_env``; an
+    empty value removes a variable); its result, or an ``error`` saying what went wrong."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", kind, name, str(repeats),
            "1" if hf else "0", outdir]
     path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
            "PYTHONWARNINGS": "ignore", "PYTHONPATH": path}
+    for key, value in (extra_env or {}).items():
+        if value:
+            env[key] = value
+        else:
+            env.pop(key, None)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -479,6 +498,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-repeats", type=int, default=None,
                         help=f"fresh processes per tool for the cold-call row on {COLD_MODEL}, torchrecorder "
                              "beside torchviz (default 5, 3 with --quick; 0: no cold row)")
+    parser.add_argument("--cold-bytecode", action="store_true",
+                        help="time the cold calls with every tool's bytecode compiled beforehand into a "
+                             "temporary cache (as after pip install), whatever PYTHONDONTWRITEBYTECODE says")
     parser.add_argument("--hf", action="store_true",
                         help="GPT-2 and Llama from transformers configs instead of the hand-written ones")
     parser.add_argument("--json", default=None, help="also write all results to this JSON file")
@@ -567,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
             tools = tuple(t for t in COLD_TOOLS if t == "torchrecorder" or versions[t] is not None)
             print(f"  cold calls on {COLD_MODEL}: {cold_repeats} fresh processes per tool ...", end="",
                   flush=True)
-            cold = cold_calls(cold_repeats, opts.hf, tools, tmp, worker_timeout)
+            cold = cold_calls(cold_repeats, opts.hf, tools, tmp, worker_timeout, opts.cold_bytecode)
             for tool in COLD_TOOLS:
                 if tool not in tools:
                     cold[tool] = {"error": "not installed"}
@@ -692,6 +714,12 @@ def print_cold(cold: dict[str, Any]) -> None:
           "the import, timed apart, then the first call; ratio = torchrecorder / torchviz, < 1 means "
           "torchrecorder is faster")
     print(_table(headers, [row]))
+    if cold.get("bytecode"):
+        print("(--cold-bytecode: each tool's bytecode compiled beforehand into a temporary cache)")
+    elif not cold.get("writes_bytecode", True):
+        print("note: PYTHONDONTWRITEBYTECODE is set: a checkout without __pycache__ compiles "
+              "torchrecorder's source in every process (an installed torchviz has its bytecode); "
+              "--cold-bytecode times both from compiled bytecode, as after pip install")
     if cold.get("torch_import_s") is not None:
         print(f"`import torch` and building the model come first in each process and are not counted "
               f"(import torch: median {_fmt(cold['torch_import_s'], 1e3, 0)} ms)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import graphviz
 import torch
@@ -12,8 +12,6 @@ from torch import nn
 from ._files import write_atomically
 from .backend import check_format, render_source
 from .cost import COST_STATS
-from .diff import Diff
-from .diff.draw import DiffStyler, make_diff_dot
 from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
@@ -26,10 +24,11 @@ from .renderer.activations import ActivationStyler, check_cost_stat, cost_values
 from .renderer.backward import BackwardRenderer
 from .renderer.base import DEFAULT_RENDER_DEPTH
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
-from .renderer.html import make_html
-from .renderer.mermaid import MermaidRenderer
 from .renderer.paper import fit_options
 from .svgfont import embed_fonts
+
+if TYPE_CHECKING:
+    from .diff import Diff
 
 __all__ = ["load_json", "loads_json", "make_dot", "record", "render_network"]
 
@@ -240,8 +239,13 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
             ``activations=`` that the recording cannot give (not a cost, ``"time"``
             without ``timing=True``, ``"saved_bytes"`` without ``backward=True``).
     """
-    if isinstance(rec, Diff):  # a diff: its union graph (view=, legend=, changes_only=)
-        if styler_cls is not None:
+    if not isinstance(rec, Graph):  # a diff (imported on first use): its union graph
+        from .diff import Diff
+        from .diff.draw import DiffStyler, make_diff_dot
+
+        if not isinstance(rec, Diff):
+            raise TypeError(f"expected a Recorder (or Graph) or a Diff to render, got {type(rec).__name__}")
+        if styler_cls is not None:  # view=, legend=, changes_only= in styler_args
             if not (isinstance(styler_cls, type) and issubclass(styler_cls, DiffStyler)):
                 raise TypeError("a diff is drawn by torchrecorder.diff.draw.DiffStyler, which colours "
                                 "by status: styler_cls must subclass it, got "
@@ -466,8 +470,12 @@ def _picture(rec: Recorder, fmt: str, render_depth: Optional[int], fold_repeats:
     if fmt == "json":
         return rec.to_json().encode(), None
     if fmt == "html":  # (make_html: a stat= of a cost coloured as make_dot colours it)
+        from .renderer.html import make_html
+
         return make_html(rec, render_depth, fold_repeats=fold_repeats, **styler_args).text.encode(), None
     if fmt == "mmd":
+        from .renderer.mermaid import MermaidRenderer
+
         return MermaidRenderer(rec, render_depth, fold_repeats=fold_repeats,
                                tensor_nodes=bool(styler_args.get("tensor_nodes", True)),
                                max_nodes=styler_args.get("max_nodes", "auto")).render().encode(), None

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._files import write_atomically
 from .export import dumps
 from .graph import Graph
 from .projection import FoldRepeats
+from .projection.budget import VIEW_DEPTH
 from .renderer.graphviz import GraphvizRenderer
-from .renderer.html import HTML_DEFAULT_DEPTH, HtmlPage, HtmlRenderer
 from .renderer.notebook import mimebundle, svg_of
-from .summary import summary_table
+
+if TYPE_CHECKING:  # the page and the table are imported on first use
+    from .renderer.html import HtmlPage
 
 __all__ = ["Display"]
 
@@ -35,6 +37,8 @@ class Display:
         """A table of the recorded module calls: dotted name, type, ``depth-idx`` label, shapes,
         parameters and their share, and totals; repeated blocks fold into one group marked
         ``×N`` (options as in :func:`~torchrecorder.summary.summary_table`)."""
+        from .summary import summary_table
+
         return summary_table(self._graph(), columns=columns, depth=depth, fold=fold)
 
     def __str__(self) -> str:
@@ -55,21 +59,23 @@ class Display:
             write_atomically(path, text)  # all or nothing: a failure leaves the old file
         return text
 
-    def show(self, render_depth: Optional[int] = HTML_DEFAULT_DEPTH, **options: Any) -> HtmlPage:
+    def show(self, render_depth: Optional[int] = VIEW_DEPTH, **options: Any) -> HtmlPage:
         """The interactive view of the graph: an :class:`~torchrecorder.renderer.html.HtmlPage` that
         shows itself inline in Jupyter (JupyterLab, Notebook, VS Code) and ``.save(path)`` writes.
 
         ``render_depth`` is the depth it opens at (by default 1, within the drawing budget); ``options`` as in
         :class:`~torchrecorder.renderer.html.HtmlRenderer` (``fold_repeats``, ``preset``, ...).
         """
+        from .renderer.html import HtmlRenderer
+
         return HtmlRenderer(self._graph(), render_depth, **options).render()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None,
                           **kwargs: Any) -> dict[str, str]:
         """Jupyter display: the graph at ``render_depth=1``, at a readable size."""
-        source = GraphvizRenderer(self._graph(), HTML_DEFAULT_DEPTH).render().source
+        source = GraphvizRenderer(self._graph(), VIEW_DEPTH).render().source
         return mimebundle(source, repr(self), include=include, exclude=exclude)
 
     def _repr_svg_(self) -> Optional[str]:
         """The graph at ``render_depth=1`` as SVG text, or ``None`` without Graphviz."""
-        return svg_of(GraphvizRenderer(self._graph(), HTML_DEFAULT_DEPTH).render().source)
+        return svg_of(GraphvizRenderer(self._graph(), VIEW_DEPTH).render().source)

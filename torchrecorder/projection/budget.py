@@ -85,6 +85,10 @@ def default_depth(depth: int) -> DefaultDepth:
     return DefaultDepth(depth)
 
 
+#: the depth the page and the notebook's picture open at by default (within the drawing budget)
+VIEW_DEPTH = default_depth(1)
+
+
 def budget_of(max_nodes: MaxNodes) -> Optional[tuple[int, int]]:
     """``(nodes, edges)`` of a ``max_nodes`` option: ``"auto"`` the defaults, an int that many
     nodes (and ``6/5`` as many edges), ``None`` no budget.

@@ -32,7 +32,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, Source, TensorNode
 from ..projection import FoldPlan, FoldRepeats, LoopNode, Projection, iterations_text
 from ..projection.backward import backward_view
-from ..projection.budget import MaxNodes, budget_limits, default_depth
+from ..projection.budget import VIEW_DEPTH, MaxNodes, budget_limits
 from ._cluster_titles import cluster_attr_list, title_attrs
 from ._edge_paths import label_node_attrs, via_point_attrs
 from ._html_cost import colourings, recorded_cost
@@ -43,7 +43,7 @@ from .base import ALL_DEPTHS
 from .graphviz import GraphvizRenderer, GraphvizStyler
 from .html_page import client_html, page_html, provider_html, script_json
 from .labels import run_title
-from .notebook_viewer import SESSION, current_cell, listen_if_running
+from .notebook_viewer import SESSION, current_cell
 from .sourcelines import DEFAULT_EDITOR_URL, check_editor_url, source_info
 from .webfonts import web_fontname
 
@@ -56,9 +56,7 @@ _KINDS = {"layer": 0, "op": 1, "tensor": 2, "io": 3, "param": 4}
 _SRCDOC_ESCAPES = str.maketrans({"&": "&amp;", "'": "&#39;", "<": "&lt;", ">": "&gt;"})
 
 #: the depth the page opens at by default (within the drawing budget)
-HTML_DEFAULT_DEPTH = default_depth(1)
-
-listen_if_running()
+HTML_DEFAULT_DEPTH = VIEW_DEPTH
 
 
 class HtmlPage:
