@@ -381,7 +381,7 @@ class GraphvizRenderer(BaseRenderer):
 
     def _title_edges(self, g: graphviz.Digraph) -> None:
         """Invisible edges that rank each cluster's title node below whatever feeds the
-        cluster (the label of an edge entering it) and above the cluster's first members (and
+        cluster (the label of an input's edge entering it) and above the cluster's first members (and
         a nested cluster's title)."""
         if not self._clusters:
             return
@@ -401,10 +401,12 @@ class GraphvizRenderer(BaseRenderer):
                 if key in outer_of_f:  # the innermost cluster holding both ends
                     fed_inside.add((key, inner))
                     break
-                # below the edge's label, if it has a node of its own (outside this cluster:
-                # in the innermost one holding both ends), else the edge's tail: a label on
-                # the title's rank would sit beside the cluster, pushing the tail aside
-                tail = self._label_ids.get((fnode.key, tnode.key), self._drawn.get(fnode.key))
+                # an input's edge to its first consumer (kept straight, :func:`input_groups`):
+                # below its label, if it has a node of its own (outside this cluster), which
+                # on the title's rank would sit beside the cluster, pushing the input aside
+                tail = self._drawn.get(fnode.key)
+                if (fnode.key, tnode.key) in self._groups:
+                    tail = self._label_ids.get((fnode.key, tnode.key), tail)
                 if key in titled and tail is not None:
                     lines[f"\t{tail} -> {self._title_id(self._cluster_nodes[key])} [style=invis]\n"] = None
                 inner = key
