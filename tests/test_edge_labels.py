@@ -21,7 +21,7 @@ import torch
 import torchrecorder
 
 from .backends import needs_dot
-from .label_geometry import edges_outside_their_cluster, label_problems
+from .label_geometry import edges_outside_their_cluster, label_problems, layout
 from .zoo import all_cases
 from .zoo.session import Zoo
 
@@ -123,7 +123,8 @@ def test_edges_stay_inside_their_clusters(recordings: dict[str, Any], name: str)
 def test_an_edge_into_titled_clusters_passes_a_point_in_each(recordings: dict[str, Any]) -> None:
     source = torchrecorder.make_dot(recordings["transformer_encoder"], 2).source
     assert ('subgraph cluster_transformer_encoder { "input@src -> layers.0.self_attn::via1" [label="" '
-            'fillcolor="#555555" fixedsize=true height=0.03 penwidth=0 shape=box style=filled') in source
+            'fillcolor="#555555" fixedsize=true group=input0 height=0.03 penwidth=0 shape=box '
+            'style=filled') in source
     assert ('style=filled width=0.0139] subgraph "cluster_layers.0" { '
             '"input@src -> layers.0.self_attn::via2" [') in source  # nested in the first's statement
     first, last = "input@src -> layers.0.self_attn::via1", "input@src -> layers.0.self_attn::via2"
@@ -132,3 +133,21 @@ def test_an_edge_into_titled_clusters_passes_a_point_in_each(recordings: dict[st
     # stage to stage: one point, in the second stage
     assert '"layers.0.norm2 -> layers.1.self_attn::via1"' in source
     assert "layers.0.norm2 -> layers.1.self_attn::via2" not in source
+
+
+@pytest.mark.parametrize(("name", "consumer"),
+                         [("gpt2", "transformer.wte"), ("bert", "embeddings.word_embeddings")])
+def test_the_input_sits_above_the_first_module_it_feeds(recordings: dict[str, Any], name: str,
+                                                         consumer: str) -> None:
+    """Depth-2 tidiness: ``input_ids`` straight above the embedding it feeds (its edge passes
+    two cluster titles and, for GPT-2, has a label), not pushed aside by a title or a label
+    and joined to it by an S-shaped edge: the input and every point its edge passes lie within
+    the consumer's width."""
+    data = layout(torchrecorder.make_dot(recordings[name], 2).source)
+    nodes = {o["name"]: o for o in data["objects"] if "pos" in o}
+    x_of = {n: float(o["pos"].split(",")[0]) for n, o in nodes.items()}
+    half = 36 * float(nodes[consumer]["width"])
+    path = [n for n in nodes if n.startswith(f"input@input_ids -> {consumer}::")]
+    assert path  # the edge enters titled clusters: it passes a point on each title's rank
+    for node in ["input@input_ids", *path]:
+        assert abs(x_of[node] - x_of[consumer]) < half, (node, x_of[node], x_of[consumer], half)

@@ -102,7 +102,7 @@ def test_cluster_is_labelled_with_dotted_path_and_type(rec: torchrecorder.Record
     assert "subgraph cluster_scale {" in source
     # the title and the type are one text run each, on lines of their own
     assert ('<TD ALIGN="LEFT"><B>scale</B></TD>' in source
-            and '<FONT COLOR="#555555">Scale · 6 params</FONT></TD></TR>' in source)
+            and '<FONT POINT-SIZE="9" COLOR="#555555">Scale · 6 params</FONT></TD></TR>' in source)
     assert "<B>model</B>" in source
 
 
@@ -489,3 +489,15 @@ def test_a_cluster_title_takes_one_line_where_it_fits() -> None:
     short, long = title("enc1"), title("a_rather_long_attribute_name")
     assert short.count("<TR>") == 1 and "<B>enc1</B>" in short and ">DoubleConv</FONT>" in short
     assert long.count("<TR>") == 2
+
+
+def test_a_cluster_title_wider_than_its_contents_puts_the_count_on_a_line_of_its_own() -> None:
+    """``TransformerEncoderLayer · 2.2k params`` is wider than the boxes of its cluster, the
+    type and the count each are not: three lines, so that the title does not widen the cluster
+    (and the nest of clusters around it); a cluster that the type alone widens keeps two."""
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    net = torch.nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+    source = torchrecorder.make_dot(torchrecorder.record(net, "enc", (1, 3, 16)), 2).source
+    title = next(line for line in source.splitlines() if '"layers.0::title" [label=' in line)
+    assert title.count("<TR>") == 3, title
+    assert ">TransformerEncoderLayer</FONT>" in title and ">2.2k params</FONT>" in title

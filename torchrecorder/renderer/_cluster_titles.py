@@ -1,8 +1,9 @@
 """The titles of clusters (expanded modules), for :class:`~torchrecorder.renderer.styler.GraphvizStyler`:
 the module's dotted path in bold and its type with the parameter count in grey, on one line
-where that is no wider than what the cluster holds, else on two; the count left out where the
-cluster holds one box that shows it; and the node that draws a cluster's title in DOT
-(:func:`title_attrs`) with the cluster's own attributes (:func:`cluster_attr_list`)."""
+where that is no wider than what the cluster holds, else on two, else on three (the count
+apart); the count left out where the cluster holds one box that shows it; and the node that
+draws a cluster's title in DOT (:func:`title_attrs`) with the cluster's own attributes
+(:func:`cluster_attr_list`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from .labels import param_lines
 GraphvizStyler = Any
 
 __all__ = ["TITLE_SUFFIX", "cluster_attr_list", "cluster_label", "one_box_holds_all", "title_attrs",
-           "title_fits"]
+           "title_lines"]
 
 #: average character widths, in ems, of the fonts Graphviz lays out with: a generous one for
 #: a title (bold, DejaVu) and a modest one for what it must fit beside
@@ -71,29 +72,47 @@ def _width_inside(styler: GraphvizStyler, node: LayerNode) -> float:
         widest = max(widest, width)
     return widest
 
-def title_fits(styler: GraphvizStyler, node: LayerNode, title: str, count: bool) -> bool:
-    """Whether the cluster title of ``node`` fits on one line: the bold path and the type
-    (with the count) side by side, at most as wide as what the cluster holds already."""
+def title_lines(styler: GraphvizStyler, node: LayerNode, title: str, count: bool) -> int:
+    """On how many lines the cluster title of ``node`` goes: 1, the bold path and the type
+    (with the count) side by side, where that is at most as wide as what the cluster holds
+    already; else 3, the count on a line of its own below the type, where the type's line with
+    the count would be wider than that and the type and the count each are not (a title wider
+    than the cluster's contents widens the cluster, and a deep nest of clusters with it); else
+    2, the type (with the count) below the path.
+
+    The type's line is in the size of a box's second line (:attr:`_type_line`)."""
     size = _size(styler, "cluster", 10.0)
-    one_line = _EM_WIDE * size * (len(title) + len(_title_rest(styler, node, count))) + size
-    return one_line <= _width_inside(styler, node)
+    inside = _width_inside(styler, node)
+    rest = _title_rest(styler, node, count)
+    if _EM_WIDE * size * (len(title) + len(rest)) + size <= inside:
+        return 1
+    type_size = styler._type_size
+    if rest == node.type_name or _EM_NARROW * type_size * len(rest) <= inside:
+        return 2
+    count_line = param_lines(None, node)[-1]
+    # split only where the parts fit: a cluster widened anyway keeps the type and count together
+    return 3 if _EM_NARROW * type_size * max(len(node.type_name), len(count_line)) <= inside else 2
 
 def cluster_label(styler: GraphvizStyler, node: LayerNode, title: str, repeat: int = 1, count: bool = True,
-                  one_line: bool = False) -> str:
+                  lines: int = 2) -> str:
     """The dotted path in bold (``×N`` for a folded run), and below it the type and the
-    parameter count in grey.
+    parameter count in grey, in the size of a box's second line.
 
     Each is one text run in a cell of its own: a browser that draws the
     bold title wider than Graphviz measured it cannot run it into the
     type, and no space between runs can be lost (SVG drops a run's
-    leading space).  ``one_line``: the type beside the path, an empty cell
-    apart, instead of below it.
+    leading space).  ``lines`` (:func:`title_lines`): 1, the type beside
+    the path, an empty cell apart; 2, below it; 3, the count below the type.
     """
+    if lines not in (1, 2, 3):
+        raise ValueError(f"a cluster title takes 1, 2 or 3 lines, not {lines!r}")
     bold = title + (f" ×{repeat}" if repeat > 1 else "")
-    rest = _title_rest(styler, node, count)
+    rests = [_title_rest(styler, node, count)]
+    if lines == 3 and rests[0] != node.type_name:
+        rests = [node.type_name, param_lines(None, node)[-1]]
     note = node.run_note()
     small_note = styler._small.format(styler._text(note))
-    span = 3 if one_line else 2
+    span = 3 if lines == 1 else 2
     note_row = (f'<TR><TD ALIGN="LEFT" COLSPAN="{span}"><I>{small_note}</I></TD></TR>'
                 if note else "")
     note_row += "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="{span}">{badge}</TD></TR>'
@@ -105,17 +124,18 @@ def cluster_label(styler: GraphvizStyler, node: LayerNode, title: str, repeat: i
     except ValueError:
         size = 14.0
     pad = 2 + round(0.03 * size * len(bold))
-    grey = f'<FONT COLOR="#555555">{styler._text(rest)}</FONT>'
-    if one_line:
+    # the type in the size and grey of a box's second line (smaller than the bold path)
+    greys = [styler._type_line.format(styler._text(rest)) for rest in rests]
+    if lines == 1:
         gap = pad + round(size / 2)
         return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0">'
                 f'<TR><TD ALIGN="LEFT"><B>{styler._text(bold)}</B></TD><TD WIDTH="{gap}"></TD>'
-                f'<TD ALIGN="LEFT">{grey}</TD></TR>{note_row}</TABLE>>')
+                f'<TD ALIGN="LEFT">{greys[0]}</TD></TR>{note_row}</TABLE>>')
+    below = "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="2">{grey}</TD></TR>' for grey in greys)
     return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{styler._row_gap("cluster")}" '
             'CELLPADDING="0">'
             f'<TR><TD ALIGN="LEFT"><B>{styler._text(bold)}</B></TD><TD WIDTH="{pad}"></TD></TR>'
-            f'<TR><TD ALIGN="LEFT" COLSPAN="2"><FONT COLOR="#555555">{styler._text(rest)}</FONT></TD></TR>'
-            f'{note_row}</TABLE>>')
+            f'{below}{note_row}</TABLE>>')
 
 
 #: appended to a cluster's DOT id: the id of the node that draws its title

@@ -9,11 +9,11 @@ import itertools
 from typing import Any
 
 from .._text import dot_quote, quote_dot_id
-from ..nodes import BaseNode
+from ..nodes import BaseNode, TensorNode
 from ._statements import plain_id
 
-__all__ = ["LABEL_SUFFIX", "VIA_SUFFIX", "around", "cluster_parents", "common_clusters", "label_node_attrs",
-           "path_edge", "titles_entered", "via_point_attrs"]
+__all__ = ["LABEL_SUFFIX", "VIA_SUFFIX", "around", "cluster_parents", "common_clusters", "input_groups",
+           "label_node_attrs", "path_edge", "titles_entered", "via_point_attrs"]
 
 #: appended to ``"a -> b"``: the id of the node that draws the label of the edge from a to b
 LABEL_SUFFIX = "::label"
@@ -119,15 +119,21 @@ def path_edge(renderer: Renderer, g: Any, fnode: BaseNode, tnode: BaseNode, ends
     a, b = ends
     name = f"{plain_id(a)} -> {plain_id(b)}"
     path: list[str] = []
+    group = renderer._groups.get((fnode.key, tnode.key))  # an input's edge to its first consumer
     if labelled:
         node = label_node_attrs(attrs)
         del attrs["label"]
+        if group:
+            node["group"] = group
         lid = quote_dot_id(name + LABEL_SUFFIX)
+        renderer._label_ids[(fnode.key, tnode.key)] = lid  # the titles it feeds rank below it
         statement = f"{lid} [{renderer._attr_text(node, method)}]"
         g.body.append(f"\t{_in_clusters(renderer, common_clusters(renderer, fnode, tnode), statement)}\n")
         path.append(lid)
     if entered:
         point = via_point_attrs(attrs)
+        if group:
+            point["group"] = group
         point_text = renderer._attr_text(point, method)
         vids = [quote_dot_id(f"{name}{VIA_SUFFIX}{i}") for i in range(1, len(entered) + 1)]
         path.extend(vids)
@@ -146,3 +152,22 @@ def path_edge(renderer: Renderer, g: Any, fnode: BaseNode, tnode: BaseNode, ends
         if tail in via:
             part["tailclip"] = "false"
         g.body.append(f"\t{tail} -> {head} [{renderer._attr_text(part, method)}]\n")
+
+
+def input_groups(renderer: Renderer) -> dict[Any, str]:
+    """The ``group`` of each of the network's inputs, of the first node it feeds (in drawing
+    order) and of that edge (its key ``(tail key, head key)``), so that the nodes the edge
+    passes (a label, the points on titles' ranks) join it: ``dot`` keeps the edges of a group
+    straight, the input above its consumer, where a cluster's title beside the edge would
+    push the input aside and join them by an S-shaped edge.  A consumer already in an input's
+    group is left to it."""
+    inputs = [n for n in renderer.children(renderer.rec.context)
+              if isinstance(n, TensorNode) and n.role == "input"]
+    groups: dict[Any, str] = {}
+    edges = renderer._ranked_edges()
+    for number, node in enumerate(inputs):
+        head = next((t for f, t in edges if f.key == node.key), None)
+        if head is None or node.key in groups or head.key in groups:
+            continue
+        groups[node.key] = groups[head.key] = groups[(node.key, head.key)] = f"input{number}"
+    return groups

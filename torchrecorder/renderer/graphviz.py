@@ -17,7 +17,15 @@ from ..nodes import BaseNode, LayerNode, TensorNode
 from ..projection import FoldRepeats
 from ..projection.budget import MAX_FANOUT, MaxNodes
 from ._cluster_titles import TITLE_SUFFIX, cluster_attr_list, title_attrs
-from ._edge_paths import LABEL_SUFFIX, VIA_SUFFIX, around, cluster_parents, path_edge, titles_entered
+from ._edge_paths import (
+    LABEL_SUFFIX,
+    VIA_SUFFIX,
+    around,
+    cluster_parents,
+    input_groups,
+    path_edge,
+    titles_entered,
+)
 from ._fanout import draw_marks
 from ._seedstyle import label_markup
 from ._seedwalk import pending_token, resolve_pending
@@ -151,6 +159,10 @@ class GraphvizRenderer(BaseRenderer):
         self._clusters: dict[Any, list[BaseNode]] = {}
         self._cluster_nodes: dict[Any, BaseNode] = {}  # key -> the layer (or loop group) drawn
         self._titled: set[Any] = set()
+        #: (tail key, head key) -> the quoted id of the node drawing that edge's label
+        self._label_ids: dict[tuple[Any, Any], str] = {}
+        #: a node's key or an edge's (tail key, head key) -> its ``group`` (:func:`input_groups`)
+        self._groups: dict[Any, str] = {}
         self._cluster_parent_of: Optional[dict[Any, Any]] = None  # drawn key -> its cluster's key
         self._qids: dict[Any, str] = {}
         # attribute text of everything but the label and the tooltip, by the attributes' items:
@@ -196,6 +208,7 @@ class GraphvizRenderer(BaseRenderer):
         self._clusters.clear()
         self._cluster_nodes.clear()
         self._titled.clear()
+        self._label_ids.clear()
         self._cluster_parent_of = None
         self._drawn_names = (set(), 0)
         self.recursion_trace.clear()
@@ -203,6 +216,7 @@ class GraphvizRenderer(BaseRenderer):
         self._pending.clear()
         self.projection  # noqa: B018 - fitted to the budget, which says what it shares
         self._fanout = {key: [] for key in self.budget.shared} if self.budget is not None else {}
+        self._groups = {} if self._seed_walk else input_groups(self)  # 1.0.3 ranked none
 
     def _shares_over(self) -> Optional[int]:
         return self.max_constraining_fanout
@@ -245,7 +259,7 @@ class GraphvizRenderer(BaseRenderer):
 
     def finish(self, g: graphviz.Digraph) -> graphviz.Digraph:
         """Put each cluster's title above what enters it, the network's inputs on the first
-        rank and its outputs on the last.
+        rank (each above the first node it feeds) and its outputs on the last.
 
         A drawn node that nothing drawn feeds (a parameter, an embedding of
         positions) gets an invisible edge from the first input, so that it
@@ -324,6 +338,9 @@ class GraphvizRenderer(BaseRenderer):
             text = self._attr_text(self.styler.style_repeated(node, run, False), "style_repeated")
         else:
             text = self._attr_text(self.styler.style_node(node), "style_node")
+        group = self._groups.get(node.key)
+        if group is not None:  # an input and its first consumer: one above the other
+            text += f" group={group}"
         qid = self._drawn[node.key] = self._quoted_id(node)
         g.body.append(f"{self._indent}{qid} [{text}]\n")
 
@@ -367,7 +384,8 @@ class GraphvizRenderer(BaseRenderer):
 
     def _title_edges(self, g: graphviz.Digraph) -> None:
         """Invisible edges that rank each cluster's title node below whatever feeds the
-        cluster and above the cluster's first members (and a nested cluster's title)."""
+        cluster (the label of an input's edge entering it) and above the cluster's first members (and
+        a nested cluster's title)."""
         if not self._clusters:
             return
         parent = cluster_parents(self, cached=False)
@@ -386,7 +404,12 @@ class GraphvizRenderer(BaseRenderer):
                 if key in outer_of_f:  # the innermost cluster holding both ends
                     fed_inside.add((key, inner))
                     break
+                # an input's edge to its first consumer (kept straight, :func:`input_groups`):
+                # below its label, if it has a node of its own (outside this cluster), which
+                # on the title's rank would sit beside the cluster, pushing the input aside
                 tail = self._drawn.get(fnode.key)
+                if (fnode.key, tnode.key) in self._groups:
+                    tail = self._label_ids.get((fnode.key, tnode.key), tail)
                 if key in titled and tail is not None:
                     lines[f"\t{tail} -> {self._title_id(self._cluster_nodes[key])} [style=invis]\n"] = None
                 inner = key

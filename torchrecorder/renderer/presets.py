@@ -18,8 +18,8 @@ _SERIF = "Times-Roman"
 #: The default Graphviz attributes of each kind of element; copy it to customise.
 DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     "graph": MappingProxyType({
-        "rankdir": "TB", "fontname": _FONT, "fontsize": "11", "nodesep": "0.2",
-        "ranksep": "0.22", "bgcolor": "white", "newrank": "true",
+        "rankdir": "TB", "fontname": _FONT, "fontsize": "11", "nodesep": "0.15",
+        "ranksep": "0.18", "bgcolor": "white", "newrank": "true",
         # no margin beyond Graphviz's 4-point pad in every format (PDF's default is half an inch)
         "margin": "0",
     }),
@@ -46,7 +46,7 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     }),
     "cluster": MappingProxyType({
         "style": "rounded,dashed", "color": "#7d8fa3", "fontname": _FONT, "fontsize": "10",
-        "labeljust": "l", "labelloc": "t", "margin": "6",
+        "labeljust": "l", "labelloc": "t", "margin": "4",
     }),
     "edge": MappingProxyType({"color": "#555555", "arrowsize": "0.6", "penwidth": "1.0",
                               "fontname": _FONT, "fontsize": "8", "fontcolor": "#444444"}),

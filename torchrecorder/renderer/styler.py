@@ -15,7 +15,7 @@ from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_st
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
 from ..seed import SeedName
-from ._cluster_titles import cluster_label, one_box_holds_all, title_fits
+from ._cluster_titles import cluster_label, one_box_holds_all, title_lines
 from ._seedstyle import HtmlLabel, is_seed_styler
 from ._styletable import StyleTable
 from .base import BaseRenderer
@@ -181,7 +181,8 @@ class GraphvizStyler:
             size = float(self.styles["layer"].get("fontsize", 11))
         except ValueError:
             size = 11.0
-        self._type_line = _TYPE_LINE.replace('"9"', f'"{_clamp(size - 1, 9):g}"')
+        self._type_size = _clamp(size - 1, 9)
+        self._type_line = _TYPE_LINE.replace('"9"', f'"{self._type_size:g}"')
         self._small = _SMALL.replace('"8"', f'"{_clamp(size - 2, 8):g}"')
         self._tiny = _TINY.replace('"7"', f'"{max(_clamp(size - 3, 7), 7.0 if size >= 9 else 6.0):g}"')
         # the tensor style as made here: what code edits later through styles[TensorNode] is
@@ -250,7 +251,7 @@ class GraphvizStyler:
         count = not one_box_holds_all(self, node)
         title = node.call_title(dotted=True)
         attrs["label"] = cluster_label(self, node, title, count=count,
-                                       one_line=title_fits(self, node, title, count))
+                                       lines=title_lines(self, node, title, count))
         found = self.breaks.at(self.rec, node, inside=False)
         attrs["tooltip"] = tooltip_text(self.tooltip(node) + self.breaks.tooltip(found))
         if node.error:
