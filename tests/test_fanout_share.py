@@ -3,7 +3,6 @@ that names them (the page does the same), before anything is folded or collapsed
 
 from __future__ import annotations
 
-import subprocess
 import warnings
 from typing import Any
 
@@ -18,6 +17,7 @@ from torchrecorder.projection.budget import MAX_FANOUT, MAX_NODES, edge_spans, l
 from torchrecorder.renderer import GraphvizRenderer, GraphvizStyler
 from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 
+from .backends import lays_out, needs_backend
 from .dot_parse import parse_dot
 
 NOTE = "torchrecorder note"
@@ -60,10 +60,11 @@ def _dot(rec: torchrecorder.Recorder, *args: Any, **kwargs: Any) -> tuple[str, l
 
 
 def _lays_out(source: str) -> None:
-    """``dot`` lays the drawing out (a liveness bound, not a speed claim)."""
-    subprocess.run(["dot", "-Tsvg", "-o", "/dev/null"], input=source.encode(), timeout=60, check=True)
+    """Graphviz lays the drawing out (a liveness bound, not a speed claim)."""
+    lays_out(source)
 
 
+@needs_backend
 def test_an_explicit_drawing_over_the_budget_shares_a_wide_values_edges() -> None:
     rec = _fan(30)
     # 30 blocks, each fed by pos from further above: within 60 nodes, over its 150 ranks
@@ -135,6 +136,7 @@ def llama8b() -> torchrecorder.Recorder:
             "input_ids": ids, "use_cache": False, "attention_mask": torch.ones_like(ids)})
 
 
+@needs_backend
 def test_the_unfolded_8b_llama_shares_the_rotary_embeddings_edges(llama8b: torchrecorder.Recorder) -> None:
     """Unshared, its 235 boxes pass 14,282 ranks and ``dot`` had not laid it out in 2 minutes."""
     r = GraphvizRenderer(llama8b, 3, fold_repeats=False)

@@ -3,7 +3,6 @@ explicit request is drawn as asked."""
 
 from __future__ import annotations
 
-import subprocess
 import warnings
 
 import pytest
@@ -26,6 +25,7 @@ from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
 from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 from torchrecorder.renderer.html import HtmlRenderer
 
+from .backends import lays_out, needs_backend
 from .dot_parse import parse_dot
 from .graph_checks import check_folding
 from .zoo import all_cases, stress_cases
@@ -302,6 +302,7 @@ def test_default_drawing_keeps_to_the_span_budget_and_says_why() -> None:
     assert any("ranks" in str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning))
 
 
+@needs_backend
 def test_cluster_title_edges_count_toward_the_layout_budget(zoo: Zoo) -> None:
     """PointNet++: every stage reads the point coordinates again.  Folded at full depth it
     draws 200-odd boxes and its drawn edges pass fewer ranks than the budget allows, but each
@@ -327,7 +328,7 @@ def test_cluster_title_edges_count_toward_the_layout_budget(zoo: Zoo) -> None:
     assert budget.full_spans is not None and budget.full_spans > MAX_SPANS
     assert layout_spans(renderer.projection) > MAX_SPANS >= layout_spans(renderer.projection, budget.shared)
     assert said and "ranks" in said[0] and "the edges of xyz" in said[0], said
-    subprocess.run(["dot", "-Tsvg", "-o", "/dev/null"], input=source.encode(), timeout=60, check=True)
+    lays_out(source)
     assert NOTE in parse_dot(source).nodes and "ranks" in parse_dot(source).node_attrs[NOTE]["label"]
 
 
