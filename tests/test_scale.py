@@ -316,11 +316,11 @@ def test_benchmark_script_runs_and_reports_targets() -> None:
     assert any(line.startswith("`import torch`") for line in below), below
     if not below[0].startswith("`import torch`"):
         assert below[0].startswith("note: PYTHONDONTWRITEBYTECODE"), below
-    assert out.index("Cold call") < out.index("Targets (issue 22)") < out.index("Targets (issue 4)")
+    assert out.index("Cold call") < out.index("Targets (issue 38)") < out.index("Targets (issue 4)")
 
-    # issue 22's five targets, each with its verdict: the cold call is measured here, the rest
+    # issue 38's five targets, each with its verdict: the cold call is measured here, the rest
     # (models not run) say N/A with the reason
-    block = out[out.index("Targets (issue 22)"):out.index("Targets (issue 4)")].splitlines()[1:]
+    block = out[out.index("Targets (issue 38)"):out.index("Targets (issue 4)")].splitlines()[1:]
     targets = [line.split()[0] for line in block if line.strip()]
     assert len(targets) == 5 and set(targets) <= {"PASS", "FAIL", "N/A"}, block
     cold_line = next(line for line in block if "cold first call" in line)
@@ -357,10 +357,10 @@ def test_breakdown_parts_add_up_and_targets_say_what_must_go() -> None:
     assert sum(parts.values()) == pytest.approx(50.0)
     assert "  bookkeeping per module call or operation: 50.0 us" in lines
     assert "own work (above the floor): 30.0 ms" in lines[8]
-    # torchviz allows 40 ms, the floor takes 20: 20 of the 30 ms own work may stay, a third goes
-    assert lines[9].endswith("20.0 ms are left for 30.0 ms of own work: needs 33% of the own work to go")
+    # 1.15 x torchviz allows 46 ms, the floor takes 20: 26 of the 30 ms own work may stay
+    assert lines[9].endswith("26.0 ms are left for 30.0 ms of own work: needs 13% of the own work to go")
     assert lines[10].endswith("torchview not installed")
-    met = breakdown.report("toy", {**m, "torchview": 0.300})  # 5x faster: 60 ms allowed, 50 taken
+    met = breakdown.report("toy", {**m, "torchview": 0.300})  # 4.5x faster: 66.7 ms allowed, 50 taken
     assert met[10].endswith(": met"), met[10]
 
 
