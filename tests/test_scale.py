@@ -377,7 +377,7 @@ def test_breakdown_script_runs() -> None:
     for part in ("plain forward pass", "model state kept and restored", "module index",
                  "make_dot(...).source"):
         assert re.search(rf"^  {re.escape(part)} +-?[\d.]+ ms", out, re.M), (part, out)
-    assert out.count("record + make_dot <= 1.0 x torchviz") == 1, out
+    assert out.count("record + make_dot <= 1.15 x torchviz") == 1, out
 
 
 def test_benchmark_report_shows_a_failed_model_and_goes_on(capsys: pytest.CaptureFixture[str]) -> None:
