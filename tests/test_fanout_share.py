@@ -3,7 +3,6 @@ that names them (the page does the same), before anything is folded or collapsed
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import pytest
@@ -11,13 +10,12 @@ import torch
 from torch import nn
 
 import torchrecorder
-from torchrecorder.errors import LargeDrawingWarning
 from torchrecorder.nodes import BaseNode
 from torchrecorder.projection.budget import MAX_FANOUT, MAX_NODES, edge_spans, layout_spans
 from torchrecorder.renderer import GraphvizRenderer, GraphvizStyler
 from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 
-from .backends import lays_out, needs_backend
+from .backends import budget_said, lays_out, needs_backend
 from .dot_parse import parse_dot
 
 NOTE = "torchrecorder note"
@@ -53,10 +51,9 @@ def _fan(n: int = 30) -> torchrecorder.Recorder:
 
 
 def _dot(rec: torchrecorder.Recorder, *args: Any, **kwargs: Any) -> tuple[str, list[str]]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with budget_said() as said:
         source = torchrecorder.make_dot(rec, *args, **kwargs).source
-    return source, [str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning)]
+    return source, said
 
 
 def _lays_out(source: str) -> None:
@@ -93,8 +90,7 @@ def test_without_a_budget_or_within_it_every_edge_is_drawn() -> None:
 
 def test_the_fit_counts_the_shared_drawing() -> None:
     r = GraphvizRenderer(_fan(30), 1, fold_repeats=False, max_nodes=60)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LargeDrawingWarning)
+    with budget_said():
         p = r.projection
     assert r.budget is not None and r.budget.shared == ("pos",) and r.budget.reduced
     assert not r.budget.over and r.budget.depth == 1 and r.budget.min_run == 0
@@ -109,8 +105,7 @@ def test_the_mark_is_drawn_by_the_styler() -> None:
         def style_fanout(self, fnode: BaseNode, tnodes: Any) -> dict[str, str]:
             return {"shape": "box", "label": f"{fnode.name} feeds {len(tnodes)}"}
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LargeDrawingWarning)  # (still over: a warning says so)
+    with budget_said():  # (still over: a warning says so)
         source = GraphvizRenderer(_fan(12), 1, Boxed, fold_repeats=False, max_nodes=16).render().source
     assert parse_dot(source).node_attrs["pos" + MARK] == {"shape": "box", "label": '"pos feeds 12"'}
 
@@ -140,8 +135,7 @@ def llama8b() -> torchrecorder.Recorder:
 def test_the_unfolded_8b_llama_shares_the_rotary_embeddings_edges(llama8b: torchrecorder.Recorder) -> None:
     """Unshared, its 235 boxes pass 14,282 ranks and ``dot`` had not laid it out in 2 minutes."""
     r = GraphvizRenderer(llama8b, 3, fold_repeats=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LargeDrawingWarning)
+    with budget_said():
         source = r.render().source
     assert r.budget is not None and not r.budget.over and r.budget.depth == 3
     assert r.budget.full_spans is not None and r.budget.full_spans > 2500 >= r.budget.spans

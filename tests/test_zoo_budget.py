@@ -25,7 +25,7 @@ from torchrecorder.renderer import GraphvizRenderer, MermaidRenderer
 from torchrecorder.renderer.graphviz import TITLE_SUFFIX
 from torchrecorder.renderer.html import HtmlRenderer
 
-from .backends import lays_out, needs_backend
+from .backends import budget_said, lays_out, needs_backend
 from .dot_parse import parse_dot
 from .graph_checks import check_folding
 from .zoo import all_cases, stress_cases
@@ -43,10 +43,9 @@ def _size(source: str) -> tuple[int, int]:
 
 
 def _quiet_dot(rec: torchrecorder.Recorder, *args: object, **kwargs: object) -> tuple[str, list[str]]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with budget_said() as said:
         source = torchrecorder.make_dot(rec, *args, **kwargs).source  # type: ignore[arg-type]
-    return source, [str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning)]
+    return source, said
 
 
 @pytest.mark.parametrize("case", [c.name for c in all_cases() + stress_cases()])
@@ -56,15 +55,13 @@ def test_every_zoo_models_default_drawings_are_within_the_budget(zoo: Zoo, case:
     nodes, edges = _size(source)
     assert nodes <= MAX_NODES and edges <= MAX_EDGES, (nodes, edges)
     assert (NOTE in parse_dot(source).nodes) == bool(said)  # reduced: the drawing says so too
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LargeDrawingWarning)
+    with budget_said():
         r = GraphvizRenderer(rec)
         projection = r.projection
     shared = r.budget.shared if r.budget is not None else ()  # as drawn: fan-out edges shared
     assert edge_spans(projection, shared) <= MAX_SPANS and layout_spans(projection, shared) <= MAX_SPANS
     # the notebook's and the page's first view (depth 1 by default)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LargeDrawingWarning)
+    with budget_said():
         first = GraphvizRenderer(rec, default_depth(1)).render().source
     nodes, edges = _size(first)
     assert nodes <= MAX_NODES and edges <= MAX_EDGES, (nodes, edges)
@@ -74,8 +71,7 @@ def _endpoints_kept(rec: torchrecorder.Recorder, depth: int) -> None:
     """Every drawn edge of the folded drawing stands for a path of the unfolded one, every path
     of the unfolded one has its image, and only the edges carried from one iteration to another
     go back up (see check_folding)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LargeDrawingWarning)
+    with budget_said():
         folded = GraphvizRenderer(rec, depth, fold_repeats=True, tensor_nodes=True, all_ops=True,
                                   max_nodes=None)
         assert folded.projection.fold.hidden, "nothing folded"
@@ -165,8 +161,7 @@ def test_explicit_depth_or_no_budget_draws_everything_with_a_warning(deep: torch
 def test_budget_folds_runs_of_two_before_lowering_the_depth() -> None:
     net = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4)) for _ in range(4)])
     rec = torchrecorder.record(net, "seq", (1, 4))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LargeDrawingWarning)
+    with budget_said():
         r = GraphvizRenderer(rec, max_nodes=10)
         r.render()
     assert r.budget is not None and r.budget.min_run == 2 and r.budget.depth == 256
@@ -174,8 +169,7 @@ def test_budget_folds_runs_of_two_before_lowering_the_depth() -> None:
 
 
 def test_the_other_renderers_and_entry_points_keep_the_budget(deep: torchrecorder.Recorder, tmp_path) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with budget_said() as said:
         mmd = MermaidRenderer(deep, max_nodes=60).render()
         html = HtmlRenderer(deep, max_nodes=4)
         page = html.page_data()
@@ -183,7 +177,7 @@ def test_the_other_renderers_and_entry_points_keep_the_budget(deep: torchrecorde
     # the page opens collapsed at the budget: nothing open at depth 0
     assert html.budget is not None and html.budget.depth == 0 and html.budget.size[0] <= 4
     assert not any(row[5] for row in page["nodes"])
-    assert sum(issubclass(w.category, LargeDrawingWarning) for w in caught) == 2
+    assert len(said) == 2, said
     with pytest.raises(ValueError, match="max_nodes"):
         GraphvizRenderer(deep, max_nodes=0)
 
@@ -278,28 +272,23 @@ def test_default_drawing_keeps_to_the_span_budget_and_says_why() -> None:
     mark); where sharing is not enough, the default drawing goes shallower; both name the
     ranks passed."""
     reader = torchrecorder.record(_Reader(120), "reader", (1, 4))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with budget_said() as said:
         renderer = GraphvizRenderer(reader, default_depth(256), fold_repeats=False)
         source = renderer.render().source
-    said = [str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning)]
     assert said and "ranks" in said[0] and "the edges of x" in said[0], said
     assert renderer.budget is not None and renderer.budget.reduced and renderer.budget.shared == ("input:x",)
     assert renderer.budget.depth == 256 and edge_spans(renderer.projection, ("input:x",)) <= MAX_SPANS
     assert NOTE in parse_dot(source).nodes
     grouped = torchrecorder.record(_GroupReader(120), "grouped", (1, 4))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with budget_said() as said:
         renderer = GraphvizRenderer(grouped, default_depth(256), fold_repeats=False)
         source = renderer.render().source
-    said = [str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning)]
     assert said and "ranks" in said[0] and "render_depth=0 collapsed" in said[0], said
     assert renderer.budget is not None and renderer.budget.depth == 0
     assert NOTE in parse_dot(source).nodes
-    with warnings.catch_warnings(record=True) as caught:  # asked for: drawn, with a warning first
-        warnings.simplefilter("always")
+    with budget_said() as said:  # asked for: drawn, with a warning first
         GraphvizRenderer(reader, None, fold_repeats=False).render()
-    assert any("ranks" in str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning))
+    assert any("ranks" in message for message in said)
 
 
 @needs_backend
@@ -312,17 +301,14 @@ def test_cluster_title_edges_count_toward_the_layout_budget(zoo: Zoo) -> None:
     edges of the coordinates (and of the values each stage reads many times): drawn in full,
     its edges then pass a few hundred ranks (``dot``: under a second)."""
     rec = zoo.recorded("PointNet2").rec
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LargeDrawingWarning)
+    with budget_said():
         full = GraphvizRenderer(rec, None, fold_repeats=True, max_nodes=None).projection
     nodes, edges = drawn_size(full)
     assert nodes <= MAX_NODES and edges <= MAX_EDGES and edge_spans(full) <= MAX_SPANS  # the old budget
     assert layout_spans(full) > 2 * MAX_SPANS  # the title edges do not fit
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with budget_said() as said:
         renderer = GraphvizRenderer(rec)
         source = renderer.render().source
-    said = [str(w.message) for w in caught if issubclass(w.category, LargeDrawingWarning)]
     budget = renderer.budget
     assert budget is not None and budget.reduced and "input:xyz" in budget.shared
     assert budget.full_spans is not None and budget.full_spans > MAX_SPANS
