@@ -175,15 +175,23 @@ def test_dynamic_quantisation_changes_the_class_behind_one_name() -> None:
         assert op is not None and op.changes["op"] == ("linear", "linear_dynamic")
 
 
-def test_lora_parts_are_told_apart_in_pictures() -> None:
+@pytest.fixture(scope="module")
+def q_lora() -> tuple[torchrecorder.Recorder, torchrecorder.Recorder, torchrecorder.Diff]:
+    """A one-layer Llama, the same with a LoRA on ``q_proj``, and their diff (read only)."""
     torch.manual_seed(0)
-    lora = peft.get_peft_model(_llama(1), peft.LoraConfig(r=2, target_modules=["q_proj"]))
-    b = _record(lora, "llama", _IDS)
+    base = _llama(1)
+    a = _record(base, "llama", _IDS)
+    b = _record(peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(r=2, target_modules=["q_proj"])),
+                "llama", _IDS)
+    return a, b, torchrecorder.diff(a, b)
+
+
+def test_lora_parts_are_told_apart_in_pictures(q_lora: tuple[Any, Any, torchrecorder.Diff]) -> None:
+    _, b, d = q_lora
     source = torchrecorder.make_dot(b, render_depth=None).source
     for part in ("lora_A.default", "lora_B.default", "lora_dropout.default"):
         assert f"<B>{part}</B>" in source
     assert "<B>default</B>" not in source
-    d = torchrecorder.diff(_record(_llama(1), "llama", _IDS), b)
     union = torchrecorder.make_dot(d, render_depth=None, changes_only=False).source
     assert "<B>default</B>" not in union and "lora_A.default" in union
 
@@ -238,13 +246,8 @@ def test_each_view_shows_its_own_shapes() -> None:
             assert any(t in own for t in _count_texts(mine) - _count_texts(other))
 
 
-def test_views_of_a_lora_pair_show_only_their_side() -> None:
-    torch.manual_seed(0)
-    base = _llama(1)
-    a = _record(base, "llama", _IDS)
-    b = _record(peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(r=2, target_modules=["q_proj"])),
-                "llama", _IDS)
-    d = torchrecorder.diff(a, b)
+def test_views_of_a_lora_pair_show_only_their_side(q_lora: tuple[Any, Any, torchrecorder.Diff]) -> None:
+    a, b, d = q_lora
     for kwargs in ({}, {"changes_only": False}):
         ta, tb = (" ".join(_texts(d, view, **kwargs)) for view in ("a", "b"))
         for word in ("lora", "base_layer", "peft", "PeftModel", "→"):
@@ -268,16 +271,12 @@ def _visible_edges(source: str) -> list[tuple[str, str]]:
     return parse_dot(source).edges
 
 
-def test_a_wrapped_layer_feeds_only_its_wrapper_in_views_of_the_wrapped_side() -> None:
+def test_a_wrapped_layer_feeds_only_its_wrapper_in_views_of_the_wrapped_side(
+        q_lora: tuple[Any, Any, torchrecorder.Diff]) -> None:
     """The edges from the wrapped layer to its old consumers, drawn across operations written
     on the edge (view · transpose), are a's: view a draws them, view b and the union do not
     (there the wrapper's add feeds the consumers)."""
-    torch.manual_seed(0)
-    base = _llama(1)
-    a = _record(base, "llama", _IDS)
-    b = _record(peft.get_peft_model(copy.deepcopy(base), peft.LoraConfig(r=2, target_modules=["q_proj"])),
-                "llama", _IDS)
-    d = torchrecorder.diff(a, b)
+    d = q_lora[2]
     wrapper = "base_model.model.model.layers.0.self_attn.q_proj"
     for view in ("union", "b"):
         edges = _visible_edges(torchrecorder.make_dot(d, view=view).source)
