@@ -11,7 +11,6 @@ The ratio (on / off) is what recording pays when no cost is asked for.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable
@@ -22,6 +21,7 @@ sys.path[:0] = [os.path.dirname(HERE), HERE]
 
 import torch  # noqa: E402
 from ab_record import interleaved  # noqa: E402
+from ab_render import ab_parser  # noqa: E402
 from models import build  # noqa: E402
 
 import torchrecorder  # noqa: E402
@@ -29,12 +29,8 @@ from torchrecorder.recording import engine  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=21, help="alternating timed rounds (default 21)")
-    parser.add_argument("--models", default="mlp-1000,gpt2-w32-L32",
-                        help="comma-separated names from benchmarks/models.py")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
+    args = ab_parser(__doc__ or "", "mlp-1000,gpt2-w32-L32", 21).parse_args()
+    torch.set_num_threads(args.threads)
     counted = engine.COUNTED_OPS
     print(f"record, thread CPU time, median (best) of {args.rounds} alternating rounds")
     print(f"{'model':14} {'forward ms':>10} {'args off ms':>16} {'args on ms':>16} {'ratio':>6} {'us/op':>6}")

@@ -11,7 +11,6 @@ each, their ratio (this checkout / the revision) and the plain forward pass besi
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -24,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 
 import torch  # noqa: E402
-from ab_render import load_base  # noqa: E402
+from ab_render import ab_parser, load_base  # noqa: E402
 from models import build  # noqa: E402
 
 import torchrecorder  # noqa: E402
@@ -45,12 +44,7 @@ def interleaved(fns: list[Callable[[], Any]], rounds: int) -> tuple[list[float],
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", default="main", help="git revision to compare with (default main)")
-    parser.add_argument("--rounds", type=int, default=31, help="alternating timed rounds (default 31)")
-    parser.add_argument("--models", default="gpt2-w32-L32,gpt2-small,mlp-1000",
-                        help="comma-separated names from benchmarks/models.py")
-    parser.add_argument("--threads", type=int, default=1, help="torch's intra-op threads (default 1)")
+    parser = ab_parser(__doc__ or "", "gpt2-w32-L32,gpt2-small,mlp-1000", 31, base=True)
     parser.add_argument("--dot", action="store_true", help="time record + make_dot(...).source")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [ROOT, HERE]
 
+import torch  # noqa: E402
 from models import build  # noqa: E402
 
 import torchrecorder  # noqa: E402
@@ -57,13 +58,23 @@ def load_base(rev: str, tmp: str) -> Any:
     return importlib.import_module("_torchrecorder_base")
 
 
+def ab_parser(doc: str, models: str, rounds: int, base: bool = False) -> argparse.ArgumentParser:
+    """The options every A/B script here takes: ``--rounds``, ``--models`` (with these defaults),
+    ``--threads`` and, with ``base``, the git revision ``--base``; described by ``doc``'s first
+    line.  After ``parse_args`` the script calls ``torch.set_num_threads(args.threads)``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    if base:
+        parser.add_argument("--base", default="main", help="git revision to compare with (default main)")
+    parser.add_argument("--rounds", type=int, default=rounds,
+                        help=f"alternating timed rounds (default {rounds})")
+    parser.add_argument("--models", default=models, help="comma-separated names from benchmarks/models.py")
+    parser.add_argument("--threads", type=int, default=1, help="torch's intra-op threads (default 1)")
+    return parser
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", default="main", help="git revision to compare with (default main)")
-    parser.add_argument("--rounds", type=int, default=15, help="alternating timed rounds (default 15)")
-    parser.add_argument("--models", default="gpt2-w32-L8,gpt2-w32-L32,mlp-1000,resnet50",
-                        help="comma-separated names from benchmarks/models.py")
-    args = parser.parse_args()
+    args = ab_parser(__doc__ or "", "gpt2-w32-L8,gpt2-w32-L32,mlp-1000,resnet50", 15, base=True).parse_args()
+    torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         base = load_base(args.base, tmp)
         print(f"make_dot(...).source, thread CPU time, best of {args.rounds} alternating rounds; "

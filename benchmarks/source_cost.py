@@ -10,7 +10,6 @@ record / forward ratio of each, and how much the ratio moves with the lines on.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable
@@ -21,18 +20,14 @@ sys.path[:0] = [os.path.dirname(HERE), HERE]
 
 import torch  # noqa: E402
 from ab_record import interleaved  # noqa: E402
+from ab_render import ab_parser  # noqa: E402
 from models import build  # noqa: E402
 
 import torchrecorder  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15, help="alternating timed rounds (default 15)")
-    parser.add_argument("--models", default="gpt2-small,gpt2-w32-L32",
-                        help="comma-separated names from benchmarks/models.py")
-    parser.add_argument("--threads", type=int, default=1, help="torch's intra-op threads (default 1)")
-    args = parser.parse_args()
+    args = ab_parser(__doc__ or "", "gpt2-small,gpt2-w32-L32", 15).parse_args()
     torch.set_num_threads(args.threads)
     print(f"thread CPU time, median (best) of {args.rounds} alternating rounds")
     print(f"{'model':14} {'forward ms':>10} {'source=False ms':>18} {'source=True ms':>18} "

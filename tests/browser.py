@@ -69,6 +69,18 @@ def watch(page: Any) -> Watch:
     return w
 
 
+def open_page(browser: Any, path: Any, width: int = 1200, height: int = 800,
+              **options: Any) -> tuple[Any, Watch]:
+    """A new page of ``browser`` showing the file ``path`` (a :class:`~pathlib.Path`) in a
+    ``width`` x ``height`` window (``options`` go to ``new_page``), once its first layout is
+    drawn, and the :class:`Watch` of what it did meanwhile."""
+    page = browser.new_page(viewport={"width": width, "height": height}, **options)
+    w = watch(page)
+    page.goto(path.as_uri())
+    wait_layouts(page, 0)
+    return page, w
+
+
 def launch() -> Iterator[Any]:
     """A headless Chromium browser for one test module (closed afterwards)."""
     from playwright.sync_api import sync_playwright

@@ -12,7 +12,7 @@ from torch import nn
 
 import torchrecorder
 
-transformers = pytest.importorskip("transformers")
+from .test_cost import _gpt2, _ids
 
 
 def _model_storages(net: nn.Module) -> set[int]:
@@ -105,11 +105,7 @@ def test_a_cnn_in_training_mode_equals_torchs_saved_tensor_hooks() -> None:
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
 def test_gpt2_equals_torchs_saved_tensor_hooks_for_every_module(impl: str) -> None:
-    cfg = transformers.GPT2Config(vocab_size=99, n_positions=64, n_embd=16, n_layer=2, n_head=2,
-                                  bos_token_id=1, eos_token_id=2, attn_implementation=impl)
-    torch.manual_seed(0)
-    ids = torch.randint(3, 99, (2, 7), generator=torch.Generator().manual_seed(0))
-    c = _check(transformers.GPT2LMHeadModel(cfg).eval(), (), {"input_ids": ids})
+    c = _check(_gpt2(impl), (), {"input_ids": _ids(2, 7)})
     assert c["transformer.h.0"].saved_bytes < c["transformer"].saved_bytes
 
 

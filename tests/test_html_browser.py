@@ -14,7 +14,7 @@ from torch import nn
 
 import torchrecorder
 
-from .browser import launch, needs_chromium, wait_layouts, watch
+from .browser import launch, needs_chromium, open_page, wait_layouts, watch
 from .dot_parse import parse_dot
 from .test_html import EVIL, Evil
 
@@ -64,11 +64,7 @@ def stack_file(stack_rec: torchrecorder.Recorder, tmp_path_factory: pytest.TempP
 
 
 def _open(browser: Any, path: Path) -> tuple[Any, Any]:
-    page = browser.new_page(viewport={"width": 1200, "height": 800}, accept_downloads=True)
-    w = watch(page)
-    page.goto(path.as_uri())
-    wait_layouts(page, 0)
-    return page, w
+    return open_page(browser, path, accept_downloads=True)
 
 
 def _drawn(page: Any) -> tuple[set[str], set[str]]:

@@ -17,7 +17,7 @@ from torchrecorder.errors import LargeDrawingWarning
 from torchrecorder.projection.budget import MAX_EDGES, MAX_NODES
 from torchrecorder.renderer import GraphvizRenderer
 
-from .browser import launch, needs_chromium, wait_layouts, watch
+from .browser import launch, needs_chromium, open_page, wait_layouts
 from .dot_parse import parse_dot
 from .test_html_browser import _dot_at_depth, _without_titles
 from .test_html_loops import RunLoop
@@ -54,14 +54,6 @@ def _rec(name: str) -> torchrecorder.Recorder:
     return torchrecorder.record(build(), name, shape)
 
 
-def _open(browser: Any, path: Path) -> tuple[Any, Any]:
-    page = browser.new_page(viewport={"width": 1200, "height": 800})
-    w = watch(page)
-    page.goto(path.as_uri())
-    wait_layouts(page, 0)
-    return page, w
-
-
 def _do(page: Any, action: Any) -> None:
     """Run ``action`` and wait for the layout it starts."""
     count = page.evaluate("__tr.layouts")
@@ -94,7 +86,7 @@ def test_every_depth_folds_and_unfolds_as_make_dot_draws(tr_browser: Any, tmp_pa
     rec = _rec(name)
     path = tmp_path / f"{name}.html"
     torchrecorder.make_html(rec, 0, fold_repeats=True).save(path)
-    page, w = _open(tr_browser, path)
+    page, w = open_page(tr_browser, path)
     folded_once = False
     for depth in range(4):
         ours = _dot_at_depth(page, depth)
@@ -118,7 +110,7 @@ def test_a_loop_unfolds_by_a_click_and_folds_again_from_the_panel(tr_browser: An
     rec = _rec(name)
     path = tmp_path / f"{name}.html"
     torchrecorder.make_html(rec, fold_repeats=True).save(path)
-    page, w = _open(tr_browser, path)
+    page, w = open_page(tr_browser, path)
     first = page.evaluate("__tr.dot")
     (loop,) = _loop_clusters(page)
     count = int(page.text_content(f"#t{loop} text").split("×")[1])
@@ -144,7 +136,7 @@ def test_an_operation_of_an_unfolded_loop_folds_it_again(tr_browser: Any, tmp_pa
     rec = _rec("series")
     path = tmp_path / "series.html"
     torchrecorder.make_html(rec, fold_repeats=True).save(path)
-    page, _ = _open(tr_browser, path)
+    page, _ = open_page(tr_browser, path)
     first = page.evaluate("__tr.dot")
     (loop,) = _loop_clusters(page)
     _do(page, lambda: page.click(f"#t{loop} text >> nth=0"))
@@ -172,7 +164,7 @@ def test_folded_edges_map_onto_the_unfolded_ones(tr_browser: Any, tmp_path: Path
     path = tmp_path / f"{name}.html"
     options = {"tensor_nodes": every, "all_ops": every}
     torchrecorder.make_html(rec, 2, fold_repeats=True, **options).save(path)
-    page, _ = _open(tr_browser, path)
+    page, _ = open_page(tr_browser, path)
     dot = _without_titles(parse_dot(page.evaluate("__tr.dot")))
     folded = {e for e, a in zip(dot.edges, dot.edge_attrs, strict=True) if a.get("style") != "dashed"}
     dashed = {e for e, a in zip(dot.edges, dot.edge_attrs, strict=True)
@@ -209,7 +201,7 @@ def test_search_unfolds_the_loop_holding_a_later_iteration(tr_browser: Any, tmp_
     rec = _rec("cellloop")
     path = tmp_path / "cellloop.html"
     torchrecorder.make_html(rec, fold_repeats=True).save(path)
-    page, _ = _open(tr_browser, path)
+    page, _ = open_page(tr_browser, path)
     assert _loop_clusters(page)
     _do(page, lambda: (page.fill("#tr-search", "cell #5"), page.press("#tr-search", "Enter")))
     assert _loop_clusters(page) == []  # unfolded to show it
@@ -226,7 +218,7 @@ def test_stress_loop_pages_open_folded_within_the_budget(tr_browser: Any, tmp_pa
     with warnings.catch_warnings():
         warnings.simplefilter("error", LargeDrawingWarning)
         torchrecorder.make_html(rec).save(path)
-    page, w = _open(tr_browser, path)
+    page, w = open_page(tr_browser, path)
     parsed = parse_dot(page.evaluate("__tr.dot"))
     assert len(_loop_clusters(page)) == 1
     nodes = [n for n in _without_titles(parsed).nodes]

@@ -19,7 +19,7 @@ from torchrecorder.projection.budget import budget_limits, drawn_size, edge_span
 from torchrecorder.renderer import GraphvizRenderer
 from torchrecorder.renderer.html_page import script_json
 
-from .browser import launch, needs_chromium, wait_layouts, watch
+from .browser import launch, needs_chromium, open_page
 from .test_html_loops_browser import _rec as _loop_rec
 
 transformers = pytest.importorskip("transformers")
@@ -44,14 +44,6 @@ def _llama(layers: int, width: int = 4096, heads: int = 32, kv_heads: int = 8, i
     with torch.no_grad():  # (an attention mask: without one the mask code calls .item())
         return torchrecorder.record(model, f"llama{layers}", input_kwargs={
             "input_ids": ids, "use_cache": False, "attention_mask": torch.ones_like(ids)})
-
-
-def _open(browser: Any, path: Path) -> tuple[Any, Any]:
-    page = browser.new_page(viewport={"width": 1200, "height": 800})
-    w = watch(page)
-    page.goto(path.as_uri())
-    wait_layouts(page, 0)
-    return page, w
 
 
 def _state(page: Any) -> dict[str, Any]:
@@ -99,7 +91,7 @@ def test_llama_8b_every_control_answers_within_the_budget(tr_browser: Any, tmp_p
     rec = _llama(32)
     path = tmp_path / "llama8b.html"
     torchrecorder.make_html(rec).save(path)
-    page, w = _open(tr_browser, path)
+    page, w = open_page(tr_browser, path)
     limits = budget_limits("auto")
     assert limits is not None
     first = _state(page)
@@ -160,7 +152,7 @@ def test_cancel_keeps_the_view_and_the_page_works_on(tr_browser: Any, tmp_path: 
     rec = _llama(12, width=64, heads=4, kv_heads=2, intermediate=128, vocab=256)
     path = tmp_path / "llama12.html"
     torchrecorder.make_html(rec, max_nodes=None).save(path)
-    page, w = _open(tr_browser, path)
+    page, w = open_page(tr_browser, path)
     state = _answers(page, lambda: page.click("#tr-expand-all"), _state(page)["layouts"])
     before = page.inner_html("#tr-canvas")
     page.click("#tr-fold")
@@ -201,7 +193,7 @@ def test_a_failed_layout_is_recovered(tr_browser: Any, tmp_path: Path) -> None:
     path = tmp_path / "llama2.html"
     torchrecorder.make_html(rec).save(path)
     _break_a_deep_node(path)
-    page, w = _open(tr_browser, path)
+    page, w = open_page(tr_browser, path)
     first = _state(page)
     before = page.inner_html("#tr-canvas")
     for attempt in range(2):
@@ -234,7 +226,7 @@ def test_the_page_measures_a_view_as_the_python_budget_does(tr_browser: Any, tmp
         rec = _loop_rec(name)
     path = tmp_path / f"{name}.html"
     torchrecorder.make_html(rec, 0, fold_repeats=True).save(path)
-    page, _ = _open(tr_browser, path)
+    page, _ = open_page(tr_browser, path)
     for fold in (True, False):
         if not fold:
             _answers(page, lambda: page.click("#tr-fold"), _state(page)["layouts"])
@@ -259,7 +251,7 @@ def test_without_a_worker_graphviz_runs_in_the_page(tr_browser: Any, tmp_path: P
     text = path.read_text(encoding="utf-8")
     assert "worker-src blob:; " in text
     path.write_text(text.replace("worker-src blob:; ", ""), encoding="utf-8")
-    page, w = _open(tr_browser, path)
+    page, w = open_page(tr_browser, path)
     first = _state(page)
     assert first["worker"] is False and first["nodes"] > 3
     state = _answers(page, lambda: page.click("#tr-expand-all"), first["layouts"])
@@ -277,7 +269,7 @@ def test_the_page_shares_a_wide_values_edges_as_make_dot_does(tr_browser: Any, t
     path = tmp_path / "fan.html"
     with pytest.warns(LargeDrawingWarning):
         torchrecorder.make_html(rec, 1, fold_repeats=False, max_nodes=60).save(path)
-    page, w = _open(tr_browser, path)
+    page, w = open_page(tr_browser, path)
     state = _state(page)
     r = GraphvizRenderer(rec, 1, fold_repeats=False, max_nodes=60)
     with pytest.warns(LargeDrawingWarning):

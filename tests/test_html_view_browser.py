@@ -13,7 +13,7 @@ import torch
 
 import torchrecorder
 
-from .browser import launch, needs_chromium, wait_layouts, watch
+from .browser import launch, needs_chromium, open_page, wait_layouts
 from .test_html_browser import Stack, _click, _index
 
 pytestmark = needs_chromium
@@ -34,11 +34,7 @@ def stack_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _open(browser: Any, path: Path) -> tuple[Any, Any]:
     """The page in a small window (a notebook cell's size): most of a tall view lies outside."""
-    page = browser.new_page(viewport={"width": 700, "height": 420})
-    w = watch(page)
-    page.goto(path.as_uri())
-    wait_layouts(page, 0)
-    return page, w
+    return open_page(browser, path, 700, 420)
 
 
 def _box(page: Any, element_id: str) -> dict[str, float]:
