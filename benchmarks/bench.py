@@ -607,7 +607,8 @@ def main(argv: list[str] | None = None) -> int:
     if layout:  # issue 38's layout times of every default drawing, in a process of their own
         print("\n## Layout of every default drawing, the 20 largest zoo models (benchmarks/layout_bench.py)",
               flush=True)
-        subprocess.run([sys.executable, os.path.join(HERE, "layout_bench.py"), "--largest", "20"], check=False)
+        subprocess.run([sys.executable, os.path.join(HERE, "layout_bench.py"), "--largest", "20"],
+                       check=False)
     print(f"\ntotal benchmark time {time.perf_counter() - started:.0f} s")
     if opts.json:
         with open(opts.json, "w", encoding="utf-8") as fh:
