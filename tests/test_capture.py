@@ -154,6 +154,13 @@ def test_unknown_names_raise_before_the_model_runs_listing_the_nearest() -> None
         capture(net, edit="zero")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"needs a torch\.nn\.Module"):
         capture("net")  # type: ignore[arg-type]
+    for inputs in (torch.randn(1, 4), [torch.randn(1, 4)]):  # inputs given as if capture ran the model
+        said = "got a tensor: the model's inputs go to the model, called inside the block: `with capture("
+        with pytest.raises(TypeError, match=re.escape(said)):
+            capture(net, inputs)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"names must be strings .* got 3$"):
+        capture(net, ["head", 3])  # type: ignore[list-item]
+    assert hook_count(net) == 0
 
 
 def test_no_hooks_remain_after_exit_and_after_a_forward_pass_that_raised() -> None:

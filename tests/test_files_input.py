@@ -422,6 +422,19 @@ def test_a_misspelt_keyword_raises_and_says_what_was_meant(tmp_path: Path) -> No
     assert net.calls == 0 and _files(tmp_path) == []
 
 
+def test_keywords_of_other_tools_name_the_option_of_that_meaning(tmp_path: Path) -> None:
+    """graphviz's ``format=``, torchview's ``depth=`` and ``show_shapes=``: the error names ours."""
+    net = Counted()
+    with pytest.raises(TypeError, match=r"'format'.*render_network's fmt=, or the format= of make_dot"):
+        torchrecorder.render_network(net, "net", (1, 3), tmp_path, format="png")
+    assert net.calls == 0 and _files(tmp_path) == []
+    rec = torchrecorder.record(net, "net", (1, 3))
+    with pytest.raises(TypeError, match=r"'depth'.*did you mean 'render_depth'"):
+        torchrecorder.make_dot(rec, depth=2)
+    with pytest.raises(TypeError, match=r"'show_shapes'.*did you mean 'edge_shapes'"):
+        torchrecorder.make_dot(rec, show_shapes=True)
+
+
 def test_every_graphviz_node_attribute_is_still_a_keyword() -> None:
     rec = torchrecorder.record(Counted(), "net", (1, 3))
     node_attrs = sorted(a for a, users in GRAPHVIZ_ATTRIBUTES.items() if "N" in users)

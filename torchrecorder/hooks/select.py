@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 from typing import Any, Optional, Union
 
-from torch import nn
+from torch import Tensor, nn
 
 from ..graph import Graph
 from ..summary import label_paths
@@ -96,7 +96,10 @@ def as_names(names: Names, what: str = "names") -> list[str]:
     out = list(names)
     bad = [n for n in out if not isinstance(n, str)]
     if bad:
-        raise TypeError(f"{what} must be strings (dotted paths or glob patterns), got {bad[0]!r}")
+        raise TypeError(f"{what} must be strings (dotted paths or glob patterns), got "
+                        + ("a tensor: the model's inputs go to the model, called inside the block: "
+                           "`with capture(model, names) as cap: model(x)`"
+                           if isinstance(names, Tensor) or isinstance(bad[0], Tensor) else repr(bad[0])))
     return out
 
 

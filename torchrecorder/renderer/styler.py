@@ -202,9 +202,10 @@ class GraphvizStyler:
                             + (f": pass {' or '.join(kinds)}" if kinds else ""))
         known = [*self.node_attributes, *(f"{k}_attrs" for k in KIND_ARGS), "preset",
                  *_DRAWING_OPTIONS]
-        close = difflib.get_close_matches(arg, known, n=1)
+        close = [repr(c) for c in difflib.get_close_matches(arg, known, n=1)]
+        hint = _NAMED_ELSEWHERE.get(arg, f"did you mean {close[0]}?" if close else "")
         raise TypeError(f"unknown keyword argument {arg!r}: it is neither an option nor a "
-                        "Graphviz node attribute" + (f" (did you mean {close[0]!r}?)" if close else ""))
+                        "Graphviz node attribute" + (f" ({hint})" if hint else ""))
 
     def _row_gap(self, kind: str) -> int:
         """Points between the stacked lines of a ``kind`` node's label: Graphviz sets lines
@@ -512,6 +513,12 @@ _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
 _ALIGN = {"left": "l", "center": "c", "centre": "c", "right": "r"}
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
+# keywords of other tools (graphviz's ``render(format=...)``, torchview's ``depth=``) and the
+# option of that meaning here
+_NAMED_ELSEWHERE = {
+    "format": "the file format is render_network's fmt=, or the format= of make_dot(...).render()",
+    "depth": "did you mean 'render_depth'?", "expand_nested": "did you mean 'render_depth'?",
+    "show_shapes": "did you mean 'edge_shapes'?"}
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
                     "label_nodes", "all_ops", "direction", "margin", "param_shapes", "param_counts",
                     "edge_shapes", "align", "max_nodes")
