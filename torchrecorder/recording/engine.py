@@ -365,10 +365,10 @@ class Engine(LiveObjects):
         gf = outs[0].grad_fn
         nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
                             [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
-                            type(gf).__name__ if gf is not None else "")
+                            type(gf).__name__ if gf is not None else "",
+                            # the frames above: record_op, the op mode's __torch_function__
+                            caller(sys._getframe(2)) if self.source else None)
         scope.subnet_keys._items[key] = None
-        if self.source:  # the frames above: record_op, the op mode's __torch_function__
-            nodes[key].source = caller(sys._getframe(2))
         if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
             try:
                 self.op_args[key] = keep(skey, func, args, kwargs, self.autograd is not None)
@@ -433,7 +433,7 @@ class Engine(LiveObjects):
         nodes[key] = call
         scope.subnet_keys._items[key] = None
         if self.source:  # the frames above: _pre_hook, then torch's module call
-            call.source = caller(sys._getframe(2), module)
+            call._source = caller(sys._getframe(2), module)
         if count == 1:
             call.num_params, call.num_params_total, call.num_buffers = (
                 info.num_params, info.total, info.buffers)
@@ -539,7 +539,7 @@ class Engine(LiveObjects):
                 # returned unchanged (or from nowhere): show the pass-through inside the call
                 ident = OpNode("identity", None, call.depth + 1, ckey, graph.keys(f"{ckey}/identity"),
                                op="identity", output_shapes=[shape])
-                ident.source = call.source  # returned from the call made on that line
+                ident._source = call._source  # returned from the call made on that line
                 nodes[ident.key] = ident
                 call.subnet_keys.add(ident.key)
                 if src is not None:

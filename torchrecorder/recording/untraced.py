@@ -152,7 +152,7 @@ class Untraced:
         node = graph.nodes[key] = OpNode(name, None, scope.depth + 1, skey, key, op=name,
                                          output_shapes=[tuple(t.shape)])
         if engine.source:  # where the tensor was read: the code that ran the untraced call
-            node.source = caller(sys._getframe(1))
+            node._source = caller(sys._getframe(1))
         scope.subnet_keys.add(key)
         for src in sources:
             if src != key:
