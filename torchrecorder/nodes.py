@@ -540,6 +540,7 @@ class OpNode(BaseNode):
     """
 
     kind = "op"
+    # _seed: the Operation fn gave, made on first read
     __slots__ = ("_seed", "grad_fn", "op", "output_shapes")
 
     def __init__(
@@ -562,8 +563,7 @@ class OpNode(BaseNode):
         self._source = source
         self.op = op or name
         self.output_shapes = output_shapes if output_shapes is not None else []
-        self.grad_fn = grad_fn
-        self._seed: Any = None
+        self.grad_fn = grad_fn  # (_seed stays unset until fn is first read)
 
     @property
     def fn(self) -> Any:
@@ -571,7 +571,7 @@ class OpNode(BaseNode):
         autograd node 1.0.3 recorded (``type(node.fn).__name__`` is ``"AddmmBackward0"``),
         with the torch function beside it (``node.fn.func``, called by calling ``node.fn``)
         and its name (``node.fn.op``); see :class:`~torchrecorder.seed.Operation`."""
-        got = self._seed
+        got = getattr(self, "_seed", None)
         if got is None or got.func is not self._fn:
             from .seed import operation
 

@@ -110,7 +110,8 @@ class Untraced:
     def track(self, t: Tensor, key: Key) -> None:
         """``t`` now stands for ``key``: remember its ``grad_fn``, which may outlive ``t``.
 
-        The engine calls it wherever a tensor is bound to a node.
+        The engine calls it wherever a tensor is bound to a node (where it makes nodes per
+        operation and per module call, it writes :attr:`grad_fns` itself, the same way).
         """
         gf = t.grad_fn
         if gf is not None:
