@@ -346,6 +346,10 @@ class LayerNode(ScopeNode):
         call_index: int = 1,
         opaque: str = "",
         unfused: str = "",
+        num_params: int = 0,
+        num_params_total: int = 0,
+        num_buffers: int = 0,
+        source: Any = None,
     ) -> None:
         # fields assigned here rather than through BaseNode.__init__: a recording makes
         # one node per module call and per operation, and the extra call shows
@@ -354,14 +358,14 @@ class LayerNode(ScopeNode):
         self.depth = depth
         self.parent_key = parent
         self.key = key
-        self._source = None
+        self._source = source
         self.subnet_keys = OrderedSet()
         self.type_name = type_name or (type(fn).__name__ if fn is not None else "")
         self.path = path
         self.call_index = call_index
-        self.num_params = 0
-        self.num_params_total = 0
-        self.num_buffers = 0
+        self.num_params = num_params
+        self.num_params_total = num_params_total
+        self.num_buffers = num_buffers
         self.input_shapes: list[tuple[int, ...]] = []
         self.output_shapes: list[tuple[int, ...]] = []
         self.error: Optional[str] = None

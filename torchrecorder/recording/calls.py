@@ -55,6 +55,8 @@ class ModuleCalls(LiveObjects):
         raise NotImplementedError  # the engine's (it indexes modules met outside the root)
 
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        # once per module call: Namespace.__call__, OrderedSet.add and the common case of one
+        # tensor argument inlined
         stack = self._stack
         graph = self.graph
         nodes, live = graph.nodes, self.live
@@ -64,15 +66,21 @@ class ModuleCalls(LiveObjects):
         info.calls += 1
         count = info.calls
         base = info.path or info.name
-        key = graph.keys(base if count == 1 else f"{base}#{count}")
-        call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count)
+        candidate = base if count == 1 else f"{base}#{count}"
+        used = graph.keys.used
+        if candidate in used:
+            key = graph.keys(candidate)
+        else:
+            used[candidate] = 0
+            key = candidate
+        first = count == 1
+        call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count,
+                         "", "", info.num_params if first else 0, info.total if first else 0,
+                         info.buffers if first else 0,
+                         # the frames above: _pre_hook, then torch's module call
+                         caller(sys._getframe(2), module) if self.source else None)
         nodes[key] = call
         scope.subnet_keys._items[key] = None
-        if self.source:  # the frames above: _pre_hook, then torch's module call
-            call._source = caller(sys._getframe(2), module)
-        if count == 1:
-            call.num_params, call.num_params_total, call.num_buffers = (
-                info.num_params, info.total, info.buffers)
         for ppath, param in info.params:
             entry = live.get(id(param))
             if entry is None or entry[0]() is not param:
@@ -105,7 +113,7 @@ class ModuleCalls(LiveObjects):
             else:
                 node = self.tensor_node(t, scope, f"{key}:in")
             if src is not None:
-                graph.links.add((src, node.key))
+                graph.links._items[(src, node.key)] = None
                 self._sources.add(src)
         stack.append(call)
         self._stack_exc.append(sys.exc_info()[1])
@@ -125,14 +133,15 @@ class ModuleCalls(LiveObjects):
         stack = self._stack
         if not stack:
             return None
-        if stack[-1].fn is not module:
-            if all(c.fn is not module for c in stack):
+        if stack[-1]._fn is not module:  # (_fn: the module itself, without fn's property call)
+            if all(c._fn is not module for c in stack):
                 return None
-            while stack[-1].fn is not module:
+            while stack[-1]._fn is not module:
                 self._pop()  # left open by an exception that was handled inside the model
         exc = sys.exc_info()[1]
-        call = self._pop()
-        if exc is not None and exc is not self._popped_exc:
+        entered = self._popped_exc = self._stack_exc.pop()  # (self._pop(), inlined)
+        call = stack.pop()
+        if exc is not None and exc is not entered:
             # forward raised (the hook is registered with always_call=True): close the
             # call with no outputs, and remember the innermost call the exception left
             call.error = exception_text(exc)
@@ -141,7 +150,7 @@ class ModuleCalls(LiveObjects):
             return None
         self._failure = None  # a normal return: any exception seen so far was handled
         graph = self.graph
-        nodes, live, edges, sources = graph.nodes, self.live, graph.links, self._sources
+        nodes, live, edges, sources = graph.nodes, self.live, graph.links._items, self._sources
         scope = nodes[call.parent_key]
         if not isinstance(scope, ScopeNode):
             raise GraphError(f"the call {call.key!r} sits in {call.parent_key!r}, which is not a layer")
@@ -179,7 +188,7 @@ class ModuleCalls(LiveObjects):
                 nodes[ident.key] = ident
                 call.subnet_keys.add(ident.key)
                 if src is not None:
-                    edges.add((src, ident.key))
+                    edges[(src, ident.key)] = None
                     sources.add(src)
                 src, node = ident.key, ident
             if isinstance(node, TensorNode) and not isinstance(node, ParamNode) \
@@ -196,7 +205,7 @@ class ModuleCalls(LiveObjects):
                                       f"the call, and {why}: later reads of that object are drawn "
                                       "as coming from this call")
                 out_node = self.tensor_node(t if alias is None else alias, scope, f"{ckey}:out", meta=meta)
-                edges.add((src, out_node.key))
+                edges[(src, out_node.key)] = None
                 sources.add(src)
                 if alias is not None:
                     aliased.append((t, alias, out_node))
