@@ -393,14 +393,26 @@ class Engine(ModuleCalls):
                         if src is not None:
                             edges[(src, key)] = None
                             sources.add(src)
-        ref = weakref.ref
-        for o in outs:
-            live[id(o)] = (ref(o), key)
-        if self.autograd is not None:
-            self.autograd.op(outs, skey, key)
-        track = self.untraced.track  # the grad_fns may outlive outs (see recording/untraced.py)
-        for o in outs:
-            track(o, key)
+        # each output stands for the op now, and its grad_fn (which may outlive it: see
+        # recording/untraced.py) too: Untraced.track inlined, gf read once for one output
+        grad_fns = self.untraced.grad_fns
+        if len(outs) == 1:
+            out = outs[0]
+            live[id(out)] = (weakref.ref(out), key)
+            if self.autograd is not None:
+                self.autograd.op(outs, skey, key)
+            if gf is not None:
+                grad_fns[id(gf)] = (gf, key)
+        else:
+            ref = weakref.ref
+            for o in outs:
+                live[id(o)] = (ref(o), key)
+            if self.autograd is not None:
+                self.autograd.op(outs, skey, key)
+            for o in outs:
+                ogf = o.grad_fn
+                if ogf is not None:
+                    grad_fns[id(ogf)] = (ogf, key)
         if inplace:
             target = outs[-1]
             base = target._base
