@@ -283,7 +283,10 @@ class Engine(ModuleCalls):
             if self.closed:
                 self._stale_hook()
             return
-        args, kwargs = args if isinstance(args, tuple) else (args,), kwargs or {}
+        if type(args) is not tuple:
+            args = args if isinstance(args, tuple) else (args,)
+        if kwargs is None:
+            kwargs = {}
         fast = not script and has_fast_path(module)
         if fast:  # outside _no_torch_function: torch's test reads the mode stack
             self.fast.decide(module, args, kwargs)

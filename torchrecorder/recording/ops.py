@@ -89,6 +89,9 @@ def _call_info(func: Any) -> tuple[str, bool, Optional[int], bool]:
 
 # func -> _call_info(func); shared by all recordings (torch callables live as long as the process)
 _OP_INFO: Memo[Any, tuple[str, bool, Optional[int], bool]] = Memo(8192)
+# the keyword arguments of a call made without any: one dict, which nothing writes (the call
+# itself gets a copy), rather than a new one per operation
+_NO_KWARGS: dict[str, Any] = {}
 
 
 class OpMode(TorchFunctionMode):
@@ -108,7 +111,7 @@ class OpMode(TorchFunctionMode):
         # torch takes this mode off its stack while this method runs: the torch calls
         # below (func itself, .shape, ._base) do not come back here
         if kwargs is None:
-            kwargs = {}
+            kwargs = _NO_KWARGS
         engine = self.engine
         info = _OP_INFO.get(func)
         if info is None:
