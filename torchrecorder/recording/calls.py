@@ -155,14 +155,35 @@ class ModuleCalls(LiveObjects):
         if not isinstance(scope, ScopeNode):
             raise GraphError(f"the call {call.key!r} sits in {call.parent_key!r}, which is not a layer")
         at_root = call.parent_key is None
+        ckey = call.key
+        untraced = self.untraced
+        if type(outputs) is Tensor and not at_root:
+            # the common case on its own path: one tensor, made inside the call by an op
+            # (the loop below does the same for it, after more tests)
+            entry = live.get(id(outputs))
+            if entry is not None and entry[0]() is outputs:
+                src = entry[1]
+                made = nodes[src]
+                if made.parent_key == ckey and not isinstance(made, ParamNode) and not (
+                        untraced.pending and type(outputs.grad_fn) in untraced.pending):
+                    meta = tensor_meta(outputs)
+                    call.output_shapes.append(meta[0])
+                    self.output_dtypes[ckey] = [meta[1]]
+                    if isinstance(made, TensorNode) and src not in sources:
+                        graph.reparent(src, scope.key)  # a child's output, returned as it is
+                    else:
+                        out_node = self.tensor_node(outputs, scope, f"{ckey}:out", meta=meta)
+                        edges[(src, out_node.key)] = None
+                        sources.add(src)
+                    if self.autograd is not None:
+                        self.autograd.call((outputs,), ckey)
+                    return None
         if at_root:
             tensors: Any = named_tensors(outputs, "output")
         elif type(outputs) is Tensor:
             tensors = ((None, outputs),)
         else:
             tensors = ((None, t) for t in iter_tensors(outputs))
-        ckey = call.key
-        untraced = self.untraced
         aliased: list[tuple[Tensor, Tensor, TensorNode]] = []  # (original, alias, its node)
         dtypes = self.output_dtypes[ckey] = []
         for outname, t in tensors:
