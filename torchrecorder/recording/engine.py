@@ -45,7 +45,7 @@ from .modules import ModuleInfo, index_modules
 from .opkeep import keep
 from .ops import eager
 from .session import Session
-from .source import caller
+from .source import INTERNAL, caller
 from .untraced import Untraced
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
@@ -360,12 +360,16 @@ class Engine(ModuleCalls):
         else:
             used[candidate] = 0
             key = candidate
+        line = None
+        if self.source:  # the frames above: record_op, the op mode's __torch_function__
+            frame = sys._getframe(2)
+            code = frame.f_code
+            # (called from the user's code, as most operations are: caller's answer, inlined)
+            line = (code, frame.f_lasti) if INTERNAL.get(code.co_filename) is False else caller(frame)
         gf = outs[0].grad_fn
         nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
                             [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
-                            type(gf).__name__ if gf is not None else "",
-                            # the frames above: record_op, the op mode's __torch_function__
-                            caller(sys._getframe(2)) if self.source else None)
+                            type(gf).__name__ if gf is not None else "", line)
         scope.subnet_keys._items[key] = None
         if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
             try:

@@ -20,7 +20,7 @@ import torch
 from .._lines import At
 from .meta import Memo
 
-__all__ = ["caller", "internal_file"]
+__all__ = ["INTERNAL", "caller", "internal_file"]
 
 
 def _roots() -> tuple[str, ...]:
@@ -36,15 +36,16 @@ def _roots() -> tuple[str, ...]:
 
 
 _ROOTS = _roots()
-# file name -> whether it belongs to torch or torchrecorder (the same for every recording)
-_INTERNAL: Memo[str, bool] = Memo(16384)
+#: file name -> whether it belongs to torch or torchrecorder (the same for every recording;
+#: the engine reads it to name the line of an operation called straight from the user's code)
+INTERNAL: Memo[str, bool] = Memo(16384)
 
 
 def internal_file(filename: str) -> bool:
     """Whether ``filename`` is a file of torch or of torchrecorder."""
-    inside = _INTERNAL.get(filename)
+    inside = INTERNAL.get(filename)
     if inside is None:
-        inside = _INTERNAL.put(filename, filename.startswith(_ROOTS))
+        inside = INTERNAL.put(filename, filename.startswith(_ROOTS))
     return inside
 
 
@@ -63,7 +64,7 @@ def caller(frame: Optional[FrameType], module: Any = None) -> Optional[At]:
         ``source`` until read (see :mod:`torchrecorder._lines`), or ``None`` when every
         frame is inside torch or torchrecorder.
     """
-    internal = _INTERNAL
+    internal = INTERNAL
     while frame is not None:
         code = frame.f_code
         filename = code.co_filename
