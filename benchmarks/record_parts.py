@@ -26,6 +26,7 @@ import torch  # noqa: E402
 from models import build  # noqa: E402
 
 import torchrecorder  # noqa: E402
+from torchrecorder.recording import calls as module_calls  # noqa: E402
 from torchrecorder.recording import engine, live  # noqa: E402
 
 #: (owner, attribute name) of what is timed: the engine's per-operation and per-call methods, the
@@ -35,7 +36,8 @@ TIMED: tuple[tuple[Any, str], ...] = (
     (engine.Engine, "_global_post_hook"), (engine.Engine, "_exit"), (engine.Engine, "finish"),
     (engine.Engine, "_index_modules"), (live.LiveObjects, "param_node"),
     (live.LiveObjects, "tensor_node"), (engine, "caller"), (engine, "shape_tuple"),
-    (engine, "keep"), (live, "tensor_meta"),
+    (engine, "keep"), (live, "tensor_meta"), (module_calls, "caller"), (module_calls, "shape_tuple"),
+    (module_calls, "tensor_meta"),
 )
 
 

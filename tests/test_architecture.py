@@ -31,7 +31,8 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(torchrecorder.__file__))
 LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("torchrecorder.errors", "torchrecorder._text", "torchrecorder.nodes", "torchrecorder.backend",
              "torchrecorder._files", "torchrecorder._fused", "torchrecorder.opargs", "torchrecorder.opnames",
-             "torchrecorder._stack", "torchrecorder._progress", "torchrecorder.seed"),
+             "torchrecorder._stack", "torchrecorder._progress", "torchrecorder.seed",
+             "torchrecorder._lines"),
     "graph": ("torchrecorder.graph",),
     "recording": ("torchrecorder.recording",),
     "projection": ("torchrecorder.projection", "torchrecorder.cost"),

@@ -476,3 +476,20 @@ def test_fused_box_renders() -> None:
         rec = torchrecorder.record(_encoder(), "enc", input_data=x)
     svg = torchrecorder.backend.render_source(torchrecorder.make_dot(rec, 2).source, "svg").decode()
     assert "fused: _transformer_encoder_layer_fwd" in svg
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_shapes_of_nested_tensors_and_parameters() -> None:
+    """``shape_tuple`` (the engine's shared shapes) gives what ``shape_of`` gives: a ragged
+    dimension is -1 for both nested layouts (a strided one has no sizes, a jagged one a
+    symbolic size), never the jagged size itself."""
+    from torchrecorder.recording.meta import shape_of, shape_tuple
+
+    parts = [torch.zeros(2, 3), torch.zeros(4, 3)]
+    strided = torch.nested.nested_tensor(parts)
+    jagged = torch.nested.nested_tensor(parts, layout=torch.jagged)
+    assert shape_tuple(strided) == shape_of(strided) == (2, -1, 3)
+    assert shape_tuple(jagged) == shape_of(jagged) == (2, -1, 3)
+    param = nn.Parameter(torch.zeros(5, 2))
+    assert shape_tuple(param) == (5, 2) and shape_tuple(torch.zeros(())) == ()
+    assert shape_tuple(torch.zeros(2, 3)) is shape_tuple(torch.ones(2, 3))

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import pickle
+import types
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import torch
 
 import torchrecorder
 from torchrecorder import __main__, export
+from torchrecorder.diff.sides import content_key
 from torchrecorder.nodes import BaseNode, LayerNode, OpNode, Source
 from torchrecorder.renderer.html import HtmlRenderer
 
@@ -86,6 +90,29 @@ def test_recording_context_manager_and_ops_between_calls() -> None:
     with open(HERE, encoding="utf-8") as f:
         line = next(i for i, t in enumerate(f, 1) if t.rstrip().endswith("# at-test:ctx"))
     assert _line(rec.nodes["g"]) == (HERE, line)
+
+
+def test_lines_are_resolved_when_read_and_keep_no_frame() -> None:
+    rec = _record()
+    ops = [n for n in rec.nodes.values() if isinstance(n, (LayerNode, OpNode))]
+    # what the recording keeps: the code object and the instruction, never a frame
+    for node in ops:
+        raw = node._source
+        assert type(raw) is tuple and isinstance(raw[0], types.CodeType) and isinstance(raw[1], int), node
+        assert not any(isinstance(v, types.FrameType) for v in raw)
+    cat = rec.nodes["joined/cat"]
+    assert _line(cat) == (MODEL_FILE, line_of("cat"))
+    assert isinstance(cat._source, Source)  # resolved once, then kept
+    # a copy, a pickle and the diff's content digest see the resolved line
+    copied = copy.deepcopy(_record())
+    assert _line(copied.nodes["gate/sigmoid"]) == (MODEL_FILE, line_of("sigmoid"))
+    node = _record().nodes["gate.fc/linear"]
+    assert type(node._source) is tuple
+    assert _line(pickle.loads(pickle.dumps(node))) == (MODEL_FILE, line_of("gate.fc"))
+    rec = _record()
+    content_key(rec)  # reads each line as node.source gives it, not the code object's text
+    calls_and_ops = [n for n in rec.nodes.values() if isinstance(n, (LayerNode, OpNode))]
+    assert all(isinstance(n._source, Source) for n in calls_and_ops)
 
 
 # ------------------------------------------------------------------ where nodes are shown

@@ -22,6 +22,7 @@ import re
 from collections.abc import Hashable, Iterable, Iterator, MutableSet
 from typing import Any, Generic, NamedTuple, Optional, TypeVar
 
+from ._lines import resolved
 from .seed import Subnets, table_of
 
 __all__ = [
@@ -136,7 +137,9 @@ class BaseNode:
     kind = "node"
     # _table: a weak reference to the NodeTable the node belongs to (set by the graph), through
     # which parent and subnets give 1.0.3's objects; unset on a node no graph adopted
-    __slots__ = ("_fn", "_table", "depth", "key", "name", "parent_key", "source")
+    # _source: the Source, or the line named while recording and not resolved yet (an
+    # torchrecorder._lines.At), or None (see source)
+    __slots__ = ("_fn", "_source", "_table", "depth", "key", "name", "parent_key")
     _table: Any
 
     def __init__(
@@ -152,7 +155,23 @@ class BaseNode:
         self.depth = depth
         self.parent_key = parent
         self.key = key
-        self.source: Optional[Source] = None
+        self._source: Any = None
+
+    @property
+    def source(self) -> Optional[Source]:
+        """The :class:`Source` line of code the node comes from (see the class docstring).
+
+        A recording names the line by the code object and instruction it found on the call
+        stack; the file, line number and function are worked out here, on first read (see
+        :mod:`torchrecorder._lines`), and kept."""
+        src = self._source
+        if type(src) is tuple:  # named while recording, not resolved yet
+            src = self._source = resolved(src, Source)
+        return src
+
+    @source.setter
+    def source(self, value: Optional[Source]) -> None:
+        self._source = value
 
     @property
     def fn(self) -> Any:
@@ -223,6 +242,8 @@ class BaseNode:
             for name in getattr(cls, "__slots__", ()):
                 if name == "_seed":
                     state[name] = None
+                elif name == "_source":
+                    state[name] = self.source  # resolved: a code object does not pickle
                 elif name != "_table" and hasattr(self, name):
                     state[name] = getattr(self, name)
         return None, state
@@ -325,6 +346,10 @@ class LayerNode(ScopeNode):
         call_index: int = 1,
         opaque: str = "",
         unfused: str = "",
+        num_params: int = 0,
+        num_params_total: int = 0,
+        num_buffers: int = 0,
+        source: Any = None,
     ) -> None:
         # fields assigned here rather than through BaseNode.__init__: a recording makes
         # one node per module call and per operation, and the extra call shows
@@ -333,14 +358,14 @@ class LayerNode(ScopeNode):
         self.depth = depth
         self.parent_key = parent
         self.key = key
-        self.source = None
+        self._source = source
         self.subnet_keys = OrderedSet()
         self.type_name = type_name or (type(fn).__name__ if fn is not None else "")
         self.path = path
         self.call_index = call_index
-        self.num_params = 0
-        self.num_params_total = 0
-        self.num_buffers = 0
+        self.num_params = num_params
+        self.num_params_total = num_params_total
+        self.num_buffers = num_buffers
         self.input_shapes: list[tuple[int, ...]] = []
         self.output_shapes: list[tuple[int, ...]] = []
         self.error: Optional[str] = None
@@ -438,7 +463,7 @@ class TensorNode(BaseNode):
         self.depth = depth
         self.parent_key = parent
         self.key = key
-        self.source = None
+        self._source = None
         self.shape = shape
         self.dtype = dtype
         self.device = device
@@ -498,7 +523,7 @@ class ParamNode(TensorNode):
         self.depth = depth
         self.parent_key = parent
         self.key = key
-        self.source = None
+        self._source = None
         self.shape = shape
         self.dtype = dtype
         self.device = device
@@ -519,6 +544,7 @@ class OpNode(BaseNode):
     """
 
     kind = "op"
+    # _seed: the Operation fn gave, made on first read
     __slots__ = ("_seed", "grad_fn", "op", "output_shapes")
 
     def __init__(
@@ -531,17 +557,17 @@ class OpNode(BaseNode):
         op: str = "",
         output_shapes: Optional[list[tuple[int, ...]]] = None,
         grad_fn: str = "",
+        source: Any = None,
     ) -> None:
         self.name = name
         self._fn = fn
         self.depth = depth
         self.parent_key = parent
         self.key = key
-        self.source = None
+        self._source = source
         self.op = op or name
         self.output_shapes = output_shapes if output_shapes is not None else []
-        self.grad_fn = grad_fn
-        self._seed: Any = None
+        self.grad_fn = grad_fn  # (_seed stays unset until fn is first read)
 
     @property
     def fn(self) -> Any:
@@ -549,7 +575,7 @@ class OpNode(BaseNode):
         autograd node 1.0.3 recorded (``type(node.fn).__name__`` is ``"AddmmBackward0"``),
         with the torch function beside it (``node.fn.func``, called by calling ``node.fn``)
         and its name (``node.fn.op``); see :class:`~torchrecorder.seed.Operation`."""
-        got = self._seed
+        got = getattr(self, "_seed", None)
         if got is None or got.func is not self._fn:
             from .seed import operation
 

@@ -165,7 +165,9 @@ def content_key(graph: Graph) -> bytes:
     for key, node in graph.nodes.items():
         names = slots.get(type(node))
         if names is None:
-            names = slots[type(node)] = [n for n in _slots(type(node)) if n != "fn"]
+            # (the line of code as node.source gives it, not as the recording named it)
+            names = slots[type(node)] = [("source" if n == "_source" else n)
+                                         for n in _slots(type(node)) if n != "fn"]
         values: list[Any] = [type(node).__name__]
         for name in names:
             values.append(_plain(getattr(node, name, None)))

@@ -32,22 +32,20 @@ from torch.nn.modules.module import register_module_forward_hook as _register_mo
 from torch.nn.modules.module import register_module_forward_pre_hook
 
 from .._stack import StackRoom
-from ..errors import GraphError
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode, shape_str
+from ..nodes import Key, LayerNode, OpNode, ScopeNode, shape_str
 from ..opargs import COUNTED_OPS
 from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
-from ._walk import iter_tensors, named_tensors
-from .aliases import STORAGE_ALIAS_OPS, Aliases, make_alias
+from .aliases import STORAGE_ALIAS_OPS, Aliases
 from .backward import AutogradTrace, storages_of
+from .calls import GROW_AT, ModuleCalls
 from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
-from .live import LiveObjects
-from .meta import bind_arguments, shape_tuple, tensor_meta
+from .meta import shape_tuple
 from .modules import ModuleInfo, index_modules
 from .opkeep import keep
 from .ops import eager
 from .session import Session
-from .source import caller
+from .source import INTERNAL, caller
 from .untraced import Untraced
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
@@ -61,11 +59,8 @@ _no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction"
 # much on models of many small modules.  Pre-hooks stay per module (global ones get no
 # keyword arguments).  The global hook runs before a module's own hooks.
 
-# nesting depth from which the recursion limit grows with the call stack (see ``_stack``)
-_GROW_AT = 16
 
-
-class Engine(LiveObjects):
+class Engine(ModuleCalls):
     """Records the forward calls of a module into ``graph``.
 
     Args:
@@ -116,7 +111,7 @@ class Engine(LiveObjects):
         self.aliases = Aliases()
         self.untraced = Untraced(self)
         self._room = StackRoom()  # recursion limit raised by the frames the hooks add per level
-        self._grow_at = _GROW_AT
+        self._grow_at = GROW_AT
         # the model's modules as record() walked them just before (used by the next register_hooks)
         self.walk: Optional[list[tuple[str, nn.Module]]] = None
         # what torchrecorder.cost reads (see Graph.op_args and Graph.output_dtypes)
@@ -212,7 +207,7 @@ class Engine(LiveObjects):
         self.aliases.clear()
         self.untraced.clear()
         self._room.release()
-        self._grow_at = _GROW_AT
+        self._grow_at = GROW_AT
 
     def fail(self, exc: BaseException) -> None:
         """Mark the innermost call that ``exc`` escaped from, and the calls around it."""
@@ -288,7 +283,10 @@ class Engine(LiveObjects):
             if self.closed:
                 self._stale_hook()
             return
-        args, kwargs = args if isinstance(args, tuple) else (args,), kwargs or {}
+        if type(args) is not tuple:
+            args = args if isinstance(args, tuple) else (args,)
+        if kwargs is None:
+            kwargs = {}
         fast = not script and has_fast_path(module)
         if fast:  # outside _no_torch_function: torch's test reads the mode stack
             self.fast.decide(module, args, kwargs)
@@ -362,13 +360,17 @@ class Engine(LiveObjects):
         else:
             used[candidate] = 0
             key = candidate
+        line = None
+        if self.source:  # the frames above: record_op, the op mode's __torch_function__
+            frame = sys._getframe(2)
+            code = frame.f_code
+            # (called from the user's code, as most operations are: caller's answer, inlined)
+            line = (code, frame.f_lasti) if INTERNAL.get(code.co_filename) is False else caller(frame)
         gf = outs[0].grad_fn
         nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
                             [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
-                            type(gf).__name__ if gf is not None else "")
+                            type(gf).__name__ if gf is not None else "", line)
         scope.subnet_keys._items[key] = None
-        if self.source:  # the frames above: record_op, the op mode's __torch_function__
-            nodes[key].source = caller(sys._getframe(2))
         if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
             try:
                 self.op_args[key] = keep(skey, func, args, kwargs, self.autograd is not None)
@@ -398,14 +400,26 @@ class Engine(LiveObjects):
                         if src is not None:
                             edges[(src, key)] = None
                             sources.add(src)
-        ref = weakref.ref
-        for o in outs:
-            live[id(o)] = (ref(o), key)
-        if self.autograd is not None:
-            self.autograd.op(outs, skey, key)
-        track = self.untraced.track  # the grad_fns may outlive outs (see recording/untraced.py)
-        for o in outs:
-            track(o, key)
+        # each output stands for the op now, and its grad_fn (which may outlive it: see
+        # recording/untraced.py) too: Untraced.track inlined, gf read once for one output
+        grad_fns = self.untraced.grad_fns
+        if len(outs) == 1:
+            out = outs[0]
+            live[id(out)] = (weakref.ref(out), key)
+            if self.autograd is not None:
+                self.autograd.op(outs, skey, key)
+            if gf is not None:
+                grad_fns[id(gf)] = (gf, key)
+        else:
+            ref = weakref.ref
+            for o in outs:
+                live[id(o)] = (ref(o), key)
+            if self.autograd is not None:
+                self.autograd.op(outs, skey, key)
+            for o in outs:
+                ogf = o.grad_fn
+                if ogf is not None:
+                    grad_fns[id(ogf)] = (ogf, key)
         if inplace:
             target = outs[-1]
             base = target._base
@@ -417,178 +431,3 @@ class Engine(LiveObjects):
                         self.bind(peer, key)
         elif opname in STORAGE_ALIAS_OPS and args and isinstance(args[0], Tensor):
             self.aliases.link(args[0], outs[0])
-
-    def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        stack = self._stack
-        graph = self.graph
-        nodes, live = graph.nodes, self.live
-        at_root = not stack
-        scope = graph.context if at_root else stack[-1]
-        info = self._modules.get(id(module)) or self.module_info(module)
-        info.calls += 1
-        count = info.calls
-        base = info.path or info.name
-        key = graph.keys(base if count == 1 else f"{base}#{count}")
-        call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count)
-        nodes[key] = call
-        scope.subnet_keys._items[key] = None
-        if self.source:  # the frames above: _pre_hook, then torch's module call
-            call.source = caller(sys._getframe(2), module)
-        if count == 1:
-            call.num_params, call.num_params_total, call.num_buffers = (
-                info.num_params, info.total, info.buffers)
-        for ppath, param in info.params:
-            entry = live.get(id(param))
-            if entry is None or entry[0]() is not param:
-                self.param_node(param, call, ppath)
-        if at_root:
-            tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "")
-            self.untraced.root_grad = torch.is_grad_enabled()
-        elif not kwargs and len(args) == 1 and type(args[0]) is Tensor:  # the common case
-            tensors = ((None, args[0]),)
-        elif not kwargs and all(type(a) is Tensor for a in args):
-            tensors = [(None, t) for t in dict.fromkeys(args)]
-        else:
-            tensors = [(None, t) for t in iter_tensors((args, kwargs))]
-        shapes = call.input_shapes
-        untraced = self.untraced
-        for argname, t in tensors:
-            shapes.append(shape_tuple(t))
-            entry = live.get(id(t))
-            src = entry[1] if entry is not None and entry[0]() is t else None
-            if src is None:
-                if not at_root and id(t) not in self._params:
-                    src = untraced.recover(t, scope)  # made by code the function mode cannot see
-            elif untraced.pending and type(t.grad_fn) in untraced.pending:
-                src = untraced.function_output(t, src, scope)
-            if src is not None and isinstance(nodes[src], TensorNode):
-                continue
-            if argname is not None:
-                label = argname.lstrip(".")
-                node = self.tensor_node(t, scope, f"input:{label}", name=label, role="input")
-            else:
-                node = self.tensor_node(t, scope, f"{key}:in")
-            if src is not None:
-                graph.links.add((src, node.key))
-                self._sources.add(src)
-        stack.append(call)
-        self._stack_exc.append(sys.exc_info()[1])
-        info.last = call
-        if len(stack) >= self._grow_at:  # deep nesting: one more frame per level than a plain call
-            self._grow_at = len(stack) + _GROW_AT
-            self._room.grow(self._grow_at)
-
-    def _pop(self) -> LayerNode:
-        """Close the innermost open call; its entry exception goes to ``_popped_exc``."""
-        self._popped_exc = self._stack_exc.pop()
-        return self._stack.pop()
-
-    def _exit(self, module: nn.Module, outputs: Any) -> Any:
-        """Close the call of ``module``; return its outputs with the tensors that existed
-        before the call replaced by aliases, or ``None`` when nothing is replaced."""
-        stack = self._stack
-        if not stack:
-            return None
-        if stack[-1].fn is not module:
-            if all(c.fn is not module for c in stack):
-                return None
-            while stack[-1].fn is not module:
-                self._pop()  # left open by an exception that was handled inside the model
-        exc = sys.exc_info()[1]
-        call = self._pop()
-        if exc is not None and exc is not self._popped_exc:
-            # forward raised (the hook is registered with always_call=True): close the
-            # call with no outputs, and remember the innermost call the exception left
-            call.error = exception_text(exc)
-            if self._failure is None or self._failure[0] is not exc:
-                self._failure = (exc, call)
-            return None
-        self._failure = None  # a normal return: any exception seen so far was handled
-        graph = self.graph
-        nodes, live, edges, sources = graph.nodes, self.live, graph.links, self._sources
-        scope = nodes[call.parent_key]
-        if not isinstance(scope, ScopeNode):
-            raise GraphError(f"the call {call.key!r} sits in {call.parent_key!r}, which is not a layer")
-        at_root = call.parent_key is None
-        if at_root:
-            tensors: Any = named_tensors(outputs, "output")
-        elif type(outputs) is Tensor:
-            tensors = ((None, outputs),)
-        else:
-            tensors = ((None, t) for t in iter_tensors(outputs))
-        ckey = call.key
-        untraced = self.untraced
-        aliased: list[tuple[Tensor, Tensor, TensorNode]] = []  # (original, alias, its node)
-        dtypes = self.output_dtypes[ckey] = []
-        for outname, t in tensors:
-            meta = tensor_meta(t)
-            shape = meta[0]
-            call.output_shapes.append(shape)
-            dtypes.append(meta[1])
-            entry = live.get(id(t))
-            src = entry[1] if entry is not None and entry[0]() is t else None
-            if src is None:
-                src = untraced.recover(t, call)  # made by code the function mode cannot see
-            elif untraced.pending and type(t.grad_fn) in untraced.pending:
-                src = untraced.function_output(t, src, call)
-            node = nodes[src] if src is not None else None
-            # an object that existed before the call: an argument, a parameter, a buffer
-            existed = node is None or isinstance(node, ParamNode) or not (
-                node.parent_key == ckey or self._inside(node, call))
-            if existed:
-                # returned unchanged (or from nowhere): show the pass-through inside the call
-                ident = OpNode("identity", None, call.depth + 1, ckey, graph.keys(f"{ckey}/identity"),
-                               op="identity", output_shapes=[shape])
-                ident.source = call.source  # returned from the call made on that line
-                nodes[ident.key] = ident
-                call.subnet_keys.add(ident.key)
-                if src is not None:
-                    edges.add((src, ident.key))
-                    sources.add(src)
-                src, node = ident.key, ident
-            if isinstance(node, TensorNode) and not isinstance(node, ParamNode) \
-                    and node.parent_key == ckey and src not in sources:
-                # a child's output, returned as it is: it is this call's output too
-                graph.reparent(src, scope.key)
-                out_node = node
-            else:
-                alias = None
-                if existed:
-                    alias, why = make_alias(t)
-                    if alias is None:
-                        untraced.note(f"{untraced.where(call)} returned a tensor that existed before "
-                                      f"the call, and {why}: later reads of that object are drawn "
-                                      "as coming from this call")
-                out_node = self.tensor_node(t if alias is None else alias, scope, f"{ckey}:out", meta=meta)
-                edges.add((src, out_node.key))
-                sources.add(src)
-                if alias is not None:
-                    aliased.append((t, alias, out_node))
-            if self.autograd is not None:
-                self.autograd.call((t,), ckey)
-                if at_root:
-                    self.autograd.output(t, out_node.key)
-            if at_root:
-                out_node.role = "output"
-                if outname is not None and out_node.name == shape_str(out_node.shape):
-                    out_node.name = outname
-        if not aliased:
-            return None
-        try:  # hand the aliases on in place of the originals
-            return self.aliases.hand_on(outputs, [(t, alias) for t, alias, _ in aliased])
-        except TypeError as exc:  # the originals stand for the call's outputs, as before aliases
-            untraced.note(f"{untraced.where(call)} returned tensors that existed before the call "
-                          f"inside a container that cannot be copied ({exc}): later reads of them "
-                          "are drawn as coming from this call")
-            for t, _, node in aliased:
-                self.bind(t, node.key)
-            return None
-
-    def _inside(self, node: BaseNode, call: LayerNode) -> bool:
-        """Whether ``node`` was recorded inside the scope of ``call``."""
-        nodes = self.graph.nodes
-        while node.depth > call.depth:
-            if node.parent_key == call.key:
-                return True
-            node = nodes[node.parent_key]
-        return False

@@ -55,13 +55,13 @@ def shape_tuple(t: Tensor) -> tuple[int, ...]:
     >>> shape_tuple(torch.zeros(2, 3)) is shape_tuple(torch.ones(2, 3))
     True
     """
-    if t.is_nested:
+    if type(t) is not Tensor and t.is_nested:  # a jagged nested tensor (a class of its own)
         return shape_of(t)
-    size = t.shape
     try:
+        size = t.shape
         got = _SHAPES.get(size)
-    except TypeError:  # a symbolic size (unhashable)
-        return tuple(size)
+    except (RuntimeError, TypeError):  # a strided nested tensor (no sizes), a symbolic size
+        return shape_of(t)
     if got is None:
         got = _SHAPES.put(size, tuple(size))
     return got

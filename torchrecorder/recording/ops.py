@@ -89,6 +89,9 @@ def _call_info(func: Any) -> tuple[str, bool, Optional[int], bool]:
 
 # func -> _call_info(func); shared by all recordings (torch callables live as long as the process)
 _OP_INFO: Memo[Any, tuple[str, bool, Optional[int], bool]] = Memo(8192)
+# the keyword arguments of a call made without any: one dict, which nothing writes (the call
+# itself gets a copy), rather than a new one per operation
+_NO_KWARGS: dict[str, Any] = {}
 
 
 class OpMode(TorchFunctionMode):
@@ -108,7 +111,7 @@ class OpMode(TorchFunctionMode):
         # torch takes this mode off its stack while this method runs: the torch calls
         # below (func itself, .shape, ._base) do not come back here
         if kwargs is None:
-            kwargs = {}
+            kwargs = _NO_KWARGS
         engine = self.engine
         info = _OP_INFO.get(func)
         if info is None:
@@ -119,13 +122,22 @@ class OpMode(TorchFunctionMode):
         out = func(*args, **kwargs)
         if engine.paused or engine.thread != get_ident():
             return out
-        if type(out) is Tensor and not info[1] and info[2] is None and not kwargs:
-            # the common case, op_outputs inlined: one new tensor (unless an argument came back)
-            for a in args:
-                if a is out:
-                    return out
-            engine.record_op(func, info[0], args, kwargs, [out], False)
-            return out
+        if type(out) is Tensor and not info[1]:
+            # the common case, op_outputs inlined: one new tensor (unless an argument came
+            # back), from a call that does not write its first argument (no trailing ``_``,
+            # its ``inplace`` flag, where it has one, off)
+            flag = info[2]
+            if flag is None or (kwargs.get("inplace", args[flag] if flag < len(args) else False)
+                                is not True):
+                for a in args:
+                    if a is out:
+                        return out
+                if kwargs:
+                    for a in kwargs.values():
+                        if a is out:
+                            return out
+                engine.record_op(func, info[0], args, kwargs, [out], False)
+                return out
         outs, inplace = op_outputs(info[:3], args, kwargs, out)
         if outs:
             engine.record_op(func, info[0], args, kwargs, outs, inplace)

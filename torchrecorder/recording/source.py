@@ -1,10 +1,12 @@
 """Where in the user's code a module call or an operation comes from, read off the call stack.
 
 A recording asks once per module call and once per operation; the answer is the first
-Python frame outside torch and torchrecorder.  Nothing here reads source files or builds
-``inspect`` frame records: :func:`caller` walks ``f_back`` from the frame it is given,
-tells torch's and torchrecorder's own files by a prefix test remembered per file name, and
-returns one shared :class:`~torchrecorder.nodes.Source` per line of code.
+Python frame outside torch and torchrecorder.  Nothing here reads source files, builds
+``inspect`` frame records or works out line numbers: :func:`caller` walks ``f_back`` from
+the frame it is given, tells torch's and torchrecorder's own files by a prefix test
+remembered per file name, and names the line by the frame's code object and instruction
+offset (a :data:`~torchrecorder._lines.At`), which ``node.source`` turns into the shared
+:class:`~torchrecorder.nodes.Source` of that line when first read.  No frame is kept.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from typing import Any, Optional
 
 import torch
 
-from ..nodes import Source
+from .._lines import At
 from .meta import Memo
 
-__all__ = ["caller", "internal_file"]
+__all__ = ["INTERNAL", "caller", "internal_file"]
 
 
 def _roots() -> tuple[str, ...]:
@@ -34,24 +36,20 @@ def _roots() -> tuple[str, ...]:
 
 
 _ROOTS = _roots()
-# file name -> whether it belongs to torch or torchrecorder (the same for every recording)
-_INTERNAL: Memo[str, bool] = Memo(16384)
-# (file name, line, function) -> the one Source of that line
-_LINES: Memo[tuple[str, int, str], Source] = Memo(65536)
-# (id of a code object, offset of an instruction in it) -> (the code object, its line's Source):
-# finding the line of an instruction reads the code's line table, an offset is at hand
-_AT: Memo[tuple[int, int], tuple[Any, Source]] = Memo(65536)
+#: file name -> whether it belongs to torch or torchrecorder (the same for every recording;
+#: the engine reads it to name the line of an operation called straight from the user's code)
+INTERNAL: Memo[str, bool] = Memo(16384)
 
 
 def internal_file(filename: str) -> bool:
     """Whether ``filename`` is a file of torch or of torchrecorder."""
-    inside = _INTERNAL.get(filename)
+    inside = INTERNAL.get(filename)
     if inside is None:
-        inside = _INTERNAL.put(filename, filename.startswith(_ROOTS))
+        inside = INTERNAL.put(filename, filename.startswith(_ROOTS))
     return inside
 
 
-def caller(frame: Optional[FrameType], module: Any = None) -> Optional[Source]:
+def caller(frame: Optional[FrameType], module: Any = None) -> Optional[At]:
     """The first frame from ``frame`` outwards that is outside torch and torchrecorder.
 
     Args:
@@ -62,29 +60,19 @@ def caller(frame: Optional[FrameType], module: Any = None) -> Optional[Source]:
             the line is the one that called that ``__call__``.
 
     Returns:
-        the frame's :class:`~torchrecorder.nodes.Source` (shared by every node of that
-        line), or ``None`` when every frame is inside torch or torchrecorder.
+        ``(code object, instruction offset)`` of that frame, which a node keeps as its
+        ``source`` until read (see :mod:`torchrecorder._lines`), or ``None`` when every
+        frame is inside torch or torchrecorder.
     """
-    internal = _INTERNAL
+    internal = INTERNAL
     while frame is not None:
         code = frame.f_code
         filename = code.co_filename
         inside = internal.get(filename)
         if inside is None:
             inside = internal_file(filename)
-        if not inside:
-            name = code.co_name
-            if module is None or name != "__call__" or not _own_call(frame, module):
-                at = (id(code), frame.f_lasti)
-                hit = _AT.get(at)
-                if hit is not None and hit[0] is code:
-                    return hit[1]
-                key = (filename, frame.f_lineno or code.co_firstlineno, name)
-                found = _LINES.get(key)
-                if found is None:
-                    found = _LINES.put(key, Source(*key))
-                _AT.put(at, (code, found))
-                return found
+        if not inside and (module is None or code.co_name != "__call__" or not _own_call(frame, module)):
+            return code, frame.f_lasti
         frame = frame.f_back
     return None
 

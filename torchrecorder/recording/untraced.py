@@ -110,7 +110,8 @@ class Untraced:
     def track(self, t: Tensor, key: Key) -> None:
         """``t`` now stands for ``key``: remember its ``grad_fn``, which may outlive ``t``.
 
-        The engine calls it wherever a tensor is bound to a node.
+        The engine calls it wherever a tensor is bound to a node (where it makes nodes per
+        operation and per module call, it writes :attr:`grad_fns` itself, the same way).
         """
         gf = t.grad_fn
         if gf is not None:
@@ -152,7 +153,7 @@ class Untraced:
         node = graph.nodes[key] = OpNode(name, None, scope.depth + 1, skey, key, op=name,
                                          output_shapes=[tuple(t.shape)])
         if engine.source:  # where the tensor was read: the code that ran the untraced call
-            node.source = caller(sys._getframe(1))
+            node._source = caller(sys._getframe(1))
         scope.subnet_keys.add(key)
         for src in sources:
             if src != key:
