@@ -115,15 +115,17 @@ class ModuleInfo:
 
     __slots__ = ("buffers", "calls", "last", "name", "num_params", "params", "path", "total", "type_name")
 
-    def __init__(self, path: str, name: str, type_name: str) -> None:
+    def __init__(self, path: str, name: str, type_name: str,
+                 params: tuple[tuple[str, nn.Parameter], ...] = (), num_params: int = 0, total: int = 0,
+                 buffers: int = 0) -> None:
         self.path = path
         self.name = name
         self.type_name = type_name
         # own (dotted path, parameter); a tuple, shared empty one for most modules: fewer objects
-        self.params: tuple[tuple[str, nn.Parameter], ...] = ()
-        self.num_params = 0
-        self.total = 0
-        self.buffers = 0
+        self.params = params
+        self.num_params = num_params  # own parameter elements
+        self.total = total  # parameter elements below it, itself included
+        self.buffers = buffers  # own buffer elements
         self.calls = 0
         self.last: Any = None  # the module's latest call (a LayerNode) in the recording
 

@@ -115,29 +115,28 @@ class ModuleIndex:
         self.root_name = root_name
         at = {id(o): i for i, o in reversed(list(enumerate(objects)))}  # first position of each
         self.new = [at[id(m)] for m in new]
+        # the ids are those of the objects at these positions in any walk of the same stamp
+        # (the same objects, alive while the walk holds them): kept, not asked for again
         self.infos = []
         for m in new:
             info = modules[id(m)]
             own = tuple((ppath, at[id(p)]) for ppath, p in info.params)
-            self.infos.append((at[id(m)], info.path, info.name, info.type_name, own, info.num_params,
+            self.infos.append((id(m), info.path, info.name, info.type_name, own, info.num_params,
                                info.total, info.buffers))
-        self.params = [(at[pid], ppath) for pid, (_, ppath) in params.items()]
-        self.buffers = [at[b] for b in buffers if b in at]
+        self.params = [(pid, at[pid], ppath) for pid, (_, ppath) in params.items()]
+        self.buffers = [(b, at[b]) for b in buffers if b in at]
 
     def fill(self, objects: list[Any], modules: dict[int, ModuleInfo],
              params: dict[int, tuple[nn.Parameter, str]], buffers: dict[int, Tensor]) -> list[nn.Module]:
         """Fill the engine's dicts as :func:`index_modules` would, from the objects of the
         current walk (of the stamp the index was made from); fresh ``ModuleInfo``\\ s."""
-        for i, path, name, tname, own, num_params, total, nbuf in self.infos:
-            info = ModuleInfo(path, name, tname)
-            if own:
-                info.params = tuple([(ppath, objects[j]) for ppath, j in own])
-            info.num_params, info.total, info.buffers = num_params, total, nbuf
-            modules[id(objects[i])] = info
-        for j, ppath in self.params:
-            p = objects[j]
-            params[id(p)] = (p, ppath)
-        buffers.update((id(objects[j]), objects[j]) for j in self.buffers)
+        for mid, path, name, tname, own, num_params, total, nbuf in self.infos:
+            modules[mid] = ModuleInfo(path, name, tname, tuple([(ppath, objects[j]) for ppath, j in own])
+                                      if own else (), num_params, total, nbuf)
+        for pid, j, ppath in self.params:
+            params[pid] = (objects[j], ppath)
+        for bid, j in self.buffers:
+            buffers[bid] = objects[j]
         return [objects[i] for i in self.new]
 
 
