@@ -13,8 +13,9 @@ Two mechanisms work together while an :class:`Engine` is active:
 
 The engine writes into a :class:`~torchrecorder.graph.Graph` and keeps the
 live objects it has seen (``id`` -> weak reference and node key) only while
-recording.  Nothing here patches torch: hooks go through torch's hook API and
-are removed when recording ends, whatever happens.
+recording.  Nothing here patches torch: hooks go into the modules' hook dicts as
+torch's hook API puts them (the per-module pre-hooks by :mod:`.prehooks`, without a
+``RemovableHandle`` each) and are removed when recording ends, whatever happens.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
 from .opkeep import keep
 from .ops import eager
+from .prehooks import add_pre_hook, new_hook_id
 from .session import Session
 from .source import caller
 from .untraced import Untraced
@@ -108,6 +110,7 @@ class Engine(LiveObjects):
         self._modules: dict[int, ModuleInfo] = {}
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
+        self._hook_id = new_hook_id()  # the id of the engine's pre-hooks on every module
         self.fast = FastPaths(self, unfuse_fast_paths, GLOBAL_POST_HOOK)
         # set when the hooks are removed: a hook still called after that records nothing
         self.closed = False
@@ -269,7 +272,7 @@ class Engine(LiveObjects):
     def hook(self, module: nn.Module) -> None:
         """Register the engine's hooks on ``module``."""
         pre, post = self._hook_fns
-        self._handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+        add_pre_hook(self._handles, module, pre, self._hook_id)
         if not GLOBAL_POST_HOOK:
             self._handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
 
