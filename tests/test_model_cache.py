@@ -206,8 +206,9 @@ def no_hooks(net: nn.Module) -> bool:
 # ----------------------------------------------------- the model state's layout, kept on the memo
 class Vandal(Net):
     """:class:`Net` whose forward, once ``vandal`` is set, changes everything a recording must
-    put back: every parameter's and buffer's values, one ``.data`` rebound, every
-    ``requires_grad`` flag and training flag, and the existing gradients."""
+    put back: every parameter's and buffer's values, one ``.data`` rebound, a parameter and a
+    buffer replaced by other objects, every ``requires_grad`` flag and training flag, and the
+    existing gradients."""
 
     vandal = False
 
@@ -227,6 +228,8 @@ class Vandal(Net):
                 if m is not self.bn:  # (trained, it needs the buffer that one change removes)
                     m.training = not m.training
             self.fc1.weight.data = torch.zeros_like(self.fc1.weight)
+            self.fc2.bias = nn.Parameter(torch.zeros(3))  # other objects in the slots
+            self.offset = torch.full((3,), 5.0)
         return super().forward(x)
 
 
