@@ -13,9 +13,8 @@ Two mechanisms work together while an :class:`Engine` is active:
 
 The engine writes into a :class:`~torchrecorder.graph.Graph` and keeps the
 live objects it has seen (``id`` -> weak reference and node key) only while
-recording.  Nothing here patches torch: hooks go into the modules' hook dicts as
-torch's hook API puts them (the per-module pre-hooks by :mod:`.prehooks`, without a
-``RemovableHandle`` each) and are removed when recording ends, whatever happens.
+recording.  Nothing here patches torch: hooks go in as torch's hook API puts them (see
+:mod:`.prehooks`) and are removed when recording ends, whatever happens.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from .meta import bind_arguments, shape_tuple, tensor_meta
 from .modules import ModuleInfo, index_modules
 from .opkeep import keep
 from .ops import eager
-from .prehooks import add_pre_hook, new_hook_id
+from .prehooks import add_pre_hook, add_pre_hooks, new_hook_id
 from .session import Session
 from .source import caller
 from .untraced import Untraced
@@ -250,6 +249,9 @@ class Engine(LiveObjects):
         if not self._hook_fns:  # what dynamo must not compile: it mis-traces the recorder's hooks
             self._hook_fns = (eager(self._pre_hook), eager(self._post_hook))
         inside_script: set[int] = set()
+        if GLOBAL_POST_HOOK and not any(isinstance(m, torch.jit.ScriptModule) for m in new):
+            add_pre_hooks(self._handles, new, self._hook_fns[0], self._hook_id)  # the common case
+            new = []
         for module in new:
             if isinstance(module, torch.jit.ScriptModule):
                 if not GLOBAL_POST_HOOK:

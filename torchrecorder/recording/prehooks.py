@@ -22,7 +22,7 @@ from typing import Any
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-__all__ = ["PreHookHandle", "add_pre_hook", "new_hook_id"]
+__all__ = ["PreHookHandle", "add_pre_hook", "add_pre_hooks", "new_hook_id"]
 
 #: whether modules keep their pre-hooks as torch 2 does (else torch's method is used)
 _DIRECT = all(isinstance(getattr(nn.Module(), name, None), dict)
@@ -67,3 +67,15 @@ def add_pre_hook(handles: list[Any], module: nn.Module, hook: Callable[..., Any]
     handles.append(PreHookHandle(module, hid))
     module._forward_pre_hooks[hid] = hook
     module._forward_pre_hooks_with_kwargs[hid] = True
+
+
+def add_pre_hooks(handles: list[Any], modules: list[nn.Module], hook: Callable[..., Any], hid: int) -> None:
+    """:func:`add_pre_hook` on each of ``modules``, in order."""
+    if not _DIRECT:
+        for module in modules:
+            handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+        return
+    for module in modules:
+        handles.append(PreHookHandle(module, hid))
+        module._forward_pre_hooks[hid] = hook
+        module._forward_pre_hooks_with_kwargs[hid] = True
