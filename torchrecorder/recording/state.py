@@ -148,7 +148,7 @@ def _same_view(t: Tensor, alias: Tensor) -> bool:
 
 def _expanded(t: Tensor) -> bool:
     """Whether several elements of ``t`` share memory (``expand``): nothing can write it in place."""
-    if t.layout != torch.strided:
+    if t.layout != torch.strided or t.is_contiguous():  # (a contiguous tensor repeats nothing)
         return False
     return any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape, strict=True))
 
@@ -304,7 +304,7 @@ class ModelState:
         with torch.no_grad():
             for i in eager:
                 t = tensors[i]
-                if t.device.type == "meta" or _expanded(t) or not _storage_key(t):
+                if t.is_meta or _expanded(t) or not _storage_key(t):
                     continue
                 size = t.numel() * t.element_size()
                 if size <= budget:
