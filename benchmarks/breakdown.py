@@ -8,14 +8,19 @@ model of ``models.py`` (``gpt2-w32-L32`` by default):
   forward pre-hook on every module, one global forward hook and a ``TorchFunctionMode``,
   registered and removed: what torch's hook and mode dispatch costs any recorder built
   on them (the SPEC's design card), before it records anything;
-* keeping and restoring the model's state, without a forward pass (``check_model`` and
-  ``model_state_kept``: the README's promise that the model is left as it was);
-* the module index (``index_modules``: paths, names, parameter counts);
+* the model check (``check_model``: one walk of the model, refusing lazy tensors, reading
+  the model's stamp and comparing it with the stamp of its memo);
+* keeping and restoring the model's state, without a forward pass (``model_state_kept``:
+  the README's promise that the model is left as it was);
+* the module index (``index_modules`` on the checked walk, as ``record`` calls it: taken
+  from the model's memo when the model has not changed since its last recording);
+* the engine's hooks put on every module and taken off again (less the index);
 * ``record`` and ``make_dot(...).source``;
 * torchviz (forward + ``make_dot``) and torchview (``draw_graph``, depth 3), when installed.
 
 It prints the parts of ``record`` + ``make_dot`` (the bookkeeping of module calls and
-operations is what is left of ``record`` after the floor, the state and the index), the
+operations is what is left of ``record`` after the floor, the check, the state, the index
+and the hooks), the
 bookkeeping per module call and operation, and for each peer target of issue 38 the time
 it allows, what of that the floor takes, and how much of torchrecorder's own work
 (everything above the floor) would have to go to meet it.
@@ -43,7 +48,9 @@ from bench import _mechanism_floor, _peer_fn  # noqa: E402
 from models import build  # noqa: E402
 
 import torchrecorder  # noqa: E402
+from torchrecorder.graph import Graph  # noqa: E402
 from torchrecorder.nodes import LayerNode, OpNode  # noqa: E402
+from torchrecorder.recording.engine import Engine  # noqa: E402
 from torchrecorder.recording.meta import check_model  # noqa: E402
 from torchrecorder.recording.modules import index_modules  # noqa: E402
 from torchrecorder.recording.state import model_state_kept  # noqa: E402
@@ -69,15 +76,25 @@ def measure(name: str, rounds: int) -> dict[str, Any]:
     model, args = build(name)
     rec = torchrecorder.record(model, name, input_data=args)
 
+    walk = check_model(model)
+
     def state() -> None:
-        with model_state_kept(model, check_model(model)):
+        with model_state_kept(model, walk):
             pass
+
+    def hooks() -> None:
+        engine = Engine(Graph(name))
+        engine.walk = walk
+        engine.register_hooks(model, name)
+        engine.remove_hooks()
 
     fns: dict[str, Callable[[], Any]] = {
         "forward": lambda: model(*args),
         "floor": lambda: _mechanism_floor(model, args),
+        "check": lambda: check_model(model),
         "state": state,
-        "index": lambda: index_modules(model, name, "", {}, {}, set()),
+        "index": lambda: index_modules(model, name, "", {}, {}, {}, walk),
+        "hooks": hooks,
         "record": lambda: torchrecorder.record(model, name, input_data=args),
         "make_dot": lambda: torchrecorder.make_dot(rec).source,
         **_peers(model, args),
@@ -101,12 +118,15 @@ def report(name: str, m: dict[str, Any]) -> list[str]:
     """The printed lines for measurements ``m`` of model ``name``."""
     ms = 1e3
     total = m["record"] + m["make_dot"]
-    bookkeeping = m["record"] - m["floor"] - m["state"] - m["index"]
+    hooks = max(m["hooks"] - m["index"], 0.0)  # (the hooks' timing includes the index)
+    bookkeeping = m["record"] - m["floor"] - m["check"] - m["state"] - m["index"] - hooks
     parts = [
         ("plain forward pass", m["forward"]),
         ("torch's hook and mode dispatch (floor - forward)", m["floor"] - m["forward"]),
+        ("model check (walk and stamp)", m["check"]),
         ("model state kept and restored", m["state"]),
         ("module index", m["index"]),
+        ("the engine's hooks on and off", hooks),
         ("module calls and operations recorded (the rest of record)", bookkeeping),
         ("make_dot(...).source", m["make_dot"]),
     ]

@@ -9,6 +9,7 @@ recording with one made after the kept index was dropped (what a first recording
 from __future__ import annotations
 
 import gc
+import warnings
 import weakref
 from collections.abc import Callable
 
@@ -18,7 +19,7 @@ from torch import Tensor, nn
 
 import torchrecorder
 from torchrecorder.export import dumps
-from torchrecorder.recording import modules as modules_module
+from torchrecorder.recording import memo as memo_module
 
 from .graph_checks import global_hook_counts
 
@@ -38,6 +39,11 @@ class Net(nn.Module):
             if p.dim() == 1 and p.numel() == 6:
                 h = h * p
         return self.fc2(h) + self.offset
+
+
+def _index(net: nn.Module) -> object:
+    """The module index kept on ``net``'s memo."""
+    return memo_module._MEMOS[id(net)][1].index
 
 
 def _record(net: nn.Module) -> torchrecorder.Recorder:
@@ -120,13 +126,13 @@ def test_a_change_between_two_recordings_builds_the_index_anew(mutate: Callable[
     if mutate is _parameter_data_of_another_shape:
         net.unused = nn.Parameter(torch.ones(2))
     _record(net)
-    kept = modules_module._INDEXES[id(net)][1]
+    kept = _index(net)
     mutate(net)
     before = _state(net)
     second = _record(net)
-    assert modules_module._INDEXES[id(net)][1] is not kept  # rebuilt, and kept again
+    assert _index(net) is not kept  # rebuilt, and kept again
     assert _same_state(before, _state(net))
-    modules_module._INDEXES.clear()
+    memo_module.forget_all()
     fresh = _record(net)
     assert _layers(second) == _layers(fresh)
     assert dumps(second) == dumps(fresh)
@@ -160,7 +166,7 @@ def test_flags_modes_and_names_are_read_fresh(flip: str) -> None:
     if flip == "root name":
         roots = [(lay[1], lay[2]) for rec in (first, second) for lay in _layers(rec) if lay[2] == "Net"]
         assert roots == [("net", "Net"), ("other", "Net")]
-    modules_module._INDEXES.clear()
+    memo_module.forget_all()
     fresh = torchrecorder.record(net, "other" if flip == "root name" else "net", None,
                                  input_data=torch.randn(5, 4))
     assert _layers(second) == _layers(fresh)
@@ -169,11 +175,11 @@ def test_flags_modes_and_names_are_read_fresh(flip: str) -> None:
 def test_an_unchanged_model_reuses_its_index_and_records_the_same() -> None:
     torch.manual_seed(0)
     net = Net().eval()
-    modules_module._INDEXES.pop(id(net), None)
+    memo_module._MEMOS.pop(id(net), None)
     first = _record(net)
-    kept = modules_module._INDEXES[id(net)][1]
+    kept = _index(net)
     second = _record(net)
-    assert modules_module._INDEXES[id(net)][1] is kept
+    assert _index(net) is kept
     assert _layers(first) == _layers(second)
     assert dumps(first) == dumps(second)
     assert no_hooks(net)
@@ -185,13 +191,113 @@ def test_the_kept_index_keeps_no_model_module_or_tensor_alive() -> None:
     _record(net)
     refs = [weakref.ref(net), weakref.ref(net.fc1), weakref.ref(net.fc1.weight), weakref.ref(net.offset)]
     key = id(net)
-    assert key in modules_module._INDEXES
+    assert key in memo_module._MEMOS
     del net
     gc.collect()
     assert all(r() is None for r in refs)
-    assert key not in modules_module._INDEXES
+    assert key not in memo_module._MEMOS
 
 
 def no_hooks(net: nn.Module) -> bool:
     return all(not m._forward_hooks and not m._forward_pre_hooks and not m._forward_pre_hooks_with_kwargs
                for m in net.modules()) and not any(global_hook_counts())
+
+
+# ----------------------------------------------------- the model state's layout, kept on the memo
+class Vandal(Net):
+    """:class:`Net` whose forward, once ``vandal`` is set, changes everything a recording must
+    put back: every parameter's and buffer's values, one ``.data`` rebound, a parameter and a
+    buffer replaced by other objects, every ``requires_grad`` flag and training flag, and the
+    existing gradients."""
+
+    vandal = False
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.vandal:
+            with torch.no_grad():
+                for p in self.parameters():
+                    p.add_(1)
+                    if p.grad is not None:
+                        p.grad.add_(1)
+                for b in self.buffers():
+                    if b.dtype != torch.bool:
+                        b.add_(1)
+            for p in self.parameters():
+                p.requires_grad_(not p.requires_grad)
+            for m in self.modules():
+                if m is not self.bn:  # (trained, it needs the buffer that one change removes)
+                    m.training = not m.training
+            self.fc1.weight.data = torch.zeros_like(self.fc1.weight)
+            self.fc2.bias = nn.Parameter(torch.zeros(3))  # other objects in the slots
+            self.offset = torch.full((3,), 5.0)
+        return super().forward(x)
+
+
+def _to_double(net: Net) -> None:
+    net.offset.data = net.offset.data.double()  # the same object and shape, another dtype
+
+
+def _new_strides(net: Net) -> None:
+    net.fc2.weight.data = net.fc2.weight.data.t().contiguous().t()  # the same shape, other strides
+
+
+def _new_storage(net: Net) -> None:
+    net.fc1.bias.data = net.fc1.bias.data.clone()  # the same object, shape and strides
+
+
+def _flip_requires_grad(net: Net) -> None:
+    net.fc1.weight.requires_grad_(False)
+
+
+def _train(net: Net) -> None:
+    net.train()
+
+
+def _add_grad(net: Net) -> None:
+    net.fc2.weight.grad = torch.ones_like(net.fc2.weight)
+
+
+#: changes that keep the model's stamp: what the kept layout does not hold, read again
+UNSTAMPED = [_to_double, _new_strides, _new_storage, _flip_requires_grad, _train, _add_grad]
+
+
+def _full_state(net: nn.Module) -> tuple[object, ...]:
+    """:func:`_state`, and each tensor's layout, storage and gradient values."""
+    tensors = [*net.named_parameters(), *net.named_buffers()]
+    return (_state(net), [(n, t.dtype, t.stride(), t.data_ptr()) for n, t in tensors],
+            [(n, None if p.grad is None else (p.grad, p.grad.clone())) for n, p in net.named_parameters()])
+
+
+def _same_full_state(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    (sa, la, ga), (sb, lb, gb) = a, b  # type: ignore[misc]
+    return (_same_state(sa, sb) and la == lb and len(ga) == len(gb)  # type: ignore[arg-type]
+            and all(x[0] == y[0] and (x[1] is None) == (y[1] is None)
+                    and (x[1] is None or (x[1][0] is y[1][0] and torch.equal(x[1][1], y[1][1])))
+                    for x, y in zip(ga, gb, strict=True)))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("mutate", [None, *MUTATIONS, *UNSTAMPED],
+                         ids=lambda f: "unchanged" if f is None else f.__name__.strip("_"))
+def test_the_kept_state_layout_puts_back_the_model_as_it_is_now(mutate: Callable[[Net], None]) -> None:
+    """A model recorded, changed (or not) and recorded again with a forward that changes
+    everything: the model comes back as it was just before the second recording; the layout
+    kept on the memo is reused only where the stamp is unchanged."""
+    torch.manual_seed(0)
+    net = Vandal().eval()
+    if mutate is _parameter_data_of_another_shape:
+        net.unused = nn.Parameter(torch.ones(2))
+    _record(net)
+    memo = memo_module._MEMOS[id(net)][1]
+    assert memo.state is not None
+    if mutate is not None:
+        mutate(net)
+    before = _full_state(net)
+    net.vandal = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every change was seen or copied: nothing to report
+        _record(net)
+    net.vandal = False
+    assert _same_full_state(before, _full_state(net))
+    assert no_hooks(net)
+    kept = memo_module._MEMOS[id(net)][1]
+    assert (kept is memo) == (mutate is None or mutate in UNSTAMPED)

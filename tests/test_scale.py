@@ -347,21 +347,23 @@ def test_breakdown_parts_add_up_and_targets_say_what_must_go() -> None:
     make_dot, the bookkeeping is what is left of record, and each peer target says how much
     of the work above the floor must go (or that it is met, or that the peer is missing)."""
     breakdown = _bench_script("breakdown")
-    m = {"forward": 0.010, "floor": 0.020, "state": 0.003, "index": 0.002, "record": 0.045,
-         "make_dot": 0.005, "calls": 100, "ops": 300, "torchviz": 0.040}
+    # (the hooks' time includes the index: 1 ms of their own)
+    m = {"forward": 0.010, "floor": 0.020, "check": 0.001, "state": 0.002, "index": 0.001, "hooks": 0.002,
+         "record": 0.045, "make_dot": 0.005, "calls": 100, "ops": 300, "torchviz": 0.040}
     lines = breakdown.report("toy", m)
     assert lines[0] == "toy: record + make_dot 50.0 ms (100 module calls, 300 operations)"
-    parts = {line[:62].strip(): float(line[62:].split()[0]) for line in lines[1:7]}
+    parts = {line[:62].strip(): float(line[62:].split()[0]) for line in lines[1:9]}
     assert parts["torch's hook and mode dispatch (floor - forward)"] == 10.0
+    assert parts["the engine's hooks on and off"] == 1.0
     assert parts["module calls and operations recorded (the rest of record)"] == 20.0
     assert sum(parts.values()) == pytest.approx(50.0)
     assert "  bookkeeping per module call or operation: 50.0 us" in lines
-    assert "own work (above the floor): 30.0 ms" in lines[8]
+    assert "own work (above the floor): 30.0 ms" in lines[10]
     # 1.15 x torchviz allows 46 ms, the floor takes 20: 26 of the 30 ms own work may stay
-    assert lines[9].endswith("26.0 ms are left for 30.0 ms of own work: needs 13% of the own work to go")
-    assert lines[10].endswith("torchview not installed")
+    assert lines[11].endswith("26.0 ms are left for 30.0 ms of own work: needs 13% of the own work to go")
+    assert lines[12].endswith("torchview not installed")
     met = breakdown.report("toy", {**m, "torchview": 0.300})  # 4.5x faster: 66.7 ms allowed, 50 taken
-    assert met[10].endswith(": met"), met[10]
+    assert met[12].endswith(": met"), met[12]
 
 
 def test_breakdown_script_runs() -> None:
@@ -374,8 +376,8 @@ def test_breakdown_script_runs() -> None:
     out = proc.stdout
     head = r"^gpt2-w32-L2: record \+ make_dot [\d.]+ ms \(\d+ module calls, \d+ operations\)$"
     assert re.search(head, out, re.M), out
-    for part in ("plain forward pass", "model state kept and restored", "module index",
-                 "make_dot(...).source"):
+    for part in ("plain forward pass", "model check (walk and stamp)", "model state kept and restored",
+                 "module index", "the engine's hooks on and off", "make_dot(...).source"):
         assert re.search(rf"^  {re.escape(part)} +-?[\d.]+ ms", out, re.M), (part, out)
     assert out.count("record + make_dot <= 1.15 x torchviz") == 1, out
 

@@ -68,6 +68,38 @@ def test_second_interrupt_during_hook_removal_still_removes_every_hook(nth: int)
     assert (len(rec.nodes), len(rec.links)) == (n_nodes, n_edges)
 
 
+def test_the_recordings_pre_hooks_keep_torchs_order_and_leave_the_users_hooks() -> None:
+    """The recording's pre-hooks (put on without torch's handles, see recording/prehooks.py)
+    run after a user's hook registered before, take keyword arguments, never share an id
+    with a hook registered during the pass, and are all gone afterwards while the user's
+    hooks stay, in their order."""
+    order: list[str] = []
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+            self.during: list[Any] = []
+
+        def forward(self, x: Tensor) -> Tensor:
+            if not self.during:
+                self.during.append(self.fc.register_forward_pre_hook(
+                    lambda m, a, k: order.append("during"), with_kwargs=True))
+            return self.fc(input=x)
+
+    net = Net()
+    before = net.fc.register_forward_pre_hook(lambda m, a: order.append("before"))
+    rec = torchrecorder.record(net, "net", (1, 3))
+    during = net.during[0]
+    assert order == ["before", "during"]
+    assert rec.nodes["fc"].input_shapes == [(1, 3)]  # the keyword argument reached the recording
+    assert list(net.fc._forward_pre_hooks) == [before.id, during.id]
+    assert list(net.fc._forward_pre_hooks_with_kwargs) == [during.id]
+    before.remove()
+    during.remove()
+    assert no_hooks(net)
+
+
 def test_a_finished_recorders_hook_never_records() -> None:
     net = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
     rec = torchrecorder.record(net, "net", (1, 3))
@@ -221,6 +253,29 @@ def test_buffers_written_by_forward_are_put_back(eager_bytes: int, monkeypatch: 
     for k, b in net.named_buffers():
         assert b is before[k][0], k
         assert torch.equal(b, before[k][1]), k
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.float32, torch.bfloat16])
+def test_a_buffer_written_where_torchrecorder_cannot_see_is_put_back(dtype: torch.dtype) -> None:
+    """Copied beforehand (within the budget), compared with its copy after the pass: one
+    element changed unseen, of any dtype (numpy has no bfloat16: torch compares it), is put back."""
+
+    class Unseen(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("mask", torch.tensor([[1, 0, 1], [0, 1, 1]], dtype=dtype))
+
+        def forward(self, x: Tensor) -> Tensor:
+            with torch._C.DisableTorchFunction():
+                self.mask[1, 0] = 1
+            return x + 1
+
+    net = Unseen()
+    before = net.mask.clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torchrecorder.record(net, "u", (1, 3))
+    assert torch.equal(net.mask, before)
 
 
 @pytest.mark.parametrize("device", ["cpu", "meta"])

@@ -13,8 +13,8 @@ Two mechanisms work together while an :class:`Engine` is active:
 
 The engine writes into a :class:`~torchrecorder.graph.Graph` and keeps the
 live objects it has seen (``id`` -> weak reference and node key) only while
-recording.  Nothing here patches torch: hooks go through torch's hook API and
-are removed when recording ends, whatever happens.
+recording.  Nothing here patches torch: hooks go in as torch's hook API puts them (see
+:mod:`.prehooks`) and are removed when recording ends, whatever happens.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from .meta import shape_tuple
 from .modules import ModuleInfo, index_modules
 from .opkeep import keep
 from .ops import eager
+from .prehooks import add_pre_hook, add_pre_hooks, new_hook_id
 from .session import Session
 from .source import INTERNAL, caller
 from .untraced import Untraced
@@ -103,6 +104,7 @@ class Engine(ModuleCalls):
         self._modules: dict[int, ModuleInfo] = {}
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
+        self._hook_id = new_hook_id()  # the id of the engine's pre-hooks on every module
         self.fast = FastPaths(self, unfuse_fast_paths, GLOBAL_POST_HOOK)
         # set when the hooks are removed: a hook still called after that records nothing
         self.closed = False
@@ -242,6 +244,9 @@ class Engine(ModuleCalls):
         if not self._hook_fns:  # what dynamo must not compile: it mis-traces the recorder's hooks
             self._hook_fns = (eager(self._pre_hook), eager(self._post_hook))
         inside_script: set[int] = set()
+        if GLOBAL_POST_HOOK and not any(isinstance(m, torch.jit.ScriptModule) for m in new):
+            add_pre_hooks(self._handles, new, self._hook_fns[0], self._hook_id)  # the common case
+            new = []
         for module in new:
             if isinstance(module, torch.jit.ScriptModule):
                 if not GLOBAL_POST_HOOK:
@@ -264,7 +269,7 @@ class Engine(ModuleCalls):
     def hook(self, module: nn.Module) -> None:
         """Register the engine's hooks on ``module``."""
         pre, post = self._hook_fns
-        self._handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
+        add_pre_hook(self._handles, module, pre, self._hook_id)
         if not GLOBAL_POST_HOOK:
             self._handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
 

@@ -4,13 +4,14 @@ what it knows of each module, and which modules and buffers need care."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Optional, TypeVar
 
 import torch
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
 from ..nodes import shape_str
+from .memo import ModelMemo, memo_of
 
 __all__ = ["Memo", "ModelWalk", "ModuleInfo", "bind_arguments", "check_model", "grad_fn_op_name",
            "lazy_error", "own_tensors", "shape_name", "shape_of", "shape_tuple", "tensor_meta", "type_name"]
@@ -114,15 +115,17 @@ class ModuleInfo:
 
     __slots__ = ("buffers", "calls", "last", "name", "num_params", "params", "path", "total", "type_name")
 
-    def __init__(self, path: str, name: str, type_name: str) -> None:
+    def __init__(self, path: str, name: str, type_name: str,
+                 params: tuple[tuple[str, nn.Parameter], ...] = (), num_params: int = 0, total: int = 0,
+                 buffers: int = 0) -> None:
         self.path = path
         self.name = name
         self.type_name = type_name
         # own (dotted path, parameter); a tuple, shared empty one for most modules: fewer objects
-        self.params: tuple[tuple[str, nn.Parameter], ...] = ()
-        self.num_params = 0
-        self.total = 0
-        self.buffers = 0
+        self.params = params
+        self.num_params = num_params  # own parameter elements
+        self.total = total  # parameter elements below it, itself included
+        self.buffers = buffers  # own buffer elements
         self.calls = 0
         self.last: Any = None  # the module's latest call (a LayerNode) in the recording
 
@@ -156,17 +159,44 @@ def lazy_error(module: nn.Module, path: str, tensor_name: str) -> TypeError:
 
 class ModelWalk(list[tuple[str, nn.Module]]):
     """``list(net.named_modules(remove_duplicate=False))``, with the model's *stamp* read in
-    the same pass: ``objects``, each module and each of its parameters and buffers in walk
-    order, and ``facts``, the paths, classes, tensor names and shapes beside them.  Two
-    walks with identical objects (``is``) and equal facts are of a model that has not
-    changed in anything the module index reads (see :mod:`~torchrecorder.recording.modules`)."""
+    the same pass: ``objects``, each module in walk order, then each of their parameters and
+    buffers, and ``facts``, each module's path, class and tensor names, and every tensor's
+    shape.  Two walks with identical objects (``is``) and equal facts are of a model that has
+    not changed in anything the module index and the model state's layout read (see
+    :mod:`~torchrecorder.recording.memo`).  ``memo``: what recordings of the model keep
+    between them, valid for this stamp (:func:`~torchrecorder.recording.memo.memo_of`;
+    ``None`` until :func:`check_model` looks it up, or for a model that takes no weak
+    references)."""
 
-    __slots__ = ("facts", "objects")
+    __slots__ = ("facts", "memo", "objects")
 
     def __init__(self, items: Any = ()) -> None:
         super().__init__(items)
         self.objects: list[Any] = []
         self.facts: list[Any] = []
+        self.memo: Optional[ModelMemo] = None
+
+
+_NAMED_MODULES = nn.Module.named_modules
+
+
+def _walk(net: nn.Module) -> list[tuple[str, nn.Module]]:
+    """``list(net.named_modules(remove_duplicate=False))``, without torch's recursive
+    generators (one generator per module and level); a model with a module that walks its
+    own way (overrides ``named_modules``) is walked by its own method."""
+    out: list[tuple[str, nn.Module]] = []
+    stack: list[tuple[str, nn.Module]] = [("", net)]
+    pop, push, add = stack.pop, stack.extend, out.append
+    while stack:
+        path, module = pop()
+        if type(module).named_modules is not _NAMED_MODULES:
+            return list(net.named_modules(remove_duplicate=False))
+        add((path, module))
+        children = module._modules
+        if children:
+            prefix = f"{path}." if path else ""
+            push([(prefix + n, c) for n, c in reversed(children.items()) if c is not None])
+    return out
 
 
 def check_model(net: nn.Module) -> ModelWalk:
@@ -175,29 +205,28 @@ def check_model(net: nn.Module) -> ModelWalk:
     Returns:
         ``list(net.named_modules(remove_duplicate=False))``, for the rest of the recording's
         set-up to walk again without torch's recursive generators, with the model's stamp
-        (:class:`ModelWalk`).
+        and the memo of the model valid for that stamp (:class:`ModelWalk`).
 
     Raises:
         TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
     """
-    walk = ModelWalk(net.named_modules(remove_duplicate=False))
-    objects, facts = walk.objects, walk.facts
-    add_object, add_fact = objects.append, facts.append
-    for path, module in walk:
-        add_object(module)
-        add_fact(path)
-        add_fact(type(module))
-        for tensors in (module._parameters, module._buffers):
-            add_fact(len(tensors))
-            for tname, t in tensors.items():
-                add_fact(tname)
-                if t is None:
-                    add_fact(None)
-                    continue
-                if is_lazy(t):
-                    raise lazy_error(module, path, tname)
-                add_object(t)
-                add_fact(t.shape)
+    walk = ModelWalk(_walk(net))
+    modules = [m for _, m in walk]
+    facts: list[Any] = [(path, type(m), tuple(m._parameters.keys()), tuple(m._buffers.keys()))
+                        for path, m in walk]
+    tensors = [t for m in modules for d in (m._parameters, m._buffers) if d for t in d.values()]
+    present = [t for t in tensors if t is not None]
+    if any(map(is_lazy, present)):
+        for path, module in walk:
+            for tensor_dict in (module._parameters, module._buffers):
+                for tname, t in tensor_dict.items():
+                    if t is not None and is_lazy(t):
+                        raise lazy_error(module, path, tname)
+    facts.append([None if t is None else t.shape for t in tensors])
+    objects: list[Any] = modules
+    objects += present
+    walk.objects, walk.facts = objects, facts
+    walk.memo = memo_of(net, objects, facts)
     return walk
 
 

@@ -1,20 +1,18 @@
 """What the recording engine knows of each module of the recorded model, read in one walk.
 
 The index of a model recorded again is not read again: the last index of each model is
-kept (:class:`_Index`, by a weak reference to the model: the cache never keeps a model,
-module or tensor alive) and reused when the model is, module for module and tensor for
-tensor, what it was: the same module objects under the same paths, of the same classes,
-holding the same parameter and buffer objects under the same names, of the same shapes.
-That is checked on every recording, on the stamp that :func:`~.meta.check_model` reads
-in the walk the recording makes anyway (:class:`~.meta.ModelWalk`); any difference (a
-module, parameter or buffer added, removed or replaced, a ``.data`` of another shape)
-builds the index anew.
+kept on its memo (:class:`ModuleIndex` on :class:`~.memo.ModelMemo`, by positions in the
+model's walk: it keeps no model, module or tensor alive) and reused while the model is,
+module for module and tensor for tensor, what it was: the same module objects under the
+same paths, of the same classes, holding the same parameter and buffer objects under the
+same names, of the same shapes.  That is checked on every recording, once for all users of
+the memo, on the stamp that :func:`~.meta.check_model` reads in the walk the recording
+makes anyway (:class:`~.meta.ModelWalk`); any difference (a module, parameter or buffer
+added, removed or replaced, a ``.data`` of another shape) builds the index anew.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Any, Optional
 
 from torch import Tensor, nn
@@ -22,10 +20,7 @@ from torch.nn.parameter import is_lazy
 
 from .meta import ModelWalk, ModuleInfo, lazy_error, own_tensors, type_name
 
-__all__ = ["ModuleInfo", "index_modules"]
-
-#: a stamp of a model: every module and tensor object of its walk, and what else the index reads
-Stamp = tuple[list[Any], list[Any]]
+__all__ = ["ModuleIndex", "ModuleInfo", "index_modules"]
 
 
 def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int, ModuleInfo],
@@ -50,12 +45,12 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
     Raises:
         TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
     """
-    stamp: Optional[Stamp] = None
+    memo = None
     if isinstance(walk, ModelWalk) and not prefix and not modules and not params and not buffers:
-        stamp = walk.objects, walk.facts
-        got = _cached(net, root_name, stamp)
-        if got is not None:
-            return got.fill(stamp[0], modules, params, buffers)
+        memo = walk.memo
+        got = memo.index if memo is not None else None
+        if got is not None and got.root_name == root_name:
+            return got.fill(walk.objects, modules, params, buffers)
     first_path: list[tuple[str, ModuleInfo]] = []
     new: list[nn.Module] = []
     checked = walk is not None
@@ -102,88 +97,47 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
         _count_shared_once(totals, owned)
     for path, info in first_path:
         info.total = totals.get(path, 0)
-    if stamp is not None:
-        _remember(net, root_name, stamp, new, modules, params, buffers)
+    if memo is not None and isinstance(walk, ModelWalk):
+        memo.index = ModuleIndex(root_name, walk.objects, new, modules, params, buffers)
     return new
 
 
-class _Index:
+class ModuleIndex:
     """The index of one model, as :func:`index_modules` made it, by positions in the
-    model's stamp (weak references only: it keeps nothing of the model alive)."""
+    objects of the model's stamp (:class:`~.meta.ModelWalk`): it keeps nothing of the model
+    alive, and is valid for any walk of the same stamp."""
 
-    __slots__ = ("buffers", "facts", "infos", "new", "params", "refs", "root_name")
+    __slots__ = ("buffers", "infos", "new", "params", "root_name")
 
-    def __init__(self, root_name: str, stamp: Stamp, new: list[nn.Module], modules: dict[int, ModuleInfo],
-                 params: dict[int, tuple[nn.Parameter, str]], buffers: dict[int, Tensor]) -> None:
-        objects, self.facts = stamp
+    def __init__(self, root_name: str, objects: list[Any], new: list[nn.Module],
+                 modules: dict[int, ModuleInfo], params: dict[int, tuple[nn.Parameter, str]],
+                 buffers: dict[int, Tensor]) -> None:
         self.root_name = root_name
-        self.refs = [weakref.ref(o) for o in objects]
         at = {id(o): i for i, o in reversed(list(enumerate(objects)))}  # first position of each
         self.new = [at[id(m)] for m in new]
+        # the ids are those of the objects at these positions in any walk of the same stamp
+        # (the same objects, alive while the walk holds them): kept, not asked for again
         self.infos = []
         for m in new:
             info = modules[id(m)]
             own = tuple((ppath, at[id(p)]) for ppath, p in info.params)
-            self.infos.append((at[id(m)], info.path, info.name, info.type_name, own, info.num_params,
+            self.infos.append((id(m), info.path, info.name, info.type_name, own, info.num_params,
                                info.total, info.buffers))
-        self.params = [(at[pid], ppath) for pid, (_, ppath) in params.items()]
-        self.buffers = [at[b] for b in buffers if b in at]
-
-    def matches(self, root_name: str, stamp: Stamp) -> bool:
-        """Whether ``stamp`` is of the model this index was made of, unchanged."""
-        objects, facts = stamp
-        refs = self.refs
-        if root_name != self.root_name or len(objects) != len(refs) or facts != self.facts:
-            return False
-        return all(ref() is obj for ref, obj in zip(refs, objects, strict=True))
+        self.params = [(pid, at[pid], ppath) for pid, (_, ppath) in params.items()]
+        self.buffers = [(b, at[b]) for b in buffers if b in at]
 
     def fill(self, objects: list[Any], modules: dict[int, ModuleInfo],
              params: dict[int, tuple[nn.Parameter, str]], buffers: dict[int, Tensor]) -> list[nn.Module]:
         """Fill the engine's dicts as :func:`index_modules` would, from the objects of the
-        current walk (the same as the index's: :meth:`matches`); fresh ``ModuleInfo``\\ s."""
-        for i, path, name, tname, own, num_params, total, nbuf in self.infos:
-            info = ModuleInfo(path, name, tname)
-            if own:
-                info.params = tuple([(ppath, objects[j]) for ppath, j in own])
-            info.num_params, info.total, info.buffers = num_params, total, nbuf
-            modules[id(objects[i])] = info
-        for j, ppath in self.params:
-            p = objects[j]
-            params[id(p)] = (p, ppath)
-        buffers.update((id(objects[j]), objects[j]) for j in self.buffers)
+        current walk (of the stamp the index was made from); fresh ``ModuleInfo``\\ s."""
+        for mid, path, name, tname, own, num_params, total, nbuf in self.infos:
+            modules[mid] = ModuleInfo(path, name, tname, tuple([(ppath, objects[j]) for ppath, j in own])
+                                      if own else (), num_params, total, nbuf)
+        for pid, j, ppath in self.params:
+            params[pid] = (objects[j], ppath)
+        for bid, j in self.buffers:
+            buffers[bid] = objects[j]
         return [objects[i] for i in self.new]
-
-
-# id(model) -> the last index of that model (dropped when the model is collected)
-_INDEXES: dict[int, tuple[weakref.ref[nn.Module], _Index]] = {}
-_LOCK = threading.Lock()
-
-
-def _cached(net: nn.Module, root_name: str, stamp: Stamp) -> Optional[_Index]:
-    with _LOCK:
-        got = _INDEXES.get(id(net))
-    if got is None or got[0]() is not net or not got[1].matches(root_name, stamp):
-        return None
-    return got[1]
-
-
-def _remember(net: nn.Module, root_name: str, stamp: Stamp, new: list[nn.Module],
-              modules: dict[int, ModuleInfo], params: dict[int, tuple[nn.Parameter, str]],
-              buffers: dict[int, Tensor]) -> None:
-    try:
-        index = _Index(root_name, stamp, new, modules, params, buffers)
-    except TypeError:  # an object that takes no weak reference: not cached
-        return
-    key = id(net)
-
-    def forget(ref: Any, key: int = key) -> None:
-        with _LOCK:
-            if _INDEXES.get(key, (None,))[0] is ref:
-                del _INDEXES[key]
-
-    ref = weakref.ref(net, forget)
-    with _LOCK:
-        _INDEXES[key] = (ref, index)
 
 
 def _added_totals(owned: list[tuple[str, list[tuple[int, int]]]],

@@ -6,15 +6,18 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import operator
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import repeat
 from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
+from .meta import ModelWalk
 from .ops import write_info
 
 __all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "make_inputs",
@@ -88,34 +91,12 @@ EAGER_COPY_BYTES = 32 << 20
 _MISSING = object()
 
 
-class _Tracked:
-    """One parameter, buffer or ``.grad`` of the model, as it was before the forward pass (for a
-    parameter also its ``requires_grad`` flag and ``.grad``: one object per tensor, so that a
-    recording leaves the garbage collector few objects to scan).  ``what`` says what it is, for a
-    warning: (kind, module path, tensor name), ``("parameter", "fc", "weight")`` (the text is made
-    only when needed)."""
-
-    __slots__ = ("alias", "grad", "requires_grad", "saved", "tensor", "version", "what")
-
-    def __init__(self, tensor: Tensor, what: tuple[str, str, str]) -> None:
-        self.tensor = tensor
-        self.what = what
-        self.alias = tensor.detach()  # the original storage and view, whatever forward rebinds
-        self.version = _version(tensor)
-        self.saved: Optional[Tensor] = None
-        self.requires_grad = False
-        self.grad: Optional[Tensor] = None
-
-    @property
-    def label(self) -> str:
-        """``parameter 'fc.weight'``, ``buffer 'bn.running_mean'``, ``the gradient of 'fc.weight'``."""
-        kind, module, name = self.what
-        path = f"{module}.{name}" if module else name
-        return f"the gradient of '{path}'" if kind == "grad" else f"{kind} '{path}'"
-
-    def snapshot(self) -> None:
-        if self.saved is None:
-            self.saved = self.alias.clone()
+def _label(what: tuple[str, str, str]) -> str:
+    """``parameter 'fc.weight'``, ``buffer 'bn.running_mean'``, ``the gradient of 'fc.weight'``
+    for ``what`` = (kind, module path, tensor name)."""
+    kind, module, name = what
+    path = f"{module}.{name}" if module else name
+    return f"the gradient of '{path}'" if kind == "grad" else f"{kind} '{path}'"
 
 
 def _version(t: Tensor) -> Optional[int]:
@@ -124,6 +105,14 @@ def _version(t: Tensor) -> Optional[int]:
         return int(t._version)
     except RuntimeError:
         return None
+
+
+def _versions(tensors: list[Tensor]) -> list[Optional[int]]:
+    """:func:`_version` of each of ``tensors`` (one comprehension unless one is an inference tensor)."""
+    try:
+        return [t._version for t in tensors]
+    except RuntimeError:
+        return [_version(t) for t in tensors]
 
 
 def _storage_key(t: Any) -> int:
@@ -159,88 +148,187 @@ def _same_view(t: Tensor, alias: Tensor) -> bool:
 
 def _expanded(t: Tensor) -> bool:
     """Whether several elements of ``t`` share memory (``expand``): nothing can write it in place."""
-    if t.layout != torch.strided:
+    if t.layout != torch.strided or t.is_contiguous():  # (a contiguous tensor repeats nothing)
         return False
     return any(st == 0 and n > 1 for st, n in zip(t.stride(), t.shape, strict=True))
+
+
+_DTYPE = operator.attrgetter("dtype")
+
+
+def _same_bytes(t: Tensor, copy: Tensor) -> bool:
+    """Whether ``t`` holds what ``copy`` (its clone) holds: for a small tensor in the CPU's
+    memory the same bytes, compared as bytes (``torch.equal`` compares booleans and bytes one
+    by one, much slower; the byte strings are copies, hence small tensors only), else (a large
+    tensor, another device, a dtype numpy lacks, torch without numpy) ``torch.equal``."""
+    if t.device.type == "cpu" and t.layout == torch.strided and t.numel() * t.element_size() <= 1 << 20:
+        try:
+            return bool(t.numpy().tobytes() == copy.numpy().tobytes())
+        except Exception:  # bfloat16, a conjugate view, no numpy: compared by torch
+            pass
+    return bool(torch.equal(t, copy))
+
+
+class _Layout:
+    """Where the state of a model lies, read in one walk of it: its distinct modules, the
+    slots of their ``_parameters`` and ``_buffers`` dicts (owner, name, object), and its
+    distinct parameters and buffers with what each is, for a warning: ``("parameter", "fc",
+    "weight")``."""
+
+    __slots__ = ("buffers", "modules", "params", "slot_names", "slot_objects", "slot_owners", "tensors",
+                 "whats")
+
+    def __init__(self) -> None:
+        self.modules: list[Any] = []
+        self.slot_owners: list[tuple[Any, str]] = []  # (module, "_parameters" or "_buffers")
+        self.slot_names: list[str] = []
+        self.slot_objects: list[Any] = []
+        self.tensors: list[Any] = []
+        self.whats: list[tuple[str, str, str]] = []
+        self.params: list[int] = []  # positions in ``tensors``
+        self.buffers: list[int] = []
+
+    @classmethod
+    def read(cls, walk: Iterable[tuple[str, nn.Module]], lazy_possible: bool) -> _Layout:
+        """The layout of the model whose ``named_modules(remove_duplicate=False)`` is ``walk``
+        (uninitialized tensors left out where ``lazy_possible``)."""
+        layout = cls()
+        modules, owners = layout.modules, layout.slot_owners
+        names, objects = layout.slot_names, layout.slot_objects
+        tensors, whats, params, buffers = layout.tensors, layout.whats, layout.params, layout.buffers
+        seen: set[int] = set()
+        for path, module in walk:
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            modules.append(module)
+            for kind, attr, tensor_dict, into in (("parameter", "_parameters", module._parameters, params),
+                                                  ("buffer", "_buffers", module._buffers, buffers)):
+                if not tensor_dict:
+                    continue
+                for tname, t in tensor_dict.items():
+                    owners.append((module, attr))
+                    names.append(tname)
+                    objects.append(t)
+                    if t is None or id(t) in seen or (lazy_possible and is_lazy(t)):
+                        continue
+                    seen.add(id(t))
+                    into.append(len(tensors))
+                    tensors.append(t)
+                    whats.append((kind, path, tname))
+        return layout
+
+    def positions(self, objects: list[Any]) -> _Layout:
+        """This layout with every module and tensor as its position in ``objects`` (the walk's
+        stamp, :class:`~.meta.ModelWalk`; ``-1`` for a ``None`` slot): what is kept between
+        recordings, keeping nothing of the model alive (:meth:`objects` reads it back)."""
+        at = {id(o): i for i, o in reversed(list(enumerate(objects)))}  # first position of each
+        kept = _Layout()
+        kept.modules = [at[id(m)] for m in self.modules]
+        kept.slot_owners = [(at[id(m)], attr) for m, attr in self.slot_owners]
+        kept.slot_names = self.slot_names
+        kept.slot_objects = [-1 if o is None else at[id(o)] for o in self.slot_objects]
+        kept.tensors = [at[id(t)] for t in self.tensors]
+        kept.whats, kept.params, kept.buffers = self.whats, self.params, self.buffers
+        return kept
+
+    def objects(self, objects: list[Any]) -> _Layout:
+        """A layout made by :meth:`positions`, with its positions read in ``objects`` (a walk
+        of the same stamp)."""
+        got = _Layout()
+        got.modules = [objects[i] for i in self.modules]
+        got.slot_owners = [(objects[i], attr) for i, attr in self.slot_owners]
+        got.slot_names = self.slot_names
+        got.slot_objects = [None if i < 0 else objects[i] for i in self.slot_objects]
+        got.tensors = [objects[i] for i in self.tensors]
+        got.whats, got.params, got.buffers = self.whats, self.params, self.buffers
+        return got
+
+
+def _layout(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]) -> _Layout:
+    """Where ``net``'s state lies: kept on the model's memo (:mod:`~.memo`) between recordings
+    when ``walk`` is a :func:`~.meta.check_model` walk, read again on any change of its stamp."""
+    if walk is None:
+        return _Layout.read(net.named_modules(remove_duplicate=False), True)
+    if not isinstance(walk, ModelWalk):
+        return _Layout.read(walk, True)
+    memo = walk.memo  # (a walk made by check_model has refused lazy tensors already)
+    if memo is None:
+        return _Layout.read(walk, False)
+    kept = memo.state
+    if isinstance(kept, _Layout):
+        return kept.objects(walk.objects)
+    layout = _Layout.read(walk, False)
+    memo.state = layout.positions(walk.objects)
+    return layout
 
 
 class ModelState:
     """The model's parameters, buffers, gradients, flags and modes before a forward pass, and
     what :func:`model_state_kept` puts back afterwards (a ``with`` block).  :meth:`before_write`
     is called before every torch operation of the recorded pass (by the engine's function mode).
+
+    Where the state lies (which modules, which tensors under which names) is kept per model
+    between recordings while the model's stamp is unchanged (:mod:`~.memo`); everything a
+    recording puts back (objects in the slots, views, values, version counters,
+    ``requires_grad``, ``.grad``, training flags) is read afresh on every recording.
     """
 
     def __init__(self, net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]] = None) -> None:
         self.grad_mode = torch.is_grad_enabled()
-        self.modules: list[nn.Module] = []
-        self.training: list[bool] = []
-        self.slots: list[tuple[dict[str, Any], str, Any]] = []
-        self.params: list[_Tracked] = []  # with their requires_grad flags and .grad
-        self.tracked: list[_Tracked] = []
-        self._by_storage: Optional[dict[int, list[_Tracked]]] = None  # made on the first write
-        self.cuda: set[int] = set()
-        # a walk made by check_model has refused lazy tensors already
-        lazy_possible = walk is None
-        seen: set[int] = set()
-        eager: list[_Tracked] = []
-        modules, training, slots, tracked = self.modules, self.training, self.slots, self.tracked
+        layout = _layout(net, walk)
+        self.modules = modules = layout.modules
+        self.training = [m.training for m in modules]
+        self.slot_dicts: list[Any] = [getattr(m, attr) for m, attr in layout.slot_owners]
+        self.slot_names, self.slot_objects = layout.slot_names, layout.slot_objects
+        # the tracked tensors: the distinct parameters and buffers, then each existing .grad
+        tensors, whats = list(layout.tensors), list(layout.whats)
+        self.params: list[Tensor] = [tensors[i] for i in layout.params]
+        self.requires_grad = [p.requires_grad for p in self.params]
+        self.grads: list[Optional[Tensor]] = [p.grad for p in self.params]
+        eager = list(layout.buffers)  # copied beforehand within the budget: buffers and grads
+        if any(map(operator.is_not, self.grads, repeat(None))):
+            for i, grad in zip(layout.params, self.grads, strict=True):
+                if grad is not None:
+                    eager.append(len(tensors))
+                    tensors.append(grad)
+                    whats.append(("grad", whats[i][1], whats[i][2]))
+        self.tensors, self.whats = tensors, whats
+        self.aliases = [t.detach() for t in tensors]  # the original storages and views
+        self.versions = _versions(self.aliases)
+        self.saved: list[Optional[Tensor]] = [None] * len(tensors)
+        self._saved_at: list[int] = []
+        self._by_storage: Optional[dict[int, list[int]]] = None  # made on the first write
+        self.cuda = {t.device.index or 0 for t in tensors if t.is_cuda}
+        budget = EAGER_COPY_BYTES
         with torch.no_grad():
-            for path, module in (net.named_modules(remove_duplicate=False) if walk is None else walk):
-                if id(module) in seen:
-                    continue
-                seen.add(id(module))
-                modules.append(module)
-                training.append(module.training)
-                for kind, tensors in (("parameter", module._parameters), ("buffer", module._buffers)):
-                    if not tensors:
-                        continue
-                    for tname, t in tensors.items():
-                        slots.append((tensors, tname, t))
-                        if t is None or id(t) in seen or (lazy_possible and is_lazy(t)):
-                            continue
-                        seen.add(id(t))
-                        entry = _Tracked(t, (kind, path, tname))
-                        tracked.append(entry)
-                        if t.is_cuda:
-                            self.cuda.add(t.device.index or 0)
-                        if kind == "buffer":
-                            eager.append(entry)
-                        else:
-                            entry.requires_grad = t.requires_grad
-                            entry.grad = grad = t.grad
-                            self.params.append(entry)
-                            if grad is not None:
-                                eager.append(self._track(grad, ("grad", path, tname)))
-            budget = EAGER_COPY_BYTES
-            for entry in eager:
-                t = entry.tensor
-                if t.device.type == "meta" or _expanded(t) or not _storage_key(t):
+            for i in eager:
+                t = tensors[i]
+                if t.is_meta or _expanded(t) or not _storage_key(t):
                     continue
                 size = t.numel() * t.element_size()
                 if size <= budget:
                     budget -= size
-                    entry.snapshot()
+                    self.snapshot(i)
         self.rng = random_state_kept(sorted(self.cuda))
 
-    def _track(self, t: Tensor, what: tuple[str, str, str]) -> _Tracked:
-        entry = _Tracked(t, what)
-        self.tracked.append(entry)
-        if t.is_cuda:
-            self.cuda.add(t.device.index or 0)
-        return entry
+    def snapshot(self, i: int) -> None:
+        """Copy the ``i``-th tracked tensor (its original view), unless it is copied already."""
+        if self.saved[i] is None:
+            self.saved[i] = self.aliases[i].clone()
+            self._saved_at.append(i)
 
     @property
-    def by_storage(self) -> dict[int, list[_Tracked]]:
-        """The tracked tensors by storage address (meta tensors and tensors without a storage
-        left out), indexed on first use: most passes write no tensor in place."""
+    def by_storage(self) -> dict[int, list[int]]:
+        """The positions of the tracked tensors by storage address (meta tensors and tensors
+        without a storage left out), indexed on first use: most passes write no tensor in place."""
         got = self._by_storage
         if got is None:
             got = self._by_storage = {}
-            for entry in self.tracked:  # the original storage, whatever forward rebound since
-                t = entry.alias
+            for i, t in enumerate(self.aliases):  # the original storage, whatever forward rebound since
                 key = _storage_key(t) if t.device.type != "meta" else 0
                 if key:
-                    got.setdefault(key, []).append(entry)
+                    got.setdefault(key, []).append(i)
         return got
 
     def before_write(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -264,52 +352,81 @@ class ModelState:
         for value in written:  # (snapshot() clones a detached alias: no autograd involved)
             for t in (value if isinstance(value, (list, tuple)) else (value,)):
                 if isinstance(t, Tensor):
-                    for entry in by_storage.get(_storage_key(t), ()):
-                        entry.snapshot()
+                    for i in by_storage.get(_storage_key(t), ()):
+                        self.snapshot(i)
+
+    def _moved(self) -> Iterable[int]:
+        """The positions of the tracked tensors that may no longer look at their original view
+        (``.data = x`` inside forward): one C call each for plain tensors."""
+        tensors, aliases = self.tensors, self.aliases
+        try:
+            if all(map(Tensor.is_set_to, tensors, aliases)) and list(map(_DTYPE, tensors)) == list(
+                    map(_DTYPE, aliases)):
+                return ()
+            return [i for i, (t, alias) in enumerate(zip(tensors, aliases, strict=True))
+                    if t.dtype != alias.dtype or not t.is_set_to(alias)]
+        except Exception:  # a tensor without a plain storage: each is compared in full
+            return range(len(tensors))
 
     def restore(self) -> list[str]:
         """Put everything back; returns what could not be put back (or was changed unseen)."""
         problems: list[str] = []
+        tensors, aliases, versions = self.tensors, self.aliases, self.versions
         with torch.no_grad():
-            for tensors, tname, obj in self.slots:  # (a ScriptModule's dicts have no .get)
-                if (tensors[tname] if tname in tensors else _MISSING) is not obj:
-                    tensors[tname] = obj
-            for entry in self.tracked:
-                t, alias = entry.tensor, entry.alias
+            dicts, names, objects = self.slot_dicts, self.slot_names, self.slot_objects
+            # (a ScriptModule's dicts have no .get)
+            now = [d[n] if n in d else _MISSING for d, n in zip(dicts, names, strict=True)]
+            if not all(map(operator.is_, now, objects)):
+                for d, n, obj, got in zip(dicts, names, objects, now, strict=True):
+                    if got is not obj:
+                        d[n] = obj
+            now_versions = _versions(aliases)  # before anything below writes
+            moved = set(self._moved())
+            todo = moved.union(self._saved_at)
+            if now_versions != versions:
+                todo.update(i for i, (a, b) in enumerate(zip(now_versions, versions, strict=True)) if a != b)
+            for i in sorted(todo):
+                t, alias, saved = tensors[i], aliases[i], self.saved[i]
                 try:
-                    if not _same_view(t, alias):
+                    if i in moved and not _same_view(t, alias):
                         t.data = alias  # ``.data = other`` inside forward: back to the original
-                    if entry.saved is not None:
-                        if not torch.equal(alias, entry.saved):
+                    if saved is not None:
+                        if not _same_bytes(alias, saved):
                             with torch.inference_mode(alias.is_inference()):
-                                alias.copy_(entry.saved)
-                    elif (entry.version is not None and _version(alias) != entry.version
+                                alias.copy_(saved)
+                    elif (versions[i] is not None and now_versions[i] != versions[i]
                           and alias.device.type != "meta"):
-                        problems.append(f"{entry.label} was changed in place where torchrecorder "
+                        problems.append(f"{_label(self.whats[i])} was changed in place where torchrecorder "
                                         "could not see it (with torch functions disabled, by a "
                                         "compiled graph or by autograd); it keeps its new value")
                 except Exception as exc:  # reported, the rest is still put back
-                    problems.append(f"{entry.label} could not be put back: {type(exc).__name__}: {exc}")
-            for entry in self.params:
-                param, grad = entry.tensor, entry.grad
-                if param.grad is not grad:
-                    try:
-                        param.grad = grad
-                    except Exception as exc:
-                        problems.append(f"the gradient of a parameter could not be put back: {exc}")
-            for entry in self.params:
-                if entry.tensor.requires_grad is not entry.requires_grad:
-                    entry.tensor.requires_grad_(entry.requires_grad)
-        for module, training in zip(self.modules, self.training, strict=True):
-            if module.training is not training:
-                module.training = training
+                    problems.append(f"{_label(self.whats[i])} could not be put back: "
+                                    f"{type(exc).__name__}: {exc}")
+            params = self.params
+            if any(map(operator.is_not, [p.grad for p in params], self.grads)):
+                for param, grad in zip(params, self.grads, strict=True):
+                    if param.grad is not grad:
+                        try:
+                            param.grad = grad
+                        except Exception as exc:
+                            problems.append(f"the gradient of a parameter could not be put back: {exc}")
+            if [p.requires_grad for p in params] != self.requires_grad:
+                for param, flag in zip(params, self.requires_grad, strict=True):
+                    if param.requires_grad is not flag:
+                        param.requires_grad_(flag)
+        modules = self.modules
+        if [m.training for m in modules] != self.training:
+            for module, training in zip(modules, self.training, strict=True):
+                if module.training is not training:
+                    module.training = training
         torch.set_grad_enabled(self.grad_mode)
         return problems
 
     def close(self) -> None:
         """Forget every tensor and copy (the recording may live much longer than the pass)."""
-        self.tracked, self._by_storage, self.slots = [], {}, []
-        self.params, self.modules, self.training = [], [], []
+        self.tensors, self.aliases, self.saved, self._saved_at, self._by_storage = [], [], [], [], {}
+        self.params, self.grads, self.modules, self.training = [], [], [], []
+        self.slot_dicts, self.slot_objects = [], []
 
     # a class, not a contextlib generator: the user's exception passes through untouched
     def __enter__(self) -> ModelState:
