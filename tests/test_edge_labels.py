@@ -110,15 +110,7 @@ def test_a_label_node_sits_in_the_innermost_cluster_of_both_ends(recordings: dic
     assert source.count("arrowhead=none") == source.count('::label" [label=') + points
 
 
-# BERT with every module open: laid out with DejaVu alone (not with Liberation), the edges from a
-# layer's input to its ``query`` ride along the top border of ``attention.self`` for ~8 pt
-# before dropping into it (issue 35, left open); every other model holds with both font sets
-_SKIMS_WITH_DEJAVU = pytest.mark.xfail(strict=False,
-                                       reason="BERT all-open: two edges skim a border with DejaVu")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_SKIMS_WITH_DEJAVU) if n == "bert" else n
-                                  for n in MODELS])
+@pytest.mark.parametrize("name", list(MODELS))
 def test_edges_stay_inside_their_clusters(recordings: dict[str, Any], name: str) -> None:
     """Depth-2 tidiness: an edge between stacked stages stays inside the cluster holding
     both, and an edge into a cluster crosses its border once (it passes the cluster's title
@@ -133,14 +125,39 @@ def test_an_edge_into_titled_clusters_passes_a_point_in_each(recordings: dict[st
     assert ('subgraph cluster_transformer_encoder { "input@src -> layers.0.self_attn::via1" [label="" '
             'fillcolor="#555555" fixedsize=true group=input0 height=0.03 penwidth=0 shape=box '
             'style=filled') in source
-    assert ('style=filled width=0.0139] subgraph "cluster_layers.0" { '
+    assert ('style=filled width=0.0139] {rank=same; "transformer_encoder::title"; '
+            '"input@src -> layers.0.self_attn::via1"} subgraph "cluster_layers.0" { '
             '"input@src -> layers.0.self_attn::via2" [') in source  # nested in the first's statement
+    assert '{rank=same; "layers.0::title"; "input@src -> layers.0.self_attn::via2"}' in source
     first, last = "input@src -> layers.0.self_attn::via1", "input@src -> layers.0.self_attn::via2"
     assert re.search(rf'"input@src" -> "{first}" \[arrowhead=none [^\n]*headclip=false', source)
     assert re.search(rf'"{last}" -> "layers.0.self_attn" \[arrowsize[^\n]*tailclip=false', source)
     # stage to stage: one point, in the second stage
     assert '"layers.0.norm2 -> layers.1.self_attn::via1"' in source
     assert "layers.0.norm2 -> layers.1.self_attn::via2" not in source
+
+
+@pytest.mark.parametrize(("name", "depth"), [("gpt2", None), ("bert", None), ("transformer_encoder", 2)])
+def test_each_point_an_edge_passes_lies_on_its_clusters_title_rank(recordings: dict[str, Any], name: str,
+                                                                   depth: Any) -> None:
+    """The point an edge entering a titled cluster passes sits on the rank of that cluster's
+    title (level with it), not wherever the chain of the edge puts it: a value computed early
+    and used late (an attention mask) would put it far above the title, and the cluster would
+    grow up to hold it, its edge running down the cluster's border."""
+    data = layout(torchrecorder.make_dot(recordings[name], depth).source)
+    objects = data["objects"]
+    y_of = {o["name"]: float(o["pos"].split(",")[1]) for o in objects if "pos" in o}
+    clusters = [o for o in objects if o["name"].startswith("cluster")]
+    off = {}
+    for o in objects:
+        if "pos" not in o or not re.search(r"::via\d+$", o["name"]):
+            continue
+        # the innermost cluster holding the point: the one holding fewest nodes
+        inner = min((c for c in clusters if o["_gvid"] in c.get("nodes", [])), key=lambda c: len(c["nodes"]))
+        title = inner["name"].removeprefix("cluster_") + "::title"
+        if abs(y_of[o["name"]] - y_of[title]) > 0.5:
+            off[o["name"]] = (y_of[o["name"]], title, y_of[title])
+    assert y_of and off == {}
 
 
 @pytest.mark.parametrize(("name", "consumer"),
