@@ -10,6 +10,22 @@ holds only DejaVu's folder, the fonts of a fresh Debian).
 
 ``--save DIR`` writes the DOT source of each drawing with a problem (``NAME-DEPTH.gv``), to
 render and look at (``dot -Tpng``).  Exits 1 when any problem is found.
+
+What it found (issue 35), by cause:
+
+- the point an edge passes on a titled cluster's title rank, ranked only by the edge's chain,
+  sat anywhere below the edge's tail: for a value made early and used late (an attention
+  mask, rotary tables, a residual) far above the title, and the cluster grew up to hold it,
+  the edge riding its border (GPT-2, Llama, Mistral, Qwen2, Whisper, BERT with DejaVu).
+  Fixed: each point is held on its title's rank (``rank=same``).
+- an edge in the outermost column of a cluster, with nothing beside it: ``dot`` routes it in
+  a box that reaches past the cluster's border (a cluster's margin is 4 pt) and a long edge
+  there bulges 1-12 pt over it (a skip around a column of boxes; an edge from the point
+  beside a title down to a box far below).  Open; a larger cluster margin trades it for
+  other layouts and more area.
+- a point on a title's rank that ``dot`` orders on the far side of the title from where its
+  edge comes: the edge runs above the title along the cluster's top border (T5).  Open:
+  ``dot`` does not keep the order of flat edges inside a cluster.
 """
 
 from __future__ import annotations
