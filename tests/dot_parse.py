@@ -5,7 +5,8 @@ Counting ``"->"`` in DOT text counts tooltips too (an op's tooltip reads
 quoted strings and HTML-like ``<...>`` labels.  An edge drawn through a node holding its
 label (``a -> "a -> b::label" -> b``, the renderer's ``label_nodes``) or through invisible
 points on cluster title ranks (``"a -> b::via1"``) is read back as the one edge ``a -> b``
-carrying that label, unless ``join_labels=False``.
+carrying that label, unless ``join_labels=False``; the ``{rank=same; title; point}`` group
+that holds such a point on its cluster's title rank goes with it.
 """
 
 from __future__ import annotations
@@ -123,13 +124,16 @@ def parse_dot(text: str, join_labels: bool = True) -> DotStatements:
     while i < len(toks):
         tok = toks[i]
         if tok == "{" and toks[i + 1:i + 3] == ["rank", "="]:  # a rank group names nodes, declares none
-            named = out.ranks.setdefault(_unquote(toks[i + 3]), [])
+            rank, named = _unquote(toks[i + 3]), []
             i += 4
             while toks[i] != "}":
                 if toks[i] != ";":
                     named.append(_unquote(toks[i]))
                 i += 1
             i += 1
+            # a point an edge passes, held on a title's rank, is part of its edge (joined)
+            if not (join_labels and any(name in out.label_nodes for name in named)):
+                out.ranks.setdefault(rank, []).extend(named)
             continue
         if tok in ("}", ";", "{"):
             i += 1

@@ -111,10 +111,12 @@ def path_edge(renderer: Renderer, g: Any, fnode: BaseNode, tnode: BaseNode, ends
     ``"a -> b::label"``) in the innermost cluster holding both ends: Graphviz keeps a node
     inside its cluster and routes other edges around it.  Then, for each titled cluster in
     ``entered`` (outermost first), an invisible point (``"a -> b::via1"``, ...) inside that
-    cluster, on its title's rank: without it the edge would pass each title's rank outside the
-    cluster (Graphviz keeps a cluster's ranks to its members), bulging out of it and around its
-    title.  A hidden edge (a diff's other side) keeps its label node, hidden: the views of a
-    diff share one layout.
+    cluster, held on its title's rank (``rank=same``): without it the edge would pass each
+    title's rank outside the cluster (Graphviz keeps a cluster's ranks to its members),
+    bulging out of it and around its title; a point that only the chain ranked could sit
+    anywhere below the edge's tail (far above the title for a value computed early and used
+    late, an attention mask), and the cluster would grow up to hold it.  A hidden edge (a
+    diff's other side) keeps its label node, hidden: the views of a diff share one layout.
     """
     a, b = ends
     name = f"{plain_id(a)} -> {plain_id(b)}"
@@ -141,7 +143,9 @@ def path_edge(renderer: Renderer, g: Any, fnode: BaseNode, tnode: BaseNode, ends
         # nesting is deep, not its square
         inner = ""
         for vid, cluster in zip(reversed(vids), reversed(entered), strict=True):
-            inner = _in_clusters(renderer, [cluster], f"{vid} [{point_text}] {inner}".rstrip())
+            # on the title's rank: else only the chain ranks it (see above)
+            same = f"{{rank=same; {renderer._title_id(cluster)}; {vid}}}"
+            inner = _in_clusters(renderer, [cluster], f"{vid} [{point_text}] {same} {inner}".rstrip())
         g.body.append(f"\t{_in_clusters(renderer, common_clusters(renderer, fnode, tnode), inner)}\n")
     # the parts meet at a point's centre (clipped at its tiny border they would leave a gap)
     via = {vid for vid in path if VIA_SUFFIX in vid}

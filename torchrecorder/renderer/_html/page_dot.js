@@ -173,8 +173,8 @@
   }
   // drawn edge d written to ``out`` as make_dot writes it (renderer/_edge_paths.py): a chain of
   // edges through its label, a node of its own ("a -> b::label") in the innermost cluster
-  // holding both ends, and through a point ("a -> b::via1", ...) on the title rank of each
-  // titled cluster it enters, inside it; only the last part has an arrowhead.  The data
+  // holding both ends, and through a point ("a -> b::via1", ...) held on the title rank of each
+  // titled cluster it enters (rank=same), inside it; only the last part has an arrowhead.  The data
   // carries the attributes of the label node ("": none) and of the points for each edge
   // make_dot may draw so; false (nothing written) for the others and where there is neither.
   // Their SVG ids: "l<j>" and "v<j>_<k>" (j: the edge's place in ``drawn``), never a module's.
@@ -197,10 +197,12 @@
     }
     if (entered.length) {
       const point = S[parts[4]];
-      let inner = "";  // each point in its cluster, nested in the one before
+      let inner = "";  // each point in its cluster, nested in the one before, on its title's rank
       for (let k = entered.length; k >= 1; k--) {
-        const vid = '"' + name + "::via" + k + '" [' + point + ' id="v' + j + "_" + k + '"] ';
-        inner = inClusters([entered[k - 1]], (vid + inner).trim());
+        const pid = '"' + name + "::via" + k + '"';
+        const vid = pid + " [" + point + ' id="v' + j + "_" + k + '"] ';
+        const same = "{rank=same; " + titleId(entered[k - 1]) + "; " + pid + "} ";
+        inner = inClusters([entered[k - 1]], (vid + same + inner).trim());
       }
       out.push("\t" + inClusters(common, inner));
       for (let k = 1; k <= entered.length; k++) { path.push('"' + name + "::via" + k + '"'); via.add(path[path.length - 1]); }
