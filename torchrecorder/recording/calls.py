@@ -55,7 +55,7 @@ class ModuleCalls(LiveObjects):
         raise NotImplementedError  # the engine's (it indexes modules met outside the root)
 
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        # once per module call: Namespace.__call__, OrderedSet.add and the common case of one
+        # once per module call: OrderedSet.add and the common case of one
         # tensor argument inlined
         stack = self._stack
         graph = self.graph
@@ -67,12 +67,7 @@ class ModuleCalls(LiveObjects):
         count = info.calls
         base = info.path or info.name
         candidate = base if count == 1 else f"{base}#{count}"
-        used = graph.keys.used
-        if candidate in used:
-            key = graph.keys(candidate)
-        else:
-            used[candidate] = 0
-            key = candidate
+        key = graph.keys(candidate)
         first = count == 1
         call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count,
                          "", "", info.num_params if first else 0, info.total if first else 0,

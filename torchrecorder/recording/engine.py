@@ -352,19 +352,14 @@ class Engine(ModuleCalls):
                   outs: list[Tensor], inplace: bool) -> None:
         """Record one torch operation that made ``outs`` (or changed ``outs[-1]`` in place)."""
         # runs inside OpMode.__torch_function__, where torch calls do not come back to the mode
-        # (the hottest code of a recording: OrderedSet.add and Namespace.__call__ inlined)
+        # (the hottest code of a recording: OrderedSet.add inlined)
         stack = self._stack
         graph = self.graph
         nodes = graph.nodes
         scope = stack[-1] if stack else graph.context
         skey = scope.key
         candidate = f"{skey}/{opname}" if skey else opname
-        used = graph.keys.used
-        if candidate in used:
-            key = graph.keys(candidate)
-        else:
-            used[candidate] = 0
-            key = candidate
+        key = graph.keys(candidate)
         line = None
         if self.source:  # the frames above: record_op, the op mode's __torch_function__
             frame = sys._getframe(2)

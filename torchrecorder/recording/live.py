@@ -128,16 +128,11 @@ class LiveObjects:
                     role: str = "", meta: Optional[tuple[tuple[int, ...], str, str]] = None) -> TensorNode:
         """A new tensor node for ``t`` in ``scope``; ``t`` stands for it from now on.  ``meta``:
         ``tensor_meta(t)``, where the caller has it already."""
-        # (one call per module input and output: Namespace.__call__, OrderedSet.add and
+        # (one call per module input and output: OrderedSet.add and
         # Untraced.track inlined for the usual case)
         shape, dtype, device = meta or tensor_meta(t)
         graph = self.graph
-        used = graph.keys.used
-        if candidate in used:
-            key = graph.keys(candidate)
-        else:
-            used[candidate] = 0
-            key = candidate
+        key = graph.keys(candidate)
         node = TensorNode(name or shape_name(shape), t if self.keep_tensors else None,
                           scope.depth + 1, scope.key, key, shape, dtype, device, role)
         graph.nodes[key] = node
@@ -152,12 +147,7 @@ class LiveObjects:
         """A new parameter node for ``param`` (dotted ``path``) in ``scope``."""
         shape, dtype, device = tensor_meta(param)
         graph = self.graph
-        used = graph.keys.used
-        if path in used:
-            key = graph.keys(path)
-        else:
-            used[path] = 0
-            key = path
+        key = graph.keys(path)
         node = ParamNode(path.rpartition(".")[2], param, scope.depth + 1, scope.key, key,
                          shape, dtype, device, path, param.numel(), param.requires_grad)
         graph.nodes[key] = node
