@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
-from ..opnames import op_info, op_outputs
+from ..opnames import is_argument, op_info, op_outputs
 from .meta import Memo
 from .untraced import TO_PYTHON_OPS
 
@@ -129,14 +129,8 @@ class OpMode(TorchFunctionMode):
             flag = info[2]
             if flag is None or (kwargs.get("inplace", args[flag] if flag < len(args) else False)
                                 is not True):
-                for a in args:
-                    if a is out:
-                        return out
-                if kwargs:
-                    for a in kwargs.values():
-                        if a is out:
-                            return out
-                engine.record_op(func, info[0], args, kwargs, [out], False)
+                if not is_argument(out, args, kwargs):
+                    engine.record_op(func, info[0], args, kwargs, [out], False)
                 return out
         outs, inplace = op_outputs(info[:3], args, kwargs, out)
         if outs:
