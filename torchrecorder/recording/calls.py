@@ -81,10 +81,10 @@ class ModuleCalls(LiveObjects):
                          caller(sys._getframe(2), module) if self.source else None)
         nodes[key] = call
         scope.subnet_keys._items[key] = None
-        for ppath, param in info.params:
+        for ppath, param, facts in info.params:
             entry = live.get(id(param))
             if entry is None or entry[0]() is not param:
-                self.param_node(param, call, ppath)
+                self.param_node(param, call, ppath, facts)
         if at_root:
             tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "")
             self.untraced.root_grad = torch.is_grad_enabled()
