@@ -172,6 +172,30 @@ def test_flags_modes_and_names_are_read_fresh(flip: str) -> None:
     assert _layers(second) == _layers(fresh)
 
 
+def test_parameter_nodes_take_shapes_from_the_index_and_the_rest_fresh() -> None:
+    # the kept index gives each parameter node its name, shape and element count; the dtype,
+    # the device and requires_grad may change without changing the model's stamp
+    torch.manual_seed(0)
+    net = Net().eval()
+    _record(net)
+    kept = _index(net)
+    for t in [*net.parameters(), *net.buffers()]:  # the same objects, of another dtype
+        t.data = t.data.double()
+    net.fc1.bias.requires_grad_(False)
+
+    def again() -> torchrecorder.Recorder:
+        return torchrecorder.record(net, "net", None, input_data=torch.randn(5, 4, dtype=torch.float64))
+
+    second = again()
+    assert _index(net) is kept
+    params = {n.path: n for n in second.nodes.values() if isinstance(n, torchrecorder.ParamNode)}
+    weight = params["fc1.weight"]
+    assert (weight.name, weight.shape, weight.numel, weight.dtype) == ("weight", (6, 4), 24, "float64")
+    assert params["fc1.bias"].requires_grad is False and params["fc1.weight"].requires_grad is True
+    memo_module.forget_all()
+    assert dumps(second) == dumps(again())
+
+
 def test_an_unchanged_model_reuses_its_index_and_records_the_same() -> None:
     torch.manual_seed(0)
     net = Net().eval()

@@ -20,6 +20,7 @@ from .projection.budget import default_depth
 from .recorder import Recorder
 from .recording import InputShapes, gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
 from .recording.meta import check_model
+from .renderer._once import render_once
 from .renderer.activations import ActivationStyler, check_cost_stat, cost_values
 from .renderer.backward import BackwardRenderer
 from .renderer.base import DEFAULT_RENDER_DEPTH
@@ -274,15 +275,15 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
         def draw(options: dict[str, Any]) -> str:
             options = dict(options)
             fold = options.pop("fold_repeats")
-            return str(renderer_cls(rec, render_depth, styler_cls, fold_repeats=fold,
-                                    **options).render().source)
+            return str(render_once(renderer_cls(rec, render_depth, styler_cls, fold_repeats=fold,
+                                                **options)).source)
 
         options = fit_options(draw, {**styler_args, "fold_repeats": fold_repeats}, str(size))
         fold_repeats = options.pop("fold_repeats")
         styler_args = options
     with gc_paused():  # many small objects, none of them garbage until the drawing is done
-        return renderer_cls(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
-                            **styler_args).render()
+        return render_once(renderer_cls(rec, render_depth, styler_cls, fold_repeats=fold_repeats,
+                                        **styler_args))
 
 
 def _styler_class(styler_cls: Optional[type[GraphvizStyler]],

@@ -210,21 +210,32 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
 def _copies_memo(fold: FoldPlan) -> Callable[[Key], tuple[tuple[int, int], ...]]:
     """:meth:`~.fold.FoldPlan.copy_of` of a finished plan, each key's answer found once (the
     nodes of a loop's first iteration are the alias of every later iteration's)."""
-    copies, alias = fold.copies, fold.alias
-    memo: dict[Key, tuple[tuple[int, int], ...]] = {}
+    return _CopiesMemo(fold)
 
-    def copy_of(key: Key) -> tuple[tuple[int, int], ...]:
+
+class _CopiesMemo:
+    """:func:`_copies_memo`'s function (an object, not a closure that calls itself: that would
+    be a reference cycle, left to the garbage collector with everything it holds)."""
+
+    __slots__ = ("alias", "copies", "memo")
+
+    def __init__(self, fold: FoldPlan) -> None:
+        self.copies, self.alias = fold.copies, fold.alias
+        self.memo: dict[Key, tuple[tuple[int, int], ...]] = {}
+
+    def __call__(self, key: Key) -> tuple[tuple[int, int], ...]:
+        memo = self.memo
         got = memo.get(key)
         if got is not None:
             return got
-        own = copies.get(key, ())
-        target = alias.get(key)
+        own = self.copies.get(key, ())
+        target = self.alias.get(key)
         if target is None:
             got = own
         else:
             more = memo.get(target)
             if more is None:
-                more = copy_of(target)
+                more = self(target)
             if not more or (len(more) == 1 and len(own) == 1 and more[0][0] == own[0][0]):
                 got = own
             else:
@@ -233,8 +244,6 @@ def _copies_memo(fold: FoldPlan) -> Callable[[Key], tuple[tuple[int, int], ...]]
                 got = tuple(sorted(units.items()))
         memo[key] = got
         return got
-
-    return copy_of
 
 
 #: what an edge between two drawn ends carries: no tensor, no operation, no run's gap

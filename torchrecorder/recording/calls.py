@@ -26,7 +26,7 @@ from ._walk import iter_tensors, named_tensors
 from .aliases import Aliases, make_alias
 from .backward import AutogradTrace
 from .live import LiveObjects
-from .meta import bind_arguments, shape_tuple, tensor_meta
+from .meta import bind_arguments, dtype_names, shape_tuple, tensor_meta
 from .modules import ModuleInfo
 from .source import caller
 
@@ -76,10 +76,10 @@ class ModuleCalls(LiveObjects):
                          caller(sys._getframe(2), module) if self.source else None)
         nodes[key] = call
         scope.subnet_keys._items[key] = None
-        for ppath, param in info.params:
+        for ppath, param, facts in info.params:
             entry = live.get(id(param))
             if entry is None or entry[0]() is not param:
-                self.param_node(param, call, ppath)
+                self.param_node(param, call, ppath, facts)
         if at_root:
             tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "")
             self.untraced.root_grad = torch.is_grad_enabled()
@@ -92,7 +92,8 @@ class ModuleCalls(LiveObjects):
         shapes = call.input_shapes
         untraced = self.untraced
         for argname, t in tensors:
-            shapes.append(shape_tuple(t))
+            shape = shape_tuple(t)
+            shapes.append(shape)
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
             if src is None:
@@ -102,11 +103,12 @@ class ModuleCalls(LiveObjects):
                 src = untraced.function_output(t, src, scope)
             if src is not None and isinstance(nodes[src], TensorNode):
                 continue
+            meta = (shape, *dtype_names(t))  # (the shape read once)
             if argname is not None:
                 label = argname.lstrip(".")
-                node = self.tensor_node(t, scope, f"input:{label}", name=label, role="input")
+                node = self.tensor_node(t, scope, f"input:{label}", name=label, role="input", meta=meta)
             else:
-                node = self.tensor_node(t, scope, f"{key}:in")
+                node = self.tensor_node(t, scope, f"{key}:in", meta=meta)
             if src is not None:
                 graph.links._items[(src, node.key)] = None
                 self._sources.add(src)

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from ..errors import GraphError
 from ..graph import Graph, NodeTable
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
-from .meta import grad_fn_op_name, shape_name, tensor_meta
+from .meta import ParamFacts, dtype_names, grad_fn_op_name, shape_name, tensor_meta
 from .untraced import Untraced
 
 __all__ = ["LiveObjects"]
@@ -143,13 +143,21 @@ class LiveObjects:
             self.untraced.grad_fns[id(gf)] = (gf, key)
         return node
 
-    def param_node(self, param: nn.Parameter, scope: ScopeNode, path: str) -> ParamNode:
-        """A new parameter node for ``param`` (dotted ``path``) in ``scope``."""
-        shape, dtype, device = tensor_meta(param)
+    def param_node(self, param: nn.Parameter, scope: ScopeNode, path: str,
+                   facts: Optional[ParamFacts] = None) -> ParamNode:
+        """A new parameter node for ``param`` (dotted ``path``) in ``scope``.  ``facts``: its name,
+        shape and element count, where the module index has them (they hold while the model's
+        stamp does); the dtype, device and ``requires_grad`` are read each time."""
+        if facts is None:
+            shape, dtype, device = tensor_meta(param)
+            name, numel = path.rpartition(".")[2], param.numel()
+        else:
+            name, shape, numel = facts
+            dtype, device = dtype_names(param)
         graph = self.graph
         key = graph.keys(path)
-        node = ParamNode(path.rpartition(".")[2], param, scope.depth + 1, scope.key, key,
-                         shape, dtype, device, path, param.numel(), param.requires_grad)
+        node = ParamNode(name, param, scope.depth + 1, scope.key, key,
+                         shape, dtype, device, path, numel, param.requires_grad)
         graph.nodes[key] = node
         scope.subnet_keys._items[key] = None
         self.live[id(param)] = (weakref.ref(param), key)

@@ -13,8 +13,9 @@ from torch.nn.parameter import is_lazy
 from ..nodes import shape_str
 from .memo import ModelMemo, memo_of
 
-__all__ = ["Memo", "ModelWalk", "ModuleInfo", "bind_arguments", "check_model", "grad_fn_op_name",
-           "lazy_error", "own_tensors", "shape_name", "shape_of", "shape_tuple", "tensor_meta", "type_name"]
+__all__ = ["Memo", "ModelWalk", "ModuleInfo", "ParamFacts", "bind_arguments", "check_model", "dtype_names",
+           "grad_fn_op_name", "lazy_error", "own_tensors", "shape_name", "shape_of", "shape_tuple",
+           "tensor_meta", "type_name"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -92,6 +93,7 @@ def shape_of(t: Tensor) -> tuple[int, ...]:
 
 def tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
     """Shape, dtype name and device name of ``t`` (the names are cached: str() is slow)."""
+    # (dtype_names inlined: a call per tensor of a recording)
     dtype, device = t.dtype, t.device
     dname = _DTYPE_NAMES.get(dtype)
     if dname is None:
@@ -102,6 +104,18 @@ def tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
     return shape_tuple(t), dname, devname
 
 
+def dtype_names(t: Tensor) -> tuple[str, str]:
+    """Dtype name and device name of ``t``, as :func:`tensor_meta` gives them."""
+    dtype, device = t.dtype, t.device
+    dname = _DTYPE_NAMES.get(dtype)
+    if dname is None:
+        dname = _DTYPE_NAMES.put(dtype, str(dtype).replace("torch.", ""))
+    devname = _DEVICE_NAMES.get(device)
+    if devname is None:
+        devname = _DEVICE_NAMES.put(device, str(device))
+    return dname, devname
+
+
 def type_name(module: nn.Module) -> str:
     """The class name shown for ``module``: a scripted module's original class (``Linear``),
     not ``RecursiveScriptModule``."""
@@ -110,18 +124,26 @@ def type_name(module: nn.Module) -> str:
     return type(module).__name__
 
 
+#: what a parameter node needs of a parameter that its model's stamp (:class:`ModelWalk`)
+#: holds fixed: its name in its module, its shape (:func:`shape_tuple`) and its element count
+ParamFacts = tuple[str, tuple[int, ...], int]
+
+
 class ModuleInfo:
     """What the engine knows of one module: path, display name, parameters, calls so far."""
 
     __slots__ = ("buffers", "calls", "last", "name", "num_params", "params", "path", "total", "type_name")
 
     def __init__(self, path: str, name: str, type_name: str,
-                 params: tuple[tuple[str, nn.Parameter], ...] = (), num_params: int = 0, total: int = 0,
+                 params: tuple[tuple[str, nn.Parameter, ParamFacts], ...] = (), num_params: int = 0,
+                 total: int = 0,
                  buffers: int = 0) -> None:
         self.path = path
         self.name = name
         self.type_name = type_name
-        # own (dotted path, parameter); a tuple, shared empty one for most modules: fewer objects
+        # own (dotted path, parameter, its facts), read when the module was indexed (kept with
+        # the index while the model's stamp holds, which fixes them); a tuple, the shared empty
+        # one for most modules: fewer objects
         self.params = params
         self.num_params = num_params  # own parameter elements
         self.total = total  # parameter elements below it, itself included

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
-from .meta import ModelWalk, ModuleInfo, lazy_error, own_tensors, type_name
+from .meta import ModelWalk, ModuleInfo, ParamFacts, lazy_error, own_tensors, shape_tuple, type_name
 
 __all__ = ["ModuleIndex", "ModuleInfo", "index_modules"]
 
@@ -74,7 +74,7 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
         if not mparams:
             continue
         mine: list[tuple[int, int]] = []  # (id, numel) of each parameter slot of the module
-        own: list[tuple[str, nn.Parameter]] = []  # (dotted path, parameter)
+        own: list[tuple[str, nn.Parameter, ParamFacts]] = []  # (dotted path, parameter, facts)
         for pname, param in mparams.items():
             if param is None:
                 continue
@@ -84,8 +84,9 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
             pid = id(param)
             if pid not in params:
                 params[pid] = (param, ppath)
-            mine.append((pid, param.numel()))
-            own.append((ppath, param))
+            numel = param.numel()
+            mine.append((pid, numel))
+            own.append((ppath, param, (pname, shape_tuple(param), numel)))
             distinct.add(pid)
         if fresh is not None:
             fresh.params = tuple(own)
@@ -120,7 +121,7 @@ class ModuleIndex:
         self.infos = []
         for m in new:
             info = modules[id(m)]
-            own = tuple((ppath, at[id(p)]) for ppath, p in info.params)
+            own = tuple((ppath, at[id(p)], facts) for ppath, p, facts in info.params)
             self.infos.append((id(m), info.path, info.name, info.type_name, own, info.num_params,
                                info.total, info.buffers))
         self.params = [(pid, at[pid], ppath) for pid, (_, ppath) in params.items()]
@@ -131,8 +132,8 @@ class ModuleIndex:
         """Fill the engine's dicts as :func:`index_modules` would, from the objects of the
         current walk (of the stamp the index was made from); fresh ``ModuleInfo``\\ s."""
         for mid, path, name, tname, own, num_params, total, nbuf in self.infos:
-            modules[mid] = ModuleInfo(path, name, tname, tuple([(ppath, objects[j]) for ppath, j in own])
-                                      if own else (), num_params, total, nbuf)
+            mine = tuple([(ppath, objects[j], facts) for ppath, j, facts in own]) if own else ()
+            modules[mid] = ModuleInfo(path, name, tname, mine, num_params, total, nbuf)
         for pid, j, ppath in self.params:
             params[pid] = (objects[j], ppath)
         for bid, j in self.buffers:

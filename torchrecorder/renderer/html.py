@@ -38,6 +38,7 @@ from ._edge_paths import label_node_attrs, via_point_attrs
 from ._html_cost import colourings, recorded_cost
 from ._html_info import boundary_tensors, panel_info
 from ._html_loops import loop_rows
+from ._once import render_once
 from .backward import BackwardRenderer
 from .base import ALL_DEPTHS
 from .graphviz import GraphvizRenderer, GraphvizStyler
@@ -584,7 +585,7 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
     """
     if backward:
         view = backward_view(rec, saved=show_saved)
-        return BackwardHtmlRenderer(view, render_depth, styler_cls, **options).render()
+        return render_once(BackwardHtmlRenderer(view, render_depth, styler_cls, **options))
     if show_saved:
         raise ValueError("show_saved=True shows the tensors saved for the backward pass: "
                          "pass backward=True too")
@@ -595,4 +596,4 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
 
         options["activations"] = cost_values(rec, stat)  # a stat the recording cannot give: ValueError
         styler_cls = styler_cls or ActivationStyler
-    return HtmlRenderer(rec, render_depth, styler_cls, **options).render()
+    return render_once(HtmlRenderer(rec, render_depth, styler_cls, **options))

@@ -35,6 +35,7 @@ from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_st
 from ..projection import FoldRepeats
 from ..projection import kind_of as _kind_of
 from ..projection.budget import MaxNodes
+from ._once import render_once
 from .base import DEFAULT_RENDER_DEPTH, BaseRenderer, follows_projection
 from .labels import dtype_suffix, param_lines, run_title
 
@@ -262,4 +263,4 @@ class MermaidRenderer(BaseRenderer):
 
 def make_mermaid(rec: Graph, render_depth: Optional[int] = 256, **options: Any) -> str:
     """The Mermaid flowchart of a recording (``options`` as in :class:`MermaidRenderer`)."""
-    return str(MermaidRenderer(rec, render_depth, **options).render())
+    return str(render_once(MermaidRenderer(rec, render_depth, **options)))
