@@ -93,15 +93,7 @@ def shape_of(t: Tensor) -> tuple[int, ...]:
 
 def tensor_meta(t: Tensor) -> tuple[tuple[int, ...], str, str]:
     """Shape, dtype name and device name of ``t`` (the names are cached: str() is slow)."""
-    # (dtype_names inlined: a call per tensor of a recording)
-    dtype, device = t.dtype, t.device
-    dname = _DTYPE_NAMES.get(dtype)
-    if dname is None:
-        dname = _DTYPE_NAMES.put(dtype, str(dtype).replace("torch.", ""))
-    devname = _DEVICE_NAMES.get(device)
-    if devname is None:
-        devname = _DEVICE_NAMES.put(device, str(device))
-    return shape_tuple(t), dname, devname
+    return (shape_tuple(t), *dtype_names(t))
 
 
 def dtype_names(t: Tensor) -> tuple[str, str]:
