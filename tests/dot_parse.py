@@ -123,13 +123,17 @@ def parse_dot(text: str, join_labels: bool = True) -> DotStatements:
     while i < len(toks):
         tok = toks[i]
         if tok == "{" and toks[i + 1:i + 3] == ["rank", "="]:  # a rank group names nodes, declares none
-            named = out.ranks.setdefault(_unquote(toks[i + 3]), [])
+            kind = _unquote(toks[i + 3])
             i += 4
+            group = []
             while toks[i] != "}":
                 if toks[i] != ";":
-                    named.append(_unquote(toks[i]))
+                    group.append(_unquote(toks[i]))
                 i += 1
             i += 1
+            # a point on an edge ranked with a cluster's title is part of that edge's drawing
+            if not any(VIA_SUFFIX in name for name in group):
+                out.ranks.setdefault(kind, []).extend(group)
             continue
         if tok in ("}", ";", "{"):
             i += 1

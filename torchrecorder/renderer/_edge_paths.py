@@ -141,7 +141,10 @@ def path_edge(renderer: Renderer, g: Any, fnode: BaseNode, tnode: BaseNode, ends
         # nesting is deep, not its square
         inner = ""
         for vid, cluster in zip(reversed(vids), reversed(entered), strict=True):
-            inner = _in_clusters(renderer, [cluster], f"{vid} [{point_text}] {inner}".rstrip())
+            # on the title's rank: left free, ``dot`` ranks a point anywhere between the ends,
+            # and the part before it then runs outside the cluster down to it
+            ranked = f"{{rank=same; {renderer._title_id(cluster)}; {vid}}}"
+            inner = _in_clusters(renderer, [cluster], f"{vid} [{point_text}] {ranked} {inner}".rstrip())
         g.body.append(f"\t{_in_clusters(renderer, common_clusters(renderer, fnode, tnode), inner)}\n")
     # the parts meet at a point's centre (clipped at its tiny border they would leave a gap)
     via = {vid for vid in path if VIA_SUFFIX in vid}

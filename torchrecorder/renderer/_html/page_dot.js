@@ -199,8 +199,11 @@
       const point = S[parts[4]];
       let inner = "";  // each point in its cluster, nested in the one before
       for (let k = entered.length; k >= 1; k--) {
-        const vid = '"' + name + "::via" + k + '" [' + point + ' id="v' + j + "_" + k + '"] ';
-        inner = inClusters([entered[k - 1]], (vid + inner).trim());
+        const vid = '"' + name + "::via" + k + '"';
+        // on the title's rank, as make_dot writes it (left free, the part before it runs
+        // outside the cluster)
+        const ranked = "{rank=same; " + titleId(entered[k - 1]) + "; " + vid + "} ";
+        inner = inClusters([entered[k - 1]], (vid + " [" + point + ' id="v' + j + "_" + k + '"] ' + ranked + inner).trim());
       }
       out.push("\t" + inClusters(common, inner));
       for (let k = 1; k <= entered.length; k++) { path.push('"' + name + "::via" + k + '"'); via.add(path[path.length - 1]); }
