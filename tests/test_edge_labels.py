@@ -121,6 +121,35 @@ def test_edges_stay_inside_their_clusters(recordings: dict[str, Any], name: str)
     assert {d: p for d, p in found.items() if p} == {}
 
 
+class _MaskedStack(torch.nn.Module):
+    """A mask read again before each layer of a stack (a VITS duration predictor, a WaveNet
+    flow): the edges from the input ``mask`` enter the model's cluster at ranks far below its
+    title."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = torch.nn.Conv1d(4, 8, 1)
+        self.convs = torch.nn.ModuleList(torch.nn.Conv1d(8, 8, 3, padding=1) for _ in range(3))
+        self.out = torch.nn.Conv1d(8, 1, 1)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x = self.pre(x)
+        for conv in self.convs:
+            x = x + torch.relu(conv(x * mask))
+        return self.out(x * mask)
+
+
+def test_edges_entering_far_below_a_title_stay_inside_the_cluster() -> None:
+    """The point such an edge passes lies on the cluster's title rank (``rank=same``): left
+    free, ``dot`` put it beside a layer far down, and the edge ran outside the cluster down to
+    it and turned back in."""
+    inputs = (torch.randn(1, 4, 10), torch.ones(1, 1, 10))
+    rec = torchrecorder.record(_MaskedStack(), "stack", input_data=inputs)
+    found = {(d, fold): edges_outside_their_cluster(torchrecorder.make_dot(rec, d, fold_repeats=fold).source)
+             for d in DEPTHS for fold in (False, True)}
+    assert {k: p for k, p in found.items() if p} == {}
+
+
 def test_an_edge_into_titled_clusters_passes_a_point_in_each(recordings: dict[str, Any]) -> None:
     source = torchrecorder.make_dot(recordings["transformer_encoder"], 2).source
     assert ('subgraph cluster_transformer_encoder { "input@src -> layers.0.self_attn::via1" [label="" '

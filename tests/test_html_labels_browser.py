@@ -18,7 +18,8 @@ import torchrecorder
 
 from .backends import needs_dot
 from .browser import launch, needs_chromium, wait_layouts, watch
-from .label_geometry import label_problems
+from .label_geometry import edges_outside_their_cluster, label_problems
+from .test_edge_labels import _MaskedStack
 
 pytestmark = [needs_chromium, needs_dot]
 
@@ -58,6 +59,29 @@ def test_the_pages_labels_stay_clear_of_borders_and_edges(tr_browser: Any, tmp_p
     for dot in (depth2, everything):
         assert label_problems(dot) == []
         assert '::label" [label=' in dot  # the labels are nodes of their own
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()
+
+
+def test_the_pages_edges_enter_a_cluster_on_its_title_rank(tr_browser: Any, tmp_path: Path) -> None:
+    """A mask read before each layer: the page puts the points its edges pass on the title's
+    rank, as ``make_dot`` does, and no edge runs outside the cluster down to its layer."""
+    import torch
+
+    inputs = (torch.randn(1, 4, 10), torch.ones(1, 1, 10))
+    rec = torchrecorder.record(_MaskedStack(), "stack", input_data=inputs)
+    path = tmp_path / "stack.html"
+    torchrecorder.make_html(rec, 1).save(path)
+    page = tr_browser.new_page()
+    w = watch(page)
+    page.goto(path.as_uri())
+    count = wait_layouts(page, 0)
+    first = _dot(page)
+    page.click("#tr-expand-all")
+    wait_layouts(page, count)
+    for dot in (first, _dot(page)):
+        assert '{rank=same; "stack::title"; "input@mask -> ' in dot
+        assert edges_outside_their_cluster(dot) == []
     assert w.page_errors == [] and w.console_errors == []
     page.close()
 

@@ -281,3 +281,33 @@ def test_the_page_shares_a_wide_values_edges_as_make_dot_does(tr_browser: Any, t
     assert "→ 30 boxes" in page.inner_text("#tr-canvas") and '"→ 30 boxes"' in source
     assert "the edges of pos" in state["note"] and w.page_errors == []
     page.close()
+
+
+def test_a_depth_over_the_budget_that_sharing_brings_within_it_is_not_folded(tr_browser: Any,
+                                                                             tmp_path: Path) -> None:
+    """As make_dot's budget does: a view that the shared edges of a wide value bring within the
+    budget is drawn so, its runs unfolded as the reader left them; the page folded every run
+    as soon as the view was over, whatever sharing did (a depth asked after "Fold repeats" off
+    on an 8B Llama drew the 32 layers folded, while "Fold repeats" off drew them open)."""
+    from .test_fanout_share import _fan
+
+    rec = _fan(30)
+    path = tmp_path / "fan.html"
+    torchrecorder.make_html(rec, 1, max_nodes=60).save(path)  # opens with the 30 blocks folded
+    page, w = open_page(tr_browser, path)
+    assert page.is_checked("#tr-fold")
+    state = _answers(page, lambda: page.click("#tr-fold"), _state(page)["layouts"])
+    assert "→ 30 boxes" in page.inner_text("#tr-canvas")  # unfolded: shared, within the budget
+    for depth in ("0", "1"):  # the model closed, then open again: its 30 blocks over the budget
+        state = _answers(page, lambda d=depth: (page.fill("#tr-depth", d), page.press("#tr-depth", "Enter")),
+                         _state(page)["layouts"])
+    r = GraphvizRenderer(rec, 1, fold_repeats=False, max_nodes=60)
+    with pytest.warns(LargeDrawingWarning):
+        r.render()
+    assert r.budget is not None and r.budget.shared == ("pos",)
+    assert state["measured"]["nodes"] == r.budget.size[0]  # the 30 blocks, not one folded run
+    assert "→ 30 boxes" in page.inner_text("#tr-canvas")
+    assert "folded" not in state["note"] and "the edges of pos" in state["note"]
+    assert not page.is_checked("#tr-fold")
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()

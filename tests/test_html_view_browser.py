@@ -104,3 +104,37 @@ def test_expand_all_keeps_the_selected_module_where_it_was(tr_browser: Any, stac
     after = _box(page, head)
     assert abs(after["top"] - box["top"]) < 2 and abs(after["left"] - box["left"]) < 2
     page.close()
+
+
+def _drawn_in_window(page: Any) -> int:
+    """How many drawn boxes lie (at least partly) in the drawing's window."""
+    return int(page.evaluate(
+        """() => { const v = document.getElementById('tr-view').getBoundingClientRect();
+                   return [...document.querySelectorAll('#tr-view g.node')].filter(g => {
+                     const r = g.getBoundingClientRect();
+                     return r.right > v.left && r.left < v.right && r.bottom > v.top && r.top < v.bottom;
+                   }).length; }"""))
+
+
+@pytest.mark.parametrize("control", ["#tr-collapse-all", "#tr-fold", "depth"])
+def test_a_smaller_drawing_after_a_search_deep_down_is_in_view(tr_browser: Any, stack_file: Path,
+                                                                control: str) -> None:
+    """A search scrolls far down a tall view; Collapse all, Fold repeats or a depth then draw
+    something much smaller with nothing on screen to keep in place: it comes into view
+    (it was left above the window, the page showing nothing)."""
+    page, w = _open(tr_browser, stack_file)
+    _click(page, "#tr-expand-all")
+    if page.is_checked("#tr-fold"):
+        _click(page, "#tr-fold")  # every block drawn: a tall view
+    _search(page, "blocks.8.fc2")
+    page.click("#tr-view", position={"x": 5, "y": 5})  # (nothing selected: no module to keep)
+    count = page.evaluate("__tr.layouts")
+    if control == "depth":
+        page.fill("#tr-depth", "1")
+        page.press("#tr-depth", "Enter")
+    else:
+        page.click(control)
+    wait_layouts(page, count, settled=True)
+    assert _drawn_in_window(page) > 0
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()

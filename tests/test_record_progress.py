@@ -361,6 +361,8 @@ def test_a_piped_standard_error_gets_a_line_per_stage_and_no_bar(tmp_path: Path,
     small = [line for line in lines if "'small'" in line]
     if setting == "1":  # forced: the short recording and its drawing show too, a line each
         assert len(small) == 2 and all("done in" in line for line in small), lines
+        # each stage counts what it went through (its edges, not 0 where the drawing is small)
+        assert not any("(0 items)" in line for line in lines), lines
     else:
         assert small == [], lines
 

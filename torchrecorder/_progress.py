@@ -133,9 +133,10 @@ def stage(what: str, size: int, long: int = LONG) -> Iterator[None]:
     _line(f"{what}{items}: done in {time.perf_counter() - start:.1f} s")
 
 
-def bar(items: Iterable[T], total: int, what: str) -> Iterable[T]:
-    """``items``, with a progress bar (or a line at the start and the end) when ``total`` is long."""
-    if not _on(total):
+def bar(items: Iterable[T], total: int, what: str, size: Optional[int] = None) -> Iterable[T]:
+    """``items`` (``total`` of them), with a progress bar (or a line at the start and the end)
+    when ``size`` (default: ``total``), the measure of the whole work, is long."""
+    if not _on(total if size is None else size):
         return items
     tqdm = _tqdm() if interactive() else None
     if tqdm is not None:

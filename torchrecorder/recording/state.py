@@ -160,10 +160,16 @@ def _same_bytes(t: Tensor, copy: Tensor) -> bool:
     """Whether ``t`` holds what ``copy`` (its clone) holds: for a small tensor in the CPU's
     memory the same bytes, compared as bytes (``torch.equal`` compares booleans and bytes one
     by one, much slower; the byte strings are copies, hence small tensors only), else (a large
-    tensor, another device, a dtype numpy lacks, torch without numpy) ``torch.equal``."""
+    tensor, another device, a dtype numpy lacks, torch without numpy) ``torch.equal``.
+
+    ``t`` (the model's tensor) is read through DLPack: ``t.numpy()`` would mark its storage
+    as not resizable for good (a NumPy array may point into it), a change the recording left
+    in the model (``resize_`` of a buffer failing afterwards)."""
     if t.device.type == "cpu" and t.layout == torch.strided and t.numel() * t.element_size() <= 1 << 20:
         try:
-            return bool(t.numpy().tobytes() == copy.numpy().tobytes())
+            import numpy
+
+            return bool(numpy.from_dlpack(t).tobytes() == copy.numpy().tobytes())
         except Exception:  # bfloat16, a conjugate view, no numpy: compared by torch
             pass
     return bool(torch.equal(t, copy))

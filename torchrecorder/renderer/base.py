@@ -67,7 +67,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Optional
 
-from .._progress import LONG, bar, stage
+from .._progress import bar, stage
 from .._stack import StackRoom
 from ..errors import LargeDrawingWarning
 from ..graph import Graph
@@ -304,7 +304,7 @@ class BaseRenderer:
                     self.render_node(g, child)
             todo = self._processed
             drawn = self.drawn_edges()
-            for fnode, tnode in bar(drawn, len(drawn) if nodes + edges >= LONG else 0, "edges"):
+            for fnode, tnode in bar(drawn, len(drawn), "edges", size=nodes + edges):
                 if todo is None or fnode in todo:
                     self.render_edge(g, fnode, tnode)
             if todo is not None:

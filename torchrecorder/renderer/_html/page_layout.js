@@ -123,6 +123,10 @@
       shownState = snapshot();
       if (T.firstPaint === null) { T.firstPaint = performance.now(); fit(); before = null; }
       if (before) { const el = elementOf(job.anchor); if (el) { const after = topMiddle(el); P.tx += before[0] - after[0]; P.ty += before[1] - after[1]; applyTransform(); } }
+      // a drawing wholly outside the window (smaller than the one before, with no anchor on
+      // screen to keep: Collapse all, a depth, Fold repeats after a zoom into a large view)
+      // is fitted, never left where the reader sees none of it
+      if (!onScreen(svg)) fit();
       T.lastLayoutMs = performance.now() - t0;
       T.layouts += 1;
       const shown = canvas.querySelectorAll("g.node:not([id^=l]):not([id^=v])").length;  // (not labels, points)
@@ -163,6 +167,10 @@
     // tooltips: Graphviz's <title> holds the DOT id; the detail panel says more
     svg.querySelectorAll("g.node > title, g.cluster > title").forEach(function (t) { t.remove(); });
     mark();
+  }
+  function onScreen(svg) {
+    const r = svg.getBoundingClientRect(), v = P.view.getBoundingClientRect();
+    return r.right > v.left && r.left < v.right && r.bottom > v.top && r.top < v.bottom;
   }
   function isLayerThatOpens(i) { return kind[i] === LAYER && canOpen[i] === 1; }
   function mark() {

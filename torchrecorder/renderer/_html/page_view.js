@@ -134,7 +134,8 @@
         }
       }
     }
-    if (job.mayFold) foldAll();
+    // (as projection/budget.py: a view the shared edges bring within the budget is drawn so)
+    if (job.mayFold && !fits(P.measured)) foldAll();
     collapse();
     if (!fits(P.measured)) { foldAll(); collapse(); }
     if (collapsed) {
