@@ -129,9 +129,8 @@ class BaseNode:
         parent_key: key of the node whose scope holds this one (``None`` is the
             context).
         key: this node's key in ``Recorder.nodes``.
-        source: the :class:`Source` line of code the node comes from (module calls and
-            operations), or ``None`` where it is not known (other nodes, a recording
-            made with ``source=False`` or loaded from a file written without it).
+
+    ``source`` (a property) is the line of code the node comes from.
     """
 
     kind = "node"
@@ -159,7 +158,9 @@ class BaseNode:
 
     @property
     def source(self) -> Optional[Source]:
-        """The :class:`Source` line of code the node comes from (see the class docstring).
+        """The :class:`Source` line of code the node comes from (module calls and operations),
+        or ``None`` where it is not known (other nodes, a recording made with ``source=False``
+        or loaded from a file written without it).
 
         A recording names the line by the code object and instruction it found on the call
         stack; the file, line number and function are worked out here, on first read (see
