@@ -17,7 +17,7 @@ import pytest
 import torchrecorder
 
 from .backends import needs_dot
-from .browser import launch, needs_chromium, wait_layouts, watch
+from .browser import launch, needs_chromium, open_page, wait_layouts
 from .label_geometry import edges_outside_their_cluster, label_problems
 from .test_edge_labels import _MaskedStack
 
@@ -47,10 +47,8 @@ def test_the_pages_labels_stay_clear_of_borders_and_edges(tr_browser: Any, tmp_p
         rec = torchrecorder.record(net, name, input_data=args)
     path = tmp_path / f"{name}.html"
     torchrecorder.make_html(rec, 2).save(path)
-    page = tr_browser.new_page()
-    w = watch(page)
-    page.goto(path.as_uri())
-    count = wait_layouts(page, 0)
+    page, w = open_page(tr_browser, path)
+    count = page.evaluate("__tr.layouts")
     depth2 = _dot(page)
     page.click("#tr-expand-all")
     wait_layouts(page, count)
@@ -72,10 +70,8 @@ def test_the_pages_edges_enter_a_cluster_on_its_title_rank(tr_browser: Any, tmp_
     rec = torchrecorder.record(_MaskedStack(), "stack", input_data=inputs)
     path = tmp_path / "stack.html"
     torchrecorder.make_html(rec, 1).save(path)
-    page = tr_browser.new_page()
-    w = watch(page)
-    page.goto(path.as_uri())
-    count = wait_layouts(page, 0)
+    page, w = open_page(tr_browser, path)
+    count = page.evaluate("__tr.layouts")
     first = _dot(page)
     page.click("#tr-expand-all")
     wait_layouts(page, count)
