@@ -71,11 +71,5 @@ def add_pre_hook(handles: list[Any], module: nn.Module, hook: Callable[..., Any]
 
 def add_pre_hooks(handles: list[Any], modules: list[nn.Module], hook: Callable[..., Any], hid: int) -> None:
     """:func:`add_pre_hook` on each of ``modules``, in order."""
-    if not _DIRECT:
-        for module in modules:
-            handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
-        return
     for module in modules:
-        handles.append(PreHookHandle(module, hid))
-        module._forward_pre_hooks[hid] = hook
-        module._forward_pre_hooks_with_kwargs[hid] = True
+        add_pre_hook(handles, module, hook, hid)
