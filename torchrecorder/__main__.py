@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", default=None,
                         help="file to write, exactly this path ('-' for standard output; an existing "
                              "directory is an error); default: NAME.FMT in the current directory, "
-                             "path separators in NAME replaced by _")
+                             "path separators in NAME replaced by _, leading dots left out")
     parser.add_argument("-f", "--format", default=None,
                         help="output format: svg, png, pdf (any of Graphviz's), html (interactive page), "
                              "json (the recorded graph), mmd (Mermaid), dot (DOT source); "

@@ -314,9 +314,12 @@ _write_atomically = write_atomically
 
 
 def _target_stem(name: str) -> str:
-    """``name`` as a file name: path separators replaced by ``_``."""
+    """``name`` as a file name: path separators replaced by ``_`` and leading dots left out,
+    so that the file is neither outside ``directory`` nor hidden (``"../net"`` -> ``"_net"``)."""
     stem = name.replace(os.sep, "_").replace("/", "_")
-    return stem.replace(os.altsep, "_") if os.altsep else stem
+    if os.altsep:
+        stem = stem.replace(os.altsep, "_")
+    return stem.lstrip(".")
 
 
 def _target_path(directory: str, name: str, filename: Any, fmt: str) -> str:
@@ -377,7 +380,8 @@ def render_network(
     Args:
         net: the module to draw.
         name: name of the network (a str); with the depth, also the file name
-            unless ``filename`` is given, with path separators replaced by ``_``.
+            unless ``filename`` is given, with path separators replaced by ``_`` and
+            leading dots left out (``"../net"`` writes ``_net-1.svg``).
         input_shapes: as in :func:`record`; leave it out (or pass ``None``)
             when ``input_data`` is given: ``render_network(net, "net",
             input_data=x)``.
