@@ -135,6 +135,11 @@ def test_columns_and_depth_options() -> None:
     assert rec.summary(depth=0).count("\n├─") == 0
     with pytest.raises(ValueError, match="unknown summary column"):
         rec.summary(columns=["gflops"])
+    # torchinfo's col_names choose the same columns as ours
+    assert rec.summary(columns=["input_size", "output_size", "num_params", "params_percent"]) == rec.summary(
+        columns=["input", "output", "params", "share"])
+    with pytest.raises(ValueError, match=r"unknown summary column\(s\) \['kernel_size'\]"):
+        rec.summary(columns=["input_size", "kernel_size"])
     with pytest.raises(ValueError, match="depth"):
         rec.summary(depth=-1)
     with pytest.raises(ValueError, match="fold_repeats"):

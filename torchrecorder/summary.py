@@ -100,12 +100,17 @@ def _shapes(shapes: Sequence[Sequence[int]]) -> str:
     return text + (f", +{len(shapes) - 3}" if len(shapes) > 3 else "")
 
 
+#: torchinfo's ``col_names`` that name one of these columns: ``columns=`` takes them too
+TORCHINFO_COLUMNS: dict[str, str] = {"input_size": "input", "output_size": "output", "num_params": "params",
+                                     "params_percent": "share"}
+
+
 def _check_columns(columns: Optional[Iterable[str]]) -> list[str]:
     if columns is None:
         return list(DEFAULT_COLUMNS)
     if isinstance(columns, str):
         columns = [columns]
-    chosen = list(columns)
+    chosen = [TORCHINFO_COLUMNS.get(c, c) if isinstance(c, str) else c for c in columns]
     unknown = [c for c in chosen if c not in COLUMNS]
     if unknown:
         raise ValueError(f"unknown summary column(s) {unknown}; choose from {list(COLUMNS)}")
@@ -184,7 +189,8 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             backward pass, for a recording made with ``backward=True``), and ``"source"``
             (``file.py:line``, where the call was made:
             :attr:`~torchrecorder.nodes.BaseNode.source`).  The name column
-            is always printed.
+            is always printed.  torchinfo's names (``"input_size"``, ``"output_size"``,
+            ``"num_params"``, ``"params_percent"``) choose the same columns.
         depth: print rows down to this depth of the module tree only (the
             network is depth 0, a ``ModuleList``'s items are one deeper than the
             list); a row whose children are not printed counts their parameters
