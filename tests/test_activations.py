@@ -63,6 +63,27 @@ def test_a_legend_says_each_value_once() -> None:
     assert len(cells) == len(set(cells)), cells
 
 
+def test_the_legend_says_how_many_values_the_drawing_does_not_show() -> None:
+    """Values on calls inside a closed module, or on operations left out, colour nothing: the
+    legend counts them and names the options that draw them; none is said when all are shown."""
+    inner = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    net = nn.Sequential(inner, nn.Linear(4, 2))
+    x = torch.randn(8, 4)
+    rec = torchrecorder.record(net, "net", input_data=x)
+    with torchrecorder.capture(net, ["0.0", "0.1", "1"], stats=True, record=False) as cap:
+        net(x)
+    closed = torchrecorder.make_dot(rec, 1, activations=cap, stat="mean").source
+    assert "2 of 3 values not in view" in closed and "render_depth=" in closed
+    assert "not in view" not in torchrecorder.make_dot(rec, 2, activations=cap, stat="mean").source
+    with torchrecorder.capture(net, ops="0.1/relu", stats=True, record=False) as ops:
+        net(x)
+    assert "1 of 1 values not in view" in torchrecorder.make_dot(rec, 1, activations=ops, stat="mean").source
+    # the ReLU module ran one operation: its box, drawn at every depth, stands for it
+    opened = torchrecorder.make_dot(rec, 2, activations=ops, stat="mean").source
+    assert "not in view" not in opened and "mean " in _node_attrs(opened, "0.1")["label"]
+    assert "mean " not in _node_attrs(opened, "0.0")["label"]
+
+
 def test_a_mapping_of_values_scale_range_and_options() -> None:
     net = _dead_net()
     rec = torchrecorder.record(net, "net", (2, 4))

@@ -149,7 +149,10 @@ class ActivationStyler(GraphvizStyler):
         **styler_args: as for :class:`~torchrecorder.renderer.GraphvizStyler`.
 
     Module calls and operations (``capture(..., ops=...)``, by their keys) without a value
-    keep the default style.
+    keep the default style, but for a module that called no other module and ran one
+    operation (drawn as a box at every depth): its box takes that operation's value.
+    Under the scale, the legend counts the values the drawing does not show (on calls
+    inside closed modules, on operations left out) and names the options that show them.
     """
 
     def __init__(self, activations: Any = None, stat: str = "zeros", *, scale: Any = None,
@@ -204,7 +207,25 @@ class ActivationStyler(GraphvizStyler):
             return self.values.get(str(node.key))
         if not isinstance(node, LayerNode):
             return None
-        return self.values.get(call_name(node))
+        got = self.values.get(call_name(node))
+        if got is None and (op := self._only_op(node)) is not None:
+            return self.values.get(str(op.key))  # its box stands for its one operation
+        return got
+
+    def _only_op(self, layer: LayerNode) -> Optional[OpNode]:
+        """The one operation of a module that called no other module and ran one operation (drawn
+        as a box at every depth), where the styler draws for a renderer; else ``None``."""
+        if self.renderer is None or not self.values:
+            return None
+        nodes = self.renderer.rec.nodes
+        only: Optional[OpNode] = None
+        for key in layer.subnet_keys:
+            child = nodes.get(key)
+            if isinstance(child, LayerNode) or (isinstance(child, OpNode) and only is not None):
+                return None
+            if isinstance(child, OpNode):
+                only = child
+        return only
 
     def colour(self, value: float) -> str:
         """The ``#rrggbb`` colour of ``value`` on the scale."""
@@ -261,8 +282,39 @@ class ActivationStyler(GraphvizStyler):
         got = [v for v in (self.value_of(n) for n in run) if v is not None]
         return self._paint(attrs, sum(got) / len(got) if got else None, not expanded)
 
+    def _not_in_view(self) -> str:
+        """What the legend says of the values whose call or operation the drawing does not show
+        (inside a closed module, or an operation left out): ``""`` when every one is shown."""
+        renderer = self.renderer
+        if renderer is None:
+            return ""
+        projection = renderer.projection
+        nodes = renderer.rec.nodes
+        left_out = projection.left_out
+        values = self.values
+        valued = [n for n in nodes.values() if (isinstance(n, OpNode) and str(n.key) in values)
+                  or (isinstance(n, LayerNode) and call_name(n) in values)]
+        hidden = 0
+        for node in valued:
+            drawn = projection.drawn_key(node.key)
+            inside = drawn is None or node.key in left_out
+            parent = node.parent_key
+            while not inside and drawn != node.key and parent is not None:
+                inside = parent == drawn  # the drawn node is a closed module around it
+                parent = getattr(nodes.get(parent), "parent_key", None)
+            if inside and isinstance(node, OpNode) and isinstance(holder := nodes.get(drawn), LayerNode):
+                inside = self._only_op(holder) is not node  # the box of its one-op module shows it
+            hidden += inside
+        if not hidden:
+            return ""
+        ops = any(isinstance(n, OpNode) for n in valued)
+        more = "render_depth= or all_ops=True" if ops else "render_depth="
+        return (f"{hidden} of {len(valued)} values not in view: inside closed modules or left out "
+                f"(draw them with {more})")
+
     def graph_attrs(self) -> dict[str, str]:
-        """The default graph attributes, with the colour scale as the graph's label (at the bottom)."""
+        """The default graph attributes, with the colour scale as the graph's label (at the bottom);
+        under the scale, how many values lie on calls or operations the drawing does not show."""
         attrs = super().graph_attrs()
         if not self.legend or not self.values:
             return attrs
@@ -285,8 +337,11 @@ class ActivationStyler(GraphvizStyler):
             cells.append(f'<TD BGCOLOR="{colour}" WIDTH="{width}"><FONT POINT-SIZE="9"{font}>'
                          f"{html_text(text)}</FONT></TD>")
         steps = len(cells)
+        unseen = self._not_in_view()
+        note = (f'<TR><TD COLSPAN="{steps}" BORDER="0"><FONT POINT-SIZE="9">{html_text(unseen)}</FONT>'
+                "</TD></TR>" if unseen else "")
         attrs["label"] = ('<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" CELLPADDING="3">'
                           f'<TR><TD COLSPAN="{steps}" BORDER="0"><B>{html_text(self.title)}</B></TD></TR>'
-                          f"<TR>{''.join(cells)}</TR></TABLE>>")
+                          f"<TR>{''.join(cells)}</TR>{note}</TABLE>>")
         attrs.setdefault("labelloc", "b")
         return attrs
