@@ -544,7 +544,9 @@ def _chains(blocks: BlockStructures, run: list[LayerNode],
     for i in range(len(run)):
         last = i == len(run) - 1
         if not last:
-            # only the edges entering the next block can come from this one (or its gap)
+            # only the edges entering the next block can come from this one or its gap: a
+            # node lies in one layer only (the graph's invariant, see Graph.lint), so no
+            # node of the next block is one of this block's or a tensor between them
             outs, produced = sets[i], {t.key for t, made in marked[i] if made}
             feeds = any(p in outs or p in produced for p in blocks.entries(run[i + 1]))
         if last or not feeds:
