@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -331,3 +332,50 @@ def test_a_folded_run_is_named_as_its_blocks_are_unfolded(depth: int) -> None:
     first = re.search(r"<B>([^<]*)</B>", unfolded[unfolded.index('"layers.0'):]).group(1)
     last = re.search(r"<B>([^<]*)</B>", unfolded[unfolded.index('"layers.11'):]).group(1)
     assert f"<B>{first} … {last}" in folded, (first, last)
+
+
+class _ViewedOut(nn.Module):
+    """A block whose output is made by a data-movement operation (left out of a drawing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x).view(1, 8)
+
+
+class _Remembers(nn.Module):
+    """A block that reads a value the block before it kept (not passed as its input)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.kept: torch.Tensor | None = None
+        self.before: list[_Remembers] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x)
+        if self.before and self.before[0].kept is not None:
+            h = h + self.before[0].kept
+        self.kept = torch.relu(h)
+        return h * 2
+
+
+@pytest.mark.parametrize("block, told_apart", [(Block, False), (_ViewedOut, True), (_Remembers, True)])
+def test_copies_are_told_apart_where_blocks_are_wired_otherwise(block: type[nn.Module],
+                                                                told_apart: bool) -> None:
+    # the copies of a run's blocks are recorded only when a block is wired otherwise than
+    # the first: an edge from one block into the next that is not the tensor passed on, or
+    # the last block's output made by an operation a drawing leaves out
+    blocks = [block() for _ in range(10)]
+    for before, after in itertools.pairwise(blocks):
+        if isinstance(after, _Remembers):
+            after.before.append(before)  # (a plain list: not a submodule)
+    rec = torchrecorder.record(Stack(blocks), "net", (1, 4))
+    r = GraphvizRenderer(rec, 2, fold_repeats=True)
+    assert len(next(iter(r.fold_plan.runs.values()))) >= 8  # (the first reads nothing kept)
+    assert bool(r.fold_plan.copies) == told_apart
+    carried = {(a.key, b.key) for a, b in r.projection.carried_edges}
+    # the value one block keeps for the next is drawn as carried to the next block
+    assert bool(carried) == (block is _Remembers)

@@ -148,6 +148,18 @@ def test_default_drawing_over_the_budget_draws_the_deepest_depth_that_fits(
     assert drawn_size(deeper.projection)[0] > 60
 
 
+def test_the_depth_that_opens_everything_is_the_graphs_whether_the_drawing_fits_or_not(
+        deep: torchrecorder.Recorder) -> None:
+    # Deep(40): the network at depth 0, its 40 nested calls at depths 1..40
+    fits = GraphvizRenderer(deep, 3)
+    fits.render()
+    assert fits.budget is not None and not fits.budget.reduced and fits.budget.deepest == 41
+    reduced = GraphvizRenderer(deep, max_nodes=60)
+    with pytest.warns(LargeDrawingWarning, match="render_depth=41 or max_nodes=None"):
+        reduced.render()
+    assert reduced.budget is not None and reduced.budget.reduced and reduced.budget.deepest == 41
+
+
 def test_explicit_depth_or_no_budget_draws_everything_with_a_warning(deep: torchrecorder.Recorder) -> None:
     full, _ = _quiet_dot(deep, None, max_nodes=None)
     assert NOTE not in parse_dot(full).nodes

@@ -261,7 +261,6 @@ class Fit:
         budget: ``(nodes, edges)`` allowed, or ``None``.
         requested: the ``render_depth`` asked for (``None``: everything).
         full: ``(nodes, edges)`` of the drawing asked for, when it did not fit.
-        deepest: the ``render_depth`` that opens every module.
         spans: the ranks the drawn edges pass (the larger of :func:`edge_spans` and
             :func:`layout_spans`).
         full_spans: the same of the drawing asked for, when it did not fit.
@@ -271,7 +270,7 @@ class Fit:
 
     def __init__(self, projection: Projection, depth: int, min_run: int, size: tuple[int, int],
                  budget: Optional[tuple[int, int]], requested: Optional[int],
-                 full: Optional[tuple[int, int]], deepest: int, spans: int = 0,
+                 full: Optional[tuple[int, int]], deepest: Optional[int], spans: int = 0,
                  full_spans: Optional[int] = None, shared: tuple[Key, ...] = ()) -> None:
         self.projection = projection
         self.depth = depth
@@ -280,10 +279,18 @@ class Fit:
         self.budget = budget
         self.requested = requested
         self.full = full
-        self.deepest = deepest
+        self._deepest = deepest
         self.spans = spans
         self.full_spans = full_spans
         self.shared = shared
+
+    @property
+    def deepest(self) -> int:
+        """The ``render_depth`` that opens every module (:func:`graph_depth`, found when first
+        asked: a drawing made as asked never needs it)."""
+        if self._deepest is None:
+            self._deepest = graph_depth(self.projection.graph)
+        return self._deepest
 
     @property
     def reduced(self) -> bool:
@@ -383,14 +390,15 @@ def fit(graph: Graph, requested: Optional[int], make: Callable[[int, int], Proje
             is over budget (:data:`MAX_FANOUT` for Graphviz); ``None``: never.
     """
     budget = budget_of(max_nodes)
-    deepest = graph_depth(graph)
     asked = ALL_DEPTHS if requested is None else int(requested)
     first = make(asked, min_run)
     size, spans, _ = _measure(first, None)
     if budget is None or _fits(size, spans, budget):
-        # drawn as asked; without a budget, measured against the default one
-        return Fit(first, asked, min_run, size, budget or (MAX_NODES, MAX_EDGES), requested, None, deepest,
+        # drawn as asked; without a budget, measured against the default one (the graph's
+        # depth is found only if the fit is asked for it: a pass over every node)
+        return Fit(first, asked, min_run, size, budget or (MAX_NODES, MAX_EDGES), requested, None, None,
                    spans)
+    deepest = graph_depth(graph)
     got_size, got_spans, shared = _measure(first, fanout)
     if not isinstance(requested, DefaultDepth) or (shared and _fits(got_size, got_spans, budget)):
         # drawn as asked, its fan-out edges shared; still over the budget, it says so

@@ -337,6 +337,7 @@ class BlockStructures:
         self._succs: Optional[dict[Key, list[Key]]] = None
         self._preorder: dict[Key, list[Key]] = {}
         self._params: dict[Key, list[Key]] = {}
+        self._entries: dict[Key, list[Key]] = {}
         self._numbers: dict[Key, int] = {}
         self._interned: dict[Hashable, int] = {}
         self._first_calls: Optional[dict[tuple[str, str], LayerNode]] = None
@@ -367,6 +368,13 @@ class BlockStructures:
         if layer.key not in self._params:
             self.number(layer)
         return self._params[layer.key]
+
+    def entries(self, layer: LayerNode) -> list[Key]:
+        """The sources outside ``layer`` of the edges into it or anything inside it (its
+        parameters count as outside), once per edge, found as its structure is read."""
+        if layer.key not in self._entries:
+            self.number(layer)
+        return self._entries[layer.key]
 
     def number(self, layer: LayerNode) -> int:
         """A number per structure: equal for two layers exactly when their structures match."""
@@ -459,7 +467,8 @@ class BlockStructures:
         index = dict(zip(keys, range(n), strict=True))
         preds_get, index_get = self.preds.get, index.get
         edges: list[int] = []
-        add_edge = edges.append
+        entries: list[Key] = []  # the sources of the edges that enter the block from outside
+        add_edge, add_entry = edges.append, entries.append
         for j, key in enumerate(keys):
             got = preds_get(key)
             if got:
@@ -467,6 +476,9 @@ class BlockStructures:
                     i = index_get(p)
                     if i is not None:
                         add_edge(i * n + j)
+                    else:
+                        add_entry(p)
+        self._entries[block.key] = entries
         edges.sort()
         return (tuple(items), tuple(edges))
 
@@ -532,8 +544,11 @@ def _chains(blocks: BlockStructures, run: list[LayerNode],
     for i in range(len(run)):
         last = i == len(run) - 1
         if not last:
-            outs = sets[i] | {t.key for t, produced in marked[i] if produced}
-            feeds = any(p in outs for k in insides[i + 1] for p in preds.get(k, ()))
+            # only the edges entering the next block can come from this one or its gap: a
+            # node lies in one layer only (the graph's invariant, see Graph.lint), so no
+            # node of the next block is one of this block's or a tensor between them
+            outs, produced = sets[i], {t.key for t, made in marked[i] if made}
+            feeds = any(p in outs or p in produced for p in blocks.entries(run[i + 1]))
         if last or not feeds:
             yield run[start:i + 1], marked[start:i], insides[start:i + 1]
             start = i + 1
