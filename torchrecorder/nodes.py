@@ -373,26 +373,6 @@ class LayerNode(ScopeNode):
         self.opaque = opaque
         self.unfused = unfused
 
-    def _begin(self, name: str, fn: Any, depth: int, parent: Key, key: Key, type_name: str, path: str,
-               call_index: int, num_params: int, num_params_total: int, num_buffers: int,
-               source: Any) -> None:
-        """Give a node made by ``LayerNode()`` and not used yet the fields of one call (the
-        arguments of ``__init__`` that a recording sets; see
-        :mod:`torchrecorder.recording.pool`): its lists and ``subnet_keys`` are the ones
-        ``LayerNode()`` made."""
-        self.name = name
-        self._fn = fn
-        self.depth = depth
-        self.parent_key = parent
-        self.key = key
-        self._source = source
-        self.type_name = type_name
-        self.path = path
-        self.call_index = call_index
-        self.num_params = num_params
-        self.num_params_total = num_params_total
-        self.num_buffers = num_buffers
-
     def _seed_ref(self) -> Any:
         # the module stands for its first call, as rec.nodes[module] finds (later calls: key)
         fn = self._fn
@@ -589,20 +569,6 @@ class OpNode(BaseNode):
         self.op = op or name
         self.output_shapes = output_shapes if output_shapes is not None else []
         self.grad_fn = grad_fn  # (_seed stays unset until fn is first read)
-
-    def _begin(self, name: str, fn: Any, depth: int, parent: Key, key: Key, op: str,
-               grad_fn: str, source: Any) -> None:
-        """Give a node made by ``OpNode()`` and not used yet the fields of one operation (the
-        arguments of ``__init__`` that a recording sets, but its ``output_shapes``, which the
-        recording fills in the list ``OpNode()`` made; see :mod:`torchrecorder.recording.pool`)."""
-        self.name = name
-        self._fn = fn
-        self.depth = depth
-        self.parent_key = parent
-        self.key = key
-        self._source = source
-        self.op = op
-        self.grad_fn = grad_fn
 
     @property
     def fn(self) -> Any:

@@ -28,6 +28,7 @@ from .backward import AutogradTrace
 from .live import LiveObjects
 from .meta import bind_arguments, dtype_names, shape_tuple, tensor_meta
 from .modules import ModuleInfo
+from .pool import begin_layer
 from .source import caller
 
 __all__ = ["GROW_AT", "ModuleCalls"]
@@ -74,8 +75,8 @@ class ModuleCalls(LiveObjects):
         pool = self.pool.layers
         if pool:  # made ahead by LayerNode(), with its lists (see .pool)
             call = pool.pop()
-            call._begin(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count,
-                        info.num_params if first else 0, info.total if first else 0,
+            begin_layer(call, info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path,
+                        count, info.num_params if first else 0, info.total if first else 0,
                         info.buffers if first else 0, line)
         else:
             call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path,

@@ -45,7 +45,7 @@ from .meta import ModelWalk, shape_tuple
 from .modules import ModuleInfo, index_modules
 from .opkeep import keep
 from .ops import eager
-from .pool import NodePool, sizes_of
+from .pool import NodePool, begin_op, sizes_of
 from .prehooks import add_pre_hook, add_pre_hooks, new_hook_id
 from .session import Session
 from .source import INTERNAL, caller
@@ -388,8 +388,8 @@ class Engine(ModuleCalls):
         pool = self.pool.ops
         if pool:  # made ahead by OpNode(), with its list (see .pool)
             node = pool.pop()
-            node._begin(opname, func, scope.depth + 1, skey, key, opname,
-                        type(gf).__name__ if gf is not None else "", line)
+            begin_op(node, opname, func, scope.depth + 1, skey, key, opname,
+                     type(gf).__name__ if gf is not None else "", line)
             if len(outs) == 1:
                 node.output_shapes.append(shape_tuple(outs[0]))
             else:

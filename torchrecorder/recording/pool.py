@@ -32,7 +32,7 @@ from typing import Any, Optional, TypeVar
 
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode
 
-__all__ = ["KINDS", "NodePool", "sizes_of", "take"]
+__all__ = ["KINDS", "NodePool", "begin_layer", "begin_op", "sizes_of", "take"]
 
 N = TypeVar("N", bound=BaseNode)
 
@@ -50,6 +50,41 @@ def take(pool: list[N], cls: type[N]) -> N:
     """A bare ``cls`` object: the last of ``pool``, or a new one when it is empty.  (The engine
     inlines this where it makes nodes per operation and per call.)"""
     return pool.pop() if pool else cls.__new__(cls)
+
+
+def begin_layer(node: LayerNode, name: str, fn: Any, depth: int, parent: Any, key: Any, type_name: str,
+                path: str, call_index: int, num_params: int, num_params_total: int, num_buffers: int,
+                source: Any) -> None:
+    """Give ``node``, made by ``LayerNode()`` for the pool and not used yet, the fields of one
+    call: the arguments of ``LayerNode.__init__`` a recording sets (``opaque`` and ``unfused``
+    stay ``""``), its ``subnet_keys`` and shape lists the ones ``LayerNode()`` made."""
+    node.name = name
+    node._fn = fn
+    node.depth = depth
+    node.parent_key = parent
+    node.key = key
+    node._source = source
+    node.type_name = type_name
+    node.path = path
+    node.call_index = call_index
+    node.num_params = num_params
+    node.num_params_total = num_params_total
+    node.num_buffers = num_buffers
+
+
+def begin_op(node: OpNode, name: str, fn: Any, depth: int, parent: Any, key: Any, op: str, grad_fn: str,
+             source: Any) -> None:
+    """Give ``node``, made by ``OpNode()`` for the pool and not used yet, the fields of one
+    operation: the arguments of ``OpNode.__init__`` a recording sets but ``output_shapes``,
+    which it fills in the list ``OpNode()`` made."""
+    node.name = name
+    node._fn = fn
+    node.depth = depth
+    node.parent_key = parent
+    node.key = key
+    node._source = source
+    node.op = op
+    node.grad_fn = grad_fn
 
 
 def sizes_of(nodes: Iterable[BaseNode]) -> tuple[int, ...]:
@@ -85,7 +120,7 @@ class NodePool:
             return
         for pool, cls, n in zip(self._pools(), KINDS, sizes, strict=True):
             n = min(max(n + MARGIN, 0), LIMIT)
-            if cls is LayerNode or cls is OpNode:  # made whole, lists included (see their _begin)
+            if cls is LayerNode or cls is OpNode:  # made whole, lists included (see begin_layer)
                 pool.extend([cls() for _ in range(n)])
             else:
                 pool.extend(map(cls.__new__, repeat(cls, n)))
