@@ -82,6 +82,8 @@ def test_a_model_recorded_again_takes_its_nodes_made_ahead_and_set_aside() -> No
     assert 0 < with_pool < without, (with_pool, without)
     # the same recording, node for node
     assert dumps(pooled) == dumps(plain) == dumps(first)
+    assert torchrecorder.make_dot(pooled, fold_repeats=False).source == \
+        torchrecorder.make_dot(plain, fold_repeats=False).source
     assert memo.sizes == _kinds(plain)
     # nothing of the pool outlives its pass
     assert len(pooled.engine.pool) == 0 and len(plain.engine.pool) == 0
