@@ -28,6 +28,7 @@ from .backward import AutogradTrace
 from .live import LiveObjects
 from .meta import bind_arguments, dtype_names, shape_tuple, tensor_meta
 from .modules import ModuleInfo
+from .pool import begin_layer
 from .source import caller
 
 __all__ = ["GROW_AT", "ModuleCalls"]
@@ -69,11 +70,18 @@ class ModuleCalls(LiveObjects):
         candidate = base if count == 1 else f"{base}#{count}"
         key = graph.keys(candidate)
         first = count == 1
-        call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path, count,
-                         "", "", info.num_params if first else 0, info.total if first else 0,
-                         info.buffers if first else 0,
-                         # the frames above: _pre_hook, then torch's module call
-                         caller(sys._getframe(2), module) if self.source else None)
+        # the frames above: _pre_hook, then torch's module call
+        line = caller(sys._getframe(2), module) if self.source else None
+        pool = self.pool.layers
+        if pool:  # made ahead by LayerNode(), with its lists (see .pool)
+            call = pool.pop()
+            begin_layer(call, info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path,
+                        count, info.num_params if first else 0, info.total if first else 0,
+                        info.buffers if first else 0, line)
+        else:
+            call = LayerNode(info.name, module, scope.depth + 1, scope.key, key, info.type_name, info.path,
+                             count, "", "", info.num_params if first else 0, info.total if first else 0,
+                             info.buffers if first else 0, line)
         nodes[key] = call
         scope.subnet_keys._items[key] = None
         for ppath, param, facts in info.params:

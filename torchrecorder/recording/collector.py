@@ -22,6 +22,12 @@ peak memory is a plain call's plus its graph.  (Collecting the youngest generati
 times less often, as an earlier version did, saved at most a few per cent of the
 recording's time and let that garbage pile up ten times higher.)
 
+What a recording is sure to keep until it ends can be made just before the old objects are
+set aside (``prepare``, run with the collector paused): it is set aside with them, and never
+scanned during the pass (:mod:`~torchrecorder.recording.pool`, the nodes of a model recorded
+before).  Its allocations do not count towards the thresholds, so the forward's own
+allocations trigger collections as they do in a plain call, or sooner.
+
 Nothing is set aside when the process has frozen objects of its own (``gc.freeze``
 called before the recording): unfreezing at the end would put theirs back too.  Objects
 that code frozen *during* a recording are put back with the rest when it ends.
@@ -31,6 +37,8 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Callable
+from typing import Optional
 
 __all__ = ["old_objects_aside", "old_objects_back"]
 
@@ -39,14 +47,29 @@ _active = 0  # recordings active, in every thread
 _froze = False  # whether the first of them set the old objects aside
 
 
-def old_objects_aside() -> None:
-    """Called when a recording starts: the first active one freezes the existing objects."""
+def old_objects_aside(prepare: Optional[Callable[[], None]] = None) -> None:
+    """Called when a recording starts: the first active one freezes the existing objects.
+
+    Args:
+        prepare: called just before they are frozen, with the collector paused, when they
+            are (not otherwise): what it makes is set aside with them.  What it raises goes
+            on, with nothing set aside.
+    """
     global _active, _froze
     with _lock:
         if _active == 0:
-            _froze = gc.get_freeze_count() == 0
-            if _froze:
-                gc.freeze()
+            froze = gc.get_freeze_count() == 0
+            if froze:
+                enabled = gc.isenabled()
+                gc.disable()  # (the collector back on once prepare's objects are set aside)
+                try:
+                    if prepare is not None:
+                        prepare()
+                    gc.freeze()
+                finally:
+                    if enabled:
+                        gc.enable()
+            _froze = froze
         _active += 1
 
 

@@ -40,10 +40,12 @@ from .aliases import STORAGE_ALIAS_OPS, Aliases
 from .backward import AutogradTrace, storages_of
 from .calls import GROW_AT, ModuleCalls
 from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
-from .meta import shape_tuple
+from .memo import ModelMemo
+from .meta import ModelWalk, shape_tuple
 from .modules import ModuleInfo, index_modules
 from .opkeep import keep
 from .ops import eager
+from .pool import NodePool, begin_op, sizes_of
 from .prehooks import add_pre_hook, add_pre_hooks, new_hook_id
 from .session import Session
 from .source import INTERNAL, caller
@@ -106,6 +108,9 @@ class Engine(ModuleCalls):
         self._handles: list[Any] = []
         self._hook_id = new_hook_id()  # the id of the engine's pre-hooks on every module
         self.fast = FastPaths(self, unfuse_fast_paths, GLOBAL_POST_HOOK)
+        # nodes made ahead of the pass (see .pool), and the memo whose sizes made them
+        self.pool = NodePool()
+        self._memo: Optional[ModelMemo] = None
         # set when the hooks are removed: a hook still called after that records nothing
         self.closed = False
         # called before every operation while recording (record() copies what will be written)
@@ -135,6 +140,15 @@ class Engine(ModuleCalls):
         exception takes them.
         """
         return Session(self, net, name, self if value is None else value)
+
+    def fill_pool(self) -> None:
+        """Make the nodes that the pass about to start will likely need, as many of each kind
+        as the model's last recording made (its memo's sizes: see :mod:`.pool`); called by the
+        session just before the old objects are set aside, with the collector paused."""
+        memo = self.walk.memo if isinstance(self.walk, ModelWalk) else None
+        self._memo = memo
+        if memo is not None:
+            self.pool.fill(memo.sizes)
 
     def restore_mode(self) -> None:
         """Put the op mode back on the stack if a fused call left it off (see ``FastPaths``)."""
@@ -199,6 +213,10 @@ class Engine(ModuleCalls):
         if self.autograd is not None:
             self.autograd.finish(self.graph, self.untraced.root_grad, self._param_owner, lambda: storages_of(
                 [*(p for p, _ in self._params.values()), *self.untraced.buffers.values()]))
+        memo, self._memo = self._memo, None
+        if memo is not None and self.graph.error is None:  # the next recording's pool
+            memo.sizes = self.pool.used() or sizes_of(self.graph.nodes.values())
+        self.pool.clear()
         self.hand_over()
         self.live.clear()
         self._stack.clear()
@@ -367,9 +385,20 @@ class Engine(ModuleCalls):
             # (called from the user's code, as most operations are: caller's answer, inlined)
             line = (code, frame.f_lasti) if INTERNAL.get(code.co_filename) is False else caller(frame)
         gf = outs[0].grad_fn
-        nodes[key] = OpNode(opname, func, scope.depth + 1, skey, key, opname,
-                            [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
-                            type(gf).__name__ if gf is not None else "", line)
+        pool = self.pool.ops
+        if pool:  # made ahead by OpNode(), with its list (see .pool)
+            node = pool.pop()
+            begin_op(node, opname, func, scope.depth + 1, skey, key, opname,
+                     type(gf).__name__ if gf is not None else "", line)
+            if len(outs) == 1:
+                node.output_shapes.append(shape_tuple(outs[0]))
+            else:
+                node.output_shapes.extend([shape_tuple(o) for o in outs])
+        else:
+            node = OpNode(opname, func, scope.depth + 1, skey, key, opname,
+                          [shape_tuple(outs[0])] if len(outs) == 1 else [shape_tuple(o) for o in outs],
+                          type(gf).__name__ if gf is not None else "", line)
+        nodes[key] = node
         scope.subnet_keys._items[key] = None
         if opname in COUNTED_OPS:  # what cost() needs to count its FLOPs (uncounted if unreadable)
             try:

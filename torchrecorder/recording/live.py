@@ -17,6 +17,7 @@ from ..errors import GraphError
 from ..graph import Graph, NodeTable
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 from .meta import ParamFacts, dtype_names, grad_fn_op_name, shape_name, tensor_meta
+from .pool import NodePool, take
 from .untraced import Untraced
 
 __all__ = ["LiveObjects"]
@@ -33,6 +34,7 @@ class LiveObjects:
     # id(parameter) -> (the parameter, its dotted path where first found)
     _params: dict[int, tuple[nn.Parameter, str]]
     untraced: Untraced
+    pool: NodePool  # nodes made ahead of the pass (see .pool)
 
     def lookup(self, obj: Any) -> Key:
         """The key of the node that currently stands for the live object ``obj``, or ``None``."""
@@ -133,8 +135,9 @@ class LiveObjects:
         shape, dtype, device = meta or tensor_meta(t)
         graph = self.graph
         key = graph.keys(candidate)
-        node = TensorNode(name or shape_name(shape), t if self.keep_tensors else None,
-                          scope.depth + 1, scope.key, key, shape, dtype, device, role)
+        node = take(self.pool.tensors, TensorNode)
+        TensorNode.__init__(node, name or shape_name(shape), t if self.keep_tensors else None,
+                            scope.depth + 1, scope.key, key, shape, dtype, device, role)
         graph.nodes[key] = node
         scope.subnet_keys._items[key] = None
         self.live[id(t)] = (weakref.ref(t), key)
@@ -156,8 +159,9 @@ class LiveObjects:
             dtype, device = dtype_names(param)
         graph = self.graph
         key = graph.keys(path)
-        node = ParamNode(name, param, scope.depth + 1, scope.key, key,
-                         shape, dtype, device, path, numel, param.requires_grad)
+        node = take(self.pool.params, ParamNode)
+        ParamNode.__init__(node, name, param, scope.depth + 1, scope.key, key,
+                           shape, dtype, device, path, numel, param.requires_grad)
         graph.nodes[key] = node
         scope.subnet_keys._items[key] = None
         self.live[id(param)] = (weakref.ref(param), key)

@@ -37,15 +37,19 @@ class ModelMemo:
             or ``None`` until a recording has made it.
         state: where the model's state lies (:class:`~torchrecorder.recording.state.StateLayout`),
             or ``None`` until a recording has made it.
+        sizes: how many nodes of each kind the model's last recording made (see
+            :mod:`~torchrecorder.recording.pool`), or ``None``: a hint for the next recording's
+            pool of nodes, which depends on the inputs too, so never trusted.
     """
 
-    __slots__ = ("facts", "index", "refs", "state")
+    __slots__ = ("facts", "index", "refs", "sizes", "state")
 
     def __init__(self, objects: list[Any], facts: list[Any]) -> None:
         self.refs = [weakref.ref(o) for o in objects]  # (a TypeError: an object without weak references)
         self.facts = facts
         self.index: Any = None
         self.state: Any = None
+        self.sizes: Optional[tuple[int, ...]] = None
 
     def matches(self, objects: list[Any], facts: list[Any]) -> bool:
         """Whether ``objects`` and ``facts`` are the stamp this memo was made from: the same

@@ -42,6 +42,7 @@ class SessionEngine(OpSink, Protocol):
     closed: bool
 
     def register_hooks(self, net: nn.Module, name: str) -> None: ...
+    def fill_pool(self) -> None: ...
     def remove_hooks(self) -> None: ...
     def finish(self) -> None: ...
     def fail(self, exc: BaseException) -> None: ...
@@ -69,7 +70,9 @@ class Session(Generic[T]):
         # watched from here: hooking a model of many modules takes a while too
         self.progress = _progress.watch(f"recording '{self.name}'", _counter(engine), "module")
         try:
-            old_objects_aside()  # the collector scans only what the pass makes (see ``collector``)
+            # the collector scans only what the pass makes (see ``collector``), less the nodes
+            # made ahead for it (see ``pool``)
+            old_objects_aside(engine.fill_pool)
             try:
                 engine.register_hooks(self.net, self.name)
             except BaseException:
