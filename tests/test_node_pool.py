@@ -162,3 +162,52 @@ def test_what_a_recording_makes_ahead_is_set_aside_with_the_old_objects() -> Non
     old_objects_aside()  # the count of active recordings was left as it was
     old_objects_back()
     assert gc.get_freeze_count() == 0
+
+
+def _slots(node: object) -> dict[str, object]:
+    """Every slot of ``node`` along its class's MRO, ``"<unset>"`` where none was set."""
+    names = {name for cls in type(node).__mro__ for name in getattr(cls, "__slots__", ())}
+    out: dict[str, object] = {}
+    for name in sorted(names):
+        value = getattr(node, name, "<unset>")
+        if name == "_table":  # a weak reference to the node's own graph
+            value = value is not None and value != "<unset>"
+        # containers compared by what they hold (OrderedSet by its items)
+        out[name] = list(value) if type(value).__name__ == "OrderedSet" else value
+    return out
+
+
+def test_a_node_from_the_pool_has_every_field_a_new_node_has() -> None:
+    """The pool sets a reused layer's and operation's fields itself (``begin_layer``,
+    ``begin_op``): a field added to a node class and set by its constructor must be set
+    there too, which this test finds slot by slot."""
+    class Twice(nn.Module):  # a module called twice, one with buffers, a nested one
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.norm = nn.BatchNorm1d(4)
+            self.head = nn.Sequential(nn.Linear(4, 2), nn.Tanh())
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.head(self.norm(self.fc(torch.relu(self.fc(x)))))
+
+    net = Twice().eval()
+    x = torch.randn(3, 4)
+
+    def record() -> torchrecorder.Recorder:  # (one line of code for every root call)
+        return torchrecorder.record(net, "net", input_data=x)
+
+    record()
+    memo = check_model(net).memo
+    assert memo is not None and memo.sizes is not None
+    pooled = record()
+    memo.sizes = None
+    plain = record()
+    assert list(pooled.nodes) == list(plain.nodes)
+    compared = 0
+    for key, node in plain.nodes.items():
+        other = pooled.nodes[key]
+        assert type(other) is type(node)
+        assert _slots(other) == _slots(node), key
+        compared += isinstance(node, (LayerNode, OpNode))
+    assert compared >= 7

@@ -14,10 +14,14 @@ makes that many bare node objects (``cls.__new__(cls)``, no fields set) right be
 :func:`~torchrecorder.recording.collector.old_objects_aside` sets the old objects aside, with
 the collector paused: they are set aside with them, their allocations never count, and the
 collector never scans them during the pass.  The engine takes its operation, layer, tensor
-and parameter nodes from the pool (:func:`take`) while it lasts and makes new ones after; it
-initialises each with the class's own ``__init__``, so a node from the pool is the node a
-recording without one makes.  What the pass did not use is dropped when it ends
-(:meth:`NodePool.clear`); a node from the pool belongs to its recording only.
+and parameter nodes from the pool (:func:`take`) while it lasts and makes new ones after.  A
+tensor or parameter node is initialised by its class's own ``__init__``; a layer or operation
+node is made whole by ``LayerNode()``/``OpNode()`` ahead (its lists and child set included) and
+given one call's fields by :func:`begin_layer`/:func:`begin_op`, which must set every field its
+constructor sets (``tests/test_node_pool.py`` compares such nodes with new ones slot by slot),
+so that a node from the pool is the node a recording without one makes.  What the pass did
+not use is dropped when it ends (:meth:`NodePool.clear`); a node from the pool belongs to its
+recording only.
 
 Nothing is filled when no old objects are set aside (the process froze objects of its own,
 or another recording is active): the nodes would only be made earlier.
