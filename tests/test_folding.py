@@ -309,7 +309,7 @@ def test_a_chain_breaks_where_a_block_does_not_feed_the_next() -> None:
 
 def test_blocks_compare_as_structure_ids_do() -> None:
     from torchrecorder.nodes import LayerNode
-    from torchrecorder.projection.fold import BlockStructures
+    from torchrecorder.projection.structures import BlockStructures
 
     blocks = [Block(), Block(), Gated(), Gated(), Gated(), Widen(8, 16), Block(16), Block(16)]
     shared = Block()

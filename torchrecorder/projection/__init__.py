@@ -20,8 +20,9 @@ from .drawn import (
     is_passed_tensor,
     kind_of,
 )
-from .fold import BlockStructures, FoldPlan, structure_ids
+from .fold import FoldPlan
 from .loops import LoopNode, iterations_text
+from .structures import BlockStructures, structure_ids
 
 __all__ = [
     "AUTO_FOLD_MIN",

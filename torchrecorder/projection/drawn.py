@@ -20,8 +20,9 @@ from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, ContextNode, Key, LayerNode, OpNode, ParamNode, ScopeNode, TensorNode
 from .edges import drawn_edges, is_passed_tensor
-from .fold import BlockStructures, FoldPlan
+from .fold import FoldPlan
 from .loops import DATA_MOVEMENT_OPS, LoopNode
+from .structures import BlockStructures
 
 __all__ = ["AUTO_FOLD_MIN", "DATA_MOVEMENT_OPS", "NODE_KINDS", "FoldRepeats", "Projection",
            "default_expanded", "fold_min", "is_passed_tensor", "kind_of"]
@@ -115,7 +116,7 @@ class Projection:
         loops: fold Python loops too (runs of identical iterations of operations, see
             :mod:`~.loops`), not only runs of identical blocks.
         structures: the structures of ``graph``'s blocks to fold by (see
-            :class:`~.fold.BlockStructures`), shared by the projections of one drawing;
+            :class:`~.structures.BlockStructures`), shared by the projections of one drawing;
             ``None``: its own.
 
     Raises:
@@ -158,7 +159,7 @@ class Projection:
     @property
     def structures(self) -> BlockStructures:
         """The structures of the graph's blocks that the fold plan compared (see
-        :class:`~.fold.BlockStructures`)."""
+        :class:`~.structures.BlockStructures`)."""
         if self._structures is None:
             self._structures = BlockStructures(self.graph)
         return self._structures

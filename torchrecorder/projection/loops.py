@@ -7,7 +7,7 @@ stretch is *folded* when at least ``min_run`` consecutive iterations
 * hold the same sequence of children: operations of one name and output
   shapes (only the name, for data-movement operations that are not drawn),
   tensors of one shape and dtype, layers of one structure
-  (:meth:`~.fold.BlockStructures.number`);
+  (:meth:`~.structures.BlockStructures.number`);
 * are wired alike: the edges between the children of an iteration (and into
   the layers among them) join the same positions in every iteration, and the
   edges from earlier iterations of the run come from the same positions, as
