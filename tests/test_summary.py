@@ -140,6 +140,11 @@ def test_columns_and_depth_options() -> None:
         columns=["input", "output", "params", "share"])
     with pytest.raises(ValueError, match=r"unknown summary column\(s\) \['kernel_size'\]"):
         rec.summary(columns=["input_size", "kernel_size"])
+    # ... and torchinfo's keyword for them is taken too: summary(col_names=..., depth=...)
+    assert rec.summary(col_names=("num_params", "mult_adds"), depth=1) == rec.summary(
+        columns=["params", "mult_adds"], depth=1)
+    with pytest.raises(TypeError, match="not both"):
+        rec.summary(columns=["params"], col_names=["num_params"])
     with pytest.raises(ValueError, match="depth"):
         rec.summary(depth=-1)
     with pytest.raises(ValueError, match="fold_repeats"):
