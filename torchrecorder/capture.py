@@ -379,7 +379,7 @@ class Capture(KeptOutputs):
         if path in self.names:
             raise UnknownLayerError(f"{name!r} was chosen but no output was recorded for it (it was "
                                     "not called, or condition= said no); recorded: "
-                                    + ", ".join(map(repr, self.outputs)))
+                                    + (", ".join(map(repr, self.outputs)) or "nothing"))
         raise UnknownLayerError(f"{name!r} is not a captured layer; " + nearest(name, self.names))
 
     def stats(self, stat: str = "mean") -> dict[str, float]:
