@@ -453,6 +453,21 @@ def test_keywords_of_torchview_torchviz_torchinfo_name_ours(tmp_path: Path, keyw
         torchrecorder.make_dot(rec, **{keyword: 1})
 
 
+def test_a_model_or_a_tensor_given_instead_of_a_recording_says_how_to_record() -> None:
+    """torchview's draw_graph takes the model, torchviz's make_dot the output tensor: given
+    these, the drawing and export functions say how to make the recording."""
+    net = nn.Linear(3, 2)
+    y = net(torch.randn(1, 3))
+    for draw in (torchrecorder.make_dot, torchrecorder.make_html, torchrecorder.make_mermaid,
+                 lambda r: export.dumps(r)):
+        with pytest.raises(TypeError, match=r"got Linear: record the model first.*torchrecorder\.record"):
+            draw(net)
+        with pytest.raises(TypeError, match=r"got Tensor: .*torchviz's make_dot\(y\).*backward=True"):
+            draw(y)
+    with pytest.raises(TypeError, match=r"got str$"):
+        torchrecorder.make_dot("net")
+
+
 def test_every_graphviz_node_attribute_is_still_a_keyword() -> None:
     rec = torchrecorder.record(Counted(), "net", (1, 3))
     node_attrs = sorted(a for a, users in GRAPHVIZ_ATTRIBUTES.items() if "N" in users)

@@ -12,6 +12,7 @@ from torch import nn
 from ._files import write_atomically
 from .backend import check_format, render_source
 from .cost import COST_STATS
+from .errors import not_a_recording
 from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
@@ -245,7 +246,7 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
         from .diff.draw import DiffStyler, make_diff_dot
 
         if not isinstance(rec, Diff):
-            raise TypeError(f"expected a Recorder (or Graph) or a Diff to render, got {type(rec).__name__}")
+            raise not_a_recording(rec, "render", "a Recorder (or Graph) or a Diff")
         if styler_cls is not None:  # view=, legend=, changes_only= in styler_args
             if not (isinstance(styler_cls, type) and issubclass(styler_cls, DiffStyler)):
                 raise TypeError("a diff is drawn by torchrecorder.diff.draw.DiffStyler, which colours "
