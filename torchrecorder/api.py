@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 import graphviz
@@ -19,7 +20,15 @@ from .projection import FoldRepeats
 from .projection.backward import backward_view
 from .projection.budget import default_depth
 from .recorder import Recorder
-from .recording import InputShapes, gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
+from .recording import (
+    InputShapes,
+    gc_paused,
+    integer_inputs,
+    is_integer_dtype,
+    make_inputs,
+    model_state_kept,
+    normalise_shapes,
+)
 from .recording.meta import check_model
 from .renderer._once import render_once
 from .renderer.activations import ActivationStyler, check_cost_stat, cost_values
@@ -56,7 +65,7 @@ def record(
     *,
     input_kwargs: Optional[dict[str, Any]] = None,
     device: Union[str, torch.device, None] = None,
-    dtype: Optional[torch.dtype] = None,
+    dtype: Union[torch.dtype, Sequence[torch.dtype], None] = None,
     keep_tensors: bool = False,
     unfuse_fast_paths: bool = False,
     backward: bool = False,
@@ -95,6 +104,8 @@ def record(
             (default: the model's floating dtype).  An integer dtype makes
             valid token ids (below the smallest ``num_embeddings`` of the
             model's embedding modules), ``torch.bool`` masks of ``True``.
+            A list (torchinfo's ``dtypes=[torch.long, torch.bool]``) gives one dtype
+            per input shape.
         keep_tensors: keep the tensors on the graph's tensor nodes.
         unfuse_fast_paths: run those fused modules through their unfused Python path
             instead, so that their insides are recorded; they are marked
@@ -142,6 +153,9 @@ def record(
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
+    dtype, per_input = _dtypes(dtype, input_shapes if input_data is None else None)
+    if per_input:  # one dtype per input shape
+        input_data = _mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(net, input_shapes, input_data, device, dtype)
@@ -358,6 +372,32 @@ def _target_path(directory: str, name: str, filename: Any, fmt: str) -> str:
     return path
 
 
+def _dtypes(dtype: Any, input_shapes: Any) -> tuple[Optional[torch.dtype], list[torch.dtype]]:
+    """``dtype`` checked: one dtype for every input, or (a list of several) one per shape."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype, []
+    listed = list(dtype) if isinstance(dtype, (list, tuple)) else [dtype]
+    wrong = [d for d in listed if not isinstance(d, torch.dtype)]
+    if wrong or not listed:
+        raise TypeError("dtype must be a torch.dtype, or a list of them with one per input shape "
+                        f"(torchinfo's dtypes=), got {dtype!r}")
+    if len(listed) == 1 or input_shapes is None:  # one dtype, or inputs given as data
+        return listed[0], []
+    shapes = normalise_shapes(input_shapes)
+    if len(shapes) != len(listed):
+        raise ValueError(f"dtype lists {len(listed)} dtypes for {len(shapes)} input shapes; "
+                         "give one per shape, or one dtype for all")
+    return (listed[0], []) if len(set(listed)) == 1 else (None, listed)
+
+
+def _mixed_inputs(net: nn.Module, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype],
+                  device: Any) -> tuple[torch.Tensor, ...]:
+    """The inputs of ``shapes``, each in its dtype, made as :func:`record` makes inputs of one."""
+    made = {dt: (integer_inputs(net, shapes, dt, device) if is_integer_dtype(dt)
+                 else make_inputs(net, shapes, None, device, dt)) for dt in set(dtypes)}
+    return tuple(made[dt][i] for i, dt in enumerate(dtypes))
+
+
 def render_network(
     net: nn.Module,
     name: str,
@@ -370,7 +410,7 @@ def render_network(
     *,
     input_kwargs: Optional[dict[str, Any]] = None,
     device: Union[str, torch.device, None] = None,
-    dtype: Optional[torch.dtype] = None,
+    dtype: Union[torch.dtype, Sequence[torch.dtype], None] = None,
     fold_repeats: FoldRepeats = "auto",
     unfuse_fast_paths: bool = False,
     embed_font: Optional[bool] = None,
