@@ -524,8 +524,8 @@ _NAMED_ELSEWHERE = {
                      "as clusters holding their children",
     "show_shapes": "did you mean 'edge_shapes'?",
     "input_size": "torchinfo's and torchview's input_size is input_shapes= here",
-    "dtypes": "torchinfo's and torchview's dtypes is dtype= here (one dtype for the inputs "
-              "made from input_shapes)",
+    "dtypes": "torchinfo's and torchview's dtypes is dtype= here (one dtype for every input "
+              "made from input_shapes, or a list with one per shape)",
     "graph_name": "the network's name is render_network's name argument",
     "graph_dir": "torchview's graph_dir is direction= here ('TB', 'LR', ...)",
     "roll": "torchview's roll is fold_repeats= here: True folds any run of 2 identical blocks "
