@@ -49,6 +49,19 @@ def test_integer_dtype_makes_valid_token_ids(dtype: torch.dtype) -> None:
     assert [layer.path for layer in rec.layers()][1:] == ["words", "extra", "head"]
 
 
+def test_a_list_of_ints_is_one_shape_as_torchinfo_reads_it(tmp_path: Path) -> None:
+    """``input_size=[1, 3]`` in torchinfo is one input of that shape; here it raised TypeError."""
+    net = nn.Sequential(nn.Linear(3, 2))
+    rec = torchrecorder.record(net, "net", [4, 3])
+    assert [n.shape for n in rec.nodes.values() if getattr(n, "role", "") == "input"] == [(4, 3)]
+    path = torchrecorder.render_network(net, "net", [4, 3], tmp_path, fmt="json")
+    assert torchrecorder.load_json(path).summary() == rec.summary()
+    two = torchrecorder.record(nn.Bilinear(3, 5, 2), "bi", [[4, 3], [4, 5]])  # lists of lists: several
+    assert [n.shape for n in two.nodes.values() if getattr(n, "role", "") == "input"] == [(4, 3), (4, 5)]
+    with pytest.raises(TypeError, match="input_shapes"):
+        torchrecorder.record(net, "net", [4, 3.0])
+
+
 class IdsMaskScale(nn.Module):
     """Token ids, a bool mask and a float scale: three inputs of three dtypes."""
 

@@ -92,8 +92,9 @@ def record(
     Args:
         net: the module to record.
         name: the name shown for the network.
-        input_shapes: a tuple if ``net`` has one input, a list of tuples for
-            several, ``None`` when ``input_data`` is given.  Random inputs of
+        input_shapes: a tuple if ``net`` has one input (a list of ints is read as one
+            shape too, as torchinfo reads it), a list of tuples for several, ``None``
+            when ``input_data`` is given.  Random inputs of
             these shapes are made on the model's device, in its dtype.
         input_data: a tensor, or a tuple of positional arguments; used instead
             of ``input_shapes`` (needed for integer token ids, for instance).
@@ -153,6 +154,9 @@ def record(
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
+    if isinstance(input_shapes, list) and input_shapes and all(
+            isinstance(d, int) and not isinstance(d, bool) for d in input_shapes):
+        input_shapes = tuple(input_shapes)  # [1, 3, 32, 32]: one shape, as torchinfo reads it
     dtype, per_input = _dtypes(dtype, input_shapes if input_data is None else None)
     if per_input:  # one dtype per input shape
         input_data = _mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)
