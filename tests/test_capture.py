@@ -311,6 +311,18 @@ def test_capture_on_meta_records_shapes_only() -> None:
     assert cap.inputs["2"].shape == (4, 8192) and cap["2"].shape == (4, 10)
     assert cap.stats("mean") == {}  # no values on meta
     assert hook_count(net) == 0
+    # to="cpu" (bounded memory, the README's recipe) keeps meta tensors where they are: they
+    # have no data to move (it raised "Cannot copy out of meta tensor" inside the pass)
+    with capture(net, "0", inputs=True, to="cpu", reduction=lambda a, b: a + b) as cap:
+        for _ in range(2):
+            net(torch.empty(4, 8192, device="meta"))
+    assert cap["0"].device.type == "meta" and cap.inputs["0"].shape == (4, 8192)
+    recorder = torchrecorder.ForwardOutput(to="cpu")
+    recorder.children(net, indices=(0,))
+    net(torch.empty(2, 8192, device="meta"))
+    recorder.remove()
+    assert recorder[0][0].device.type == "meta" and recorder[0][0].shape == (2, 8192)
+    assert hook_count(net) == 0
 
 
 def test_stop_forward_is_exported_and_propagates_outside_a_capture() -> None:
