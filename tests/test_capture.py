@@ -90,6 +90,25 @@ def test_globs_labels_and_types_choose_several_layers() -> None:
         assert torch.equal(by_label["head"], net(x))
 
 
+def test_an_edit_written_for_baukits_argument_order_says_which_comes_first() -> None:
+    """baukit's ``edit_output(output, layer)`` takes the output first; here the name comes
+    first, and an edit written the other way round says so instead of a bare 'str' error."""
+    net = mlp()
+    x = torch.randn(3, 4)
+    with pytest.raises(TypeError, match=r"edit returned a str for '1'.*edit\(name, output\)"):
+        with capture(net, "1", edit=lambda output, layer: output * 0):  # '1' * 0 == ''
+            net(x)
+    with pytest.raises(AttributeError) as info:
+        with capture(net, "1", edit=lambda output, layer: output.clone()):
+            net(x)
+    assert any("edit('1', output)" in note and "name first" in note for note in info.value.__notes__)
+    with pytest.raises(TypeError) as info2:  # an edit of one argument: the note names the call too
+        with capture(net, ops="*/relu", edit=lambda out: out):
+            net(x)
+    assert any("edit('1/relu', output)" in note for note in info2.value.__notes__)
+    assert hook_count(net) == 0
+
+
 def test_edit_replaces_an_output_in_flight_and_can_skip_recording() -> None:
     net = mlp()
     x = torch.randn(3, 4)
