@@ -419,6 +419,7 @@ def render_network(
     fold_repeats: FoldRepeats = "auto",
     unfuse_fast_paths: bool = False,
     embed_font: Optional[bool] = None,
+    backward: bool = False,
     **styler_args: Any,
 ) -> str:
     """Record ``net`` and write its picture to ``directory/filename.fmt``.
@@ -455,6 +456,9 @@ def render_network(
             fonts Graphviz laid it out with (see :func:`torchrecorder.svgfont.embed_fonts`),
             so that it looks the same on every machine; ``None`` (the default): only with
             ``preset="paper"``.  Other formats are unchanged (PDF embeds its fonts anyway).
+        backward: record the autograd graph too and draw it instead of the forward graph,
+            as ``make_dot(record(..., backward=True), backward=True)`` does (``show_saved=True``
+            adds the saved tensors); ``fmt="json"`` keeps it with the forward graph.
         **styler_args: as in :func:`make_dot`, ``styler_cls=`` and ``stat=`` included (for
             ``fmt="html"`` as in :func:`~torchrecorder.renderer.html.make_html`).  Raster formats
             (``png``, ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is given.
@@ -487,10 +491,21 @@ def render_network(
             isinstance(render_depth, int) and not isinstance(render_depth, bool))):
         filename = _target_stem(name) + f"-{'all' if render_depth is None else int(render_depth)}"
     path = _target_path(directory, name, filename, fmt)
-    _check_drawing(name, render_depth, fold_repeats, styler_args)
+    if styler_args.get("show_saved") and not backward:
+        raise ValueError("show_saved=True draws the tensors saved for the backward pass: "
+                         "pass backward=True too")
+    if backward and fmt == "mmd":
+        raise ValueError("the backward graph is drawn by Graphviz or as an HTML page, not as Mermaid")
+    if backward and fmt != "json" and ("stat" in styler_args or "activations" in styler_args):
+        raise ValueError("stat= and activations= colour the forward drawing; the backward "
+                         "drawing (backward=True) takes neither")
+    drawing = {k: v for k, v in styler_args.items() if k != "show_saved"}
+    _check_drawing(name, render_depth, fold_repeats, drawing, backward)
     _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
-                 dtype=dtype, unfuse_fast_paths=unfuse_fast_paths)
+                 dtype=dtype, unfuse_fast_paths=unfuse_fast_paths, backward=backward)
+    if backward and fmt != "json":
+        styler_args = {**styler_args, "backward": True}
     data, source = _picture(rec, fmt, render_depth, fold_repeats, styler_args, embed_font)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     write_atomically(path, data, dot_source=source)
@@ -498,15 +513,16 @@ def render_network(
 
 
 def _check_drawing(name: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
-                   styler_args: dict[str, Any]) -> None:
+                   styler_args: dict[str, Any], backward: bool = False) -> None:
     """Check every drawing option on an empty graph, before the model runs."""
     stat = styler_args.get("stat")
     if stat is not None and "activations" not in styler_args:  # coloured by a cost: checked here
         check_cost_stat(stat)
-        if stat in ("time", "saved_bytes"):
+        if stat == "time" or (stat == "saved_bytes" and not backward):
             raise ValueError(f"stat={stat!r} needs a recording made with record(..., "
                              f"{'timing=True' if stat == 'time' else 'backward=True'}), which "
-                             "render_network does not make: record the model and draw it with make_dot")
+                             "render_network does not make: record the model and draw it with make_dot"
+                             + ("" if stat == "time" else ", or pass backward=True"))
         styler_args = {**styler_args, "activations": {}}
     options = {k: v for k, v in styler_args.items() if k != "styler_cls"}  # (as make_dot takes it)
     GraphvizRenderer(Graph(name), render_depth, _styler_class(styler_args.get("styler_cls"), options),
