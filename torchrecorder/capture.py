@@ -155,6 +155,7 @@ class Capture(KeptOutputs):
                  to: Optional[torch.device], detach: bool, clone: bool, keep: str, stats: bool,
                  timing: bool, ops: Optional[list[OpRule]] = None, root: str = "net") -> None:
         self.model = model
+        self.root = root  # the name of the network's own operations: "net", or rec.name with rec=
         self._chosen = chosen
         self.names = [p for p, _ in chosen]
         self.ops = [r.pattern for r in ops or ()]
