@@ -7,6 +7,7 @@ import gc
 import re
 import tracemalloc
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -27,7 +28,7 @@ from torchrecorder.renderer.activations import call_name
 from .hook_checks import Encoder, hook_count, mlp
 
 
-def test_outputs_inputs_and_grads_equal_tensors_computed_by_hand() -> None:
+def test_outputs_inputs_and_grads_equal_tensors_computed_by_hand(tmp_path: Path) -> None:
     net = mlp(inplace=True)
     ref = copy.deepcopy(net)
     x = torch.randn(5, 4, requires_grad=True)
@@ -45,6 +46,14 @@ def test_outputs_inputs_and_grads_equal_tensors_computed_by_hand() -> None:
     for name, want in (("0", g_h0), ("2", g_h2), ("4", g_out)):
         torch.testing.assert_close(cap.grads[name], want, rtol=0, atol=0)
     assert not cap["0"].requires_grad and cap.keys() == ["0", "2", "4"] and cap.passes == 1
+    # read as a dict, as baukit's TraceDict is: items(), values(), get()
+    assert [name for name, _ in cap.items()] == cap.keys() and cap.items()[1][1] is cap["2"]
+    assert [id(v) for v in cap.values()] == [id(cap[k]) for k in cap.keys()]
+    assert cap.get("4") is cap["4"] and cap.get("1") is None and cap.get("1", 7) == 7
+    path = tmp_path / "acts.safetensors"
+    cap.save(path)
+    back = torchrecorder.load_capture(path)
+    assert [k for k, _ in back.items()] == cap.keys() and torch.equal(back.get("2"), cap["2"])
     assert hook_count(net) == 0
 
 
