@@ -127,6 +127,14 @@ def test_saved_tensors_are_drawn_on_request() -> None:
                for n in view.nodes.values())
     with pytest.raises(ValueError, match="backward=True"):
         torchrecorder.make_dot(rec, show_saved=True)
+    # a saved tensor is drawn as a tensor, not in the style of the network's inputs and outputs
+    # (green, bold: torchviz draws saved tensors apart from the leaves and outputs too)
+    styles = torchrecorder.GraphvizStyler().styles
+    attrs = parse_dot(saved).node_attrs
+    mat1 = next(v for k, v in attrs.items() if k.endswith("saved@mat1"))
+    output = next(v for k, v in attrs.items() if k.startswith("output"))
+    assert mat1["fillcolor"].strip('"') == styles["tensor"]["fillcolor"] != styles["io"]["fillcolor"]
+    assert output["fillcolor"].strip('"') == styles["io"]["fillcolor"]
 
 
 def test_a_recording_without_backward_says_how_to_get_one() -> None:
