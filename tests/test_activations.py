@@ -84,6 +84,36 @@ def test_the_legend_says_how_many_values_the_drawing_does_not_show() -> None:
     assert "mean " not in _node_attrs(opened, "0.0")["label"]
 
 
+def test_the_networks_own_operations_are_coloured_whatever_the_recording_is_called() -> None:
+    """A capture without rec= names the network's own operations ``net/tanh``; the recording
+    names them after itself (``lb/tanh``).  They coloured nothing, under a legend that
+    claimed them all; now the values reach their nodes."""
+
+    class Loop(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for _ in range(2):
+                x = torch.tanh(self.fc(x)) + x
+            return x
+
+    net, x = Loop(), torch.randn(8, 4)
+    rec = torchrecorder.record(net, "lb", input_data=x)
+    with torchrecorder.capture(net, ops="*/tanh", stats=True, record=False) as cap:
+        net(x)
+    assert sorted(cap.stats("mean")) == ["net/tanh", "net/tanh_1"]
+    with torchrecorder.capture(net, ops="*/tanh", stats=True, record=False, rec=rec) as named:
+        net(x)
+    assert sorted(named.stats("mean")) == ["lb/tanh", "lb/tanh_1"]
+    for values in (cap, named, {"net/tanh": 0.5, "net/tanh_1": 0.25}):
+        dot = torchrecorder.make_dot(rec, None, activations=values, stat="mean").source
+        for key in ("lb/tanh", "lb/tanh_1"):
+            assert "mean " in _node_attrs(dot, key)["label"], key
+        assert "not in view" not in dot
+
+
 def test_a_mapping_of_values_scale_range_and_options() -> None:
     net = _dead_net()
     rec = torchrecorder.record(net, "net", (2, 4))

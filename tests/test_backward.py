@@ -127,6 +127,14 @@ def test_saved_tensors_are_drawn_on_request() -> None:
                for n in view.nodes.values())
     with pytest.raises(ValueError, match="backward=True"):
         torchrecorder.make_dot(rec, show_saved=True)
+    # a saved tensor is drawn as a tensor, not in the style of the network's inputs and outputs
+    # (green, bold: torchviz draws saved tensors apart from the leaves and outputs too)
+    styles = torchrecorder.GraphvizStyler().styles
+    attrs = parse_dot(saved).node_attrs
+    mat1 = next(v for k, v in attrs.items() if k.endswith("saved@mat1"))
+    output = next(v for k, v in attrs.items() if k.startswith("output"))
+    assert mat1["fillcolor"].strip('"') == styles["tensor"]["fillcolor"] != styles["io"]["fillcolor"]
+    assert output["fillcolor"].strip('"') == styles["io"]["fillcolor"]
 
 
 def test_a_recording_without_backward_says_how_to_get_one() -> None:
@@ -134,6 +142,28 @@ def test_a_recording_without_backward_says_how_to_get_one() -> None:
     assert rec.backward is None
     with pytest.raises(ValueError, match=r"record\(\.\.\., backward=True\)"):
         torchrecorder.make_dot(rec, backward=True)
+
+
+def test_render_network_draws_the_backward_graph_as_its_error_message_says(tmp_path) -> None:
+    """The error above names ``render_network(..., backward=True)``, which raised 'unknown
+    keyword argument'; it draws what make_dot draws from record(..., backward=True)."""
+    model = net()
+    path = torchrecorder.render_network(model, "net", (2, 4), tmp_path, fmt="dot", backward=True,
+                                        show_saved=True, render_depth=None)
+    rec = torchrecorder.record(model, "net", (2, 4), backward=True)
+    assert open(path).read() == torchrecorder.make_dot(rec, None, backward=True, show_saved=True).source
+    loaded = torchrecorder.load_json(torchrecorder.render_network(model, "net", (2, 4), tmp_path, fmt="json",
+                                                                  backward=True))
+    assert [n.name for n in loaded.backward.nodes] == [n.name for n in rec.backward.nodes]
+    assert "AddmmBackward0" in open(torchrecorder.render_network(
+        model, "net", (2, 4), tmp_path, filename="page", fmt="html", backward=True)).read()
+    calls = []
+    model.register_forward_pre_hook(lambda *a: calls.append(1))
+    for bad in ({"show_saved": True}, {"backward": True, "fmt": "mmd"},
+                {"backward": True, "stat": "flops", "fmt": "dot"}):
+        with pytest.raises(ValueError, match="backward"):
+            torchrecorder.render_network(model, "bad", (2, 4), tmp_path, **bad)
+    assert calls == [] and not list(tmp_path.glob("bad*"))  # refused before the model ran
 
 
 @pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])

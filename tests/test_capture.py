@@ -7,6 +7,7 @@ import gc
 import re
 import tracemalloc
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -27,7 +28,7 @@ from torchrecorder.renderer.activations import call_name
 from .hook_checks import Encoder, hook_count, mlp
 
 
-def test_outputs_inputs_and_grads_equal_tensors_computed_by_hand() -> None:
+def test_outputs_inputs_and_grads_equal_tensors_computed_by_hand(tmp_path: Path) -> None:
     net = mlp(inplace=True)
     ref = copy.deepcopy(net)
     x = torch.randn(5, 4, requires_grad=True)
@@ -45,6 +46,14 @@ def test_outputs_inputs_and_grads_equal_tensors_computed_by_hand() -> None:
     for name, want in (("0", g_h0), ("2", g_h2), ("4", g_out)):
         torch.testing.assert_close(cap.grads[name], want, rtol=0, atol=0)
     assert not cap["0"].requires_grad and cap.keys() == ["0", "2", "4"] and cap.passes == 1
+    # read as a dict, as baukit's TraceDict is: items(), values(), get()
+    assert [name for name, _ in cap.items()] == cap.keys() and cap.items()[1][1] is cap["2"]
+    assert [id(v) for v in cap.values()] == [id(cap[k]) for k in cap.keys()]
+    assert cap.get("4") is cap["4"] and cap.get("1") is None and cap.get("1", 7) == 7
+    path = tmp_path / "acts.safetensors"
+    cap.save(path)
+    back = torchrecorder.load_capture(path)
+    assert [k for k, _ in back.items()] == cap.keys() and torch.equal(back.get("2"), cap["2"])
     assert hook_count(net) == 0
 
 
@@ -88,6 +97,25 @@ def test_globs_labels_and_types_choose_several_layers() -> None:
     assert len(by_type.keys()) == 5
     with torch.no_grad():
         assert torch.equal(by_label["head"], net(x))
+
+
+def test_an_edit_written_for_baukits_argument_order_says_which_comes_first() -> None:
+    """baukit's ``edit_output(output, layer)`` takes the output first; here the name comes
+    first, and an edit written the other way round says so instead of a bare 'str' error."""
+    net = mlp()
+    x = torch.randn(3, 4)
+    with pytest.raises(TypeError, match=r"edit returned a str for '1'.*edit\(name, output\)"):
+        with capture(net, "1", edit=lambda output, layer: output * 0):  # '1' * 0 == ''
+            net(x)
+    with pytest.raises(AttributeError) as info:
+        with capture(net, "1", edit=lambda output, layer: output.clone()):
+            net(x)
+    assert any("edit('1', output)" in note and "name first" in note for note in info.value.__notes__)
+    with pytest.raises(TypeError) as info2:  # an edit of one argument: the note names the call too
+        with capture(net, ops="*/relu", edit=lambda out: out):
+            net(x)
+    assert any("edit('1/relu', output)" in note for note in info2.value.__notes__)
+    assert hook_count(net) == 0
 
 
 def test_edit_replaces_an_output_in_flight_and_can_skip_recording() -> None:
@@ -310,6 +338,18 @@ def test_capture_on_meta_records_shapes_only() -> None:
     assert cap["0"].device.type == "meta" and cap["0"].shape == (4, 8192)
     assert cap.inputs["2"].shape == (4, 8192) and cap["2"].shape == (4, 10)
     assert cap.stats("mean") == {}  # no values on meta
+    assert hook_count(net) == 0
+    # to="cpu" (bounded memory, the README's recipe) keeps meta tensors where they are: they
+    # have no data to move (it raised "Cannot copy out of meta tensor" inside the pass)
+    with capture(net, "0", inputs=True, to="cpu", reduction=lambda a, b: a + b) as cap:
+        for _ in range(2):
+            net(torch.empty(4, 8192, device="meta"))
+    assert cap["0"].device.type == "meta" and cap.inputs["0"].shape == (4, 8192)
+    recorder = torchrecorder.ForwardOutput(to="cpu")
+    recorder.children(net, indices=(0,))
+    net(torch.empty(2, 8192, device="meta"))
+    recorder.remove()
+    assert recorder[0][0].device.type == "meta" and recorder[0][0].shape == (2, 8192)
     assert hook_count(net) == 0
 
 

@@ -155,6 +155,42 @@ def test_a_pattern_that_names_no_layer_raises_before_the_model_runs() -> None:
     assert hook_count(model) == 0
 
 
+def test_a_recordings_own_op_key_without_rec_says_how_the_network_is_named() -> None:
+    """``rec.nodes`` names the network's own operations after the recording (``lb/mul``);
+    without ``rec=`` capture names them ``net/mul``, and the error says so."""
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    rec = torchrecorder.record(model, "lb", (2, 3))
+    key = next(str(k) for k, n in rec.nodes.items() if isinstance(n, OpNode) and str(k).startswith("1/"))
+    with pytest.raises(UnknownLayerError, match=r"'mynet/relu'.*own operations are 'net/relu'.*rec="):
+        torchrecorder.capture(model, ops="mynet/relu")
+    with pytest.raises(UnknownLayerError, match=r"own operations are 'lb/relu'"):
+        torchrecorder.capture(model, ops="mynet/relu", rec=rec)
+    with pytest.raises(UnknownLayerError) as info:  # a dotted path is a layer's, no such hint
+        torchrecorder.capture(model, ops="0.x/relu")
+    assert "own operations" not in str(info.value)
+    with torchrecorder.capture(model, ops=key, rec=rec) as cap:
+        model(torch.randn(2, 3))
+    assert list(cap.keys()) == [key]
+    assert hook_count(model) == 0
+
+
+def test_a_layer_chosen_but_never_called_says_nothing_was_recorded() -> None:
+    class Unused(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.a(x)
+
+    model = Unused()
+    with torchrecorder.capture(model, "b") as cap:
+        model(torch.randn(1, 2))
+    with pytest.raises(UnknownLayerError, match=r"'b' was chosen but no output.*recorded: nothing$"):
+        cap["b"]
+    assert hook_count(model) == 0
+
+
 def test_a_pattern_that_chooses_nothing_in_a_pass_raises_with_the_nearest_keys() -> None:
     model = Attention()
     with pytest.raises(UnknownLayerError, match=r"softmx.*softmax"):

@@ -152,6 +152,11 @@ def test_token_id_model_with_input_dtype_int64(tmp_path: Path) -> None:
     # the old spelling stays, in-process too
     assert main(["facmodels.py:LM".replace("facmodels.py", str(folder / "facmodels.py")), "-s", "1,5",
                  "--dtype", "long", "-o", str(tmp_path / "lm.dot")]) == 0
+    # torchinfo's name for the shape, in-process
+    assert main([str(folder / "facmodels.py") + ":LM", "--input-size", "1,5", "--dtype", "long",
+                 "-o", str(tmp_path / "lm2.json")]) == 0
+    assert next(n for n in torchrecorder.load_json(str(tmp_path / "lm2.json")).nodes.values()
+                if getattr(n, "role", "") == "input").shape == (1, 5)
 
 
 def test_py_path_factory_and_the_text_formats(tmp_path: Path) -> None:

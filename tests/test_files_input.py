@@ -435,6 +435,39 @@ def test_keywords_of_other_tools_name_the_option_of_that_meaning(tmp_path: Path)
         torchrecorder.make_dot(rec, show_shapes=True)
 
 
+@pytest.mark.parametrize(("keyword", "ours"), [
+    ("input_size", "input_shapes="), ("dtypes", "dtype="), ("graph_dir", "direction="),
+    ("roll", "fold_repeats="), ("hide_inner_tensors", "tensor_nodes=True"),
+    ("hide_module_functions", "expand_leaves=True"), ("params", "names every parameter"),
+    ("show_attrs", "show_saved=True"), ("col_names", "columns="), ("save_graph", "render_network"),
+])
+def test_keywords_of_torchview_torchviz_torchinfo_name_ours(tmp_path: Path, keyword: str, ours: str) -> None:
+    """A peer's keyword (``render_network(net, input_size=...)`` once suggested 'fontsize') names
+    the option of that meaning here, in both drawing functions, before the model runs."""
+    net = Counted()
+    with pytest.raises(TypeError, match=rf"'{keyword}'.*{re.escape(ours)}"):
+        torchrecorder.render_network(net, "net", (1, 3), tmp_path, **{keyword: 1})
+    assert net.calls == 0 and _files(tmp_path) == []
+    rec = torchrecorder.record(net, "net", (1, 3))
+    with pytest.raises(TypeError, match=rf"'{keyword}'.*{re.escape(ours)}"):
+        torchrecorder.make_dot(rec, **{keyword: 1})
+
+
+def test_a_model_or_a_tensor_given_instead_of_a_recording_says_how_to_record() -> None:
+    """torchview's draw_graph takes the model, torchviz's make_dot the output tensor: given
+    these, the drawing and export functions say how to make the recording."""
+    net = nn.Linear(3, 2)
+    y = net(torch.randn(1, 3))
+    for draw in (torchrecorder.make_dot, torchrecorder.make_html, torchrecorder.make_mermaid,
+                 lambda r: export.dumps(r)):
+        with pytest.raises(TypeError, match=r"got Linear: record the model first.*torchrecorder\.record"):
+            draw(net)
+        with pytest.raises(TypeError, match=r"got Tensor: .*torchviz's make_dot\(y\).*backward=True"):
+            draw(y)
+    with pytest.raises(TypeError, match=r"got str$"):
+        torchrecorder.make_dot("net")
+
+
 def test_every_graphviz_node_attribute_is_still_a_keyword() -> None:
     rec = torchrecorder.record(Counted(), "net", (1, 3))
     node_attrs = sorted(a for a, users in GRAPHVIZ_ATTRIBUTES.items() if "N" in users)

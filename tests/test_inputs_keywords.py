@@ -49,6 +49,50 @@ def test_integer_dtype_makes_valid_token_ids(dtype: torch.dtype) -> None:
     assert [layer.path for layer in rec.layers()][1:] == ["words", "extra", "head"]
 
 
+def test_a_list_of_ints_is_one_shape_as_torchinfo_reads_it(tmp_path: Path) -> None:
+    """``input_size=[1, 3]`` in torchinfo is one input of that shape; here it raised TypeError."""
+    net = nn.Sequential(nn.Linear(3, 2))
+    rec = torchrecorder.record(net, "net", [4, 3])
+    assert [n.shape for n in rec.nodes.values() if getattr(n, "role", "") == "input"] == [(4, 3)]
+    path = torchrecorder.render_network(net, "net", [4, 3], tmp_path, fmt="json")
+    assert torchrecorder.load_json(path).summary() == rec.summary()
+    two = torchrecorder.record(nn.Bilinear(3, 5, 2), "bi", [[4, 3], [4, 5]])  # lists of lists: several
+    assert [n.shape for n in two.nodes.values() if getattr(n, "role", "") == "input"] == [(4, 3), (4, 5)]
+    with pytest.raises(TypeError, match="input_shapes"):
+        torchrecorder.record(net, "net", [4, 3.0])
+
+
+class IdsMaskScale(nn.Module):
+    """Token ids, a bool mask and a float scale: three inputs of three dtypes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.words = nn.Embedding(11, 4)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        return self.words(ids) * mask[..., None] * scale
+
+
+def test_a_list_of_dtypes_gives_one_per_input_shape_as_torchinfos_dtypes(tmp_path: Path) -> None:
+    """torchinfo's ``dtypes=[torch.long, torch.bool]``: once an AttributeError ('list' object has
+    no attribute 'is_floating_point')."""
+    model = IdsMaskScale()
+    shapes = [(2, 5), (2, 5), (2, 5, 4)]
+    recorded = torchrecorder.record(model, "m", shapes, dtype=[torch.long, torch.bool, torch.float32])
+    drawn = torchrecorder.load_json(torchrecorder.render_network(
+        model, "m", shapes, tmp_path, fmt="json", dtype=(torch.long, torch.bool, torch.float32)))
+    for rec in (recorded, drawn):
+        inputs = [n for n in rec.nodes.values() if getattr(n, "role", "") == "input"]
+        assert [(n.name, n.dtype) for n in inputs] == [
+            ("ids", "int64"), ("mask", "bool"), ("scale", "float32")]
+    one = torchrecorder.record(TokenModel(), "lm", (2, 9), dtype=[torch.long])  # a list of one
+    assert next(n for n in one.nodes.values() if getattr(n, "role", "") == "input").dtype == "int64"
+    with pytest.raises(ValueError, match="2 dtypes for 3 input shapes"):
+        torchrecorder.record(model, "m", shapes, dtype=[torch.long, torch.bool])
+    with pytest.raises(TypeError, match=r"dtype must be a torch\.dtype.*got 'long'"):
+        torchrecorder.record(model, "m", shapes, dtype="long")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("dtype", [torch.long, torch.int32, torch.int8, torch.uint8, torch.int16])
 def test_integer_inputs_stay_below_the_smallest_table(dtype: torch.dtype) -> None:
     model = TokenModel()

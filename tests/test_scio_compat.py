@@ -95,3 +95,24 @@ def test_scio_settings_for_a_hugging_face_model():
     assert torch.allclose(last, plain.last_hidden_state)
     with pytest.raises(ValueError, match="mode"):
         LayerRecorder(bert, input_size=(1, 8), dtypes=[torch.long], mode="inference")
+
+
+def test_dtypes_give_each_input_of_input_size_its_dtype() -> None:
+    """scio passes torchinfo's ``dtypes=`` on: one per input (ids and a bool mask) works, as
+    in torchinfo; it raised 'LayerRecorder makes every input ... with one dtype'."""
+
+    class Masked(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.words = nn.Embedding(9, 4)
+
+        def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+            return self.words(ids) * mask[..., None]
+
+    rnet = LayerRecorder(Masked(), input_size=[(1, 6), (1, 6)], dtypes=[torch.long, torch.bool])
+    inputs = [n for n in rnet._graph.nodes.values() if getattr(n, "role", "") == "input"]
+    assert [n.dtype for n in inputs] == ["int64", "bool"]
+    rnet.record((1, 1))
+    ids = torch.randint(0, 9, (1, 6))
+    rnet(ids, torch.ones(1, 6, dtype=torch.bool))
+    assert torch.equal(rnet.activations[(1, 1)], rnet.recorded_modules[(1, 1)](ids))

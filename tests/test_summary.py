@@ -140,6 +140,11 @@ def test_columns_and_depth_options() -> None:
         columns=["input", "output", "params", "share"])
     with pytest.raises(ValueError, match=r"unknown summary column\(s\) \['kernel_size'\]"):
         rec.summary(columns=["input_size", "kernel_size"])
+    # ... and torchinfo's keyword for them is taken too: summary(col_names=..., depth=...)
+    assert rec.summary(col_names=("num_params", "mult_adds"), depth=1) == rec.summary(
+        columns=["params", "mult_adds"], depth=1)
+    with pytest.raises(TypeError, match="not both"):
+        rec.summary(columns=["params"], col_names=["num_params"])
     with pytest.raises(ValueError, match="depth"):
         rec.summary(depth=-1)
     with pytest.raises(ValueError, match="fold_repeats"):
@@ -170,6 +175,28 @@ def test_the_70b_llamas_table_is_short(zoo) -> None:  # type: ignore[no-untyped-
     assert len(folded.splitlines()) < 40
     assert "model.layers.0 … model.layers.79 (LlamaDecoderLayer) ×80" in folded
     assert "Total params: 6" in folded  # about 69-70 billion with the zoo's vocabulary
+
+
+def test_parameters_of_modules_never_called_are_named_under_the_totals() -> None:
+    """torchinfo's total counts every parameter of the model; the table counts the recorded
+    ones and says how many more the model has (a head the pass never called), also after JSON."""
+    torchinfo = pytest.importorskip("torchinfo")
+
+    class Unused(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.used, self.head = nn.Linear(3, 4), nn.Linear(4, 5)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.used(x)
+
+    model = Unused()
+    rec = torchrecorder.record(model, "net", (1, 3))
+    theirs = torchinfo.summary(model, input_size=(1, 3), verbose=0).total_params
+    for text in (rec.summary(), torchrecorder.load_json(rec.to_json()).summary()):
+        assert "Total params: 16" in text
+        assert f"Params not recorded: 25 (modules the pass never called; all the model's: {theirs})" in text
+    assert "not recorded" not in torchrecorder.record(nn.Linear(3, 4), "fc", (1, 3)).summary()
 
 
 def test_memory_totals_count_parameters_and_the_tensors_modules_return() -> None:

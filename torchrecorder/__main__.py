@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("model", help="'package.module:factory' or 'file.py:factory': a class or function "
                                       "returning an nn.Module (the current directory is importable)")
-    parser.add_argument("-s", "--input-shape", type=_shape, action="append", required=True,
+    parser.add_argument("-s", "--input-shape", "--input-size", dest="input_shape", type=_shape,
+                        action="append", required=True,
                         metavar="SHAPE", help="shape of an input, e.g. 1,3,224,224 (repeat for more inputs)")
     parser.add_argument("--input-dtype", "--dtype", dest="input_dtype", default=None, metavar="DTYPE",
                         help="dtype of the inputs, e.g. float16 (default: the model's); an integer dtype "

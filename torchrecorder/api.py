@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 import graphviz
@@ -12,13 +13,22 @@ from torch import nn
 from ._files import write_atomically
 from .backend import check_format, render_source
 from .cost import COST_STATS
+from .errors import not_a_recording
 from .export import MAX_JSON_BYTES, load, loads
 from .graph import Graph
 from .projection import FoldRepeats
 from .projection.backward import backward_view
 from .projection.budget import default_depth
 from .recorder import Recorder
-from .recording import InputShapes, gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
+from .recording import (
+    InputShapes,
+    gc_paused,
+    integer_inputs,
+    is_integer_dtype,
+    make_inputs,
+    model_state_kept,
+    normalise_shapes,
+)
 from .recording.meta import check_model
 from .renderer._once import render_once
 from .renderer.activations import ActivationStyler, check_cost_stat, cost_values
@@ -55,7 +65,7 @@ def record(
     *,
     input_kwargs: Optional[dict[str, Any]] = None,
     device: Union[str, torch.device, None] = None,
-    dtype: Optional[torch.dtype] = None,
+    dtype: Union[torch.dtype, Sequence[torch.dtype], None] = None,
     keep_tensors: bool = False,
     unfuse_fast_paths: bool = False,
     backward: bool = False,
@@ -82,8 +92,9 @@ def record(
     Args:
         net: the module to record.
         name: the name shown for the network.
-        input_shapes: a tuple if ``net`` has one input, a list of tuples for
-            several, ``None`` when ``input_data`` is given.  Random inputs of
+        input_shapes: a tuple if ``net`` has one input (a list of ints is read as one
+            shape too, as torchinfo reads it), a list of tuples for several, ``None``
+            when ``input_data`` is given.  Random inputs of
             these shapes are made on the model's device, in its dtype.
         input_data: a tensor, or a tuple of positional arguments; used instead
             of ``input_shapes`` (needed for integer token ids, for instance).
@@ -94,6 +105,8 @@ def record(
             (default: the model's floating dtype).  An integer dtype makes
             valid token ids (below the smallest ``num_embeddings`` of the
             model's embedding modules), ``torch.bool`` masks of ``True``.
+            A list (torchinfo's ``dtypes=[torch.long, torch.bool]``) gives one dtype
+            per input shape.
         keep_tensors: keep the tensors on the graph's tensor nodes.
         unfuse_fast_paths: run those fused modules through their unfused Python path
             instead, so that their insides are recorded; they are marked
@@ -141,6 +154,13 @@ def record(
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
+    listed: Any = input_shapes
+    if isinstance(listed, list) and listed and all(isinstance(d, int) and not isinstance(d, bool)
+                                                   for d in listed):
+        input_shapes = tuple(listed)  # [1, 3, 32, 32]: one shape, as torchinfo reads it
+    dtype, per_input = _dtypes(dtype, input_shapes if input_data is None else None)
+    if per_input:  # one dtype per input shape
+        input_data = _mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(net, input_shapes, input_data, device, dtype)
@@ -245,7 +265,7 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
         from .diff.draw import DiffStyler, make_diff_dot
 
         if not isinstance(rec, Diff):
-            raise TypeError(f"expected a Recorder (or Graph) or a Diff to render, got {type(rec).__name__}")
+            raise not_a_recording(rec, "render", "a Recorder (or Graph) or a Diff")
         if styler_cls is not None:  # view=, legend=, changes_only= in styler_args
             if not (isinstance(styler_cls, type) and issubclass(styler_cls, DiffStyler)):
                 raise TypeError("a diff is drawn by torchrecorder.diff.draw.DiffStyler, which colours "
@@ -357,6 +377,32 @@ def _target_path(directory: str, name: str, filename: Any, fmt: str) -> str:
     return path
 
 
+def _dtypes(dtype: Any, input_shapes: Any) -> tuple[Optional[torch.dtype], list[torch.dtype]]:
+    """``dtype`` checked: one dtype for every input, or (a list of several) one per shape."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype, []
+    listed = list(dtype) if isinstance(dtype, (list, tuple)) else [dtype]
+    wrong = [d for d in listed if not isinstance(d, torch.dtype)]
+    if wrong or not listed:
+        raise TypeError("dtype must be a torch.dtype, or a list of them with one per input shape "
+                        f"(torchinfo's dtypes=), got {dtype!r}")
+    if len(listed) == 1 or input_shapes is None:  # one dtype, or inputs given as data
+        return listed[0], []
+    shapes = normalise_shapes(input_shapes)
+    if len(shapes) != len(listed):
+        raise ValueError(f"dtype lists {len(listed)} dtypes for {len(shapes)} input shapes; "
+                         "give one per shape, or one dtype for all")
+    return (listed[0], []) if len(set(listed)) == 1 else (None, listed)
+
+
+def _mixed_inputs(net: nn.Module, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype],
+                  device: Any) -> tuple[torch.Tensor, ...]:
+    """The inputs of ``shapes``, each in its dtype, made as :func:`record` makes inputs of one."""
+    made = {dt: (integer_inputs(net, shapes, dt, device) if is_integer_dtype(dt)
+                 else make_inputs(net, shapes, None, device, dt)) for dt in set(dtypes)}
+    return tuple(made[dt][i] for i, dt in enumerate(dtypes))
+
+
 def render_network(
     net: nn.Module,
     name: str,
@@ -369,10 +415,11 @@ def render_network(
     *,
     input_kwargs: Optional[dict[str, Any]] = None,
     device: Union[str, torch.device, None] = None,
-    dtype: Optional[torch.dtype] = None,
+    dtype: Union[torch.dtype, Sequence[torch.dtype], None] = None,
     fold_repeats: FoldRepeats = "auto",
     unfuse_fast_paths: bool = False,
     embed_font: Optional[bool] = None,
+    backward: bool = False,
     **styler_args: Any,
 ) -> str:
     """Record ``net`` and write its picture to ``directory/filename.fmt``.
@@ -409,6 +456,9 @@ def render_network(
             fonts Graphviz laid it out with (see :func:`torchrecorder.svgfont.embed_fonts`),
             so that it looks the same on every machine; ``None`` (the default): only with
             ``preset="paper"``.  Other formats are unchanged (PDF embeds its fonts anyway).
+        backward: record the autograd graph too and draw it instead of the forward graph,
+            as ``make_dot(record(..., backward=True), backward=True)`` does (``show_saved=True``
+            adds the saved tensors); ``fmt="json"`` keeps it with the forward graph.
         **styler_args: as in :func:`make_dot`, ``styler_cls=`` and ``stat=`` included (for
             ``fmt="html"`` as in :func:`~torchrecorder.renderer.html.make_html`).  Raster formats
             (``png``, ``jpg``, ...) are drawn at 192 dpi unless ``dpi=`` is given.
@@ -441,10 +491,21 @@ def render_network(
             isinstance(render_depth, int) and not isinstance(render_depth, bool))):
         filename = _target_stem(name) + f"-{'all' if render_depth is None else int(render_depth)}"
     path = _target_path(directory, name, filename, fmt)
-    _check_drawing(name, render_depth, fold_repeats, styler_args)
+    if styler_args.get("show_saved") and not backward:
+        raise ValueError("show_saved=True draws the tensors saved for the backward pass: "
+                         "pass backward=True too")
+    if backward and fmt == "mmd":
+        raise ValueError("the backward graph is drawn by Graphviz or as an HTML page, not as Mermaid")
+    if backward and fmt != "json" and ("stat" in styler_args or "activations" in styler_args):
+        raise ValueError("stat= and activations= colour the forward drawing; the backward "
+                         "drawing (backward=True) takes neither")
+    drawing = {k: v for k, v in styler_args.items() if k != "show_saved"}
+    _check_drawing(name, render_depth, fold_repeats, drawing, backward)
     _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
-                 dtype=dtype, unfuse_fast_paths=unfuse_fast_paths)
+                 dtype=dtype, unfuse_fast_paths=unfuse_fast_paths, backward=backward)
+    if backward and fmt != "json":
+        styler_args = {**styler_args, "backward": True}
     data, source = _picture(rec, fmt, render_depth, fold_repeats, styler_args, embed_font)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     write_atomically(path, data, dot_source=source)
@@ -452,15 +513,16 @@ def render_network(
 
 
 def _check_drawing(name: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
-                   styler_args: dict[str, Any]) -> None:
+                   styler_args: dict[str, Any], backward: bool = False) -> None:
     """Check every drawing option on an empty graph, before the model runs."""
     stat = styler_args.get("stat")
     if stat is not None and "activations" not in styler_args:  # coloured by a cost: checked here
         check_cost_stat(stat)
-        if stat in ("time", "saved_bytes"):
+        if stat == "time" or (stat == "saved_bytes" and not backward):
             raise ValueError(f"stat={stat!r} needs a recording made with record(..., "
                              f"{'timing=True' if stat == 'time' else 'backward=True'}), which "
-                             "render_network does not make: record the model and draw it with make_dot")
+                             "render_network does not make: record the model and draw it with make_dot"
+                             + ("" if stat == "time" else ", or pass backward=True"))
         styler_args = {**styler_args, "activations": {}}
     options = {k: v for k, v in styler_args.items() if k != "styler_cls"}  # (as make_dot takes it)
     GraphvizRenderer(Graph(name), render_depth, _styler_class(styler_args.get("styler_cls"), options),

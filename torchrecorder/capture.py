@@ -32,7 +32,7 @@ from torch.utils.hooks import RemovableHandle
 
 from ._fused import GLOBAL_POST_HOOK, checks_hooks
 from .graph import Graph
-from .hooks._values import Device, check_device, inputs_value, keep_value, leaves, reduce_values
+from .hooks._values import Device, add_note, check_device, inputs_value, keep_value, leaves, reduce_values
 from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
 from .hooks.plot import plot_stat
 from .hooks.saved import KeptOutputs, save_capture
@@ -155,6 +155,7 @@ class Capture(KeptOutputs):
                  to: Optional[torch.device], detach: bool, clone: bool, keep: str, stats: bool,
                  timing: bool, ops: Optional[list[OpRule]] = None, root: str = "net") -> None:
         self.model = model
+        self.root = root  # the name of the network's own operations: "net", or rec.name with rec=
         self._chosen = chosen
         self.names = [p for p, _ in chosen]
         self.ops = [r.pattern for r in ops or ()]
@@ -312,7 +313,19 @@ class Capture(KeptOutputs):
         """Edit, keep and maybe stop after the call or operation ``name``; the replacement."""
         replaced = None
         if on and self._edit is not None:
-            replaced = self._edit(name, output)
+            try:
+                replaced = self._edit(name, output)
+            except Exception as exc:
+                try:
+                    add_note(exc, f"torchrecorder: raised in edit({name!r}, output): capture calls "
+                             "edit with the name first (baukit's edit_output takes output, layer)")
+                except Exception:  # an exception that refuses notes reaches the caller as it is
+                    pass
+                raise
+            if isinstance(replaced, str):
+                raise TypeError(f"edit returned a str for {name!r}, not a new output: capture calls "
+                                "edit(name, output) with the name first (baukit's edit_output takes "
+                                "output, layer)")
             if replaced is not None:
                 output = replaced
         if on:
@@ -379,7 +392,7 @@ class Capture(KeptOutputs):
         if path in self.names:
             raise UnknownLayerError(f"{name!r} was chosen but no output was recorded for it (it was "
                                     "not called, or condition= said no); recorded: "
-                                    + ", ".join(map(repr, self.outputs)))
+                                    + (", ".join(map(repr, self.outputs)) or "nothing"))
         raise UnknownLayerError(f"{name!r} is not a captured layer; " + nearest(name, self.names))
 
     def stats(self, stat: str = "mean") -> dict[str, float]:

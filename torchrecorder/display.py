@@ -33,12 +33,18 @@ class Display:
         return self
 
     def summary(self, *, columns: Optional[Iterable[str]] = None, depth: Optional[int] = None,
-                fold: FoldRepeats = "auto") -> str:
+                fold: FoldRepeats = "auto", col_names: Optional[Iterable[str]] = None) -> str:
         """A table of the recorded module calls: dotted name, type, ``depth-idx`` label, shapes,
         parameters and their share, and totals; repeated blocks fold into one group marked
-        ``×N`` (options as in :func:`~torchrecorder.summary.summary_table`)."""
+        ``×N`` (options as in :func:`~torchrecorder.summary.summary_table`).
+
+        ``col_names`` is torchinfo's name for ``columns`` (give one of them, not both)."""
         from .summary import summary_table
 
+        if col_names is not None:
+            if columns is not None:
+                raise TypeError("give columns= or col_names= (torchinfo's name for it), not both")
+            columns = col_names
         return summary_table(self._graph(), columns=columns, depth=depth, fold=fold)
 
     def __str__(self) -> str:

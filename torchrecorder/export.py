@@ -69,7 +69,7 @@ import re
 from typing import Any, Optional, TypeVar, Union
 
 from ._files import open_regular, write_atomically
-from .errors import GraphError
+from .errors import GraphError, not_a_recording
 from .export_backward import backward_from_dict, backward_to_dict
 from .graph import Graph
 from .nodes import BaseNode, LayerNode, OpNode, OrderedSet, ParamNode, Source, TensorNode
@@ -126,7 +126,7 @@ def _node_dict(node: BaseNode, sources: dict[Source, int]) -> dict[str, Any]:
 def to_dict(rec: Graph) -> dict[str, Any]:
     """The recording as a JSON-ready dict (see the module docstring for the schema)."""
     if not isinstance(rec, Graph):
-        raise TypeError(f"expected a Recorder (or Graph) to export, got {type(rec).__name__}")
+        raise not_a_recording(rec, "export")
     for key, node in rec.nodes.items():
         if key is not None and node.kind not in _KINDS:
             raise TypeError(f"cannot export node {key!r} of kind {node.kind!r} "

@@ -89,8 +89,8 @@ class LayerRecorder(nn.Module):
             recorded layers run in it (else ``RuntimeError``).  scio sets ``False``
             for Hugging Face models.
         dtypes, mode: torchinfo's keywords, as scio passes them on: ``dtypes`` (a
-            list with a dtype for the inputs made from ``input_size``, as
-            ``torchinfo.summary`` takes it; one dtype for all of them here) and
+            list with a dtype for each input made from ``input_size``, or one for all of
+            them, as ``torchinfo.summary`` takes it) and
             ``mode`` (``"train"``, ``"eval"`` or ``"same"``: the mode the numbering
             pass runs in; the network's own mode is put back after it).
         **record_kwargs: passed to :func:`torchrecorder.record` (``input_kwargs``,
@@ -112,13 +112,8 @@ class LayerRecorder(nn.Module):
         del force_static_flow  # the labels come from one pass in both cases (see above)
         for ignored in _DISPLAY_KEYWORDS:
             record_kwargs.pop(ignored, None)
-        if dtypes is not None:
-            kinds = list(dict.fromkeys(dtypes))
-            if len(kinds) > 1:
-                raise ValueError(f"dtypes lists several dtypes ({kinds}); LayerRecorder makes every input "
-                                 "from input_size with one dtype: pass input_data for mixed inputs")
-            if kinds:
-                record_kwargs.setdefault("dtype", kinds[0])
+        if dtypes is not None:  # one per input of input_size, or one for all (record's dtype=)
+            record_kwargs.setdefault("dtype", list(dtypes))
         if mode not in (None, "train", "eval", "same"):
             raise ValueError(f"mode must be 'train', 'eval' or 'same' (torchinfo's), got {mode!r}")
         if input_size is None and input_data is None and not record_kwargs.get("input_kwargs"):

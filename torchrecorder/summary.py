@@ -303,6 +303,10 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
             lines.append(rule)
     lines += [rule, f"Total params: {stats.total:,}", f"Trainable params: {stats.trainable:,}",
               f"Non-trainable params: {stats.total - stats.trainable:,}"]
+    everything = max((n.num_params_total for n in rec.layers() if n.parent_key is None), default=0)
+    if everything > stats.total:  # torchinfo's total counts every parameter of the model
+        lines.append(f"Params not recorded: {everything - stats.total:,} (modules the pass never "
+                     f"called; all the model's: {everything:,})")
     if show_macs:
         lines.append(f"Total mult-adds: {sum(stats.mult_adds(r) for r in all_rows if r.layer is not None):,}")
     if costs is not None and "flops" in cols:

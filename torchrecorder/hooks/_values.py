@@ -123,12 +123,13 @@ def _rebuild_list(value: list[Any], items: list[Any]) -> list[Any]:
 def keep_value(value: Any, *, detach: bool = True, to: Optional[torch.device] = None,
                clone: bool = True) -> Any:
     """``value`` with each tensor detached (``detach``), moved to ``to`` and copied (``clone``), in
-    new containers of the same types, so that later changes in the model cannot reach what was kept."""
+    new containers of the same types, so that later changes in the model cannot reach what was kept.
+    A tensor on ``meta`` stays there (it has no data to move: shapes only)."""
 
     def one(t: torch.Tensor) -> torch.Tensor:
         if detach:
             t = t.detach()
-        if to is not None and t.device != to:
+        if to is not None and t.device != to and not t.is_meta:
             return t.to(to)  # a copy already
         return t.clone() if clone else t
 

@@ -98,8 +98,12 @@ def check_call_patterns(model: nn.Module, rules: Sequence[OpRule], root: str) ->
     paths = [p for p, _ in model.named_modules()]
     for rule in rules:
         if not any(rule.matches_call(p, None, root) for p in paths):
+            own = ""
+            if rule.call and not any(c in rule.call for c in ".*?[#"):  # a network's name?
+                own = (f"; the network's own operations are {root + '/' + rule.op!r} here (named "
+                       "after rec.name with rec=, 'net' without)")
             raise UnknownLayerError(f"ops pattern {rule.pattern!r}: {rule.call!r} names no layer; "
-                                    + nearest(rule.call or "", paths))
+                                    + nearest(rule.call or "", paths) + own)
 
 
 #: fused operations -> the operations that run inside them, unseen (one call of the fused one)

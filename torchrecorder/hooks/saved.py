@@ -329,8 +329,10 @@ def load_capture(path: Union[str, os.PathLike[str]]) -> SavedCapture:
 
 
 class KeptOutputs:
-    """Reading what a capture kept, by name: ``name in cap``, ``iter(cap)``, ``len(cap)``,
-    ``cap.keys()`` (shared by :class:`~torchrecorder.capture.Capture` and :class:`SavedCapture`)."""
+    """Reading what a capture kept, by name, as a dict is read (baukit's ``TraceDict`` is one):
+    ``name in cap``, ``iter(cap)``, ``len(cap)``, ``cap.keys()``, ``cap.values()``,
+    ``cap.items()``, ``cap.get(name)`` (shared by :class:`~torchrecorder.capture.Capture` and
+    :class:`SavedCapture`)."""
 
     outputs: dict[str, Any]
 
@@ -346,6 +348,18 @@ class KeptOutputs:
     def keys(self) -> list[str]:
         """The names of the kept calls and operations, in the order they ran."""
         return list(self.outputs)
+
+    def values(self) -> list[Any]:
+        """The kept outputs, in the order of :meth:`keys`."""
+        return list(self.outputs.values())
+
+    def items(self) -> list[tuple[str, Any]]:
+        """``(name, output)`` pairs, in the order of :meth:`keys`."""
+        return list(self.outputs.items())
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The output kept for ``name``, or ``default`` when none was (not chosen, not called)."""
+        return self.outputs.get(name, default)
 
 
 class SavedCapture(KeptOutputs):

@@ -31,7 +31,11 @@ from ..nodes import (
     TensorNode,
 )
 
-__all__ = ["backward_view", "autograd_graph_of"]
+__all__ = ["SAVED", "backward_view", "autograd_graph_of"]
+
+#: the ``role`` of a tensor saved for the backward pass (``show_saved``): drawn as a tensor
+#: with its name, not as an input of the network
+SAVED = "saved"
 
 
 def autograd_graph_of(graph: Graph) -> AutogradGraph:
@@ -62,8 +66,8 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
     Args:
         graph: a recording made with ``backward=True``.
         saved: also draw the tensors each autograd node saved for the backward pass
-            (named after the saved attribute, with their shapes), as torchviz's
-            ``show_saved`` does.
+            (named after the saved attribute, with their shapes; role :data:`SAVED`, styled
+            as tensors), as torchviz's ``show_saved`` does.
 
     Edges run as torchviz draws them, in the direction of the forward pass: from each
     node of ``next_functions`` to the node that lists it.  Module calls that created no
@@ -111,7 +115,7 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
         if saved:
             for attr, shape in an.saved:
                 t = view.insert(TensorNode(attr, None, scope.depth + 1, scope.key, shape=shape,
-                                           role="input"), f"{prefix}saved:{attr}")
+                                           role=SAVED), f"{prefix}saved:{attr}")
                 view.links.add((t.key, made.key))
     for a, b in bw.edges:
         view.links.add((keys[a], keys[b]))

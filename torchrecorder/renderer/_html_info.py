@@ -85,7 +85,7 @@ def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorN
         return {"kind": "parameter", "name": node.name, "path": node.path, "shape": shape_str(node.shape),
                 "dtype": node.dtype, "count": node.numel}
     if isinstance(node, TensorNode):
-        return {"kind": "input" if node.role == "input" else "output" if node.role else "tensor",
+        return {"kind": "input" if node.role == "input" else "output" if node.role == "output" else "tensor",
                 "name": node.name, "shape": shape_str(node.shape), "dtype": node.dtype,
                 "device": node.device}
     if isinstance(node, OpNode):

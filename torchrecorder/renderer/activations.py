@@ -169,6 +169,10 @@ class ActivationStyler(GraphvizStyler):
             values = activations.stats(stat)
         else:
             raise TypeError(f"activations must be a capture or a mapping, got {type(activations).__name__}")
+        # a capture names the network's own operations "net/<op>" (or after the rec= it was
+        # given), a recording after its name: value_of pairs them
+        root = getattr(activations, "root", None)
+        self._network = root if isinstance(root, str) else "net"
         self.values: dict[str, float] = {}
         for k, v in values.items():
             try:
@@ -204,12 +208,22 @@ class ActivationStyler(GraphvizStyler):
     def value_of(self, node: BaseNode) -> Optional[float]:
         """The statistic of the call or operation ``node`` (by its key), or ``None``."""
         if isinstance(node, OpNode):
-            return self.values.get(str(node.key))
+            return self._op_value(node)
         if not isinstance(node, LayerNode):
             return None
         got = self.values.get(call_name(node))
         if got is None and (op := self._only_op(node)) is not None:
-            return self.values.get(str(op.key))  # its box stands for its one operation
+            return self._op_value(op)  # its box stands for its one operation
+        return got
+
+    def _op_value(self, op: OpNode) -> Optional[float]:
+        """The value of ``op`` by its key; for an operation of the network's own ``forward``,
+        also by the name the capture gave the network (``net/tanh`` for the graph's ``lb/tanh``)."""
+        got = self.values.get(str(op.key))
+        if got is None and self.renderer is not None:
+            call = self.renderer.rec.nodes.get(op.parent_key)
+            if isinstance(call, LayerNode) and call.parent_key is None:
+                got = self.values.get(f"{self._network}/{str(op.key).rpartition('/')[2]}")
         return got
 
     def _only_op(self, layer: LayerNode) -> Optional[OpNode]:
@@ -292,7 +306,7 @@ class ActivationStyler(GraphvizStyler):
         nodes = renderer.rec.nodes
         left_out = projection.left_out
         values = self.values
-        valued = [n for n in nodes.values() if (isinstance(n, OpNode) and str(n.key) in values)
+        valued = [n for n in nodes.values() if (isinstance(n, OpNode) and self._op_value(n) is not None)
                   or (isinstance(n, LayerNode) and call_name(n) in values)]
         hidden = 0
         for node in valued:

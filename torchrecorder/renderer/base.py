@@ -69,7 +69,7 @@ from typing import Any, Optional
 
 from .._progress import bar, stage
 from .._stack import StackRoom
-from ..errors import LargeDrawingWarning
+from ..errors import LargeDrawingWarning, not_a_recording
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
 from ..projection import (
@@ -152,7 +152,7 @@ class BaseRenderer:
                  fold_repeats: FoldRepeats = "auto", tensor_nodes: bool = True,
                  expand_leaves: bool = False, all_ops: bool = False, max_nodes: MaxNodes = "auto") -> None:
         if not isinstance(rec, Graph):
-            raise TypeError(f"expected a Recorder (or Graph) to render, got {type(rec).__name__}")
+            raise not_a_recording(rec, "render")
         if render_depth is not None and (isinstance(render_depth, bool) or not isinstance(render_depth, int)
                                          or render_depth < 0):
             raise ValueError(f"render_depth must be an int >= 0 or None (every module open), "

@@ -14,6 +14,7 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
+from ..projection.backward import SAVED
 from ..seed import SeedName
 from ._cluster_titles import cluster_label, one_box_holds_all, title_lines
 from ._seedstyle import HtmlLabel, is_seed_styler
@@ -163,6 +164,8 @@ class GraphvizStyler:
             if arg.endswith("_attrs"):
                 kind = arg[: -len("_attrs")]
                 if kind not in KIND_ARGS:
+                    if arg in _NAMED_ELSEWHERE:
+                        raise TypeError(f"unknown keyword argument {arg!r} ({_NAMED_ELSEWHERE[arg]})")
                     raise TypeError(f"unknown styler argument {arg!r}; per-kind arguments are "
                                     + ", ".join(f"{k}_attrs" for k in KIND_ARGS))
                 if not isinstance(value, Mapping):
@@ -224,7 +227,10 @@ class GraphvizStyler:
     def kind_of(self, node: BaseNode) -> str:
         """The style kind of ``node`` (``"layer"``, ``"tensor"``, ``"io"``, ``"param"``, ``"op"``),
         from :attr:`kinds` (see :func:`torchrecorder.projection.kind_of`)."""
-        return _kind_of(node, self.kinds)
+        kind = _kind_of(node, self.kinds)
+        if kind == "io" and getattr(node, "role", "") == SAVED:  # saved for backward: no input
+            return "tensor"
+        return kind
 
     def graph_attrs(self) -> dict[str, str]:
         """Attributes of the whole graph."""
@@ -513,12 +519,31 @@ _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
 _ALIGN = {"left": "l", "center": "c", "centre": "c", "right": "r"}
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
-# keywords of other tools (graphviz's ``render(format=...)``, torchview's ``depth=``) and the
-# option of that meaning here
+# keywords of other tools (graphviz's ``render(format=...)``, torchview's ``draw_graph``,
+# torchviz's and torchinfo's) and the option of that meaning here
 _NAMED_ELSEWHERE = {
     "format": "the file format is render_network's fmt=, or the format= of make_dot(...).render()",
-    "depth": "did you mean 'render_depth'?", "expand_nested": "did you mean 'render_depth'?",
-    "show_shapes": "did you mean 'edge_shapes'?"}
+    "depth": "did you mean 'render_depth'?",
+    "expand_nested": "torchview's expand_nested: modules above render_depth= are always drawn "
+                     "as clusters holding their children",
+    "show_shapes": "did you mean 'edge_shapes'?",
+    "input_size": "torchinfo's and torchview's input_size is input_shapes= here",
+    "dtypes": "torchinfo's and torchview's dtypes is dtype= here (one dtype for every input "
+              "made from input_shapes, or a list with one per shape)",
+    "graph_name": "the network's name is render_network's name argument",
+    "graph_dir": "torchview's graph_dir is direction= here ('TB', 'LR', ...)",
+    "roll": "torchview's roll is fold_repeats= here: True folds any run of 2 identical blocks "
+            "or loop iterations",
+    "hide_inner_tensors": "torchview's hide_inner_tensors=False is tensor_nodes=True here",
+    "hide_module_functions": "torchview's hide_module_functions=False is expand_leaves=True here",
+    "save_graph": "render_network writes the file; make_dot returns a graphviz.Digraph "
+                  "(its .render() writes one)",
+    "params": "torchviz's params is not needed: the recording names every parameter",
+    "show_attrs": "torchviz's show_attrs has no equivalent; make_dot(rec, backward=True, "
+                  "show_saved=True) draws the backward graph with its saved tensors",
+    "col_names": "torchinfo's col_names is the columns= of rec.summary(...)",
+    "batch_dim": "input_shapes= takes whole shapes, batch dimension included",
+}
 _DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
                     "label_nodes", "all_ops", "direction", "margin", "param_shapes", "param_counts",
                     "edge_shapes", "align", "max_nodes")
