@@ -88,6 +88,42 @@ def test_every_node_sits_in_the_call_whose_forward_made_it() -> None:
     assert forward_keys <= set(rec.nodes) and "1.act/gelu" in forward_keys
 
 
+class _Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+def test_a_custom_function_node_sits_where_the_function_ran_not_with_its_reader() -> None:
+    """A custom Function's backward node is put on its output when ``apply`` returns, after
+    the operation inside it was recorded: it belongs to the call that ran the Function (and
+    to that operation), not to the module that reads the output next."""
+
+    class Custom(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.out = nn.Linear(4, 2)
+            self.inner = nn.Sequential(nn.Linear(4, 4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.out(_Square.apply(self.fc(x)))  # read by a module
+            return y + torch.tanh(_Square.apply(self.inner(x))).sum()  # read by an op
+
+    rec = torchrecorder.record(Custom(), "c", (2, 4), backward=True)
+    squares = [n for n in rec.backward.nodes if n.name == "_SquareBackward"]
+    assert len(squares) == 2
+    assert {n.scope for n in squares} == {"c"}
+    assert {n.forward for n in squares} == {"c/mul", "c/mul_1"}
+    assert all(isinstance(rec.nodes[n.forward], OpNode) for n in squares)
+
+
 def test_edges_run_forward_from_parameters_to_outputs() -> None:
     rec = torchrecorder.record(net(), "net", (2, 4), backward=True)
     bw = rec.backward

@@ -8,9 +8,11 @@ as plain data (:class:`~torchrecorder.graph.AutogradGraph`): names, scopes, para
 paths, shapes, and the dtype and storage (an index, its size, whether the model owns it) of
 each saved tensor, never the autograd nodes or the tensors themselves.
 
-An autograd node that no recorded operation returned (the transpose inside ``linear``,
-the nodes of a fused kernel) belongs to the call of the node that first reaches it from the
-outputs; an ``AccumulateGrad`` node belongs to the module that owns its parameter, or to
+A ``grad_fn`` put on a recorded operation's output after it returned (a custom
+``autograd.Function``'s, when ``apply`` returns) belongs to that operation, found when the
+output is read.  An autograd node that no recorded operation returned (the transpose inside
+``linear``, the nodes of a fused kernel) belongs to the call of the node that first reaches it
+from the outputs; an ``AccumulateGrad`` node belongs to the module that owns its parameter, or to
 the top level for an input.
 """
 
@@ -24,7 +26,7 @@ import torch
 from torch import Tensor
 
 from ..graph import AutogradGraph, AutogradNode, Graph
-from ..nodes import Key
+from ..nodes import Key, OpNode
 
 __all__ = ["AutogradTrace", "storage_id", "storages_of"]
 
@@ -50,6 +52,27 @@ class AutogradTrace:
             gf = o.grad_fn
             if gf is not None and id(gf) not in made:
                 made[id(gf)] = (gf, scope, key)
+
+    def read(self, values: Iterable[Any], live: dict[int, tuple[Any, Key]], nodes: Any) -> None:
+        """Tensors among ``values`` were read as inputs: a ``grad_fn`` that the operation making
+        one did not return, since it was set after that operation (a custom
+        ``autograd.Function``'s backward node, put on its output when ``apply`` returned), is
+        that operation's, in its call, rather than the reader's."""
+        made = self.made
+        for value in values:
+            if isinstance(value, (list, tuple)):
+                self.read(value, live, nodes)
+                continue
+            if not isinstance(value, Tensor):
+                continue
+            gf = value.grad_fn
+            if gf is None or id(gf) in made:
+                continue
+            entry = live.get(id(value))
+            if entry is not None and entry[0]() is value:
+                node = nodes.get(entry[1])
+                if isinstance(node, OpNode):
+                    made[id(gf)] = (gf, node.parent_key, node.key)
 
     def call(self, outs: Iterable[Tensor], scope: Key) -> None:
         """The call ``scope`` returned ``outs`` (claims what no recorded op made: fused kernels)."""

@@ -97,6 +97,9 @@ class ModuleCalls(LiveObjects):
             tensors = [(None, t) for t in dict.fromkeys(args)]
         else:
             tensors = [(None, t) for t in iter_tensors((args, kwargs))]
+        if self.autograd is not None:  # (a custom Function's backward node, set after its op)
+            tensors = list(tensors)
+            self.autograd.read([t for _, t in tensors], live, nodes)
         shapes = call.input_shapes
         untraced = self.untraced
         for argname, t in tensors:

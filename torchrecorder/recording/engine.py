@@ -429,6 +429,8 @@ class Engine(ModuleCalls):
                         if src is not None:
                             edges[(src, key)] = None
                             sources.add(src)
+        if self.autograd is not None:  # (a custom Function's backward node, set after its op)
+            self.autograd.read((*args, *kwargs.values()), live, nodes)
         # each output stands for the op now, and its grad_fn (which may outlive it: see
         # recording/untraced.py) too: Untraced.track inlined, gf read once for one output
         grad_fns = self.untraced.grad_fns
