@@ -500,7 +500,7 @@ def render_network(
         raise ValueError("stat= and activations= colour the forward drawing; the backward "
                          "drawing (backward=True) takes neither")
     drawing = {k: v for k, v in styler_args.items() if k != "show_saved"}
-    _check_drawing(name, render_depth, fold_repeats, drawing, backward)
+    _check_drawing(name, render_depth, fold_repeats, drawing)
     _check_directory(os.path.dirname(path))
     rec = record(net, name, input_shapes, input_data, input_kwargs=input_kwargs, device=device,
                  dtype=dtype, unfuse_fast_paths=unfuse_fast_paths, backward=backward)
@@ -513,16 +513,16 @@ def render_network(
 
 
 def _check_drawing(name: str, render_depth: Optional[int], fold_repeats: FoldRepeats,
-                   styler_args: dict[str, Any], backward: bool = False) -> None:
+                   styler_args: dict[str, Any]) -> None:
     """Check every drawing option on an empty graph, before the model runs."""
     stat = styler_args.get("stat")
     if stat is not None and "activations" not in styler_args:  # coloured by a cost: checked here
         check_cost_stat(stat)
-        if stat == "time" or (stat == "saved_bytes" and not backward):
-            raise ValueError(f"stat={stat!r} needs a recording made with record(..., "
-                             f"{'timing=True' if stat == 'time' else 'backward=True'}), which "
-                             "render_network does not make: record the model and draw it with make_dot"
-                             + ("" if stat == "time" else ", or pass backward=True"))
+        if stat in ("time", "saved_bytes"):
+            raise ValueError(f"stat={stat!r} colours the forward drawing from a recording made with "
+                             f"record(..., {'timing=True' if stat == 'time' else 'backward=True'}): record "
+                             "the model so and draw it with make_dot (render_network's backward=True "
+                             "draws the backward graph instead)")
         styler_args = {**styler_args, "activations": {}}
     options = {k: v for k, v in styler_args.items() if k != "styler_cls"}  # (as make_dot takes it)
     GraphvizRenderer(Graph(name), render_depth, _styler_class(styler_args.get("styler_cls"), options),
