@@ -9,9 +9,9 @@ import hashlib
 import operator
 import threading
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import torch
 from torch import Tensor, nn
@@ -154,24 +154,56 @@ def _expanded(t: Tensor) -> bool:
 
 
 _DTYPE = operator.attrgetter("dtype")
+_TRAINING = operator.attrgetter("training")
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
+_GRAD = operator.attrgetter("grad")
+_IS_CUDA = operator.attrgetter("is_cuda")
+
+
+def _libc_memcmp() -> Optional[Callable[[int, int, int], int]]:
+    """The C library's ``memcmp`` through ctypes, or ``None`` where it cannot be loaded."""
+    try:
+        import ctypes
+
+        func = ctypes.CDLL(None).memcmp
+    except (OSError, AttributeError, TypeError):  # no C library by that name (Windows)
+        return None
+    func.restype = ctypes.c_int
+    func.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    return cast(Callable[[int, int, int], int], func)
+
+
+_MEMCMP = _libc_memcmp()
+
+
+def _memory_equal(a: int, b: int, size: int) -> bool:
+    """Whether the ``size`` bytes at address ``a`` equal those at ``b`` (both readable)."""
+    if _MEMCMP is not None:
+        return _MEMCMP(a, b, size) == 0
+    import ctypes
+
+    return ctypes.string_at(a, size) == ctypes.string_at(b, size)
 
 
 def _same_bytes(t: Tensor, copy: Tensor) -> bool:
-    """Whether ``t`` holds what ``copy`` (its clone) holds: for a small tensor in the CPU's
-    memory the same bytes, compared as bytes (``torch.equal`` compares booleans and bytes one
-    by one, much slower; the byte strings are copies, hence small tensors only), else (a large
-    tensor, another device, a dtype numpy lacks, torch without numpy) ``torch.equal``.
+    """Whether ``t`` holds what ``copy`` (its clone) holds: for a contiguous tensor in the CPU's
+    memory the same bytes, compared in place (``memcmp``, once its storage is known to hold
+    them: the forward may have resized it), else ``torch.equal`` (``torch.equal`` compares
+    booleans and bytes one by one, much slower).
 
-    ``t`` (the model's tensor) is read through DLPack: ``t.numpy()`` would mark its storage
-    as not resizable for good (a NumPy array may point into it), a change the recording left
-    in the model (``resize_`` of a buffer failing afterwards)."""
-    if t.device.type == "cpu" and t.layout == torch.strided and t.numel() * t.element_size() <= 1 << 20:
+    Nothing here reads ``t`` (the model's tensor) through NumPy: ``t.numpy()`` would mark its
+    storage as not resizable for good (a NumPy array may point into it), a change the
+    recording left in the model (``resize_`` of a buffer failing afterwards)."""
+    if (t.device.type == "cpu" and t.layout == torch.strided and t.dtype is copy.dtype
+            and not t.dtype.is_complex and not t.is_neg() and t.is_contiguous() and copy.is_contiguous()
+            and t.shape == copy.shape):  # (complex: a conjugate view's bytes are not its values)
         try:
-            import numpy
-
-            return bool(numpy.from_dlpack(t).tobytes() == copy.numpy().tobytes())
-        except Exception:  # bfloat16, a conjugate view, no numpy: compared by torch
-            pass
+            size, ptr = t.numel() * t.element_size(), t.data_ptr()
+            held = t.untyped_storage().nbytes() >= t.storage_offset() * t.element_size() + size
+        except Exception:  # a tensor without a plain storage: compared by torch
+            held = False
+        if held and ptr and size:
+            return _memory_equal(ptr, copy.data_ptr(), size)
     return bool(torch.equal(t, copy))
 
 
@@ -284,14 +316,14 @@ class ModelState:
         self.grad_mode = torch.is_grad_enabled()
         layout = _layout(net, walk)
         self.modules = modules = layout.modules
-        self.training = [m.training for m in modules]
+        self.training = list(map(_TRAINING, modules))
         self.slot_dicts: list[Any] = [getattr(m, attr) for m, attr in layout.slot_owners]
         self.slot_names, self.slot_objects = layout.slot_names, layout.slot_objects
         # the tracked tensors: the distinct parameters and buffers, then each existing .grad
         tensors, whats = list(layout.tensors), list(layout.whats)
         self.params: list[Tensor] = [tensors[i] for i in layout.params]
-        self.requires_grad = [p.requires_grad for p in self.params]
-        self.grads: list[Optional[Tensor]] = [p.grad for p in self.params]
+        self.requires_grad = list(map(_REQUIRES_GRAD, self.params))
+        self.grads: list[Optional[Tensor]] = list(map(_GRAD, self.params))
         eager = list(layout.buffers)  # copied beforehand within the budget: buffers and grads
         if any(map(operator.is_not, self.grads, repeat(None))):
             for i, grad in zip(layout.params, self.grads, strict=True):
@@ -300,12 +332,13 @@ class ModelState:
                     tensors.append(grad)
                     whats.append(("grad", whats[i][1], whats[i][2]))
         self.tensors, self.whats = tensors, whats
-        self.aliases = [t.detach() for t in tensors]  # the original storages and views
+        self.aliases = list(map(Tensor.detach, tensors))  # the original storages and views
         self.versions = _versions(self.aliases)
         self.saved: list[Optional[Tensor]] = [None] * len(tensors)
         self._saved_at: list[int] = []
         self._by_storage: Optional[dict[int, list[int]]] = None  # made on the first write
-        self.cuda = {t.device.index or 0 for t in tensors if t.is_cuda}
+        self.cuda = ({t.device.index or 0 for t in tensors if t.is_cuda}
+                     if any(map(_IS_CUDA, tensors)) else set())
         budget = EAGER_COPY_BYTES
         with torch.no_grad():
             for i in eager:
@@ -409,19 +442,19 @@ class ModelState:
                     problems.append(f"{_label(self.whats[i])} could not be put back: "
                                     f"{type(exc).__name__}: {exc}")
             params = self.params
-            if any(map(operator.is_not, [p.grad for p in params], self.grads)):
+            if any(map(operator.is_not, list(map(_GRAD, params)), self.grads)):
                 for param, grad in zip(params, self.grads, strict=True):
                     if param.grad is not grad:
                         try:
                             param.grad = grad
                         except Exception as exc:
                             problems.append(f"the gradient of a parameter could not be put back: {exc}")
-            if [p.requires_grad for p in params] != self.requires_grad:
+            if list(map(_REQUIRES_GRAD, params)) != self.requires_grad:
                 for param, flag in zip(params, self.requires_grad, strict=True):
                     if param.requires_grad is not flag:
                         param.requires_grad_(flag)
         modules = self.modules
-        if [m.training for m in modules] != self.training:
+        if list(map(_TRAINING, modules)) != self.training:
             for module, training in zip(modules, self.training, strict=True):
                 if module.training is not training:
                     module.training = training
