@@ -413,8 +413,10 @@ class ModelState:
         tensors, aliases, versions = self.tensors, self.aliases, self.versions
         with torch.no_grad():
             dicts, names, objects = self.slot_dicts, self.slot_names, self.slot_objects
-            # (a ScriptModule's dicts have no .get)
-            now = [d[n] if n in d else _MISSING for d, n in zip(dicts, names, strict=True)]
+            try:  # one C pass over the slots
+                now = list(map(dict.get, dicts, names, repeat(_MISSING)))
+            except TypeError:  # a ScriptModule's dicts (no .get)
+                now = [d[n] if n in d else _MISSING for d, n in zip(dicts, names, strict=True)]
             if not all(map(operator.is_, now, objects)):
                 for d, n, obj, got in zip(dicts, names, objects, now, strict=True):
                     if got is not obj:
