@@ -10,8 +10,9 @@ reused while the model's *stamp* (:class:`~torchrecorder.recording.meta.ModelWal
 the stamp the memo was made from.  The stamp is compared on every recording, once for every
 user of the memo, as flat lists compared in C: the ids of its objects (the same objects while
 none of them has been collected: each is watched by a weak reference whose callback marks the
-memo dead) and its facts (paths, classes, names, shapes); any difference (a module, parameter or buffer added, removed or replaced,
-renamed, of another class, a ``.data`` of another shape) starts a fresh memo.
+memo dead) and its facts (paths, classes, names, shapes); any difference (a module, parameter
+or buffer added, removed or replaced, renamed, of another class, a ``.data`` of another shape)
+starts a fresh memo.
 
 What can change without changing the stamp (values, ``requires_grad``, ``.grad``, training
 flags, dtypes, devices, strides, storages) is never kept here: each recording reads it again.

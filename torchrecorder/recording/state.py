@@ -213,12 +213,13 @@ class _Layout:
     distinct parameters and buffers with what each is, for a warning: ``("parameter", "fc",
     "weight")``."""
 
-    __slots__ = ("buffers", "modules", "params", "slot_names", "slot_objects", "slot_owners", "tensors",
-                 "whats")
+    __slots__ = ("buffers", "modules", "params", "slot_attrs", "slot_modules", "slot_names", "slot_objects",
+                 "tensors", "whats")
 
     def __init__(self) -> None:
         self.modules: list[Any] = []
-        self.slot_owners: list[tuple[Any, str]] = []  # (module, "_parameters" or "_buffers")
+        self.slot_modules: list[Any] = []  # the module of each slot
+        self.slot_attrs: list[str] = []  # "_parameters" or "_buffers"
         self.slot_names: list[str] = []
         self.slot_objects: list[Any] = []
         self.tensors: list[Any] = []
@@ -231,7 +232,7 @@ class _Layout:
         """The layout of the model whose ``named_modules(remove_duplicate=False)`` is ``walk``
         (uninitialized tensors left out where ``lazy_possible``)."""
         layout = cls()
-        modules, owners = layout.modules, layout.slot_owners
+        modules, owners, attrs = layout.modules, layout.slot_modules, layout.slot_attrs
         names, objects = layout.slot_names, layout.slot_objects
         tensors, whats, params, buffers = layout.tensors, layout.whats, layout.params, layout.buffers
         seen: set[int] = set()
@@ -245,7 +246,8 @@ class _Layout:
                 if not tensor_dict:
                     continue
                 for tname, t in tensor_dict.items():
-                    owners.append((module, attr))
+                    owners.append(module)
+                    attrs.append(attr)
                     names.append(tname)
                     objects.append(t)
                     if t is None or id(t) in seen or (lazy_possible and is_lazy(t)):
@@ -256,29 +258,54 @@ class _Layout:
                     whats.append((kind, path, tname))
         return layout
 
-    def positions(self, objects: list[Any]) -> _Layout:
+    def positions(self, objects: list[Any]) -> _KeptLayout:
         """This layout with every module and tensor as its position in ``objects`` (the walk's
-        stamp, :class:`~.meta.ModelWalk`; ``-1`` for a ``None`` slot): what is kept between
-        recordings, keeping nothing of the model alive (:meth:`objects` reads it back)."""
+        stamp, :class:`~.meta.ModelWalk`): what is kept between recordings, keeping nothing
+        of the model alive (:meth:`_KeptLayout.objects` reads it back)."""
+        return _KeptLayout(self, objects)
+
+
+def _picker(positions: list[int]) -> Callable[[list[Any]], list[Any]]:
+    """A function of a list that gives its items at ``positions`` as a list, in one C call
+    (``operator.itemgetter``)."""
+    if not positions:
+        return lambda objects: []
+    get = operator.itemgetter(*positions)
+    if len(positions) == 1:
+        return lambda objects: [get(objects)]
+    return lambda objects: list(get(objects))
+
+
+class _KeptLayout:
+    """A :class:`_Layout` by positions in the objects of the model's stamp
+    (:class:`~.meta.ModelWalk`), each list read back by one ``itemgetter``: kept on the
+    model's memo, it keeps nothing of the model alive and is valid for any walk of the same
+    stamp."""
+
+    __slots__ = ("buffers", "modules", "none", "params", "slot_attrs", "slot_modules", "slot_names",
+                 "slot_objects", "tensors", "whats")
+
+    def __init__(self, layout: _Layout, objects: list[Any]) -> None:
         at = {id(o): i for i, o in reversed(list(enumerate(objects)))}  # first position of each
-        kept = _Layout()
-        kept.modules = [at[id(m)] for m in self.modules]
-        kept.slot_owners = [(at[id(m)], attr) for m, attr in self.slot_owners]
-        kept.slot_names = self.slot_names
-        kept.slot_objects = [-1 if o is None else at[id(o)] for o in self.slot_objects]
-        kept.tensors = [at[id(t)] for t in self.tensors]
-        kept.whats, kept.params, kept.buffers = self.whats, self.params, self.buffers
-        return kept
+        none = len(objects)  # a ``None`` slot: one past the objects (read with ``None`` appended)
+        # names, kinds and positions in ``tensors`` (no object of the model)
+        self.slot_attrs, self.slot_names = layout.slot_attrs, layout.slot_names
+        self.whats, self.params, self.buffers = layout.whats, layout.params, layout.buffers
+        self.modules = _picker([at[id(m)] for m in layout.modules])
+        self.slot_modules = _picker([at[id(m)] for m in layout.slot_modules])
+        self.none = any(o is None for o in layout.slot_objects)
+        self.slot_objects = _picker([none if o is None else at[id(o)] for o in layout.slot_objects])
+        self.tensors = _picker([at[id(t)] for t in layout.tensors])
 
     def objects(self, objects: list[Any]) -> _Layout:
-        """A layout made by :meth:`positions`, with its positions read in ``objects`` (a walk
-        of the same stamp)."""
+        """The layout of a model whose stamp's objects are ``objects`` (of the stamp this
+        was made from)."""
         got = _Layout()
-        got.modules = [objects[i] for i in self.modules]
-        got.slot_owners = [(objects[i], attr) for i, attr in self.slot_owners]
-        got.slot_names = self.slot_names
-        got.slot_objects = [None if i < 0 else objects[i] for i in self.slot_objects]
-        got.tensors = [objects[i] for i in self.tensors]
+        got.modules = self.modules(objects)
+        got.slot_modules = self.slot_modules(objects)
+        got.slot_objects = self.slot_objects([*objects, None] if self.none else objects)
+        got.tensors = self.tensors(objects)
+        got.slot_attrs, got.slot_names = self.slot_attrs, self.slot_names
         got.whats, got.params, got.buffers = self.whats, self.params, self.buffers
         return got
 
@@ -294,7 +321,7 @@ def _layout(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]) -> _Lay
     if memo is None:
         return _Layout.read(walk, False)
     kept = memo.state
-    if isinstance(kept, _Layout):
+    if isinstance(kept, _KeptLayout):
         return kept.objects(walk.objects)
     layout = _Layout.read(walk, False)
     memo.state = layout.positions(walk.objects)
@@ -317,7 +344,7 @@ class ModelState:
         layout = _layout(net, walk)
         self.modules = modules = layout.modules
         self.training = list(map(_TRAINING, modules))
-        self.slot_dicts: list[Any] = [getattr(m, attr) for m, attr in layout.slot_owners]
+        self.slot_dicts: list[Any] = list(map(getattr, layout.slot_modules, layout.slot_attrs))
         self.slot_names, self.slot_objects = layout.slot_names, layout.slot_objects
         # the tracked tensors: the distinct parameters and buffers, then each existing .grad
         tensors, whats = list(layout.tensors), list(layout.whats)
