@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+from collections.abc import Callable
 from itertools import chain
 from typing import Any, Generic, Optional, TypeVar
 
@@ -16,7 +17,7 @@ from ..nodes import shape_str
 from .memo import ModelMemo, kept_memo, new_memo
 
 __all__ = ["Memo", "ModelWalk", "ModuleInfo", "ParamFacts", "bind_arguments", "check_model", "dtype_names",
-           "grad_fn_op_name", "lazy_error", "own_tensors", "shape_name", "shape_of", "shape_tuple",
+           "grad_fn_op_name", "lazy_error", "own_tensors", "picker", "shape_name", "shape_of", "shape_tuple",
            "tensor_meta", "type_name"]
 
 K = TypeVar("K")
@@ -279,6 +280,21 @@ def check_model(net: nn.Module) -> ModelWalk:
         memo = new_memo(net, objects, ids, facts)
     walk.memo = memo
     return walk
+
+
+def picker(positions: list[int]) -> Callable[[list[Any]], list[Any]]:
+    """A function of a list that gives its items at ``positions`` as a list, in one C call
+    (``operator.itemgetter``): how what is kept by positions in a model's stamp is read back.
+
+    >>> picker([2, 0])(["a", "b", "c"]), picker([1])(["a", "b"]), picker([])(["a"])
+    (['c', 'a'], ['b'], [])
+    """
+    if not positions:
+        return lambda objects: []
+    get = operator.itemgetter(*positions)
+    if len(positions) == 1:
+        return lambda objects: [get(objects)]
+    return lambda objects: list(get(objects))
 
 
 def shape_name(shape: tuple[int, ...]) -> str:

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
-from .meta import ModelWalk
+from .meta import ModelWalk, picker
 from .ops import write_info
 
 __all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "make_inputs",
@@ -265,17 +265,6 @@ class _Layout:
         return _KeptLayout(self, objects)
 
 
-def _picker(positions: list[int]) -> Callable[[list[Any]], list[Any]]:
-    """A function of a list that gives its items at ``positions`` as a list, in one C call
-    (``operator.itemgetter``)."""
-    if not positions:
-        return lambda objects: []
-    get = operator.itemgetter(*positions)
-    if len(positions) == 1:
-        return lambda objects: [get(objects)]
-    return lambda objects: list(get(objects))
-
-
 class _KeptLayout:
     """A :class:`_Layout` by positions in the objects of the model's stamp
     (:class:`~.meta.ModelWalk`), each list read back by one ``itemgetter``: kept on the
@@ -291,11 +280,11 @@ class _KeptLayout:
         # names, kinds and positions in ``tensors`` (no object of the model)
         self.slot_attrs, self.slot_names = layout.slot_attrs, layout.slot_names
         self.whats, self.params, self.buffers = layout.whats, layout.params, layout.buffers
-        self.modules = _picker([at[id(m)] for m in layout.modules])
-        self.slot_modules = _picker([at[id(m)] for m in layout.slot_modules])
+        self.modules = picker([at[id(m)] for m in layout.modules])
+        self.slot_modules = picker([at[id(m)] for m in layout.slot_modules])
         self.none = any(o is None for o in layout.slot_objects)
-        self.slot_objects = _picker([none if o is None else at[id(o)] for o in layout.slot_objects])
-        self.tensors = _picker([at[id(t)] for t in layout.tensors])
+        self.slot_objects = picker([none if o is None else at[id(o)] for o in layout.slot_objects])
+        self.tensors = picker([at[id(t)] for t in layout.tensors])
 
     def objects(self, objects: list[Any]) -> _Layout:
         """The layout of a model whose stamp's objects are ``objects`` (of the stamp this
