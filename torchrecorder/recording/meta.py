@@ -236,6 +236,17 @@ def _slots(dicts: list[Any]) -> tuple[list[Any], list[str]]:
         return [t for d in dicts if d for t in d.values()], [k for d in dicts if d for k in d.keys()]
 
 
+def _refuse_lazy(walk: list[tuple[str, nn.Module]], tensors: list[Any]) -> None:
+    """Raise :func:`lazy_error` for the first uninitialized one of ``tensors`` (the tensors of
+    the modules of ``walk``), if any."""
+    if any(map(is_lazy, tensors)):
+        for path, module in walk:
+            for tensor_dict in (module._parameters, module._buffers):
+                for tname, t in tensor_dict.items():
+                    if t is not None and is_lazy(t):
+                        raise lazy_error(module, path, tname)
+
+
 def check_model(net: nn.Module) -> ModelWalk:
     """Fail before anything runs on a model that cannot be recorded as it is.
 
@@ -264,19 +275,19 @@ def check_model(net: nn.Module) -> ModelWalk:
     ids = list(map(id, modules))
     ids += map(id, tensors)  # (a ``None`` slot is id(None): where the ``None``\ s are is stamped)
     present = [t for t in tensors if t is not None] if _NONE_ID in ids else tensors
+    try:
+        shapes = list(map(_SHAPE, present))
+    except RuntimeError:  # an uninitialized tensor has no shape
+        _refuse_lazy(walk, present)
+        raise
     facts: list[Any] = [list(map(_PATH, walk)), list(map(type, modules)), list(map(len, pdicts)), pnames,
-                        list(map(len, bdicts)), bnames, list(map(type, present)), list(map(_SHAPE, present))]
+                        list(map(len, bdicts)), bnames, list(map(type, present)), shapes]
     objects = modules
     objects += present
     walk.objects, walk.ids, walk.facts = objects, ids, facts
     memo = kept_memo(net, ids, facts)
     if memo is None:
-        if any(map(is_lazy, present)):
-            for path, module in walk:
-                for tensor_dict in (module._parameters, module._buffers):
-                    for tname, t in tensor_dict.items():
-                        if t is not None and is_lazy(t):
-                            raise lazy_error(module, path, tname)
+        _refuse_lazy(walk, present)
         memo = new_memo(net, objects, ids, facts)
     walk.memo = memo
     return walk
