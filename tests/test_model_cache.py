@@ -222,6 +222,43 @@ def test_the_kept_index_keeps_no_model_module_or_tensor_alive() -> None:
     assert key not in memo_module._MEMOS
 
 
+def _same_id_as(old_id: int, make: Callable[[], object]) -> object:
+    """An object from ``make`` that has the id of an object gone meanwhile (CPython gives a
+    freed address again soon), or ``None`` when none turned up."""
+    kept = []
+    for _ in range(2000):
+        got = make()
+        if id(got) == old_id:
+            return got
+        kept.append(got)
+    return None
+
+
+def test_a_new_parameter_at_the_address_of_a_collected_one_is_not_trusted() -> None:
+    """The stamp compares ids: an id given again to a new object (the old one collected) is
+    seen, so the kept index is not reused for a model whose parts are other objects."""
+    torch.manual_seed(0)
+    net = Net().eval()
+    _record(net)
+    kept = _index(net)
+    old_id = id(net.fc1.weight)
+    net.fc1.weight = None  # (the slot kept, in its place among the others)
+    gc.collect()
+    new = _same_id_as(old_id, lambda: nn.Parameter(torch.randn(6, 4)))
+    if new is None:
+        pytest.skip("CPython gave the parameter's address to no new parameter")
+    net.fc1.weight = new
+    second = _record(net)
+    assert _index(net) is not kept
+    assert rec_node_of(second, new) is not None  # the live parameter finds its node
+    memo_module.forget_all()
+    assert dumps(second) == dumps(_record(net))
+
+
+def rec_node_of(rec: torchrecorder.Recorder, obj: object) -> object:
+    return rec.nodes[obj]
+
+
 def no_hooks(net: nn.Module) -> bool:
     return all(not m._forward_hooks and not m._forward_pre_hooks and not m._forward_pre_hooks_with_kwargs
                for m in net.modules()) and not any(global_hook_counts())

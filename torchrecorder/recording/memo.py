@@ -8,8 +8,11 @@ same shapes.  What the recording derives from that structure alone (the module i
 reused while the model's *stamp* (:class:`~torchrecorder.recording.meta.ModelWalk`, read by
 :func:`~torchrecorder.recording.meta.check_model` in the walk every recording makes anyway) is
 the stamp the memo was made from.  The stamp is compared on every recording, once for every
-user of the memo; any difference (a module, parameter or buffer added, removed or replaced,
-renamed, of another class, a ``.data`` of another shape) starts a fresh memo.
+user of the memo, as flat lists compared in C: the ids of its objects (the same objects while
+none of them has been collected: each is watched by a weak reference whose callback marks the
+memo dead) and its facts (paths, classes, names, shapes); any difference (a module, parameter
+or buffer added, removed or replaced, renamed, of another class, a ``.data`` of another shape)
+starts a fresh memo.
 
 What can change without changing the stamp (values, ``requires_grad``, ``.grad``, training
 flags, dtypes, devices, strides, storages) is never kept here: each recording reads it again.
@@ -26,7 +29,7 @@ from typing import Any, Optional
 
 from torch import nn
 
-__all__ = ["ModelMemo", "forget_all", "memo_of"]
+__all__ = ["ModelMemo", "forget_all", "kept_memo", "new_memo"]
 
 
 class ModelMemo:
@@ -42,22 +45,32 @@ class ModelMemo:
             pool of nodes, which depends on the inputs too, so never trusted.
     """
 
-    __slots__ = ("facts", "index", "refs", "sizes", "state")
+    __slots__ = ("__weakref__", "alive", "facts", "ids", "index", "refs", "sizes", "state")
 
-    def __init__(self, objects: list[Any], facts: list[Any]) -> None:
-        self.refs = [weakref.ref(o) for o in objects]  # (a TypeError: an object without weak references)
+    def __init__(self, objects: list[Any], ids: list[int], facts: list[Any]) -> None:
+        self.ids = ids
         self.facts = facts
+        self.alive = True
         self.index: Any = None
         self.state: Any = None
         self.sizes: Optional[tuple[int, ...]] = None
+        me = weakref.ref(self)
 
-    def matches(self, objects: list[Any], facts: list[Any]) -> bool:
-        """Whether ``objects`` and ``facts`` are the stamp this memo was made from: the same
-        objects (``is``) and equal facts."""
-        refs = self.refs
-        if len(objects) != len(refs) or facts != self.facts:
-            return False
-        return all(ref() is obj for ref, obj in zip(refs, objects, strict=True))
+        def died(_ref: Any) -> None:  # an object of the stamp was collected: its id may come again
+            memo = me()
+            if memo is not None:
+                memo.alive = False
+
+        # (a TypeError: an object without weak references)
+        self.refs = [weakref.ref(o, died) for o in objects]
+
+    def matches(self, ids: list[int], facts: list[Any]) -> bool:
+        """Whether ``ids`` and ``facts`` are the stamp this memo was made from: the same
+        objects and equal facts.  Equal ids are the same objects while every object of the
+        memo's stamp lives (an id is given again only after its object is gone): each holds a
+        weak reference whose callback marks the memo dead, so two lists of ints compared in
+        C stand for comparing every object (``is``)."""
+        return self.alive and ids == self.ids and facts == self.facts
 
 
 # id(model) -> (weak reference to the model, its memo); an entry goes when its model is collected
@@ -65,14 +78,19 @@ _MEMOS: dict[int, tuple[weakref.ref[nn.Module], ModelMemo]] = {}
 _LOCK = threading.Lock()
 
 
-def memo_of(net: nn.Module, objects: list[Any], facts: list[Any]) -> Optional[ModelMemo]:
-    """The memo of ``net`` whose stamp is ``(objects, facts)``: the kept one when the stamp
-    matches it, else a fresh (empty) one, kept in its place.  ``None`` for a model whose
-    objects take no weak references (nothing is kept for it)."""
+def kept_memo(net: nn.Module, ids: list[int], facts: list[Any]) -> Optional[ModelMemo]:
+    """The memo kept for ``net`` when its stamp is ``(ids, facts)``, else ``None``."""
     with _LOCK:
         got = _MEMOS.get(id(net))
-    if got is not None and got[0]() is net and got[1].matches(objects, facts):
+    if got is not None and got[0]() is net and got[1].matches(ids, facts):
         return got[1]
+    return None
+
+
+def new_memo(net: nn.Module, objects: list[Any], ids: list[int], facts: list[Any]) -> Optional[ModelMemo]:
+    """A fresh (empty) memo for ``net`` of the stamp ``(ids, facts)`` (``objects``: the stamp's
+    objects, ``None`` left out), kept in the place of any other.  ``None`` for a model whose
+    objects take no weak references (nothing is kept for it)."""
     key = id(net)
 
     def forget(ref: Any, key: int = key) -> None:  # the model was collected: drop its memo
@@ -81,7 +99,7 @@ def memo_of(net: nn.Module, objects: list[Any], facts: list[Any]) -> Optional[Mo
                 del _MEMOS[key]
 
     try:
-        memo = ModelMemo(objects, facts)
+        memo = ModelMemo(objects, ids, facts)
         ref = weakref.ref(net, forget)
     except TypeError:
         return None

@@ -4,6 +4,9 @@ what it knows of each module, and which modules and buffers need care."""
 from __future__ import annotations
 
 import inspect
+import operator
+from collections.abc import Callable
+from itertools import chain
 from typing import Any, Generic, Optional, TypeVar
 
 import torch
@@ -11,10 +14,10 @@ from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
 from ..nodes import shape_str
-from .memo import ModelMemo, memo_of
+from .memo import ModelMemo, kept_memo, new_memo
 
 __all__ = ["Memo", "ModelWalk", "ModuleInfo", "ParamFacts", "bind_arguments", "check_model", "dtype_names",
-           "grad_fn_op_name", "lazy_error", "own_tensors", "shape_name", "shape_of", "shape_tuple",
+           "grad_fn_op_name", "lazy_error", "own_tensors", "picker", "shape_name", "shape_of", "shape_tuple",
            "tensor_meta", "type_name"]
 
 K = TypeVar("K")
@@ -174,19 +177,22 @@ def lazy_error(module: nn.Module, path: str, tensor_name: str) -> TypeError:
 class ModelWalk(list[tuple[str, nn.Module]]):
     """``list(net.named_modules(remove_duplicate=False))``, with the model's *stamp* read in
     the same pass: ``objects``, each module in walk order, then each of their parameters and
-    buffers, and ``facts``, each module's path, class and tensor names, and every tensor's
-    shape.  Two walks with identical objects (``is``) and equal facts are of a model that has
-    not changed in anything the module index and the model state's layout read (see
-    :mod:`~torchrecorder.recording.memo`).  ``memo``: what recordings of the model keep
-    between them, valid for this stamp (:func:`~torchrecorder.recording.memo.memo_of`;
+    buffers (``None`` slots left out), ``ids``, the ids of the modules and of every slot's
+    object (``None`` included), and ``facts``, the modules' paths and classes, the names in
+    each module's ``_parameters`` and ``_buffers``, and every tensor's class and shape.  Two
+    walks with equal ids (of objects alive since the first) and equal facts are of a model
+    that has not changed in anything the module index and the model state's layout read
+    (see :mod:`~torchrecorder.recording.memo`).  ``memo``: what recordings of the model keep
+    between them, valid for this stamp (:func:`~torchrecorder.recording.memo.kept_memo`;
     ``None`` until :func:`check_model` looks it up, or for a model that takes no weak
     references)."""
 
-    __slots__ = ("facts", "memo", "objects")
+    __slots__ = ("facts", "ids", "memo", "objects")
 
     def __init__(self, items: Any = ()) -> None:
         super().__init__(items)
         self.objects: list[Any] = []
+        self.ids: list[int] = []
         self.facts: list[Any] = []
         self.memo: Optional[ModelMemo] = None
 
@@ -213,8 +219,43 @@ def _walk(net: nn.Module) -> list[tuple[str, nn.Module]]:
     return out
 
 
+_PARAMETERS = operator.attrgetter("_parameters")
+_BUFFERS = operator.attrgetter("_buffers")
+_PATH = operator.itemgetter(0)
+_MODULE = operator.itemgetter(1)
+_SHAPE = operator.attrgetter("shape")
+_NONE_ID = id(None)
+
+
+def _slots(dicts: list[Any]) -> tuple[list[Any], list[str]]:
+    """The objects and the names in ``dicts`` (each module's ``_parameters`` or ``_buffers``),
+    each in one flat list."""
+    try:  # plain dicts: one C pass each
+        return list(chain.from_iterable(map(dict.values, dicts))), list(chain.from_iterable(dicts))
+    except TypeError:  # a ScriptModule's wrappers of its dicts
+        return [t for d in dicts if d for t in d.values()], [k for d in dicts if d for k in d.keys()]
+
+
+def _refuse_lazy(walk: list[tuple[str, nn.Module]], tensors: list[Any]) -> None:
+    """Raise :func:`lazy_error` for the first uninitialized one of ``tensors`` (the tensors of
+    the modules of ``walk``), if any."""
+    if any(map(is_lazy, tensors)):
+        for path, module in walk:
+            for tensor_dict in (module._parameters, module._buffers):
+                for tname, t in tensor_dict.items():
+                    if t is not None and is_lazy(t):
+                        raise lazy_error(module, path, tname)
+
+
 def check_model(net: nn.Module) -> ModelWalk:
     """Fail before anything runs on a model that cannot be recorded as it is.
+
+    The stamp (:class:`ModelWalk`) is read in a few passes over flat lists, each one C call
+    (``map`` of an attribute or ``id`` over the walk's modules or their tensors), and compared
+    with the memo's as lists of ids, names, classes and shapes (see
+    :func:`~torchrecorder.recording.memo.memo_of`).  Uninitialized tensors are looked for
+    only when the stamp is not the memo's: a stamp made of a model without any (a memo
+    is made only then) holds each tensor's class, and materializing a lazy tensor changes it.
 
     Returns:
         ``list(net.named_modules(remove_duplicate=False))``, for the rest of the recording's
@@ -225,23 +266,46 @@ def check_model(net: nn.Module) -> ModelWalk:
         TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
     """
     walk = ModelWalk(_walk(net))
-    modules = [m for _, m in walk]
-    facts: list[Any] = [(path, type(m), tuple(m._parameters.keys()), tuple(m._buffers.keys()))
-                        for path, m in walk]
-    tensors = [t for m in modules for d in (m._parameters, m._buffers) if d for t in d.values()]
-    present = [t for t in tensors if t is not None]
-    if any(map(is_lazy, present)):
-        for path, module in walk:
-            for tensor_dict in (module._parameters, module._buffers):
-                for tname, t in tensor_dict.items():
-                    if t is not None and is_lazy(t):
-                        raise lazy_error(module, path, tname)
-    facts.append([None if t is None else t.shape for t in tensors])
-    objects: list[Any] = modules
+    modules: list[Any] = list(map(_MODULE, walk))
+    pdicts = list(map(_PARAMETERS, modules))
+    bdicts = list(map(_BUFFERS, modules))
+    tensors, pnames = _slots(pdicts)
+    buffers, bnames = _slots(bdicts)
+    tensors += buffers
+    ids = list(map(id, modules))
+    ids += map(id, tensors)  # (a ``None`` slot is id(None): where the ``None``\ s are is stamped)
+    present = [t for t in tensors if t is not None] if _NONE_ID in ids else tensors
+    try:
+        shapes = list(map(_SHAPE, present))
+    except RuntimeError:  # an uninitialized tensor has no shape
+        _refuse_lazy(walk, present)
+        raise
+    facts: list[Any] = [list(map(_PATH, walk)), list(map(type, modules)), list(map(len, pdicts)), pnames,
+                        list(map(len, bdicts)), bnames, list(map(type, present)), shapes]
+    objects = modules
     objects += present
-    walk.objects, walk.facts = objects, facts
-    walk.memo = memo_of(net, objects, facts)
+    walk.objects, walk.ids, walk.facts = objects, ids, facts
+    memo = kept_memo(net, ids, facts)
+    if memo is None:
+        _refuse_lazy(walk, present)
+        memo = new_memo(net, objects, ids, facts)
+    walk.memo = memo
     return walk
+
+
+def picker(positions: list[int]) -> Callable[[list[Any]], list[Any]]:
+    """A function of a list that gives its items at ``positions`` as a list, in one C call
+    (``operator.itemgetter``): how what is kept by positions in a model's stamp is read back.
+
+    >>> picker([2, 0])(["a", "b", "c"]), picker([1])(["a", "b"]), picker([])(["a"])
+    (['c', 'a'], ['b'], [])
+    """
+    if not positions:
+        return lambda objects: []
+    get = operator.itemgetter(*positions)
+    if len(positions) == 1:
+        return lambda objects: [get(objects)]
+    return lambda objects: list(get(objects))
 
 
 def shape_name(shape: tuple[int, ...]) -> str:

@@ -13,12 +13,13 @@ added, removed or replaced, a ``.data`` of another shape) builds the index anew.
 
 from __future__ import annotations
 
+from itertools import starmap
 from typing import Any, Optional
 
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
-from .meta import ModelWalk, ModuleInfo, ParamFacts, lazy_error, own_tensors, shape_tuple, type_name
+from .meta import ModelWalk, ModuleInfo, ParamFacts, lazy_error, own_tensors, picker, shape_tuple, type_name
 
 __all__ = ["ModuleIndex", "ModuleInfo", "index_modules"]
 
@@ -108,37 +109,45 @@ class ModuleIndex:
     objects of the model's stamp (:class:`~.meta.ModelWalk`): it keeps nothing of the model
     alive, and is valid for any walk of the same stamp."""
 
-    __slots__ = ("buffers", "infos", "new", "params", "root_name")
+    __slots__ = ("buffers", "ids", "infos", "new", "owners", "params", "root_name")
 
     def __init__(self, root_name: str, objects: list[Any], new: list[nn.Module],
                  modules: dict[int, ModuleInfo], params: dict[int, tuple[nn.Parameter, str]],
                  buffers: dict[int, Tensor]) -> None:
         self.root_name = root_name
         at = {id(o): i for i, o in reversed(list(enumerate(objects)))}  # first position of each
-        self.new = [at[id(m)] for m in new]
+        self.new = picker([at[id(m)] for m in new])
         # the ids are those of the objects at these positions in any walk of the same stamp
         # (the same objects, alive while the walk holds them): kept, not asked for again
-        self.infos = []
-        for m in new:
+        self.ids = [id(m) for m in new]
+        # each module's ModuleInfo arguments, its parameters left out (``None``), and apart the
+        # positions of the modules that own parameters with (dotted path, position, facts) each
+        self.infos: list[tuple[Any, ...]] = []
+        self.owners: list[tuple[int, tuple[tuple[str, int, ParamFacts], ...]]] = []
+        for k, m in enumerate(new):
             info = modules[id(m)]
-            own = tuple((ppath, at[id(p)], facts) for ppath, p, facts in info.params)
-            self.infos.append((id(m), info.path, info.name, info.type_name, own, info.num_params,
-                               info.total, info.buffers))
-        self.params = [(pid, at[pid], ppath) for pid, (_, ppath) in params.items()]
-        self.buffers = [(b, at[b]) for b in buffers if b in at]
+            if info.params:
+                self.owners.append((k, tuple((ppath, at[id(p)], facts) for ppath, p, facts in info.params)))
+            self.infos.append((info.path, info.name, info.type_name, (), info.num_params, info.total,
+                               info.buffers))
+        self.params = (list(params), picker([at[pid] for pid in params]),
+                       [ppath for _, ppath in params.values()])
+        kept = [b for b in buffers if b in at]
+        self.buffers = (kept, picker([at[b] for b in kept]))
 
     def fill(self, objects: list[Any], modules: dict[int, ModuleInfo],
              params: dict[int, tuple[nn.Parameter, str]], buffers: dict[int, Tensor]) -> list[nn.Module]:
         """Fill the engine's dicts as :func:`index_modules` would, from the objects of the
         current walk (of the stamp the index was made from); fresh ``ModuleInfo``\\ s."""
-        for mid, path, name, tname, own, num_params, total, nbuf in self.infos:
-            mine = tuple([(ppath, objects[j], facts) for ppath, j, facts in own]) if own else ()
-            modules[mid] = ModuleInfo(path, name, tname, mine, num_params, total, nbuf)
-        for pid, j, ppath in self.params:
-            params[pid] = (objects[j], ppath)
-        for bid, j in self.buffers:
-            buffers[bid] = objects[j]
-        return [objects[i] for i in self.new]
+        infos = list(starmap(ModuleInfo, self.infos))  # (one C loop)
+        for k, own in self.owners:
+            infos[k].params = tuple([(ppath, objects[j], facts) for ppath, j, facts in own])
+        modules.update(zip(self.ids, infos, strict=True))
+        pids, pget, ppaths = self.params
+        params.update(zip(pids, zip(pget(objects), ppaths, strict=True), strict=True))
+        bids, bget = self.buffers
+        buffers.update(zip(bids, bget(objects), strict=True))
+        return self.new(objects)
 
 
 def _added_totals(owned: list[tuple[str, list[tuple[int, int]]]],

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import operator
-import threading
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 import torch
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
-from .meta import ModelWalk
+from .meta import ModelWalk, picker
 from .ops import write_info
+from .rng import random_state_kept
 
 __all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "make_inputs",
            "model_state_kept", "normalise_shapes", "random_state_kept"]
@@ -154,24 +153,56 @@ def _expanded(t: Tensor) -> bool:
 
 
 _DTYPE = operator.attrgetter("dtype")
+_TRAINING = operator.attrgetter("training")
+_REQUIRES_GRAD = operator.attrgetter("requires_grad")
+_GRAD = operator.attrgetter("grad")
+_IS_CUDA = operator.attrgetter("is_cuda")
+
+
+def _libc_memcmp() -> Optional[Callable[[int, int, int], int]]:
+    """The C library's ``memcmp`` through ctypes, or ``None`` where it cannot be loaded."""
+    try:
+        import ctypes
+
+        func = ctypes.CDLL(None).memcmp
+    except (OSError, AttributeError, TypeError):  # no C library by that name (Windows)
+        return None
+    func.restype = ctypes.c_int
+    func.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    return cast(Callable[[int, int, int], int], func)
+
+
+_MEMCMP = _libc_memcmp()
+
+
+def _memory_equal(a: int, b: int, size: int) -> bool:
+    """Whether the ``size`` bytes at address ``a`` equal those at ``b`` (both readable)."""
+    if _MEMCMP is not None:
+        return _MEMCMP(a, b, size) == 0
+    import ctypes
+
+    return ctypes.string_at(a, size) == ctypes.string_at(b, size)
 
 
 def _same_bytes(t: Tensor, copy: Tensor) -> bool:
-    """Whether ``t`` holds what ``copy`` (its clone) holds: for a small tensor in the CPU's
-    memory the same bytes, compared as bytes (``torch.equal`` compares booleans and bytes one
-    by one, much slower; the byte strings are copies, hence small tensors only), else (a large
-    tensor, another device, a dtype numpy lacks, torch without numpy) ``torch.equal``.
+    """Whether ``t`` holds what ``copy`` (its clone) holds: for a contiguous tensor in the CPU's
+    memory the same bytes, compared in place (``memcmp``, once its storage is known to hold
+    them: the forward may have resized it), else ``torch.equal`` (``torch.equal`` compares
+    booleans and bytes one by one, much slower).
 
-    ``t`` (the model's tensor) is read through DLPack: ``t.numpy()`` would mark its storage
-    as not resizable for good (a NumPy array may point into it), a change the recording left
-    in the model (``resize_`` of a buffer failing afterwards)."""
-    if t.device.type == "cpu" and t.layout == torch.strided and t.numel() * t.element_size() <= 1 << 20:
+    Nothing here reads ``t`` (the model's tensor) through NumPy: ``t.numpy()`` would mark its
+    storage as not resizable for good (a NumPy array may point into it), a change the
+    recording left in the model (``resize_`` of a buffer failing afterwards)."""
+    if (t.device.type == "cpu" and t.layout == torch.strided and t.dtype is copy.dtype
+            and not t.dtype.is_complex and not t.is_neg() and t.is_contiguous() and copy.is_contiguous()
+            and t.shape == copy.shape):  # (complex: a conjugate view's bytes are not its values)
         try:
-            import numpy
-
-            return bool(numpy.from_dlpack(t).tobytes() == copy.numpy().tobytes())
-        except Exception:  # bfloat16, a conjugate view, no numpy: compared by torch
-            pass
+            size, ptr = t.numel() * t.element_size(), t.data_ptr()
+            held = t.untyped_storage().nbytes() >= t.storage_offset() * t.element_size() + size
+        except Exception:  # a tensor without a plain storage: compared by torch
+            held = False
+        if held and ptr and size:
+            return _memory_equal(ptr, copy.data_ptr(), size)
     return bool(torch.equal(t, copy))
 
 
@@ -181,12 +212,13 @@ class _Layout:
     distinct parameters and buffers with what each is, for a warning: ``("parameter", "fc",
     "weight")``."""
 
-    __slots__ = ("buffers", "modules", "params", "slot_names", "slot_objects", "slot_owners", "tensors",
-                 "whats")
+    __slots__ = ("buffers", "modules", "params", "slot_attrs", "slot_modules", "slot_names", "slot_objects",
+                 "tensors", "whats")
 
     def __init__(self) -> None:
         self.modules: list[Any] = []
-        self.slot_owners: list[tuple[Any, str]] = []  # (module, "_parameters" or "_buffers")
+        self.slot_modules: list[Any] = []  # the module of each slot
+        self.slot_attrs: list[str] = []  # "_parameters" or "_buffers"
         self.slot_names: list[str] = []
         self.slot_objects: list[Any] = []
         self.tensors: list[Any] = []
@@ -199,7 +231,7 @@ class _Layout:
         """The layout of the model whose ``named_modules(remove_duplicate=False)`` is ``walk``
         (uninitialized tensors left out where ``lazy_possible``)."""
         layout = cls()
-        modules, owners = layout.modules, layout.slot_owners
+        modules, owners, attrs = layout.modules, layout.slot_modules, layout.slot_attrs
         names, objects = layout.slot_names, layout.slot_objects
         tensors, whats, params, buffers = layout.tensors, layout.whats, layout.params, layout.buffers
         seen: set[int] = set()
@@ -213,7 +245,8 @@ class _Layout:
                 if not tensor_dict:
                     continue
                 for tname, t in tensor_dict.items():
-                    owners.append((module, attr))
+                    owners.append(module)
+                    attrs.append(attr)
                     names.append(tname)
                     objects.append(t)
                     if t is None or id(t) in seen or (lazy_possible and is_lazy(t)):
@@ -224,29 +257,43 @@ class _Layout:
                     whats.append((kind, path, tname))
         return layout
 
-    def positions(self, objects: list[Any]) -> _Layout:
+    def positions(self, objects: list[Any]) -> _KeptLayout:
         """This layout with every module and tensor as its position in ``objects`` (the walk's
-        stamp, :class:`~.meta.ModelWalk`; ``-1`` for a ``None`` slot): what is kept between
-        recordings, keeping nothing of the model alive (:meth:`objects` reads it back)."""
+        stamp, :class:`~.meta.ModelWalk`): what is kept between recordings, keeping nothing
+        of the model alive (:meth:`_KeptLayout.objects` reads it back)."""
+        return _KeptLayout(self, objects)
+
+
+class _KeptLayout:
+    """A :class:`_Layout` by positions in the objects of the model's stamp
+    (:class:`~.meta.ModelWalk`), each list read back by one ``itemgetter``: kept on the
+    model's memo, it keeps nothing of the model alive and is valid for any walk of the same
+    stamp."""
+
+    __slots__ = ("buffers", "modules", "none", "params", "slot_attrs", "slot_modules", "slot_names",
+                 "slot_objects", "tensors", "whats")
+
+    def __init__(self, layout: _Layout, objects: list[Any]) -> None:
         at = {id(o): i for i, o in reversed(list(enumerate(objects)))}  # first position of each
-        kept = _Layout()
-        kept.modules = [at[id(m)] for m in self.modules]
-        kept.slot_owners = [(at[id(m)], attr) for m, attr in self.slot_owners]
-        kept.slot_names = self.slot_names
-        kept.slot_objects = [-1 if o is None else at[id(o)] for o in self.slot_objects]
-        kept.tensors = [at[id(t)] for t in self.tensors]
-        kept.whats, kept.params, kept.buffers = self.whats, self.params, self.buffers
-        return kept
+        none = len(objects)  # a ``None`` slot: one past the objects (read with ``None`` appended)
+        # names, kinds and positions in ``tensors`` (no object of the model)
+        self.slot_attrs, self.slot_names = layout.slot_attrs, layout.slot_names
+        self.whats, self.params, self.buffers = layout.whats, layout.params, layout.buffers
+        self.modules = picker([at[id(m)] for m in layout.modules])
+        self.slot_modules = picker([at[id(m)] for m in layout.slot_modules])
+        self.none = any(o is None for o in layout.slot_objects)
+        self.slot_objects = picker([none if o is None else at[id(o)] for o in layout.slot_objects])
+        self.tensors = picker([at[id(t)] for t in layout.tensors])
 
     def objects(self, objects: list[Any]) -> _Layout:
-        """A layout made by :meth:`positions`, with its positions read in ``objects`` (a walk
-        of the same stamp)."""
+        """The layout of a model whose stamp's objects are ``objects`` (of the stamp this
+        was made from)."""
         got = _Layout()
-        got.modules = [objects[i] for i in self.modules]
-        got.slot_owners = [(objects[i], attr) for i, attr in self.slot_owners]
-        got.slot_names = self.slot_names
-        got.slot_objects = [None if i < 0 else objects[i] for i in self.slot_objects]
-        got.tensors = [objects[i] for i in self.tensors]
+        got.modules = self.modules(objects)
+        got.slot_modules = self.slot_modules(objects)
+        got.slot_objects = self.slot_objects([*objects, None] if self.none else objects)
+        got.tensors = self.tensors(objects)
+        got.slot_attrs, got.slot_names = self.slot_attrs, self.slot_names
         got.whats, got.params, got.buffers = self.whats, self.params, self.buffers
         return got
 
@@ -262,7 +309,7 @@ def _layout(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]) -> _Lay
     if memo is None:
         return _Layout.read(walk, False)
     kept = memo.state
-    if isinstance(kept, _Layout):
+    if isinstance(kept, _KeptLayout):
         return kept.objects(walk.objects)
     layout = _Layout.read(walk, False)
     memo.state = layout.positions(walk.objects)
@@ -284,14 +331,14 @@ class ModelState:
         self.grad_mode = torch.is_grad_enabled()
         layout = _layout(net, walk)
         self.modules = modules = layout.modules
-        self.training = [m.training for m in modules]
-        self.slot_dicts: list[Any] = [getattr(m, attr) for m, attr in layout.slot_owners]
+        self.training = list(map(_TRAINING, modules))
+        self.slot_dicts: list[Any] = list(map(getattr, layout.slot_modules, layout.slot_attrs))
         self.slot_names, self.slot_objects = layout.slot_names, layout.slot_objects
         # the tracked tensors: the distinct parameters and buffers, then each existing .grad
         tensors, whats = list(layout.tensors), list(layout.whats)
         self.params: list[Tensor] = [tensors[i] for i in layout.params]
-        self.requires_grad = [p.requires_grad for p in self.params]
-        self.grads: list[Optional[Tensor]] = [p.grad for p in self.params]
+        self.requires_grad = list(map(_REQUIRES_GRAD, self.params))
+        self.grads: list[Optional[Tensor]] = list(map(_GRAD, self.params))
         eager = list(layout.buffers)  # copied beforehand within the budget: buffers and grads
         if any(map(operator.is_not, self.grads, repeat(None))):
             for i, grad in zip(layout.params, self.grads, strict=True):
@@ -300,12 +347,13 @@ class ModelState:
                     tensors.append(grad)
                     whats.append(("grad", whats[i][1], whats[i][2]))
         self.tensors, self.whats = tensors, whats
-        self.aliases = [t.detach() for t in tensors]  # the original storages and views
+        self.aliases = list(map(Tensor.detach, tensors))  # the original storages and views
         self.versions = _versions(self.aliases)
         self.saved: list[Optional[Tensor]] = [None] * len(tensors)
         self._saved_at: list[int] = []
         self._by_storage: Optional[dict[int, list[int]]] = None  # made on the first write
-        self.cuda = {t.device.index or 0 for t in tensors if t.is_cuda}
+        self.cuda = ({t.device.index or 0 for t in tensors if t.is_cuda}
+                     if any(map(_IS_CUDA, tensors)) else set())
         budget = EAGER_COPY_BYTES
         with torch.no_grad():
             for i in eager:
@@ -380,8 +428,10 @@ class ModelState:
         tensors, aliases, versions = self.tensors, self.aliases, self.versions
         with torch.no_grad():
             dicts, names, objects = self.slot_dicts, self.slot_names, self.slot_objects
-            # (a ScriptModule's dicts have no .get)
-            now = [d[n] if n in d else _MISSING for d, n in zip(dicts, names, strict=True)]
+            try:  # one C pass over the slots
+                now = list(map(dict.get, dicts, names, repeat(_MISSING)))
+            except TypeError:  # a ScriptModule's dicts (no .get)
+                now = [d[n] if n in d else _MISSING for d, n in zip(dicts, names, strict=True)]
             if not all(map(operator.is_, now, objects)):
                 for d, n, obj, got in zip(dicts, names, objects, now, strict=True):
                     if got is not obj:
@@ -409,19 +459,19 @@ class ModelState:
                     problems.append(f"{_label(self.whats[i])} could not be put back: "
                                     f"{type(exc).__name__}: {exc}")
             params = self.params
-            if any(map(operator.is_not, [p.grad for p in params], self.grads)):
+            if any(map(operator.is_not, list(map(_GRAD, params)), self.grads)):
                 for param, grad in zip(params, self.grads, strict=True):
                     if param.grad is not grad:
                         try:
                             param.grad = grad
                         except Exception as exc:
                             problems.append(f"the gradient of a parameter could not be put back: {exc}")
-            if [p.requires_grad for p in params] != self.requires_grad:
+            if list(map(_REQUIRES_GRAD, params)) != self.requires_grad:
                 for param, flag in zip(params, self.requires_grad, strict=True):
                     if param.requires_grad is not flag:
                         param.requires_grad_(flag)
         modules = self.modules
-        if [m.training for m in modules] != self.training:
+        if list(map(_TRAINING, modules)) != self.training:
             for module, training in zip(modules, self.training, strict=True):
                 if module.training is not training:
                     module.training = training
@@ -464,87 +514,6 @@ def model_state_kept(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]
     ``named_modules(remove_duplicate=False)`` as a list, when the caller has it already.
     """
     return ModelState(net, walk)
-
-
-_RNG_LOCK = threading.Lock()
-_rng_users = 0
-_rng_saved: dict[int, Tensor] = {}  # -1 for the CPU generator, else the CUDA device index
-_rng_private: dict[int, int] = {}  # the seed each generator was given for the recordings
-
-
-def _private_seed(state: Tensor) -> int:
-    """A seed drawn from ``state``: the recording's own stream, reproducible, not the caller's."""
-    try:
-        data = state.numpy().tobytes()  # the same bytes as bytes(state.tolist()), 60x faster
-    except Exception:  # torch without numpy
-        data = bytes(state.tolist())
-    digest = hashlib.blake2b(data, digest_size=8, person=b"torchrecorder")
-    return int.from_bytes(digest.digest(), "little") >> 1
-
-
-class random_state_kept:  # used like a function: ``with random_state_kept():``
-    """Give the recorded pass its own random stream and put the caller's back afterwards.
-
-    While any recording of the process runs, torch's default generators (CPU and the given
-    CUDA devices) draw from a stream seeded from their state when the first recording
-    began; when the last one ends, that state comes back.  So the caller's stream is where
-    it was, two overlapping recordings (in two threads) leave it as it was, and another
-    thread that draws meanwhile gets numbers of the other stream, never ones it will be
-    given again.
-
-    Only what the recording itself changed is put back: a generator that was seeded (or
-    given a state) meanwhile, by another thread calling ``torch.manual_seed`` or by the
-    model itself, no longer holds the recording's stream, and keeps what it was given.
-    """
-
-    def __init__(self, cuda_devices: Sequence[int] = ()) -> None:
-        self.cuda_devices = tuple(cuda_devices)
-        self.entered = False
-
-    def __enter__(self) -> None:
-        global _rng_users
-        with _RNG_LOCK:
-            fresh = [d for d in (-1, *self.cuda_devices) if d not in _rng_saved]
-            for d in fresh:
-                _rng_saved[d] = torch.get_rng_state() if d < 0 else torch.cuda.get_rng_state(d)
-            for d in fresh:
-                seed = _private_seed(_rng_saved[-1]) + max(d, 0)
-                _rng_private[d] = seed
-                if d < 0:
-                    torch.default_generator.manual_seed(seed)
-                else:
-                    with torch.cuda.device(d):
-                        torch.cuda.manual_seed(seed)
-            _rng_users += 1
-            self.entered = True
-
-    def __exit__(self, *exc_info: Any) -> None:
-        global _rng_users
-        if not self.entered:
-            return
-        self.entered = False
-        with _RNG_LOCK:
-            _rng_users -= 1
-            if _rng_users == 0:
-                saved, private = dict(_rng_saved), dict(_rng_private)
-                _rng_saved.clear()
-                _rng_private.clear()
-                for d, st in saved.items():
-                    # a generator seeded meanwhile (another thread's ``torch.manual_seed``)
-                    # keeps that seed: only the recording's own stream is taken back
-                    if _initial_seed(d) != private.get(d):
-                        continue
-                    if d < 0:
-                        torch.set_rng_state(st)
-                    else:
-                        torch.cuda.set_rng_state(st, d)
-
-
-def _initial_seed(device: int) -> int:
-    """The seed that torch's default generator of ``device`` (-1: the CPU) was last given."""
-    if device < 0:
-        return torch.default_generator.initial_seed()
-    return torch.cuda.default_generators[device].initial_seed()
 
 
 @contextlib.contextmanager
