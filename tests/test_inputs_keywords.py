@@ -60,6 +60,10 @@ def test_a_list_of_ints_is_one_shape_as_torchinfo_reads_it(tmp_path: Path) -> No
     assert [n.shape for n in two.nodes.values() if getattr(n, "role", "") == "input"] == [(4, 3), (4, 5)]
     with pytest.raises(TypeError, match="input_shapes"):
         torchrecorder.record(net, "net", [4, 3.0])
+    # read where shapes are read, not in record() alone: the inputs every entry point makes
+    from torchrecorder.recording import make_inputs
+
+    assert [tuple(t.shape) for t in make_inputs(net, [4, 3], None, None, None)] == [(4, 3)]
 
 
 class IdsMaskScale(nn.Module):

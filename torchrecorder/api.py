@@ -154,10 +154,6 @@ def record(
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
-    listed: Any = input_shapes
-    if isinstance(listed, list) and listed and all(isinstance(d, int) and not isinstance(d, bool)
-                                                   for d in listed):
-        input_shapes = tuple(listed)  # [1, 3, 32, 32]: one shape, as torchinfo reads it
     dtype, per_input = _dtypes(dtype, input_shapes if input_data is None else None)
     if per_input:  # one dtype per input shape
         input_data = _mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)

@@ -27,10 +27,11 @@ InputShapes = Union[None, Shape, list[Shape]]
 
 
 def normalise_shapes(input_shapes: Any) -> list[tuple[int, ...]]:
-    """``(1, 3)`` -> ``[(1, 3)]``; ``[(1, 3), (1, 5)]`` -> itself; anything else is an error.
+    """``(1, 3)`` -> ``[(1, 3)]``; ``[(1, 3), (1, 5)]`` -> itself; a list of ints is one shape,
+    as torchinfo reads it (``[1, 3]`` -> ``[(1, 3)]``); anything else is an error.
 
-    >>> normalise_shapes((1, 3)), normalise_shapes([(1, 3), [2]])
-    ([(1, 3)], [(1, 3), (2,)])
+    >>> normalise_shapes((1, 3)), normalise_shapes([(1, 3), [2]]), normalise_shapes([1, 3])
+    ([(1, 3)], [(1, 3), (2,)], [(1, 3)])
     """
     def as_shape(s: Any) -> tuple[int, ...]:
         if isinstance(s, (tuple, list, torch.Size)) and all(
@@ -46,6 +47,9 @@ def normalise_shapes(input_shapes: Any) -> list[tuple[int, ...]]:
 
     if isinstance(input_shapes, (tuple, torch.Size)) and all(isinstance(d, int) for d in input_shapes):
         return [as_shape(input_shapes)]
+    if isinstance(input_shapes, list) and input_shapes and all(
+            isinstance(d, int) and not isinstance(d, bool) for d in input_shapes):
+        return [as_shape(input_shapes)]  # [1, 3, 32, 32]: one shape, as torchinfo reads it
     if isinstance(input_shapes, (list, tuple)) and input_shapes:
         return [as_shape(s) for s in input_shapes]
     return [as_shape(input_shapes)]
