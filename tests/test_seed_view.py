@@ -440,3 +440,18 @@ def test_a_seed_stylers_layer_style_reaches_the_clusters(depth):
                                     styler_cls=RedContainers).source
     # 1.0.3: the root cluster and the inner Sequential (a node at depth 1, a cluster at 2)
     assert source.count("#ff0001") == 2 and source.count("CONTAINER") == 2
+
+
+def test_a_layer_drawn_under_its_1_0_3_name_shows_its_type_once():
+    # renderer(dest) draws "0\n(Conv2d)"; the type line below it says Conv2d already
+    class Labelled(GraphvizRenderer):
+        def render_edge(self, g, fnode, tnode):
+            g.edge(str(id(fnode)), str(id(tnode)), label="")
+
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+    rec = torchrecorder.record(net, "cnn", (1, 3, 8, 8))
+    g = graphviz.Digraph()
+    Labelled(rec, render_depth=1)(g)
+    line = next(s for s in g.body if s.lstrip().startswith("0 [label="))
+    label = line.split("tooltip=")[0]
+    assert label.count("Conv2d") == 1 and "<B>0</B>" in label
