@@ -370,3 +370,15 @@ def test_capture_on_cuda_moves_to_cpu_and_times() -> None:
     with capture(net, "**", to="cpu", timing=True, stats=True) as cap:
         net(torch.randn(2, 4, device="cuda"))
     assert cap["0"].device.type == "cpu" and cap.stats("time") and cap.stats("zeros")
+
+
+def test_an_edit_that_fails_on_its_own_gets_no_argument_order_hint() -> None:
+    # a RuntimeError from the edit's tensor code is not a sign of baukit's argument order
+    net = mlp()
+    with pytest.raises(RuntimeError) as info:
+        with capture(net, "1", edit=lambda name, out: out.view(7, 7)):
+            net(torch.randn(3, 4))
+    notes = info.value.__notes__
+    assert any("raised in edit('1', output)" in n for n in notes)
+    assert not any("baukit" in n for n in notes)
+    assert hook_count(net) == 0

@@ -470,3 +470,30 @@ def test_the_manual_workflow():
     assert _reaches(dot.edges, inp, out)
     assert dot.ranks == {"source": [inp], "sink": [out]}
     assert r.nodes[x].name == "Input" and r.nodes[net[2]].key == "2"
+
+
+def test_the_manual_workflow_records_every_operation_of_the_forward():
+    # between the module calls, 1.0.3 recorded each grad_fn (here the mul): none is left out
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(3, 4)
+            self.b = nn.Linear(5, 4)
+
+        def forward(self, x, y):
+            return torch.tanh(self.a(x) * self.b(y))
+
+    net = Two()
+    r = Recorder()
+    r.register_hooks(net, name="two")
+    x, y = torch.randn(1, 3, requires_grad=True), torch.randn(1, 5)
+    r.add_node(x, name="X")
+    out = net(x, y)
+    r.remove_hooks()
+    assert [k for k in r.nodes if isinstance(k, str) and k.startswith("two/")] == ["two/mul", "two/tanh"]
+    assert ("two/mul", "two/tanh") in r.links and r.fn_types["MulBackward0"] == 1
+    assert r.nodes[out].key == "two:out" and ("X", "a/linear") in r.links
+    count = len(r.nodes)
+    net(x, y)  # the mode is off again: a plain call records nothing
+    assert len(r.nodes) == count
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())

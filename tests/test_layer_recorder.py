@@ -156,3 +156,15 @@ def test_labels_are_the_summarys() -> None:
     rnet(x)
     assert torch.equal(rnet.activations[label], net.blocks[1](net.blocks[0](net.stem(x))))
     assert f"Currently recording: {label[0]}-{label[1]}" in repr(rnet)
+
+
+def test_a_failing_postprocessor_is_named_by_its_label() -> None:
+    net, rnet = toy()
+    rnet.record((1, 3))
+    with pytest.raises(RuntimeError) as info:
+        rnet(torch.rand(1, 5), activation_postproc=lambda out: out.view(7, 7))
+    notes = info.value.__notes__
+    assert any("activation_postproc for layer 1-3" in n for n in notes)
+    assert not any("baukit" in n for n in notes)  # capture's hint is for capture's own edits
+
+    assert hooks_left(net) == []

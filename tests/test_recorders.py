@@ -270,3 +270,18 @@ def test_recorders_on_cuda_move_to_cpu() -> None:
     net(torch.randn(2, 4, device="cuda"))
     assert rec[0][0].device.type == "cpu"
     rec.remove()
+
+
+def test_apply_with_a_function_that_returns_none_keeps_the_data() -> None:
+    # a torchfunc user's visitor (print, an in-place change) returns None; torchfunc kept the data
+    net = mlp()
+    rec = ForwardPre()
+    rec.children(net, indices=[0])
+    net(torch.randn(2, 4))
+    seen: list[int] = []
+    rec.apply(lambda data: seen.append(len(data)))
+    rec.apply_sample(lambda data, n: seen.append(n))
+    assert seen == [1, 1]
+    assert isinstance(rec[0], list) and len(rec[0]) == 1 and rec[0][0].shape == (2, 4)
+    rec.apply(lambda data: [t * 0 for t in data])  # a returned value still replaces the data
+    assert torch.equal(rec[0][0], torch.zeros(2, 4))

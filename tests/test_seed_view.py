@@ -16,7 +16,9 @@ names of tensors.
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from collections import Counter
 from pathlib import Path
 
@@ -440,3 +442,31 @@ def test_a_seed_stylers_layer_style_reaches_the_clusters(depth):
                                     styler_cls=RedContainers).source
     # 1.0.3: the root cluster and the inner Sequential (a node at depth 1, a cluster at 2)
     assert source.count("#ff0001") == 2 and source.count("CONTAINER") == 2
+
+
+def test_a_layer_drawn_under_its_1_0_3_name_shows_its_type_once():
+    # renderer(dest) draws "0\n(Conv2d)"; the type line below it says Conv2d already
+    class Labelled(GraphvizRenderer):
+        def render_edge(self, g, fnode, tnode):
+            g.edge(str(id(fnode)), str(id(tnode)), label="")
+
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU())
+    rec = torchrecorder.record(net, "cnn", (1, 3, 8, 8))
+    g = graphviz.Digraph()
+    Labelled(rec, render_depth=1)(g)
+    line = next(s for s in g.body if s.lstrip().startswith("0 [label="))
+    label = line.split("tooltip=")[0]
+    assert label.count("Conv2d") == 1 and "<B>0</B>" in label
+
+
+def test_an_operations_node_fn_says_what_it_is_when_read_as_a_grad_fn():
+    # 1.0.3's OpNode.fn was the grad_fn itself; code walking next_functions learns what it holds
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    rec = torchrecorder.record(net, "seq", (1, 3))
+    fn = next(n.fn for n in rec.nodes.values() if isinstance(n, OpNode))
+    assert fn.name() == "AddmmBackward0"
+    with pytest.raises(AttributeError, match=r"stand-in for the autograd node.*'next_functions'.*rec\.edges"):
+        _ = fn.next_functions
+    assert not hasattr(fn, "__array_interface__")  # dunders stay plain misses
+    assert type(copy.deepcopy(fn)).__name__ == "AddmmBackward0"
+    assert pickle.loads(pickle.dumps(fn)).op == "linear"

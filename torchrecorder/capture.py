@@ -317,8 +317,11 @@ class Capture(KeptOutputs):
                 replaced = self._edit(name, output)
             except Exception as exc:
                 try:
-                    add_note(exc, f"torchrecorder: raised in edit({name!r}, output): capture calls "
-                             "edit with the name first (baukit's edit_output takes output, layer)")
+                    # a str used as a tensor (TypeError, AttributeError) is what an edit written
+                    # for baukit's order meets; other errors are the edit's own
+                    hint = (": capture calls edit with the name first (baukit's edit_output takes "
+                            "output, layer)" if isinstance(exc, (TypeError, AttributeError)) else "")
+                    add_note(exc, f"torchrecorder: raised in edit({name!r}, output){hint}")
                 except Exception:  # an exception that refuses notes reaches the caller as it is
                     pass
                 raise

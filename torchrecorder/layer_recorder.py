@@ -32,6 +32,7 @@ from torch import nn
 
 from .api import record as record_graph
 from .capture import capture
+from .hooks._values import add_note
 from .hooks.select import nearest, split_call
 from .nodes import LayerNode
 from .recorder import Recorder
@@ -244,7 +245,17 @@ class LayerRecorder(nn.Module):
             if not dont_record:
                 kept[label] = output
             post = posts(seen.index(label)) if posts is not None else None
-            return post(output) if post is not None else None
+            if post is None:
+                return None
+            try:
+                return post(output)
+            except Exception as exc:
+                try:
+                    add_note(exc, f"torchrecorder: raised in activation_postproc for layer "
+                                  f"{label[0]}-{label[1]} ({name!r})")
+                except Exception:  # an exception that refuses notes goes on as it is
+                    pass
+                raise
 
         if not by_call:
             self._activations = {}

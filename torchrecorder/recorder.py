@@ -23,6 +23,7 @@ from .graph import Graph
 from .nodes import BaseNode
 from .recording import Engine
 from .recording.hooks import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
+from .recording.ops import OpMode, op_mode
 from .recording.timing import CallTimer
 
 __all__ = [
@@ -82,6 +83,7 @@ class Recorder(Display, Graph):
         self.record_backward = backward
         self.timing = timing
         self._engine: Optional[Engine] = None
+        self._manual: Optional[_ManualMode] = None
         self.nodes.find = self._find_live
 
     def _find_live(self, obj: Any) -> Any:
@@ -144,11 +146,59 @@ class Recorder(Display, Graph):
         """
         del depth, parent
         self.engine.register_hooks(net, name if name is not None else self.name)
+        if self._manual is None:
+            self._manual = _ManualMode(self.engine)
+        self._manual.hook(net)
 
     def remove_hooks(self) -> None:
         """Remove every hook this recorder registered; safe to call twice."""
-        if self._engine is not None:
-            self._engine.remove_hooks()
+        try:
+            if self._manual is not None:
+                self._manual.remove()
+        finally:
+            if self._engine is not None:
+                self._engine.remove_hooks()
+
+
+class _ManualMode:
+    """The op mode of the manual workflow (``register_hooks``, then the user's own call of the
+    network): :func:`record` puts it on around the pass; here each outermost call of the root
+    module does, so every torch operation of the forward is a node, as in :func:`record`,
+    not only what autograd's graph still shows between the module calls."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.depth = 0
+        self.mode: Optional[OpMode] = None
+        self.handles: list[Any] = []
+
+    def hook(self, net: nn.Module) -> None:
+        self.handles.append(net.register_forward_pre_hook(self._enter, prepend=True))
+        self.handles.append(net.register_forward_hook(self._leave, always_call=True))
+
+    def _enter(self, module: nn.Module, args: Any) -> None:
+        if self.depth == 0 and not self.engine.closed:
+            mode = op_mode(self.engine)
+            mode.__enter__()
+            self.mode = mode
+        self.depth += 1
+
+    def _leave(self, module: nn.Module, args: Any, output: Any) -> None:
+        self.depth = max(self.depth - 1, 0)
+        if self.depth == 0:
+            self._exit()
+
+    def _exit(self) -> None:
+        mode, self.mode = self.mode, None
+        if mode is not None:
+            mode.__exit__(None, None, None)
+
+    def remove(self) -> None:
+        handles, self.handles = self.handles, []
+        for h in handles:
+            h.remove()
+        self.depth = 0
+        self._exit()
 
 
 def recording(net: nn.Module, name: str = "net", *, keep_tensors: bool = False,

@@ -53,6 +53,17 @@ class Operation:
     def __reduce__(self) -> tuple[Any, ...]:
         return (_make, (self.name(), self.func, self.op))
 
+    def __getattr__(self, attr: str) -> Any:
+        # only reached for what an Operation lacks: 1.0.3 code reading the autograd node's own
+        # API (next_functions, metadata, register_hook) learns what it holds instead
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise AttributeError(
+            f"{type(self).__name__} here is torchrecorder's stand-in for the autograd node that "
+            f"1.0.3 recorded (torchrecorder.seed.Operation: func, op, name()), not the node "
+            f"itself: it has no {attr!r}; the graph's edges are rec.edges, and "
+            f"record(..., backward=True) keeps autograd's own graph (rec.backward)")
+
     def __repr__(self) -> str:
         return f"<{self.name()} ({self.op})>"
 

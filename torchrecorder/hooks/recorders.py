@@ -252,17 +252,22 @@ class _Recorder:
 
     def apply(self, function: Callable[[Any], Any]) -> None:
         """Replace the data of each subrecorder by ``function(data)`` (subrecorders with a
-        reduction that recorded nothing yet are left out)."""
+        reduction that recorded nothing yet are left out).
+
+        A function that returns ``None`` (one that prints, or changes the data in place,
+        such as ``data.clear()`` on a list) leaves the data
+        in place rather than replacing it by ``None``: torchfunc never replaced it.
+        """
         for i, data in enumerate(self.data):
             if data is not None:  # None: a reduction that saw nothing yet
-                self.data[i] = function(data)
+                self.data[i] = _applied(data, function(data))
 
     def apply_sample(self, function: Callable[[Any, int], Any]) -> None:
         """Replace the data of each subrecorder by ``function(data, samples)`` (a mean from a sum:
-        ``lambda data, n: data / n``)."""
+        ``lambda data, n: data / n``); as with :meth:`apply`, ``None`` keeps the data."""
         for i, (data, s) in enumerate(zip(self.data, self._subs, strict=True)):
             if data is not None:
-                self.data[i] = function(data, s.samples)
+                self.data[i] = _applied(data, function(data, s.samples))
 
     def save(self, path: Union[str, os.PathLike[str]], mkdir: bool = False, *args: Any,
              **kwargs: Any) -> None:
@@ -300,6 +305,12 @@ class _Recorder:
                               f"to {str(folder / f'{i}.pt')!r}; nothing was written for it")
                 raise
             write_atomically(folder / f"{i}.pt", buffer.getvalue())
+
+
+def _applied(data: Any, result: Any) -> Any:
+    """What :meth:`_Recorder.apply` keeps: the function's result, or the data itself when the
+    function returned ``None`` (it worked by side effect)."""
+    return data if result is None else result
 
 
 def _doc(what: str) -> str:

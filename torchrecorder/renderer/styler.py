@@ -462,6 +462,8 @@ class GraphvizStyler:
         total = node.num_params_total
         # 1.0.3's name of a module, "conv1\n(Conv2d)", given while 1.0.3 code draws: two lines
         first, *rest = title.split("\n") if isinstance(node.name, SeedName) else (title,)
+        # its "(Conv2d)" line says what the type line below says: shown once
+        rest = [r for r in rest if r != f"({type_name})"]
         lines = [f"<B>{self._text(first)}</B>", *(self._type_line.format(self._text(r)) for r in rest)]
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
