@@ -253,7 +253,7 @@ def check_model(net: nn.Module) -> ModelWalk:
     The stamp (:class:`ModelWalk`) is read in a few passes over flat lists, each one C call
     (``map`` of an attribute or ``id`` over the walk's modules or their tensors), and compared
     with the memo's as lists of ids, names, classes and shapes (see
-    :func:`~torchrecorder.recording.memo.memo_of`).  Uninitialized tensors are looked for
+    :func:`~torchrecorder.recording.memo.kept_memo`).  Uninitialized tensors are looked for
     only when the stamp is not the memo's: a stamp made of a model without any (a memo
     is made only then) holds each tensor's class, and materializing a lazy tensor changes it.
 
