@@ -66,22 +66,36 @@ def test_a_legend_says_each_value_once() -> None:
 def test_the_legend_says_how_many_values_the_drawing_does_not_show() -> None:
     """Values on calls inside a closed module, or on operations left out, colour nothing: the
     legend counts them and names the options that draw them; none is said when all are shown."""
-    inner = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    class Centre(nn.Module):  # a leaf module of two operations
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x - x.mean(-1, keepdim=True)
+
+    inner = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), Centre())
     net = nn.Sequential(inner, nn.Linear(4, 2))
     x = torch.randn(8, 4)
     rec = torchrecorder.record(net, "net", input_data=x)
+
+    def note(capture: torchrecorder.Capture, depth: int, **options: bool) -> str:
+        source = torchrecorder.make_dot(rec, depth, activations=capture, stat="mean", **options).source
+        return "".join(re.findall(r"\d+ of \d+ values not in view[^<]*", source))
+
     with torchrecorder.capture(net, ["0.0", "0.1", "1"], stats=True, record=False) as cap:
         net(x)
-    closed = torchrecorder.make_dot(rec, 1, activations=cap, stat="mean").source
-    assert "2 of 3 values not in view" in closed and "render_depth=" in closed
-    assert "not in view" not in torchrecorder.make_dot(rec, 2, activations=cap, stat="mean").source
+    assert note(cap, 1) == ("2 of 3 values not in view: inside closed modules or left out "
+                            "(drawn with render_depth=2)")
+    assert note(cap, 2) == ""
     with torchrecorder.capture(net, ops="0.1/relu", stats=True, record=False) as ops:
         net(x)
-    assert "1 of 1 values not in view" in torchrecorder.make_dot(rec, 1, activations=ops, stat="mean").source
+    assert note(ops, 1).endswith("(drawn with render_depth=2)") and note(ops, 1).startswith("1 of 1 ")
     # the ReLU module ran one operation: its box, drawn at every depth, stands for it
     opened = torchrecorder.make_dot(rec, 2, activations=ops, stat="mean").source
     assert "not in view" not in opened and "mean " in _node_attrs(opened, "0.1")["label"]
     assert "mean " not in _node_attrs(opened, "0.0")["label"]
+    # an operation inside a leaf of several opens with expand_leaves
+    with torchrecorder.capture(net, ops="0.2/sub", stats=True, record=False) as sub:
+        net(x)
+    assert note(sub, 1).endswith("(drawn with render_depth=3, expand_leaves=True)")
+    assert note(sub, 3, expand_leaves=True) == ""
 
 
 def test_the_networks_own_operations_are_coloured_whatever_the_recording_is_called() -> None:

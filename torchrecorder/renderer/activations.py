@@ -152,7 +152,8 @@ class ActivationStyler(GraphvizStyler):
     keep the default style, but for a module that called no other module and ran one
     operation (drawn as a box at every depth): its box takes that operation's value.
     Under the scale, the legend counts the values the drawing does not show (on calls
-    inside closed modules, on operations left out) and names the options that show them.
+    inside closed modules, on operations left out) and names the options that show them
+    (the ``render_depth`` that opens their modules, ``expand_leaves``, ``all_ops``).
     """
 
     def __init__(self, activations: Any = None, stat: str = "zeros", *, scale: Any = None,
@@ -308,23 +309,35 @@ class ActivationStyler(GraphvizStyler):
         values = self.values
         valued = [n for n in nodes.values() if (isinstance(n, OpNode) and self._op_value(n) is not None)
                   or (isinstance(n, LayerNode) and call_name(n) in values)]
-        hidden = 0
+        hidden, depth, leaves, left = 0, 0, False, False  # and what would show them
         for node in valued:
             drawn = projection.drawn_key(node.key)
-            inside = drawn is None or node.key in left_out
+            out = node.key in left_out
+            inside = drawn is None or out
             parent = node.parent_key
             while not inside and drawn != node.key and parent is not None:
                 inside = parent == drawn  # the drawn node is a closed module around it
                 parent = getattr(nodes.get(parent), "parent_key", None)
             if inside and isinstance(node, OpNode) and isinstance(holder := nodes.get(drawn), LayerNode):
                 inside = self._only_op(holder) is not node  # the box of its one-op module shows it
-            hidden += inside
+            if inside:
+                hidden += 1
+                left = left or out
+                owner = nodes.get(node.parent_key)
+                if out or drawn is None or not isinstance(node, OpNode) or not isinstance(owner, LayerNode):
+                    depth = max(depth, node.depth if not out and drawn is not None else 0)
+                elif self._only_op(owner) is node:  # the box of its one-op module, drawn open
+                    depth = max(depth, owner.depth)
+                else:  # its module opened, a leaf only with expand_leaves
+                    depth = max(depth, node.depth)
+                    leaves = leaves or not any(isinstance(nodes.get(k), LayerNode) for k in owner.subnet_keys)
         if not hidden:
             return ""
-        ops = any(isinstance(n, OpNode) for n in valued)
-        more = "render_depth= or all_ops=True" if ops else "render_depth="
-        return (f"{hidden} of {len(valued)} values not in view: inside closed modules or left out "
-                f"(draw them with {more})")
+        shown_by = [f"render_depth={depth}"] if depth else []
+        shown_by += ["expand_leaves=True"] if leaves else []
+        shown_by += ["all_ops=True"] if left else []
+        how = f" (drawn with {', '.join(shown_by)})" if shown_by else ""
+        return f"{hidden} of {len(valued)} values not in view: inside closed modules or left out{how}"
 
     def graph_attrs(self) -> dict[str, str]:
         """The default graph attributes, with the colour scale as the graph's label (at the bottom);
