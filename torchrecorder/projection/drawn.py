@@ -24,7 +24,7 @@ from .fold import FoldPlan
 from .loops import DATA_MOVEMENT_OPS, LoopNode
 from .structures import BlockStructures
 
-__all__ = ["AUTO_FOLD_MIN", "DATA_MOVEMENT_OPS", "NODE_KINDS", "FoldRepeats", "Projection",
+__all__ = ["AUTO_FOLD_MIN", "DATA_MOVEMENT_OPS", "IO_ROLES", "NODE_KINDS", "FoldRepeats", "Projection",
            "default_expanded", "fold_min", "is_passed_tensor", "kind_of"]
 
 #: ``fold_repeats="auto"`` folds runs of at least this many identical blocks.
@@ -34,12 +34,15 @@ FoldRepeats = Union[bool, int, str, None]
 
 
 #: The kinds every renderer tells apart, by node class (searched along a node's MRO).  A
-#: tensor with a ``role`` (the network's inputs and outputs) is of kind ``"io"``.  A
+#: tensor whose ``role`` is one of :data:`IO_ROLES` (the network's inputs and outputs) is of
+#: kind ``"io"``; another role (a tensor saved for the backward pass) leaves it a ``"tensor"``.  A
 #: renderer may add states on top: ``"failed"`` (a module that raised) and ``"folded"``
 #: (a run of identical blocks drawn once).
 NODE_KINDS: Mapping[type, str] = MappingProxyType({
     LayerNode: "layer", ParamNode: "param", TensorNode: "tensor", OpNode: "op",
 })
+#: the roles of the tensors drawn as the network's inputs and outputs (kind ``"io"``)
+IO_ROLES = frozenset({"input", "output"})
 
 
 def kind_of(node: BaseNode, kinds: Mapping[type, str] = NODE_KINDS) -> str:
@@ -51,7 +54,7 @@ def kind_of(node: BaseNode, kinds: Mapping[type, str] = NODE_KINDS) -> str:
     for cls in type(node).__mro__:
         kind = kinds.get(cls)
         if kind is not None:
-            if kind == "tensor" and getattr(node, "role", None):
+            if kind == "tensor" and getattr(node, "role", None) in IO_ROLES:
                 return "io"
             return kind
     raise TypeError(f"no kind for node type {type(node).__name__}")

@@ -14,7 +14,6 @@ from ..graph import Graph
 from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
-from ..projection.backward import SAVED
 from ..seed import SeedName
 from ._cluster_titles import cluster_label, one_box_holds_all, title_lines
 from ._seedstyle import HtmlLabel, is_seed_styler
@@ -227,10 +226,7 @@ class GraphvizStyler:
     def kind_of(self, node: BaseNode) -> str:
         """The style kind of ``node`` (``"layer"``, ``"tensor"``, ``"io"``, ``"param"``, ``"op"``),
         from :attr:`kinds` (see :func:`torchrecorder.projection.kind_of`)."""
-        kind = _kind_of(node, self.kinds)
-        if kind == "io" and getattr(node, "role", "") == SAVED:  # saved for backward: no input
-            return "tensor"
-        return kind
+        return _kind_of(node, self.kinds)
 
     def graph_attrs(self) -> dict[str, str]:
         """Attributes of the whole graph."""
