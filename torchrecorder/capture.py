@@ -316,14 +316,11 @@ class Capture(KeptOutputs):
             try:
                 replaced = self._edit(name, output)
             except Exception as exc:
-                try:
-                    # a str used as a tensor (TypeError, AttributeError) is what an edit written
-                    # for baukit's order meets; other errors are the edit's own
-                    hint = (": capture calls edit with the name first (baukit's edit_output takes "
-                            "output, layer)" if isinstance(exc, (TypeError, AttributeError)) else "")
-                    add_note(exc, f"torchrecorder: raised in edit({name!r}, output){hint}")
-                except Exception:  # an exception that refuses notes reaches the caller as it is
-                    pass
+                # a str used as a tensor (TypeError, AttributeError) is what an edit written
+                # for baukit's order meets; other errors are the edit's own
+                hint = (": capture calls edit with the name first (baukit's edit_output takes "
+                        "output, layer)" if isinstance(exc, (TypeError, AttributeError)) else "")
+                add_note(exc, f"torchrecorder: raised in edit({name!r}, output){hint}")
                 raise
             if isinstance(replaced, str):
                 raise TypeError(f"edit returned a str for {name!r}, not a new output: capture calls "

@@ -250,11 +250,8 @@ class LayerRecorder(nn.Module):
             try:
                 return post(output)
             except Exception as exc:
-                try:
-                    add_note(exc, f"torchrecorder: raised in activation_postproc for layer "
-                                  f"{label[0]}-{label[1]} ({name!r})")
-                except Exception:  # an exception that refuses notes goes on as it is
-                    pass
+                add_note(exc, f"torchrecorder: raised in activation_postproc for layer "
+                              f"{label[0]}-{label[1]} ({name!r})")
                 raise
 
         if not by_call:

@@ -218,10 +218,14 @@ def _apply(fn: Callable[[Any, Any], Any], a: Any, b: Any, name: str, where: str)
 
 
 def add_note(exc: BaseException, note: str) -> None:
-    """``exc.add_note(note)`` where Python has it (3.11+)."""
+    """``exc.add_note(note)`` where Python has it (3.11+); an exception that refuses notes
+    (an ``add_note`` of its own that raises) goes on without one."""
     adder = getattr(exc, "add_note", None)
     if adder is not None:
-        adder(note)
+        try:
+            adder(note)
+        except Exception:  # the caller re-raises ``exc`` as it is
+            pass
 
 
 def inputs_value(args: tuple[Any, ...], kwargs: Optional[Mapping[str, Any]]) -> Any:
