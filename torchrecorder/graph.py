@@ -473,9 +473,12 @@ class Graph:
         that some edge leaves; a graph in which every operation feeds something is then
         checked without a pass over the edges.
         """
-        if sources is not None and all(k in sources for k, n in self.nodes.items()
-                                       if isinstance(n, OpNode)):
-            return
+        if sources is not None:
+            # the keys no edge leaves, found in C (a recording's outputs and few others): the
+            # graph is kept as it is unless one of them is an operation
+            nodes = self.nodes
+            if not any(isinstance(nodes[k], OpNode) for k in nodes.keys() - sources):
+                return
         outdeg: dict[Key, int] = {}
         for a, _ in self.links:
             outdeg[a] = outdeg.get(a, 0) + 1
