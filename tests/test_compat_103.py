@@ -452,6 +452,27 @@ def test_nodes_maps_live_tensors_without_keeping_them():
     assert all(r() is None for r in refs)  # the recording does not keep them alive
 
 
+def test_an_object_without_weak_references_is_not_kept_once_the_recording_ends():
+    freed = []
+
+    class Dummy:  # takes no weak reference: the recording holds it as it is while it records
+        __slots__ = ()
+
+        def __del__(self) -> None:
+            freed.append(True)
+
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    with torchrecorder.recording(net, "net") as rec:
+        y = net(torch.randn(1, 4))
+        dummy = Dummy()
+        rec.add_dummy(dummy, y)
+        assert rec.nodes[dummy] is rec.nodes[y]
+    del dummy
+    gc.collect()
+    assert freed == [True]
+    assert rec.nodes[y].role == "output"  # the tensors still find their nodes
+
+
 def test_the_manual_workflow():
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     r = Recorder()

@@ -131,17 +131,19 @@ class NodeTable(dict[Key, BaseNode]):
     Keys are what iteration, ``len``, ``in`` and ``get`` see; an object is found only by
     subscript, and only while it is alive: through :attr:`find` (the recording engine's
     table of live objects, while it has one), the objects handed over when a recording
-    ends (:meth:`keep`, by weak reference: nothing is kept alive), and the node whose
+    ends (:meth:`keep_table`, by weak reference: nothing is kept alive), and the node whose
     ``fn`` is the object (a module gives the node of its first call).
     """
 
-    __slots__ = ("__weakref__", "_fn_index", "_kept", "find")
+    __slots__ = ("__weakref__", "_fn_index", "_kept", "_tables", "find")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: where live objects are looked up first (the engine's table), or ``None``
         self.find: Optional[Any] = None
         self._kept: dict[int, tuple[weakref.ref[Any], Key]] = {}
+        # the live-object tables of the recordings that filled this table (see keep_table)
+        self._tables: list[dict[int, tuple[weakref.ref[Any], Key]]] = []
         self._fn_index: tuple[int, dict[int, Key]] = (-1, {})
         self.adopt(self.values())
 
@@ -177,11 +179,12 @@ class NodeTable(dict[Key, BaseNode]):
             return obj
         return key  # the object stands for another node (a tensor kept twice, ...)
 
-    def keep(self, entries: Iterable[tuple[Any, Key]]) -> None:
-        """Remember, by weak reference, which node each of the live objects ``entries``
-        (``(object, key)`` pairs) stands for."""
-        for obj, key in entries:
-            self._kept[id(obj)] = (weakref.ref(obj), key)
+    def keep_table(self, table: dict[int, tuple[weakref.ref[Any], Key]]) -> None:
+        """Take over a finished recording's table of live objects (``id`` -> ``(weak reference,
+        key)``, every entry a weak reference): a tensor still alive that stood for a tensor
+        node when the recording ended finds that node, with no pass over the table now.  A
+        table taken over later wins."""
+        self._tables.append(table)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # copied or pickled: the nodes by key; the live objects stay behind
@@ -201,7 +204,12 @@ class NodeTable(dict[Key, BaseNode]):
             key = self.find(obj)
             if key is not None:
                 return key
-        entry = self._kept.get(id(obj))
+        ident = id(obj)
+        for table in reversed(self._tables):
+            entry = table.get(ident)
+            if entry is not None and entry[0]() is obj and type(dict.get(self, entry[1])) is TensorNode:
+                return entry[1]
+        entry = self._kept.get(ident)
         if entry is not None and entry[0]() is obj:
             return entry[1]
         size, index = self._fn_index
@@ -473,9 +481,12 @@ class Graph:
         that some edge leaves; a graph in which every operation feeds something is then
         checked without a pass over the edges.
         """
-        if sources is not None and all(k in sources for k, n in self.nodes.items()
-                                       if isinstance(n, OpNode)):
-            return
+        if sources is not None:
+            # the keys no edge leaves, found in C (a recording's outputs and few others): the
+            # graph is kept as it is unless one of them is an operation
+            nodes = self.nodes
+            if not any(isinstance(nodes[k], OpNode) for k in nodes.keys() - sources):
+                return
         outdeg: dict[Key, int] = {}
         for a, _ in self.links:
             outdeg[a] = outdeg.get(a, 0) + 1

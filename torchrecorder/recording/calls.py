@@ -29,7 +29,7 @@ from .live import LiveObjects
 from .meta import bind_arguments, dtype_names, shape_tuple, tensor_meta
 from .modules import ModuleInfo
 from .pool import begin_layer
-from .source import caller
+from .source import CALL_CODE, caller
 
 __all__ = ["GROW_AT", "ModuleCalls"]
 
@@ -70,8 +70,14 @@ class ModuleCalls(LiveObjects):
         candidate = base if count == 1 else f"{base}#{count}"
         key = graph.keys(candidate)
         first = count == 1
-        # the frames above: _pre_hook, then torch's module call
-        line = caller(sys._getframe(2), module) if self.source else None
+        line = None
+        if self.source:  # the frames above: _pre_hook, then torch's module call (see .source)
+            try:
+                frame: Any = sys._getframe(4)
+            except ValueError:  # (a stack shallower than a module call's)
+                frame = None
+            line = caller(frame.f_back if frame is not None and frame.f_code is CALL_CODE
+                          else sys._getframe(2), module)
         pool = self.pool.layers
         if pool:  # made ahead by LayerNode(), with its lists (see .pool)
             call = pool.pop()

@@ -95,6 +95,7 @@ class Engine(ModuleCalls):
         self.thread = get_ident()
         # id(object) -> (weak reference, or the object itself if it takes none; node key)
         self.live: dict[int, tuple[Any, Key]] = {}
+        self._strong: list[int] = []  # ids in ``live`` held as they are (see LiveObjects.bind)
         # keys that have an edge leaving them (kept here: read on every call's exit)
         self._sources: set[Key] = set()
         self._stack: list[LayerNode] = []
@@ -219,6 +220,7 @@ class Engine(ModuleCalls):
         self.pool.clear()
         self.hand_over()
         self.live.clear()
+        self._strong.clear()
         self._stack.clear()
         self._stack_exc.clear()
         self._failure = None

@@ -31,6 +31,8 @@ class LiveObjects:
     # id(object) -> (weak reference, or the object where it takes none; node key)
     live: dict[int, tuple[Any, Key]]
     _sources: set[Key]
+    # ids of the objects in ``live`` held as they are (they take no weak reference)
+    _strong: list[int]
     # id(parameter) -> (the parameter, its dotted path where first found)
     _params: dict[int, tuple[nn.Parameter, str]]
     untraced: Untraced
@@ -56,14 +58,13 @@ class LiveObjects:
         if not isinstance(nodes, NodeTable):
             return
         nodes.adopt(nodes.values())
-        kept = []
-        get = nodes.get
-        for ref, key in self.live.values():
-            if type(ref) is weakref.ref and type(get(key)) is TensorNode:
-                obj = ref()
-                if obj is not None:
-                    kept.append((obj, key))
-        nodes.keep(kept)
+        live, self.live = self.live, {}
+        for ident in self._strong:  # (objects held as they are, taking no weak reference)
+            entry = live.get(ident)
+            if entry is not None and type(entry[0]) is not weakref.ref:
+                del live[ident]
+        self._strong.clear()
+        nodes.keep_table(live)  # its entries are read when looked up (see NodeTable._key_of)
 
     def key_of(self, obj: Any) -> Key:
         """The key named by ``obj``: a key itself, a node, or a live object recorded before."""
@@ -82,6 +83,7 @@ class LiveObjects:
             ref: Any = weakref.ref(obj)
         except TypeError:
             ref = obj
+            self._strong.append(id(obj))
         self.live[id(obj)] = (ref, key)
         if isinstance(obj, Tensor):
             self.untraced.track(obj, key)

@@ -16,11 +16,18 @@ from types import FrameType
 from typing import Any, Optional
 
 import torch
+from torch import nn
 
 from .._lines import At
 from .meta import Memo
 
-__all__ = ["INTERNAL", "caller", "internal_file"]
+__all__ = ["CALL_CODE", "INTERNAL", "caller", "internal_file"]
+
+#: the code of ``nn.Module.__call__`` (``_wrapped_call_impl``), which calls the module's hooks
+#: through frames of its own: the engine's pre-hook starts its walk at the frame that called
+#: it, and so never makes Python objects of the frames in between (a frame read from Python
+#: costs an allocation, and a copy when it returns)
+CALL_CODE = getattr(nn.Module.__call__, "__code__", None)
 
 
 def _roots() -> tuple[str, ...]:
