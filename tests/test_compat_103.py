@@ -9,6 +9,7 @@ manual recording workflow.  They draw through today's projection.
 
 from __future__ import annotations
 
+import copy
 import gc
 import json
 import pickle
@@ -471,6 +472,21 @@ def test_an_object_without_weak_references_is_not_kept_once_the_recording_ends()
     gc.collect()
     assert freed == [True]
     assert rec.nodes[y].role == "output"  # the tensors still find their nodes
+
+
+def test_a_recording_copies_and_pickles_without_its_engine():
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    recorded = torchrecorder.record(net, "net", input_data=torch.randn(1, 4))
+    manual = Recorder()
+    manual.register_hooks(net, name="net")
+    net(torch.randn(1, 4))
+    manual.remove_hooks()
+    for rec in (recorded, manual):
+        dot = torchrecorder.make_dot(rec).source
+        for copied in (copy.deepcopy(rec), pickle.loads(pickle.dumps(rec))):
+            assert copied._engine is None and list(copied.nodes) == list(rec.nodes)
+            assert torchrecorder.make_dot(copied).source == dot
+            assert copied.nodes.find is not None and copied.nodes["0"].key == "0"
 
 
 def test_the_manual_workflow():

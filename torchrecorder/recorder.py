@@ -86,6 +86,17 @@ class Recorder(Display, Graph):
         self._manual: Optional[_ManualMode] = None
         self.nodes.find = self._find_live
 
+    def __getstate__(self) -> dict[str, Any]:
+        # copied or pickled: the graph and the options; the engine (the live objects, hooks and
+        # model it holds while it records) stays behind, so a copy never drags the model along
+        state = dict(self.__dict__)
+        state["_engine"] = state["_manual"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.nodes.find = self._find_live
+
     def _find_live(self, obj: Any) -> Any:
         """The key of the node the live object ``obj`` stands for while the engine records."""
         return self._engine.lookup(obj) if self._engine is not None else None
