@@ -1,0 +1,68 @@
+"""Idioms from models outside the test zoo that once recorded wrongly (redteam5).
+
+Each test builds a tiny hand-written model with the idiom of a real architecture
+and checks the recording against what the model does.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+import torchrecorder
+from torchrecorder import ParamNode, TensorNode
+
+from .graph_checks import check_invariants, check_state_unchanged, snapshot
+
+
+class _RelativeBias(nn.Module):
+    """Reads a bias table given as its input (DeBERTa-v2 hands ``rel_embeddings.weight`` on)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x: Tensor, table: Tensor) -> Tensor:
+        return self.proj(x) + self.proj(table).mean(0)
+
+
+class _TableUser(nn.Module):
+    """DeBERTa-v2's pattern: the weight of a module that is never called goes into a call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = nn.Embedding(6, 4)  # never called: only its weight is read
+        self.layers = nn.ModuleList([_RelativeBias(), _RelativeBias()])
+
+    def forward(self, x: Tensor) -> Tensor:
+        table = self.table.weight
+        for layer in self.layers:
+            x = layer(x, table=table)
+        return x
+
+
+def _consumers(rec: torchrecorder.Recorder, key: object) -> set[object]:
+    """The nodes other than tensor nodes that ``key`` feeds, looking through tensor nodes."""
+    found: set[object] = set()
+    todo = [key]
+    while todo:
+        k = todo.pop()
+        for a, b in rec.links:
+            if a == k:
+                (todo.append(b) if isinstance(rec.nodes[b], TensorNode) else found.add(b))
+    return found
+
+
+def test_a_parameter_given_to_a_call_as_its_input_is_recorded_once_and_feeds_each_call() -> None:
+    net = _TableUser()
+    before = snapshot(net)
+    rec = torchrecorder.record(net, "net", (2, 4))
+    check_state_unchanged(before, net)
+    check_invariants(rec)
+    weight = [n for n in rec.nodes.values() if isinstance(n, ParamNode) and n.fn is net.table.weight]
+    assert len(weight) == 1, "the table's weight is one parameter node"
+    assert weight[0].path == "table.weight" and weight[0].parent_key == "net"
+    # through the `table` input of both layer calls, into the second call of each `proj`
+    fed = _consumers(rec, weight[0].key)
+    assert {rec.nodes[b].parent_key for b in fed} == {"layers.0.proj#2", "layers.1.proj#2"}
+    total = sum(p.numel() for p in net.parameters())
+    assert f"Total params: {total}" in rec.summary()
