@@ -6,7 +6,9 @@ and checks the recording against what the model does.
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
+from torch.utils.flop_counter import FlopCounterMode
 
 import torchrecorder
 from torchrecorder import ParamNode, TensorNode
@@ -66,3 +68,35 @@ def test_a_parameter_given_to_a_call_as_its_input_is_recorded_once_and_feeds_eac
     assert {rec.nodes[b].parent_key for b in fed} == {"layers.0.proj#2", "layers.1.proj#2"}
     total = sum(p.numel() for p in net.parameters())
     assert f"Total params: {total}" in rec.summary()
+
+
+class _AutocastConvs(nn.Module):
+    """Convolutions and a linear layer under bf16 autocast: later layers get bf16 inputs
+    while their weights stay float32 (autocast casts them inside the operation)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 4, 3, stride=2)
+        self.fc = nn.Linear(4, 2)
+        self.fc2 = nn.Linear(2, 2)
+
+    def forward(self, x: Tensor) -> Tensor:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = self.conv2(torch.relu(self.conv(x)))
+            return self.fc2(self.fc(h.mean((2, 3))))
+
+
+def test_operations_under_autocast_count_their_flops() -> None:
+    net = _AutocastConvs().eval()
+    x = torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net(x)
+    want = {k.removeprefix("_AutocastConvs."): sum(v.values())
+            for k, v in counter.get_flop_counts().items() if "." in k}
+    with torch.no_grad():
+        rec = torchrecorder.record(net, "net", input_data=x)
+    c = torchrecorder.cost(rec)
+    assert {k: c[k].flops for k in want} == want
+    assert set(want) == {"conv", "conv2", "fc", "fc2"}
+    assert c.total.flops == counter.get_total_flops()
