@@ -100,3 +100,46 @@ def test_operations_under_autocast_count_their_flops() -> None:
     assert {k: c[k].flops for k in want} == want
     assert set(want) == {"conv", "conv2", "fc", "fc2"}
     assert c.total.flops == counter.get_total_flops()
+
+
+class _KVCache:
+    """A key/value cache as transformers' ``DynamicCache`` is one: a plain object (no
+    container) whose attributes hold the tensors of earlier steps, grown in place."""
+
+    def __init__(self, keys: Tensor) -> None:
+        self.layers = [self._Layer(keys)]
+
+    class _Layer:
+        def __init__(self, keys: Tensor) -> None:
+            self.keys = keys
+
+        def update(self, new: Tensor) -> Tensor:
+            self.keys = torch.cat([self.keys, new], dim=1)
+            return self.keys
+
+
+class _DecodeStep(nn.Module):
+    """One decoding step: the new token's key joins the cached keys."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.k = nn.Linear(4, 4)
+        self.q = nn.Linear(4, 4)
+
+    def forward(self, x: Tensor, past: _KVCache) -> Tensor:
+        keys = past.layers[0].update(self.k(x))
+        return self.q(x) @ keys.transpose(1, 2)
+
+
+def test_tensors_of_a_cache_object_given_to_the_network_are_its_inputs() -> None:
+    net = _DecodeStep()
+    past = _KVCache(torch.randn(1, 3, 4))
+    cached = past.layers[0].keys
+    rec = torchrecorder.record(net, "step", input_data=(torch.randn(1, 1, 4), past))
+    check_invariants(rec)
+    inputs = {n.name: n for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "input"}
+    assert set(inputs) == {"x", "past.layers[0].keys"}
+    assert inputs["past.layers[0].keys"].shape == tuple(cached.shape)
+    cat = next(k for k, n in rec.nodes.items() if getattr(n, "op", None) == "cat")
+    fed_by = {a for a, b in rec.links if b == cat}
+    assert inputs["past.layers[0].keys"].key in fed_by and len(fed_by) == 2

@@ -89,7 +89,8 @@ class ModuleCalls(LiveObjects):
             if entry is None or entry[0]() is not param:
                 self.param_node(param, call, ppath, facts)
         if at_root:
-            tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "")
+            # (a cache object's tensors are inputs too: the keys of earlier decoding steps)
+            tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "", objects=True)
             self.untraced.root_grad = torch.is_grad_enabled()
         elif not kwargs and len(args) == 1 and type(args[0]) is Tensor:  # the common case
             tensors = ((None, args[0]),)
