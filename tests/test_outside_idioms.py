@@ -143,3 +143,32 @@ def test_tensors_of_a_cache_object_given_to_the_network_are_its_inputs() -> None
     cat = next(k for k, n in rec.nodes.items() if getattr(n, "op", None) == "cat")
     fed_by = {a for a, b in rec.links if b == cat}
     assert inputs["past.layers[0].keys"].key in fed_by and len(fed_by) == 2
+
+
+class _Handle:
+    """An object given to the network that holds one of its parameters (not an input)."""
+
+    def __init__(self, weight: Tensor, scale: Tensor) -> None:
+        self.weight = weight
+        self.scale = scale
+
+
+class _UsesHandle(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x: Tensor, handle: _Handle) -> Tensor:
+        return self.fc(x) @ handle.weight * handle.scale
+
+
+def test_a_parameter_held_by_an_object_given_to_the_network_stays_a_parameter() -> None:
+    net = _UsesHandle()
+    handle = _Handle(net.fc.weight, torch.ones(3))
+    rec = torchrecorder.record(net, "net", input_data=(torch.randn(2, 3), handle))
+    check_invariants(rec)
+    inputs = {n.name for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "input"}
+    assert inputs == {"x", "handle.scale"}
+    weights = [n for n in rec.nodes.values() if isinstance(n, ParamNode) and n.fn is net.fc.weight]
+    assert len(weights) == 1
+    assert {rec.nodes[b].op for a, b in rec.links if a == weights[0].key} == {"linear", "matmul"}

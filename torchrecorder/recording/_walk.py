@@ -18,7 +18,7 @@ from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any
 
 from torch import Tensor
-from torch.nn import Module
+from torch.nn import Module, Parameter
 
 __all__ = ["iter_tensors", "named_tensors", "replace_tensors"]
 
@@ -70,11 +70,14 @@ def iter_tensors(obj: Any) -> Iterator[Tensor]:
 
 def _attributes(obj: Any) -> Any:
     """The instance attributes of a plain object worth searching, or ``None``: not of a
-    module, a class, a function or anything without a ``__dict__``."""
+    module, a class, a function or anything without a ``__dict__``.  Parameters are left
+    out: an object that holds the model's weights hands them on, they are not inputs."""
     if isinstance(obj, (Module, type, FunctionType, MethodType, BuiltinFunctionType, ModuleType)):
         return None
     attrs = getattr(obj, "__dict__", None)
-    return attrs if type(attrs) is dict else None
+    if type(attrs) is not dict:
+        return None
+    return {k: v for k, v in attrs.items() if not isinstance(v, Parameter)}
 
 
 def named_tensors(obj: Any, prefix: str, objects: bool = False) -> Iterator[tuple[str, Tensor]]:
