@@ -6,6 +6,8 @@ and checks the recording against what the model does.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
@@ -172,3 +174,36 @@ def test_a_parameter_held_by_an_object_given_to_the_network_stays_a_parameter() 
     weights = [n for n in rec.nodes.values() if isinstance(n, ParamNode) and n.fn is net.fc.weight]
     assert len(weights) == 1
     assert {rec.nodes[b].op for a, b in rec.links if a == weights[0].key} == {"linear", "matmul"}
+
+
+class _MaxNormLookup(nn.Module):
+    """``nn.Embedding(max_norm=...)`` and ``nn.EmbeddingBag(max_norm=...)`` renormalise the rows
+    they look up in place, inside the one operation the recording sees."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(10, 4, max_norm=0.5)
+        self.bag = nn.EmbeddingBag(10, 4, max_norm=0.5, mode="sum")
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return self.fc(self.emb(ids).sum(1) + self.bag(ids))
+
+
+def test_rows_that_embedding_max_norm_renormalises_are_put_back() -> None:
+    torch.manual_seed(0)
+    net = _MaxNormLookup()
+    with torch.no_grad():
+        net.emb.weight.mul_(3.0)  # rows longer than max_norm: the lookup rewrites them
+        net.bag.weight.mul_(3.0)
+    ids = torch.tensor([[1, 2, 3], [4, 5, 1]])
+    before = snapshot(net)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing 'changed in place where torchrecorder could not see it'
+        torchrecorder.record(net, "net", input_data=ids)
+    check_state_unchanged(before, net)
+    # the plain call does write them (so the test would see a recording that did not put back)
+    with torch.no_grad():
+        net(ids)
+    assert not torch.equal(net.emb.weight, before["params"]["emb.weight"][1])
+    assert not torch.equal(net.bag.weight, before["params"]["bag.weight"][1])
