@@ -6,8 +6,10 @@ and checks the recording against what the model does.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
+import pytest
 import torch
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
@@ -207,3 +209,44 @@ def test_rows_that_embedding_max_norm_renormalises_are_put_back() -> None:
         net(ids)
     assert not torch.equal(net.emb.weight, before["params"]["emb.weight"][1])
     assert not torch.equal(net.bag.weight, before["params"]["bag.weight"][1])
+
+
+# ------------------------------------------------------------------ the real models behind them
+def test_deberta_v2_relative_embeddings_weight_feeds_every_layer() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.DebertaV2Config(hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                       intermediate_size=32, vocab_size=99, max_position_embeddings=32,
+                                       relative_attention=True, pos_att_type=["p2c", "c2p"])
+    net = transformers.DebertaV2Model(cfg).eval()
+    with torch.no_grad():
+        rec = torchrecorder.record(net, "deberta", input_data=torch.randint(0, 99, (1, 6)))
+    check_invariants(rec)
+    table = net.encoder.rel_embeddings.weight
+    nodes = [n for n in rec.nodes.values() if isinstance(n, ParamNode) and n.fn is table]
+    assert len(nodes) == 1 and nodes[0].path == "encoder.rel_embeddings.weight"
+    layers = {str(rec.nodes[k].parent_key).split(".attention")[0] for k in _consumers(rec, nodes[0].key)}
+    assert {"encoder.layer.0", "encoder.layer.1"} <= layers
+    assert f"Total params: {sum(p.numel() for p in net.parameters()):,}" in rec.summary()
+
+
+def test_a_cached_decoding_step_of_t5_reads_the_cached_keys_and_values() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.T5Config(vocab_size=99, d_model=16, d_kv=8, d_ff=32, num_layers=1,
+                                num_decoder_layers=1, num_heads=2, decoder_start_token_id=0)
+    net = transformers.T5ForConditionalGeneration(cfg).eval()
+    ids = torch.randint(0, 99, (1, 5))
+    with torch.no_grad():
+        first = net(input_ids=ids, decoder_input_ids=ids[:, :2], use_cache=True)
+        # (transformers 5.24 renames past_key_values to cache)
+        name = "cache" if "cache" in inspect.signature(net.forward).parameters else "past_key_values"
+        past = getattr(first, name)
+        rec = torchrecorder.record(net, "t5", input_kwargs={
+            "input_ids": ids, "decoder_input_ids": ids[:, 2:3], name: past})
+    check_invariants(rec)
+    inputs = {n.name: n.key for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "input"}
+    for part in ("self_attention_cache", "cross_attention_cache"):
+        for what in ("keys", "values"):
+            key = inputs[f"{name}.{part}.layers[0].{what}"]
+            used = {str(rec.nodes[k].parent_key) for k in _consumers(rec, key)}
+            attn = "layer.0.SelfAttention" if part == "self_attention_cache" else "layer.1.EncDecAttention"
+            assert used == {f"decoder.block.0.{attn}"}, (part, what, used)
