@@ -67,6 +67,7 @@ def test_a_parameter_given_to_a_call_as_its_input_is_recorded_once_and_feeds_eac
     weight = [n for n in rec.nodes.values() if isinstance(n, ParamNode) and n.fn is net.table.weight]
     assert len(weight) == 1, "the table's weight is one parameter node"
     assert weight[0].path == "table.weight" and weight[0].parent_key == "net"
+    assert weight[0].name == "table.weight"  # named from where it is used, not just "weight"
     # through the `table` input of both layer calls, into the second call of each `proj`
     fed = _consumers(rec, weight[0].key)
     assert {rec.nodes[b].parent_key for b in fed} == {"layers.0.proj#2", "layers.1.proj#2"}
@@ -224,6 +225,7 @@ def test_deberta_v2_relative_embeddings_weight_feeds_every_layer() -> None:
     table = net.encoder.rel_embeddings.weight
     nodes = [n for n in rec.nodes.values() if isinstance(n, ParamNode) and n.fn is table]
     assert len(nodes) == 1 and nodes[0].path == "encoder.rel_embeddings.weight"
+    assert nodes[0].parent_key == "encoder" and nodes[0].name == "rel_embeddings.weight"
     layers = {str(rec.nodes[k].parent_key).split(".attention")[0] for k in _consumers(rec, nodes[0].key)}
     assert {"encoder.layer.0", "encoder.layer.1"} <= layers
     assert f"Total params: {sum(p.numel() for p in net.parameters()):,}" in rec.summary()
