@@ -185,26 +185,32 @@ def format_stat(value: float, stat: str) -> str:
 
 
 # ------------------------------------------------------------------ FLOPs of one operation
-def _meta(value: Any, values: bool = True, leaves: Optional[list[torch.Tensor]] = None) -> Any:
+def _meta(value: Any, values: bool = True, leaves: Optional[list[torch.Tensor]] = None,
+          unify: bool = False) -> Any:
     """``value`` with every :class:`TensorSpec` made an empty ``meta`` tensor, or, with
     ``values``, a CPU tensor of the values it kept (a packed sequence's lengths); with
-    ``leaves``, those that required gradients require them again, and are added to it."""
+    ``leaves``, those that required gradients require them again, and are added to it.
+    With ``unify``, every real floating-point tensor is made ``float32``: an operation that
+    ran under ``torch.autocast`` got inputs of two dtypes (a bf16 activation, a float32
+    weight) and cast them inside, which its call again outside autocast would refuse;
+    the FLOPs depend on the shapes only."""
     if isinstance(value, TensorSpec):
         if value.shape is None:
             raise ValueError("a nested tensor has no one shape")
         if values and value.values is not None:
             return torch.tensor(value.values, dtype=value.dtype).reshape(value.shape)
-        t = torch.empty(value.shape, dtype=value.dtype, device="meta")
+        dtype = torch.float32 if unify and value.dtype.is_floating_point else value.dtype
+        t = torch.empty(value.shape, dtype=dtype, device="meta")
         if leaves is not None and value.requires_grad:
             t.requires_grad_(True)
             leaves.append(t)
         return t
     if isinstance(value, tuple):
-        return tuple(_meta(v, values, leaves) for v in value)
+        return tuple(_meta(v, values, leaves, unify) for v in value)
     if isinstance(value, list):
-        return [_meta(v, values, leaves) for v in value]
+        return [_meta(v, values, leaves, unify) for v in value]
     if isinstance(value, dict):
-        return {k: _meta(v, values, leaves) for k, v in value.items()}
+        return {k: _meta(v, values, leaves, unify) for k, v in value.items()}
     return value
 
 
@@ -242,9 +248,11 @@ class _Counter:
         if key is not None and key in self.memo:
             return self.memo[key]
         got: Optional[int] = None
-        for values in (True, False):  # kept values on the CPU, else every tensor on meta
+        # kept values on the CPU, else every tensor on meta; then the same with one floating
+        # dtype, for an operation that autocast gave mixed dtypes
+        for values, unify in ((True, False), (False, False), (True, True), (False, True)):
             try:
-                got = self._count(func, args, kwargs or {}, values, backward)
+                got = self._count(func, args, kwargs or {}, values, backward, unify)
             except Exception:  # no meta kernel, a nested tensor: the operation is not counted
                 continue
             break
@@ -253,17 +261,17 @@ class _Counter:
         return got
 
     def _count(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], values: bool,
-               backward: bool) -> int:
+               backward: bool, unify: bool = False) -> int:
         counts = self.mode.flop_counts
         counts.clear()
         if not backward:
-            func(*_meta(args, values), **_meta(kwargs, values))
+            func(*_meta(args, values, None, unify), **_meta(kwargs, values, None, unify))
             return sum(counts["Global"].values()) if "Global" in counts else 0
         if getattr(func, "__name__", "") == "scaled_dot_product_attention":
             return _attention_backward(args, kwargs)
         leaves: list[torch.Tensor] = []
         with torch.enable_grad():
-            out = func(*_meta(args, values, leaves), **_meta(kwargs, values, leaves))
+            out = func(*_meta(args, values, leaves, unify), **_meta(kwargs, values, leaves, unify))
             outs = [t for t in _tensors(out) if t.requires_grad]
             if not leaves or not outs:
                 return 0

@@ -14,9 +14,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Iterator, Mapping
+from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import Any
 
 from torch import Tensor
+from torch.nn import Module, Parameter
 
 __all__ = ["iter_tensors", "named_tensors", "replace_tensors"]
 
@@ -66,8 +68,23 @@ def iter_tensors(obj: Any) -> Iterator[Tensor]:
         stack.extend(reversed(children))
 
 
-def named_tensors(obj: Any, prefix: str) -> Iterator[tuple[str, Tensor]]:
+def _attributes(obj: Any) -> Any:
+    """The instance attributes of a plain object worth searching, or ``None``: not of a
+    module, a class, a function or anything without a ``__dict__``.  Parameters are left
+    out: an object that holds the model's weights hands them on, they are not inputs."""
+    if isinstance(obj, (Module, type, FunctionType, MethodType, BuiltinFunctionType, ModuleType)):
+        return None
+    attrs = getattr(obj, "__dict__", None)
+    if type(attrs) is not dict:
+        return None
+    return {k: v for k, v in attrs.items() if not isinstance(v, Parameter)}
+
+
+def named_tensors(obj: Any, prefix: str, objects: bool = False) -> Iterator[tuple[str, Tensor]]:
     """Yield ``(name, tensor)`` for every tensor in ``obj``; names show where it sits.
+
+    With ``objects``, the attributes of other objects are searched too (a key/value
+    cache such as transformers' ``DynamicCache`` holds its tensors as attributes).
 
     >>> import torch
     >>> [n for n, _ in named_tensors({"logits": torch.zeros(1), "past": (torch.zeros(1),)}, "out")]
@@ -96,6 +113,11 @@ def named_tensors(obj: Any, prefix: str) -> Iterator[tuple[str, Tensor]]:
             seen.add(id(item))
             fields = [(f"{name}.{f.name}", getattr(item, f.name, None)) for f in dataclasses.fields(item)]
             stack.extend(reversed(fields))
+        elif objects and item is not None and not isinstance(item, (int, float, bool, str, bytes)):
+            attrs = _attributes(item)
+            if attrs is not None:
+                seen.add(id(item))
+                stack.extend((f"{name}.{k}", v) for k, v in reversed(list(attrs.items())))
 
 
 _MAX_DEPTH = 64  # containers nested deeper than this are not rebuilt (replace_tensors raises)

@@ -95,7 +95,8 @@ class ModuleCalls(LiveObjects):
             if entry is None or entry[0]() is not param:
                 self.param_node(param, call, ppath, facts)
         if at_root:
-            tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "")
+            # (a cache object's tensors are inputs too: the keys of earlier decoding steps)
+            tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "", objects=True)
             self.untraced.root_grad = torch.is_grad_enabled()
         elif not kwargs and len(args) == 1 and type(args[0]) is Tensor:  # the common case
             tensors = ((None, args[0]),)
@@ -114,8 +115,12 @@ class ModuleCalls(LiveObjects):
             entry = live.get(id(t))
             src = entry[1] if entry is not None and entry[0]() is t else None
             if src is None:
-                if not at_root and id(t) not in self._params:
+                if at_root:
+                    pass
+                elif id(t) not in self._params:
                     src = untraced.recover(t, scope)  # made by code the function mode cannot see
+                else:  # a parameter handed to the call (the weight of a module never called)
+                    src = self.known_source(t, scope)
             elif untraced.pending and type(t.grad_fn) in untraced.pending:
                 src = untraced.function_output(t, src, scope)
             if src is not None and isinstance(nodes[src], TensorNode):

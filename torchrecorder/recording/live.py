@@ -149,13 +149,14 @@ class LiveObjects:
         return node
 
     def param_node(self, param: nn.Parameter, scope: ScopeNode, path: str,
-                   facts: Optional[ParamFacts] = None) -> ParamNode:
+                   facts: Optional[ParamFacts] = None, name: str = "") -> ParamNode:
         """A new parameter node for ``param`` (dotted ``path``) in ``scope``.  ``facts``: its name,
         shape and element count, where the module index has them (they hold while the model's
-        stamp does); the dtype, device and ``requires_grad`` are read each time."""
+        stamp does); the dtype, device and ``requires_grad`` are read each time.  ``name``: the
+        node's name, where it is not the last part of ``path``."""
         if facts is None:
             shape, dtype, device = tensor_meta(param)
-            name, numel = path.rpartition(".")[2], param.numel()
+            name, numel = name or path.rpartition(".")[2], param.numel()
         else:
             name, shape, numel = facts
             dtype, device = dtype_names(param)
@@ -180,7 +181,15 @@ class LiveObjects:
             return entry[1]
         found = self._params.get(id(t))
         if found is not None and found[0] is t:
-            return self.param_node(t, scope, found[1]).key
+            # used outside its module's call: named from the scope that uses it, so that the
+            # weight of a module never called reads `rel_embeddings.weight`, not `weight`
+            path = found[1]
+            base = getattr(scope, "path", None)
+            if base is None or scope.depth < 0:
+                name = path
+            else:
+                name = path[len(base) + 1:] if base and path.startswith(base + ".") else path
+            return self.param_node(t, scope, path, name=name).key
         return None
 
     def _param_owner(self, t: Tensor) -> Optional[tuple[str, Key]]:

@@ -21,7 +21,7 @@ from ..opnames import is_argument, op_info, op_outputs
 from .meta import Memo
 from .untraced import TO_PYTHON_OPS
 
-__all__ = ["OpMode", "OpSink", "eager", "op_info", "op_mode", "write_info"]
+__all__ = ["OpMode", "OpSink", "eager", "op_info", "op_mode", "write_info", "writes_arguments"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,19 +53,29 @@ class OpSink(Protocol):
 
     def to_python(self, opname: str) -> None: ...
 
-# torch callables that write tensors they are given without a trailing ``_`` or ``out=``:
-# the batch-norm kernels update the running statistics when their 6th argument is true
-_WRITES_RUNNING_STATS = frozenset({"batch_norm", "instance_norm"})
+# torch callables that write tensors they are given without a trailing ``_`` or ``out=``,
+# unless one argument says not to: name -> (its position, its keyword, the value that turns the
+# write off, whether they write when it is not given).  The batch-norm kernels update the
+# running statistics unless ``training`` / ``use_input_stats`` is false; an embedding lookup
+# with ``max_norm`` renormalises the rows of its weight that it reads.
+WriteRule = tuple[int, str, Any, bool]
+_CONDITIONAL_WRITES: dict[str, WriteRule] = {
+    "batch_norm": (5, "training", False, True),
+    "instance_norm": (5, "use_input_stats", False, True),
+    "embedding": (3, "max_norm", None, False),
+    "embedding_bag": (3, "max_norm", None, False),
+}
 
-# func -> (positions of arguments it may write, position of its ``inplace`` flag, writes the
-# running statistics); () / None / False for the many that write nothing
-_WRITE_INFO: Memo[Any, tuple[tuple[int, ...], Optional[int], bool]] = Memo(8192)
+# func -> (positions of arguments it may write, position of its ``inplace`` flag, the rule
+# under which it writes its tensor arguments); () / None / None for the many that write nothing
+_WRITE_INFO: Memo[Any, tuple[tuple[int, ...], Optional[int], Optional[WriteRule]]] = Memo(8192)
 
 
-def write_info(func: Any) -> tuple[tuple[int, ...], Optional[int], bool]:
+def write_info(func: Any) -> tuple[tuple[int, ...], Optional[int], Optional[WriteRule]]:
     """What ``func`` may write in place: the positions of the arguments it writes, the position
-    of its ``inplace`` flag (``F.relu(x, inplace=True)``) and whether it updates running
-    statistics (``batch_norm`` in training); besides these, any call can write its ``out=``."""
+    of its ``inplace`` flag (``F.relu(x, inplace=True)``) and the rule under which it writes
+    its tensor arguments (:func:`writes_arguments`: ``batch_norm`` in training, ``embedding``
+    with ``max_norm``); besides these, any call can write its ``out=``."""
     got = _WRITE_INFO.get(func)
     if got is not None:
         return got
@@ -78,13 +88,26 @@ def write_info(func: Any) -> tuple[tuple[int, ...], Optional[int], bool]:
                               if a.alias_info is not None and a.alias_info.is_write)
         except Exception:
             pass
-    return _WRITE_INFO.put(func, (positions, flag, name in _WRITES_RUNNING_STATS))
+    return _WRITE_INFO.put(func, (positions, flag, _CONDITIONAL_WRITES.get(name)))
+
+
+def writes_arguments(rule: WriteRule, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a call of a function with this :data:`_CONDITIONAL_WRITES` rule may write its
+    tensor arguments, by the argument that switches the write."""
+    position, keyword, off, default = rule
+    if len(args) > position:
+        value = args[position]
+    elif keyword in kwargs:
+        value = kwargs[keyword]
+    else:
+        return default
+    return value is not off
 
 
 def _call_info(func: Any) -> tuple[str, bool, Optional[int], bool]:
     """``op_info(func)`` and whether ``func`` can write an argument other than ``out=``."""
     positions, flag, stats = write_info(func)
-    return (*op_info(func), bool(positions) or flag is not None or stats)
+    return (*op_info(func), bool(positions) or flag is not None or stats is not None)
 
 
 # func -> _call_info(func); shared by all recordings (torch callables live as long as the process)

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
 from .meta import ModelWalk, picker
-from .ops import write_info
+from .ops import write_info, writes_arguments
 from .rng import random_state_kept
 
 __all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "make_inputs",
@@ -401,7 +401,7 @@ class ModelState:
         if not (positions or stats or (kwargs and "out" in kwargs)) or not self.by_storage:
             return
         written: list[Any] = [args[i] for i in positions if i < len(args)]
-        if stats and (len(args) <= 5 or args[5] is not False):  # training / use_input_stats
+        if stats is not None and writes_arguments(stats, args, kwargs):  # training, max_norm
             written.extend(args)
             written.extend(kwargs.values())
         elif kwargs:
