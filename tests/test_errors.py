@@ -251,3 +251,27 @@ def test_keyboard_interrupt_passes_through() -> None:
         torchrecorder.record(net, "net", (1, 2))
     assert _no_hooks(net)
     assert info.value.recording.failed_key == "1"  # type: ignore[attr-defined]
+
+
+class _Branching(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.cond(x.sum() > 0, lambda t: self.a(t).relu(), lambda t: self.b(t) * 2, (x,))
+
+
+def test_torch_cond_fails_with_a_note_on_what_to_do_and_leaves_the_model_as_it_was() -> None:
+    net = _Branching()
+    x = torch.randn(2, 4)
+    expected = net(x)  # a plain call runs (compiled)
+    before, hooks = snapshot(net), global_hook_counts()
+    with pytest.raises(Exception) as info:
+        torchrecorder.record(net, "cond", input_data=x)
+    assert type(info.value).__name__ == "UncapturedHigherOrderOpError"
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    assert "raised in module 'cond'" in note and "Python `if`" in note
+    check_state_unchanged(before, net)
+    assert global_hook_counts() == hooks and _no_hooks(net)
+    assert torch.equal(net(x), expected)

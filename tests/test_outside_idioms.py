@@ -7,7 +7,9 @@ and checks the recording against what the model does.
 from __future__ import annotations
 
 import inspect
+import types
 import warnings
+from typing import Any
 
 import pytest
 import torch
@@ -252,3 +254,39 @@ def test_a_cached_decoding_step_of_t5_reads_the_cached_keys_and_values() -> None
             used = {str(rec.nodes[k].parent_key) for k in _consumers(rec, key)}
             attn = "layer.0.SelfAttention" if part == "self_attention_cache" else "layer.1.EncDecAttention"
             assert used == {f"decoder.block.0.{attn}"}, (part, what, used)
+
+
+class _Policy(nn.Module):
+    """Returns a distribution, as policy networks do: no tensor in a container."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body, self.mu = nn.Linear(4, 8), nn.Linear(8, 2)
+        self.log_std = nn.Parameter(torch.zeros(2))
+
+    def forward(self, x: Tensor) -> torch.distributions.Normal:
+        return torch.distributions.Normal(self.mu(self.body(x).tanh()), self.log_std.exp())
+
+
+def test_the_tensors_of_an_object_the_network_returns_are_its_outputs() -> None:
+    rec = torchrecorder.record(_Policy(), "policy", input_data=torch.randn(3, 4))
+    check_invariants(rec)
+    outputs = {n.name: n for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "output"}
+    assert sorted(outputs) == ["output.loc", "output.scale"]
+    assert all(n.shape == (3, 2) for n in outputs.values())
+    assert {a for a, b in rec.links if b == outputs["output.loc"].key} == {"mu:out"}
+
+
+def test_an_object_returned_beside_tensors_adds_no_outputs() -> None:
+    class WithCache(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x: Tensor) -> tuple[Tensor, Any]:
+            y = self.lin(x)
+            return y, types.SimpleNamespace(key=y * 2)
+
+    rec = torchrecorder.record(WithCache(), "net", input_data=torch.randn(1, 4))
+    outputs = [n.name for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "output"]
+    assert len(outputs) == 1

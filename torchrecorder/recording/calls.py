@@ -198,7 +198,10 @@ class ModuleCalls(LiveObjects):
                         self.autograd.call((outputs,), ckey)
                     return None
         if at_root:
-            tensors: Any = named_tensors(outputs, "output")
+            # (a forward that returns an object, such as a torch.distributions.Normal, and no tensor
+            # in containers: the tensors the object holds are the network's outputs)
+            tensors: Any = (list(named_tensors(outputs, "output"))
+                            or list(named_tensors(outputs, "output", objects=True)))
         elif type(outputs) is Tensor:
             tensors = ((None, outputs),)
         else:

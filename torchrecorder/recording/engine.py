@@ -57,6 +57,12 @@ __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 # 10 calls per module call) just to be ignored; without DisableTorchFunction only slower.
 _no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
 
+# torch.cond, while_loop, scan, ... run eagerly by compiling their branches with fullgraph=True,
+# which fails while any torch function mode that dynamo may not trace (the recorder's) is active
+_HIGHER_ORDER_HINT = (". torch.cond and torch's other higher-order operators compile their branches "
+                      "in one graph, which cannot be done while a recording watches every operation: "
+                      "record the model with the branch chosen by a Python `if` (or `while`) instead")
+
 # Calls are closed by ONE global forward hook where torch has one that is always called
 # (GLOBAL_POST_HOOK; it returns at once for modules not recorded): two hooks per module cost
 # much on models of many small modules.  Pre-hooks stay per module (global ones get no
@@ -250,7 +256,8 @@ class Engine(ModuleCalls):
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
         where = failed.path or failed.name
         annotate(exc, graph, f"{NOTE_PREFIX} '{where}' ({failed.type_name}) called with input "
-                 f"shapes [{shapes}]; the partial recording is in the exception's 'recording' attribute")
+                 f"shapes [{shapes}]; the partial recording is in the exception's 'recording' attribute"
+                 + _HIGHER_ORDER_HINT * (type(exc).__name__ == "UncapturedHigherOrderOpError"))
 
     # ------------------------------------------------------------ hooks
     def _index_modules(self, net: nn.Module, root_name: str, prefix: str, hook: bool) -> None:
