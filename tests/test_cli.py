@@ -141,6 +141,18 @@ def _clean_error(proc: subprocess.CompletedProcess[str]) -> list[str]:
     return [line for line in proc.stderr.splitlines() if line.startswith("torchrecorder: error:")]
 
 
+@pytest.mark.parametrize("output", ["-", "/dev/stdout"])
+def test_output_to_standard_output_is_the_drawing_alone(tmp_path: Path, output: str) -> None:
+    """``-o /dev/stdout`` is standard output as ``-o -`` is: the data and nothing after it
+    (the path written was printed after the DOT, which ``| dot -Tpng`` then failed to read),
+    the layer table on standard error."""
+    folder = _factory_dir(tmp_path)
+    proc = _run(["facmodels:blocks", "-s", "1,4", "-f", "dot", "-o", output, "--summary"], folder)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.lstrip().startswith("digraph") and proc.stdout.rstrip().endswith("}")
+    assert "Layer (type)" in proc.stderr and "Layer (type)" not in proc.stdout
+
+
 @needs_backend
 def test_installed_script_imports_the_factory_from_the_current_directory(tmp_path: Path) -> None:
     """The console script's sys.path[0] is its own folder, not the current one: it used to fail
