@@ -64,10 +64,22 @@ def test_errors_are_reported_not_traced(argv: list[str], message: str, tmp_path:
     assert message in capsys.readouterr().err
 
 
-def test_bad_shape_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["tests.core_models:TinyMLP", "-s", "one,four"])
-    assert "not a shape" in capsys.readouterr().err
+@pytest.mark.parametrize("shape", ["one,four", "4,x", "4,,16", "x4", "4x", ",4", "2,16,,"])
+def test_bad_shape_is_a_usage_error(capsys: pytest.CaptureFixture[str], shape: str) -> None:
+    """A dimension left empty is no dimension: ``-s 4,x`` was read as ``(4,)`` and ran the
+    model on a shape the user never wrote."""
+    with pytest.raises(SystemExit) as exc:
+        main(["tests.core_models:TinyMLP", "-s", shape])
+    assert exc.value.code == 2
+    assert f"{shape!r} is not a shape" in capsys.readouterr().err
+
+
+def test_shapes_take_one_separator_between_dimensions() -> None:
+    from torchrecorder.factory import parse_shape
+
+    texts = ("1,3,32,32", "1x3x32x32", "1 x 3", " 2 , 16 ", "(8,)", "[2, 16]", "2×16")
+    assert [parse_shape(t) for t in texts] == [(1, 3, 32, 32), (1, 3, 32, 32), (1, 3), (2, 16), (8,),
+                                               (2, 16), (2, 16)]
 
 
 # ---- issue 14: the complete command line, end to end
@@ -127,6 +139,18 @@ def _clean_error(proc: subprocess.CompletedProcess[str]) -> list[str]:
     assert "Traceback" not in proc.stderr, proc.stderr
     assert "torchrecorder: torchrecorder:" not in proc.stderr, proc.stderr
     return [line for line in proc.stderr.splitlines() if line.startswith("torchrecorder: error:")]
+
+
+@pytest.mark.parametrize("output", ["-", "/dev/stdout"])
+def test_output_to_standard_output_is_the_drawing_alone(tmp_path: Path, output: str) -> None:
+    """``-o /dev/stdout`` is standard output as ``-o -`` is: the data and nothing after it
+    (the path written was printed after the DOT, which ``| dot -Tpng`` then failed to read),
+    the layer table on standard error."""
+    folder = _factory_dir(tmp_path)
+    proc = _run(["facmodels:blocks", "-s", "1,4", "-f", "dot", "-o", output, "--summary"], folder)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.lstrip().startswith("digraph") and proc.stdout.rstrip().endswith("}")
+    assert "Layer (type)" in proc.stderr and "Layer (type)" not in proc.stdout
 
 
 @needs_backend

@@ -163,6 +163,23 @@ def test_command_line(insert_pair: tuple[torchrecorder.Recorder, torchrecorder.R
 
 
 @needs_backend
+def test_command_line_to_standard_output_writes_the_drawing_alone(
+        insert_pair: tuple[torchrecorder.Recorder, torchrecorder.Recorder], tmp_path: object) -> None:
+    """``-o /dev/stdout -f dot | dot -Tpng`` (as the guide shows): the path written used to
+    be printed after the DOT, into the pipe, and ``dot`` failed on it."""
+    base = str(tmp_path)
+    a, b = insert_pair
+    pa, pb = os.path.join(base, "a.json"), os.path.join(base, "b.json")
+    a.to_json(pa)
+    b.to_json(pb)
+    out = _cli(pa, pb, "-o", "/dev/stdout", "-f", "dot")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.lstrip().startswith("digraph") and out.stdout.rstrip().endswith("}")
+    assert "/dev/stdout" not in out.stdout
+    subprocess.run(["dot", "-Tsvg"], input=out.stdout.encode(), capture_output=True, check=True)
+
+
+@needs_backend
 def test_html_page_escapes_names(insert_pair: tuple[torchrecorder.Recorder, torchrecorder.Recorder]) -> None:
     from torchrecorder.diff.html import make_diff_html
 

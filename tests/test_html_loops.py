@@ -127,8 +127,8 @@ def test_fold_repeats_false_page_data_is_the_page_without_folding() -> None:
     _, folded = page_of(rec, fold_repeats=True)
     _, plain = page_of(rec, fold_repeats=False)
     # (colour: the colour menu's costs)
-    assert set(plain) == {"version", "name", "header", "fanout", "titles_entered", "budget", "folded",
-                          "strings", "attrs", "nodes", "edges", "runs", "colour"}
+    assert set(plain) == {"version", "name", "header", "fanout", "titles_entered", "budget", "ranked",
+                          "folded", "strings", "attrs", "nodes", "edges", "runs", "colour"}
     assert set(folded) == set(plain) | {"loops"}
 
     def rows(data: dict[str, Any]) -> list[Any]:

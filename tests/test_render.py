@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import warnings
 import xml.etree.ElementTree as ET
@@ -285,25 +286,65 @@ def test_shapes_on_edges_render(rec: torchrecorder.Recorder) -> None:
     ET.fromstring(torchrecorder.backend.render_source(source, "svg"))
 
 
-def test_a_tensor_fed_to_many_layers_does_not_constrain_their_ranks() -> None:
-    """Edges out of a node with a large fan-out get constraint=false; ordinary edges do not."""
-    class FanOut(nn.Module):
+class _FanOut(nn.Module):
+    """One value (``stem``'s output) read by ``n`` heads and by ``n`` operations."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.stem = nn.Linear(4, 4)
+        self.heads = nn.ModuleList(nn.Linear(4, 2) for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.stem(x)
+        scaled = [h * (k + 2) for k in range(len(self.heads))]
+        return torch.cat([head(s) for head, s in zip(self.heads, scaled, strict=True)], -1)
+
+
+@needs_backend
+@pytest.mark.parametrize("tensor_nodes", [False, True])
+def test_a_value_fed_to_many_nodes_within_the_budget_is_drawn_above_them(tensor_nodes: bool) -> None:
+    """Within the drawing budget, the edges of a value fed to more than ``MAX_FANOUT`` nodes
+    rank their ends as every edge does: laid out, every node it feeds is below it (with
+    ``constraint=false`` on them, ``dot`` drew a mixture of experts' routing ``eq``s above the
+    ``topk`` they read, their edges pointing up)."""
+    rec = torchrecorder.record(_FanOut(12), "fan", (1, 4))
+    src = GraphvizRenderer(rec, 1, tensor_nodes=tensor_nodes).render().source
+    assert "constraint" not in src
+    layout = json.loads(torchrecorder.backend.render_source(src, "json"))
+    y = {o["name"]: float(o["pos"].split(",")[1]) for o in layout["objects"] if "pos" in o}
+    source = "stem@out" if tensor_nodes else "stem"
+    fed = [b for a, b in ((e["tail"], e["head"]) for e in layout["edges"])
+           if layout["objects"][a]["name"] == source]
+    assert len(fed) == 12
+    for b in fed:  # Graphviz's y grows upwards
+        assert y[layout["objects"][b]["name"]] < y[source], layout["objects"][b]["name"]
+
+
+def test_a_value_fed_to_many_nodes_in_a_drawing_over_the_budget_does_not_rank_them() -> None:
+    """A drawing kept whole over the budget (``max_nodes=None``) still draws the edges of a
+    value fed to more than ``MAX_FANOUT`` nodes with ``constraint=false``: its layout stays
+    fast."""
+    class Chain(nn.Module):
         def __init__(self, n: int) -> None:
             super().__init__()
-            self.stem = nn.Linear(4, 4)
-            self.heads = nn.ModuleList(nn.Linear(4, 2) for _ in range(n))
+            self.pos = nn.Linear(4, 4)
+            self.fcs = nn.ModuleList(nn.Linear(4, 4) for _ in range(n))
 
-        def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
-            h = self.stem(x)
-            return [head(h) for head in self.heads]
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            pos = self.pos(x)
+            for fc in self.fcs:
+                x = fc(x) + pos
+            return x
 
-    renderer = torchrecorder.GraphvizRenderer(torchrecorder.record(FanOut(12), "fan", (1, 4)), 1,
-                                              tensor_nodes=True)
+    renderer = GraphvizRenderer(torchrecorder.record(Chain(80), "chain", (1, 4)), 1, max_nodes=None,
+                              fold_repeats=False)
     src = renderer.render().source
-    fan_edges = [line for line in src.splitlines() if line.strip().startswith('"stem@out" ->')]
-    assert len(fan_edges) == 12 and all("constraint=false" in line for line in fan_edges)
-    small = torchrecorder.make_dot(torchrecorder.record(FanOut(3), "fan", (1, 4)), 1).source
-    assert "constraint" not in small
+    assert renderer.budget is not None and renderer.budget.over
+    fan = [line for line in src.splitlines() if line.strip().startswith("pos ->")]
+    assert len(fan) == 80 and all("constraint=false" in line for line in fan)
+    small = GraphvizRenderer(torchrecorder.record(Chain(4), "chain", (1, 4)), 1, max_nodes=None,
+                              fold_repeats=False)
+    assert "constraint" not in small.render().source
 
 
 def test_a_node_fed_by_nothing_drawn_in_a_titled_cluster_takes_no_edge_from_the_input() -> None:

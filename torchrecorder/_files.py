@@ -19,13 +19,14 @@ import itertools
 import os
 import secrets
 import stat
+import sys
 from collections import OrderedDict, deque
 from typing import BinaryIO, Optional, Union
 
 from ._text import utf8_safe
 
-__all__ = ["dot_source_of", "files_written_after", "is_stream", "open_regular", "write_atomically",
-           "write_output"]
+__all__ = ["dot_source_of", "files_written_after", "is_stdout", "is_stream", "open_regular",
+           "write_atomically", "write_output"]
 
 _FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
           | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -140,6 +141,23 @@ def is_stream(path: Union[str, os.PathLike[str]]) -> bool:
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def is_stdout(path: Union[str, os.PathLike[str]]) -> bool:
+    """Whether writing ``path`` writes this process's standard output: ``-``, or a stream
+    (:func:`is_stream`) that is the very file, pipe or terminal standard output is open on
+    (``/dev/stdout``, ``/dev/fd/1``, a link to one), after whose data ``torchrecorder diff``
+    prints nothing (the main command names these paths in ``__main__._STDOUT``)."""
+    target = os.fspath(path)
+    if target == "-":
+        return True
+    if not is_stream(target):
+        return False
+    try:
+        here, out = os.stat(target), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no such file; a stdout without a descriptor
+        return False
+    return (here.st_dev, here.st_ino) == (out.st_dev, out.st_ino)
 
 
 def write_output(path: Union[str, os.PathLike[str]], data: bytes, *,

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Optional
 
+from ._files import is_stdout
 from .diff import diff
 from .diff.draw import VIEWS
 from .diff.files import render_diff
@@ -67,8 +68,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         d = diff(args.a, args.b, mapping=mapping or None)
         if args.output:
             fmt = args.format or os.path.splitext(args.output)[1].lstrip(".") or "svg"
-            print(render_diff(d, args.output, fmt, view=args.view, legend=not args.no_legend,
-                              render_depth=default_depth(256) if args.depth is None else args.depth))
+            written = render_diff(d, args.output, fmt, view=args.view, legend=not args.no_legend,
+                                  render_depth=default_depth(256) if args.depth is None else args.depth)
+            if not is_stdout(args.output):  # (after the data on standard output, it would be read as data)
+                print(written)
         else:
             print(d.summary())
     except (ValueError, TypeError, OSError) as exc:

@@ -32,19 +32,23 @@ class ModelSpecError(ValueError):
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
-    """``"1,3,224,224"`` (or ``"1x3x224x224"``, ``"(1, 3)"``) -> ``(1, 3, 224, 224)``.
+    """``"1,3,224,224"`` (or ``"1x3x224x224"``, ``"(1, 3)"``, ``"(8,)"``) -> ``(1, 3, 224, 224)``.
 
-    >>> parse_shape("1,3,224,224"), parse_shape("2x16"), parse_shape("(1, 8)")
-    ((1, 3, 224, 224), (2, 16), (1, 8))
+    Each dimension is a non-negative integer, and one separator (a comma, ``x``, ``×``
+    or spaces) stands between two of them: ``"4,x"`` and ``"4,,16"`` are not shapes.
+
+    >>> parse_shape("1,3,224,224"), parse_shape("2x16"), parse_shape("(1, 8)"), parse_shape("(8,)")
+    ((1, 3, 224, 224), (2, 16), (1, 8), (8,))
+
+    Raises:
+        ModelSpecError: ``text`` is not such a shape.
     """
-    body = text.strip().strip("()[]")
-    try:
-        dims = tuple(int(d) for d in re.split(r"[,x×\s]+", body) if d)
-    except ValueError:
-        raise ModelSpecError(f"{text!r} is not a shape such as 1,3,224,224") from None
-    if not dims or any(d < 0 for d in dims):
+    body = text.strip().strip("()[]").strip()
+    body = body[:-1].rstrip() if body.endswith(",") else body  # a 1-tuple: (8,)
+    dims = re.split(r"\s*[,x×]\s*|\s+", body)
+    if not all(re.fullmatch(r"[0-9]+", d) for d in dims):
         raise ModelSpecError(f"{text!r} is not a shape such as 1,3,224,224")
-    return dims
+    return tuple(int(d) for d in dims)
 
 
 def parse_dtype(text: Optional[str]) -> Optional[torch.dtype]:

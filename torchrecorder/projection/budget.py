@@ -56,9 +56,10 @@ MAX_EDGES = 1200
 #: (:func:`layout_spans`), a PointNet++ (197 boxes) took 24 s at 8,690 and a 48-layer
 #: transformer 1.5 s at 913 (``benchmarks/layout_measures.py``)
 MAX_SPANS = 2500
-#: a value fed to more drawn boxes than this neither ranks them (its edges are drawn with
-#: ``constraint=false``) nor, in a drawing over budget, is drawn with an edge to each: one edge
-#: to a mark naming them stands for all (:func:`wide_sources`).  An unfolded 8B Llama (235
+#: a value fed to more drawn boxes than this is not, in a drawing over budget, drawn with an
+#: edge to each: one edge to a mark naming them stands for all (:func:`wide_sources`); drawn
+#: over the budget anyway (``max_nodes=None``), its edges do not rank the boxes
+#: (``constraint=false``).  An unfolded 8B Llama (235
 #: boxes, the rotary tables fed to its 32 layers) passes 14,282 ranks and ``dot`` had not laid
 #: it out after 2 minutes; shared, it passes a few hundred and lays out in seconds
 MAX_FANOUT = 8

@@ -110,11 +110,14 @@ class GraphvizRenderer(BaseRenderer):
             (the original torchrecorder's; while an expanded layer is drawn).
     """
 
-    #: a node feeding more drawn nodes than this does not constrain their ranks
-    #: (rotary tables or a mask fed to all 80 layers of an unfolded Llama: the
-    #: layout takes seconds instead of minutes), and in a drawing over the budget
-    #: its edges are drawn as one edge to a mark naming them (the styler's
-    #: ``style_fanout``; the HTML page does the same)
+    #: in a drawing over the budget, the edges of a node feeding more drawn nodes than
+    #: this are drawn as one edge to a mark naming them (the styler's ``style_fanout``;
+    #: the HTML page does the same); where they are drawn anyway (``max_nodes=None``,
+    #: still over the default budget: rotary tables or a mask fed to all 80 layers of
+    #: an unfolded Llama) they do not constrain their ranks, so that the layout takes
+    #: seconds instead of minutes.  Within the budget they rank as every edge does:
+    #: a value fed to nine operations (a mixture of experts' routing indices) is drawn
+    #: above them, never below
     max_constraining_fanout = MAX_FANOUT
     #: an edge entering more titled clusters than this at once passes their title ranks
     #: outside them (500 nested wrappers: no 500 points for the edge into the innermost)
@@ -220,6 +223,12 @@ class GraphvizRenderer(BaseRenderer):
 
     def _shares_over(self) -> Optional[int]:
         return self.max_constraining_fanout
+
+    def _unranked_fanout(self) -> bool:
+        """Whether the edges of a node feeding more than :attr:`max_constraining_fanout` drawn
+        nodes are drawn with ``constraint=false``: only in a drawing over the (default)
+        budget, where they would make the layout slow (and in the 1.0.3 view, which has none)."""
+        return self.budget is None or self.budget.over
 
     def _ranked_edges(self) -> list[tuple[BaseNode, BaseNode]]:
         """The drawn edges written as edges (not those a mark stands for: a subclass's own
@@ -442,7 +451,7 @@ class GraphvizRenderer(BaseRenderer):
             shared.append(tnode)
             return
         tensor = self.edge_tensor(fnode, tnode)
-        wide = self.out_degree(fnode) > self.max_constraining_fanout
+        wide = self.out_degree(fnode) > self.max_constraining_fanout and self._unranked_fanout()
         if tensor is not None:
             attrs, method = self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge"
         else:

@@ -272,7 +272,8 @@ class HtmlRenderer(GraphvizRenderer):
             "titles_entered": self.max_titles_entered,
             "folded": bool(self.fold_min), "strings": strings.items,
             "attrs": attrs.items, "nodes": rows, "edges": edges, "runs": runs,
-            "budget": budget_limits(self._max_nodes),
+            "budget": budget_limits(self._max_nodes),  # "ranked": as GraphvizRenderer._unranked_fanout
+            "ranked": budget_limits(self._max_nodes) or budget_limits("auto"),
         }
         if loops:
             data["loops"] = loops

@@ -80,6 +80,7 @@
   // the DOT of the current state; its measures (as the Python budget counts them: boxes and
   // clusters, edges, and the ranks the edges and the title edges pass) in ``measured``
   P.measured = { nodes: 0, edges: 0, spans: 0 };
+  P.rankWide = false;  // whether a node feeding more than D.fanout boxes ranks them (page_view.js)
   function buildDot() {
     const hiddenEdges = resolve();
     const out = [D.header], titled = new Set(), opened = [];
@@ -132,7 +133,7 @@
     const marks = P.shareFanout ? shareWide(drawn, degree, out) : [];
     if (marks.length) drawn = drawn.filter(function (d) { return !(degree.get(d[0]) > D.fanout); });
     for (let j = 0; j < drawn.length; j++) {
-      const d = drawn[j], wide = degree.get(d[0]) > D.fanout;
+      const d = drawn[j], wide = !P.rankWide && degree.get(d[0]) > D.fanout;
       if (!wide && pathEdge(d, j, titled, inCluster, out)) continue;
       let text = attrText(d[2]);
       if (wide && !/(^|\s)constraint=/.test(text)) text += " constraint=false";

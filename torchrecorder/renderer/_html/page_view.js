@@ -104,9 +104,19 @@
   // purpose: then last), the deepest open modules collapsed, level by level, all but those
   // holding ``keep``, then those too; {dot, note} (note: what was done, "" if nothing)
   function fitted(job) {
-    P.shareFanout = false;
+    // (as GraphvizRenderer: the edges of a value fed to more than D.fanout boxes rank their
+    // ends as every edge does, but in a view over the budget, where they would slow dot down)
+    P.shareFanout = false; P.rankWide = true;
     let dot = buildDot();
-    if (job.force || fits(P.measured)) return { dot: dot, note: "" };
+    if (job.force || fits(P.measured)) {
+      const R = D.ranked, m = P.measured;
+      if (R && !(m.nodes <= R.nodes && m.edges <= R.edges && m.spans <= R.spans)) {
+        P.rankWide = false;
+        dot = buildDot();
+      }
+      return { dot: dot, note: "" };
+    }
+    P.rankWide = false;
     const wanted = P.measured, did = [];
     P.shareFanout = true;  // first: the edges of a value fed to many boxes drawn once
     dot = buildDot();

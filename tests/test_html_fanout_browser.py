@@ -1,0 +1,64 @@
+"""The page ranks the edges of a value fed to many boxes as ``make_dot`` does: within the
+drawing budget as every edge (the boxes it feeds are drawn below it), in a view kept whole over
+the default budget with ``constraint=false`` (the layout stays fast)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+
+from .browser import launch, needs_chromium, open_page
+from .test_render import _FanOut
+
+pytestmark = [needs_chromium]
+
+
+class _Chain(nn.Module):
+    """``pos`` read by each of ``n`` adds down a chain: far over the budget's ranks unfolded."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.pos = nn.Linear(4, 4)
+        self.fcs = nn.ModuleList(nn.Linear(4, 4) for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pos = self.pos(x)
+        for fc in self.fcs:
+            x = fc(x) + pos
+        return x
+
+
+@pytest.fixture(scope="module")
+def tr_browser() -> Iterator[Any]:
+    yield from launch()
+
+
+def _first_dot(browser: Any, tmp_path: Path, rec: torchrecorder.Recorder, **options: Any) -> str:
+    path = tmp_path / f"{rec.name}.html"
+    torchrecorder.make_html(rec, 1, **options).save(path)
+    page, w = open_page(browser, path)
+    dot = str(page.evaluate("() => window.__tr.dot"))
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()
+    return dot
+
+
+def test_the_page_ranks_a_wide_values_edges_within_the_budget(tr_browser: Any, tmp_path: Path) -> None:
+    rec = torchrecorder.record(_FanOut(12), "fan", (1, 4))
+    dot = _first_dot(tr_browser, tmp_path, rec)
+    assert dot.count("stem -> ") == 12 and "constraint=false" not in dot
+    assert dot.replace("\t", "").count("\n") > 20  # (the drawing itself, not an empty page)
+
+
+def test_the_page_does_not_rank_them_over_the_default_budget(tr_browser: Any, tmp_path: Path) -> None:
+    rec = torchrecorder.record(_Chain(80), "chain", (1, 4))
+    dot = _first_dot(tr_browser, tmp_path, rec, max_nodes=None, fold_repeats=False)
+    fan = [line for line in dot.splitlines() if line.strip().startswith("pos -> ")]
+    assert len(fan) == 80 and all("constraint=false" in line for line in fan)
