@@ -1,0 +1,97 @@
+"""The promises under bad input (redteam 7): a special file at the target is written to, never
+replaced; a failed write names the file asked for; the model and torch are left as they were."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import signal
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+
+
+def _net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+
+
+def _reader(fifo: Path, got: list[bytes]) -> threading.Thread:
+    """A thread that reads the named pipe ``fifo`` to its end into ``got``."""
+    def read() -> None:
+        with open(fifo, "rb") as fh:
+            got.append(fh.read())
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
+@pytest.mark.parametrize("write", ["to_json", "save", "render_network"])
+def test_a_named_pipe_at_the_target_is_written_to_and_stays_a_pipe(tmp_path: Path, write: str) -> None:
+    net = _net()
+    fifo = tmp_path / ("net-1.svg" if write == "render_network" else "out")
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    thread = _reader(fifo, got)
+    if write == "render_network":
+        torchrecorder.render_network(net, "net", (1, 3), tmp_path)
+    else:
+        rec = torchrecorder.record(net, "net", (1, 3))
+        rec.to_json(fifo) if write == "to_json" else torchrecorder.make_html(rec).save(fifo)
+    thread.join(30)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # not replaced by a regular file
+    assert got and got[0].lstrip().startswith((b"{", b"<")), got
+    assert sorted(p.name for p in tmp_path.iterdir()) == [fifo.name]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
+def test_a_named_pipe_nobody_reads_is_refused_at_once_by_name(tmp_path: Path) -> None:
+    fifo = tmp_path / "g.json"
+    os.mkfifo(fifo)
+    rec = torchrecorder.record(_net(), "net", (1, 3))
+    with pytest.raises(OSError, match="no process reads") as info:
+        rec.to_json(fifo)
+    assert info.value.errno == errno.ENXIO and info.value.filename == str(fifo)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
+
+
+def test_a_directory_at_the_target_is_named_not_the_temporary_file(tmp_path: Path) -> None:
+    (tmp_path / "g.json").mkdir()
+    (tmp_path / "net-1.svg").mkdir()
+    rec = torchrecorder.record(_net(), "net", (1, 3))
+    with pytest.raises(IsADirectoryError) as info:
+        rec.to_json(tmp_path / "g.json")
+    assert info.value.filename == str(tmp_path / "g.json") and ".tr-" not in str(info.value)
+    with pytest.raises(IsADirectoryError) as info:
+        torchrecorder.render_network(_net(), "net", (1, 3), tmp_path)
+    assert info.value.filename == str(tmp_path / "net-1.svg") and ".tr-" not in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json", "net-1.svg"]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="no file size limit")
+def test_a_write_that_fails_midway_names_the_file_and_keeps_the_old_one(tmp_path: Path) -> None:
+    rec = torchrecorder.record(nn.Sequential(*[nn.Linear(3, 3) for _ in range(20)]), "net", (1, 3))
+    path = tmp_path / "g.json"
+    path.write_text("old")
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100, hard))  # a full disk, for this process only
+    try:
+        with pytest.raises(OSError) as info:
+            rec.to_json(path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+    assert info.value.errno == errno.EFBIG and info.value.filename == str(path)
+    assert path.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
