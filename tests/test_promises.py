@@ -95,3 +95,25 @@ def test_a_write_that_fails_midway_names_the_file_and_keeps_the_old_one(tmp_path
     assert info.value.errno == errno.EFBIG and info.value.filename == str(path)
     assert path.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
+
+
+def test_capture_with_an_empty_list_of_names_captures_nothing_not_everything() -> None:
+    net = _net()
+    with torchrecorder.capture(net, []) as cap:
+        net(torch.randn(2, 3))
+    assert list(cap.keys()) == []
+    wanted = [name for name in ("enc", "dec") if hasattr(net, name)]  # a filter that kept nothing
+    with torchrecorder.capture(net, wanted, inputs=True) as cap:
+        net(torch.randn(2, 3))
+    assert list(cap.keys()) == [] and not any(m._forward_hooks for m in net.modules())
+
+
+@pytest.mark.parametrize("types", [int, nn.Conv2d, (nn.Linear, nn.LSTM)])
+def test_capture_by_a_type_no_layer_has_raises_before_the_model_runs(types: object) -> None:
+    net = _net()
+    calls = []
+    net.register_forward_pre_hook(lambda *args: calls.append(1))
+    with pytest.raises(torchrecorder.hooks.select.UnknownLayerError, match=r"chooses no layer.*Linear"):
+        with torchrecorder.capture(net, types=types):
+            net(torch.randn(2, 3))
+    assert calls == [] and not any(m._forward_hooks for m in net.modules())

@@ -16,7 +16,8 @@ One rule serves :func:`torchrecorder.capture` and the recorders of
 * ``indices``: positions in the iteration (``net.modules()``, where 0 is the
   model itself, or ``net.children()``), as in torchfunc.
 
-A module is chosen when any given criterion chooses it; with none, all are.
+A module is chosen when any given criterion chooses it; with none, all are (an empty
+list given, ``names=[]``, is a criterion that chooses nothing).
 Unknown names, patterns that match nothing, unknown labels and indices out of
 range raise before anything is registered.
 """
@@ -183,7 +184,7 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
                    children: bool = False) -> list[tuple[str, nn.Module]]:
     """The ``(dotted path, module)`` pairs of ``net`` chosen by any of the criteria (see the module
     docstring), in iteration order: ``net.named_modules()``, or ``net.named_children()`` when
-    ``children``.  With no criterion, every module.
+    ``children``.  With no criterion, every module; an empty one (``names=[]``) chooses none.
 
     Raises:
         TypeError: ``net`` is not a module, or a criterion has the wrong type.
@@ -214,8 +215,8 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
                 raise UnknownLayerError(f"the label {label!r} names {path!r}, which is not one of "
                                         f"{where}")
             chosen.add(path)
-    if not (wanted_names or wanted_labels or type_tuple is not None or index_set is not None):
-        return pairs
+    if names is None and labels is None and type_tuple is None and index_set is None:
+        return pairs  # no criterion (an empty list given is one that chooses nothing)
     out = []
     for i, (path, module) in enumerate(pairs):
         if (path in chosen or (type_tuple is not None and isinstance(module, type_tuple))
