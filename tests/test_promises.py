@@ -117,3 +117,33 @@ def test_capture_by_a_type_no_layer_has_raises_before_the_model_runs(types: obje
         with torchrecorder.capture(net, types=types):
             net(torch.randn(2, 3))
     assert calls == [] and not any(m._forward_hooks for m in net.modules())
+
+
+class _Rewires(nn.Module):
+    """A forward that replaces one submodule and deletes another as it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3)
+        self.c = nn.Sequential(nn.Linear(3, 3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.b(self.a(x))
+        if "c" in self._modules:
+            y = self.c(y)
+            del self.c
+        self.b = nn.Identity()
+        self.a.extra = nn.ReLU()  # added: stays, as documented
+        return y
+
+
+def test_a_submodule_that_forward_replaces_or_deletes_is_put_back() -> None:
+    net = _Rewires()
+    before = dict(net.named_modules())
+    params = dict(net.named_parameters())
+    for _ in range(2):  # the second recording reads the kept layout of the first
+        torchrecorder.record(net, "net", (2, 3))
+        assert dict(net.named_modules()) == {**before, "a.extra": net.a.extra}
+        assert all(p is params[n] for n, p in net.named_parameters())
+        del net.a.extra

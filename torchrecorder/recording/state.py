@@ -212,7 +212,7 @@ def _same_bytes(t: Tensor, copy: Tensor) -> bool:
 
 class _Layout:
     """Where the state of a model lies, read in one walk of it: its distinct modules, the
-    slots of their ``_parameters`` and ``_buffers`` dicts (owner, name, object), and its
+    slots of their ``_parameters``, ``_buffers`` and ``_modules`` dicts (owner, name, object), and its
     distinct parameters and buffers with what each is, for a warning: ``("parameter", "fc",
     "weight")``."""
 
@@ -222,7 +222,7 @@ class _Layout:
     def __init__(self) -> None:
         self.modules: list[Any] = []
         self.slot_modules: list[Any] = []  # the module of each slot
-        self.slot_attrs: list[str] = []  # "_parameters" or "_buffers"
+        self.slot_attrs: list[str] = []  # "_parameters", "_buffers" or "_modules"
         self.slot_names: list[str] = []
         self.slot_objects: list[Any] = []
         self.tensors: list[Any] = []
@@ -259,6 +259,13 @@ class _Layout:
                     into.append(len(tensors))
                     tensors.append(t)
                     whats.append((kind, path, tname))
+            children = module._modules
+            if children:  # a submodule that ``forward`` replaces or deletes is put back too
+                for cname, child in children.items():
+                    owners.append(module)
+                    attrs.append("_modules")
+                    names.append(cname)
+                    objects.append(child)
         return layout
 
     def positions(self, objects: list[Any]) -> _KeptLayout:
@@ -507,7 +514,7 @@ def model_state_kept(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]
     """A ``with`` block that puts back what a forward pass of ``net`` may change, whatever it
     raised; ``as`` gives the :class:`ModelState`.
 
-    Put back: the objects registered as parameters and buffers, their values (buffers up to
+    Put back: the objects registered as parameters, buffers and submodules, the values (buffers up to
     :data:`EAGER_COPY_BYTES` in all are copied beforehand; any other tensor is copied when the
     forward is about to write it, as seen through :meth:`ModelState.before_write`), what
     ``.data = x`` rebinds, ``requires_grad`` flags, ``.grad`` (the same object, and its values
