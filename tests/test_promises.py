@@ -147,3 +147,13 @@ def test_a_submodule_that_forward_replaces_or_deletes_is_put_back() -> None:
         assert dict(net.named_modules()) == {**before, "a.extra": net.a.extra}
         assert all(p is params[n] for n, p in net.named_parameters())
         del net.a.extra
+
+
+@pytest.mark.parametrize("bad", [5, torch.ones(2, 3), "mask", [("x", 1)], {1: torch.ones(2, 3)}])
+def test_input_kwargs_that_is_not_a_dict_of_names_is_named_before_the_model_runs(bad: object) -> None:
+    net = _net()
+    calls = []
+    net.register_forward_pre_hook(lambda *args: calls.append(1))
+    with pytest.raises(TypeError, match="input_kwargs"):
+        torchrecorder.record(net, "net", (2, 3), input_kwargs=bad)  # type: ignore[arg-type]
+    assert calls == [] and len(net._forward_pre_hooks) == 1

@@ -25,6 +25,7 @@ from .recording import (
     gc_paused,
     integer_inputs,
     is_integer_dtype,
+    keyword_inputs,
     make_inputs,
     model_state_kept,
     normalise_shapes,
@@ -132,8 +133,9 @@ def record(
         a :class:`~torchrecorder.recorder.Recorder` holding the execution graph.
 
     Raises:
-        TypeError: ``net`` is not a module, ``input_shapes`` is malformed, or ``net``
-            has uninitialized (lazy) parameters, which recording would initialize.
+        TypeError: ``net`` is not a module, ``input_shapes`` is malformed, ``input_kwargs``
+            is not a dict of names, or ``net`` has uninitialized (lazy) parameters, which
+            recording would initialize.
         ValueError: neither ``input_shapes`` nor ``input_data`` was given.
         Exception: whatever ``net`` raised, the same object, with a note naming
             the module that raised and its input shapes; ``exc.recording`` is the
@@ -150,7 +152,8 @@ def record(
     """
     _check_module(net)
     _check_name(name)
-    if input_shapes is None and input_data is None and not input_kwargs:
+    kwargs = keyword_inputs(input_kwargs)
+    if input_shapes is None and input_data is None and not kwargs:
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
@@ -160,7 +163,6 @@ def record(
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(net, input_shapes, input_data, device, dtype)
-    kwargs = dict(input_kwargs or {})
     rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
                    backward=backward, source=source, timing=timing)
     rec.engine.walk = walk  # one walk of the model for the check, the state and the hooks

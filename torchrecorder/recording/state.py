@@ -7,7 +7,7 @@ import contextlib
 import gc
 import operator
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from typing import Any, Optional, Union, cast
 
@@ -19,7 +19,7 @@ from .meta import ModelWalk, picker
 from .ops import write_info
 from .rng import random_state_kept
 
-__all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "make_inputs",
+__all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "keyword_inputs", "make_inputs",
            "model_state_kept", "normalise_shapes", "random_state_kept"]
 
 Shape = Sequence[int]
@@ -83,6 +83,26 @@ def make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any,
     if dev.type == "meta":
         return tuple(torch.empty(s, dtype=dt, device=dev) for s in shapes)
     return tuple(torch.randn(s, generator=gen, dtype=dt).to(dev) for s in shapes)
+
+
+def keyword_inputs(input_kwargs: Any) -> dict[str, Any]:
+    """``input_kwargs`` (``None`` or a mapping of ``forward``'s argument names to values) as a
+    new dict.
+
+    Raises:
+        TypeError: ``input_kwargs`` is not a mapping, or one of its keys is not a string.
+    """
+    if input_kwargs is None:
+        return {}
+    if not isinstance(input_kwargs, Mapping):
+        hint = ("; positional inputs go in input_data" if isinstance(input_kwargs, (Tensor, tuple, list))
+                else "")
+        raise TypeError("input_kwargs must be a dict of forward's keyword arguments ({'attention_mask': "
+                        f"mask}}), got {type(input_kwargs).__name__}{hint}")
+    bad = [k for k in input_kwargs if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"input_kwargs' keys must be names of forward's arguments (strings), got {bad[0]!r}")
+    return dict(input_kwargs)
 
 
 # Buffers and existing ``.grad`` tensors up to this many bytes in all are copied before the
