@@ -157,3 +157,16 @@ def test_input_kwargs_that_is_not_a_dict_of_names_is_named_before_the_model_runs
     with pytest.raises(TypeError, match="input_kwargs"):
         torchrecorder.record(net, "net", (2, 3), input_kwargs=bad)  # type: ignore[arg-type]
     assert calls == [] and len(net._forward_pre_hooks) == 1
+
+
+def test_a_name_no_file_name_can_hold_is_refused_by_name_before_the_model_runs(tmp_path: Path) -> None:
+    net = _net()
+    calls = []
+    net.register_forward_pre_hook(lambda *args: calls.append(1))
+    for kwargs in ({}, {"filename": "odd\ud800"}):
+        with pytest.raises(ValueError, match=r"contains '\\ud800', which no file name can hold"):
+            torchrecorder.render_network(net, "a\ud800b", (1, 3), tmp_path, **kwargs)
+    assert calls == [] and list(tmp_path.iterdir()) == []
+    # in a graph's name (not a file name) the character is kept: the recording draws as usual
+    rec = torchrecorder.record(net, "a\ud800b", (1, 3))
+    assert rec.name == "a\ud800b"

@@ -360,6 +360,11 @@ def _target_path(directory: str, name: str, filename: Any, fmt: str) -> str:
                          f"'.{fmt}' or a directory): pass a non-empty name or filename=")
     if "\0" in stem:
         raise ValueError(f"{what} contains a NUL character, which no file name can hold")
+    try:
+        os.fsencode(stem)
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file name can hold it either
+        raise ValueError(f"{what} contains {exc.object[exc.start]!r}, which no file name can hold "
+                         "(the file system encoding cannot write it): pass filename=") from None
     if os.path.isabs(stem):
         raise ValueError(f"filename {stem!r} is an absolute path: pass its directory as "
                          "directory= and the file name as filename=")
