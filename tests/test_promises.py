@@ -170,3 +170,11 @@ def test_a_name_no_file_name_can_hold_is_refused_by_name_before_the_model_runs(t
     # in a graph's name (not a file name) the character is kept: the recording draws as usual
     rec = torchrecorder.record(net, "a\ud800b", (1, 3))
     assert rec.name == "a\ud800b"
+
+
+@pytest.mark.parametrize("shapes", [torch.zeros(1, 3), [torch.zeros(1, 3)], (torch.zeros(1, 3), (1, 3))])
+def test_a_tensor_given_as_input_shapes_says_to_pass_it_as_input_data(shapes: object) -> None:
+    match = r"input_shapes holds a tensor \(\(1, 3\)\): pass tensors as input_data="
+    with pytest.raises(TypeError, match=match) as info:
+        torchrecorder.record(_net(), "net", shapes)  # type: ignore[arg-type]
+    assert "tensor(" not in str(info.value)  # its values are not printed

@@ -40,6 +40,9 @@ def normalise_shapes(input_shapes: Any) -> list[tuple[int, ...]]:
             if any(d < 0 for d in s):
                 raise ValueError(f"input shape {tuple(s)} has a negative dimension")
             return tuple(s)
+        if isinstance(s, Tensor):  # data given as shapes: name it without printing its values
+            raise TypeError(f"input_shapes holds a tensor ({tuple(s.shape)}): pass tensors as "
+                            "input_data=, shapes (tuples of ints) as input_shapes")
         raise TypeError(
             "input_shapes must be a tuple of ints for one input, or a list of such tuples "
             f"for several, got {input_shapes!r}"
