@@ -178,3 +178,17 @@ def test_a_tensor_given_as_input_shapes_says_to_pass_it_as_input_data(shapes: ob
     with pytest.raises(TypeError, match=match) as info:
         torchrecorder.record(_net(), "net", shapes)  # type: ignore[arg-type]
     assert "tensor(" not in str(info.value)  # its values are not printed
+
+
+@pytest.mark.skipif(not (os.path.exists("/dev/full") and stat.S_ISCHR(os.stat("/dev/full").st_mode)),
+                    reason="no /dev/full")
+def test_a_full_device_is_named_and_stays_a_device() -> None:
+    from torchrecorder._files import write_output
+
+    rec = torchrecorder.record(_net(), "net", (1, 3))
+    for write in (rec.to_json, torchrecorder.make_html(rec).save,
+                  lambda path: write_output(path, b"digraph {}")):  # the command line's -o
+        with pytest.raises(OSError) as info:
+            write("/dev/full")
+        assert info.value.errno == errno.ENOSPC and info.value.filename == "/dev/full"
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode)

@@ -212,8 +212,11 @@ def write_output(path: Union[str, os.PathLike[str]], data: bytes, *,
     if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, "is a directory: name a file to write", target)
     if is_stream(target):
-        with open(target, "wb") as fh:
-            fh.write(data)
+        try:
+            with open(target, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:  # a write error names no file by itself
+            raise _naming(exc, target) from None
         return
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     write_atomically(target, data, dot_source=dot_source)
