@@ -192,3 +192,21 @@ def test_a_full_device_is_named_and_stays_a_device() -> None:
             write("/dev/full")
         assert info.value.errno == errno.ENOSPC and info.value.filename == "/dev/full"
         assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_an_error_in_a_users_pre_hook_names_the_module_whose_hook_raised() -> None:
+    net = nn.Sequential(nn.Linear(3, 4), nn.Sequential(nn.ReLU(), nn.Linear(4, 2)))
+
+    def refuse(module: nn.Module, args: tuple[object, ...]) -> None:
+        raise ValueError("refused by the user's pre-hook")
+
+    handle = net[1][1].register_forward_pre_hook(refuse)
+    with pytest.raises(ValueError) as info:
+        torchrecorder.record(net, "net", (2, 3))
+    assert info.value.__notes__ == [
+        "torchrecorder: raised in module '1.1' (Linear), in a forward pre-hook before its forward ran "
+        "(inside '1' (Sequential) called with input shapes [2×4]); the partial recording is in the "
+        "exception's 'recording' attribute"]
+    assert info.value.recording.failed_key == "1"  # the call it was made in (its own never opened)
+    assert dict(net[1][1]._forward_pre_hooks) == {handle.id: refuse}
+    assert not net[1][1]._forward_hooks
