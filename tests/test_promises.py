@@ -210,3 +210,11 @@ def test_an_error_in_a_users_pre_hook_names_the_module_whose_hook_raised() -> No
     assert info.value.recording.failed_key == "1"  # the call it was made in (its own never opened)
     assert dict(net[1][1]._forward_pre_hooks) == {handle.id: refuse}
     assert not net[1][1]._forward_hooks
+
+
+def test_a_module_class_given_instead_of_a_module_says_to_pass_an_instance(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="got the class Linear: pass an instance"):
+        torchrecorder.record(nn.Linear, "net", (1, 3))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got the class Linear: pass an instance"):
+        torchrecorder.render_network(nn.Linear, "net", (1, 3), tmp_path)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []

@@ -47,7 +47,8 @@ __all__ = ["load_json", "loads_json", "make_dot", "record", "render_network"]
 
 def _check_module(net: Any) -> nn.Module:
     if not isinstance(net, nn.Module):
-        raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
+        got = f"the class {net.__name__}: pass an instance" if isinstance(net, type) else type(net).__name__
+        raise TypeError(f"net must be a torch.nn.Module, got {got}")
     return net
 
 
