@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 import torchrecorder
+from torchrecorder.hooks import UnknownLayerError
 
 
 def _net() -> nn.Module:
@@ -113,7 +114,7 @@ def test_capture_by_a_type_no_layer_has_raises_before_the_model_runs(types: obje
     net = _net()
     calls = []
     net.register_forward_pre_hook(lambda *args: calls.append(1))
-    with pytest.raises(torchrecorder.hooks.select.UnknownLayerError, match=r"chooses no layer.*Linear"):
+    with pytest.raises(UnknownLayerError, match=r"chooses no layer.*Linear"):
         with torchrecorder.capture(net, types=types):
             net(torch.randn(2, 3))
     assert calls == [] and not any(m._forward_hooks for m in net.modules())
@@ -218,3 +219,17 @@ def test_a_module_class_given_instead_of_a_module_says_to_pass_an_instance(tmp_p
     with pytest.raises(TypeError, match="got the class Linear: pass an instance"):
         torchrecorder.render_network(nn.Linear, "net", (1, 3), tmp_path)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_labels_read_from_a_recording_of_another_model_are_refused() -> None:
+    net = _net()
+    other = torchrecorder.record(nn.Sequential(nn.Conv2d(3, 3, 1)), "other", (1, 3, 4, 4))
+    with pytest.raises(UnknownLayerError,
+                       match="'0', a Conv2d there, but the model's '0' is a Linear"):
+        with torchrecorder.capture(net, labels=["1-1"], rec=other):
+            net(torch.randn(2, 3))
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in net.modules())
+    own = torchrecorder.record(net, "net", (2, 3))
+    with torchrecorder.capture(net, labels=["1-1"], rec=own) as cap:
+        net(torch.randn(2, 3))
+    assert list(cap.keys()) == ["0"]

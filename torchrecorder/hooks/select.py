@@ -31,6 +31,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Optional, Union
 
 from torch import Tensor, nn
+from torch.jit import ScriptModule
 
 from ..graph import Graph
 from ..summary import label_paths
@@ -154,6 +155,19 @@ def module_labels(net: nn.Module, rec: Optional[Graph] = None) -> dict[str, str]
     return out
 
 
+def _check_recorded_type(rec: Graph, label: str, path: str, module: nn.Module) -> None:
+    """Raise :class:`UnknownLayerError` when ``rec``'s layer at ``path`` is of another class
+    than ``module``: ``rec`` is a recording of another model, whose labels would choose
+    layers of this one silently."""
+    if isinstance(module, ScriptModule):  # recorded under its original class name
+        return
+    recorded = next((layer.type_name for layer in rec.layers() if layer.path == path), None)
+    if recorded is not None and recorded != type(module).__name__:
+        raise UnknownLayerError(f"the label {label!r} of rec names {path!r}, a {recorded} there, but "
+                                f"the model's {path!r} is a {type(module).__name__}: pass a recording "
+                                "of this model as rec")
+
+
 def _types(types: Any) -> Optional[tuple[type, ...]]:
     if types is None:
         return None
@@ -214,6 +228,8 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
             if path not in paths:
                 raise UnknownLayerError(f"the label {label!r} names {path!r}, which is not one of "
                                         f"{where}")
+            if rec is not None:
+                _check_recorded_type(rec, label, path, pairs[paths.index(path)][1])
             chosen.add(path)
     if names is None and labels is None and type_tuple is None and index_set is None:
         return pairs  # no criterion (an empty list given is one that chooses nothing)
