@@ -233,3 +233,20 @@ def test_labels_read_from_a_recording_of_another_model_are_refused() -> None:
     with torchrecorder.capture(net, labels=["1-1"], rec=own) as cap:
         net(torch.randn(2, 3))
     assert list(cap.keys()) == ["0"]
+
+
+def test_a_model_with_full_backward_hooks_records_as_without_them() -> None:
+    x = torch.randn(2, 3, requires_grad=True)
+    plain = torchrecorder.record(_net(), "net", input_data=x)
+    net = _net()
+    seen: list[str] = []
+    net[0].register_full_backward_hook(lambda m, gi, go: seen.append("0"))
+    net[2].register_full_backward_pre_hook(lambda m, go: seen.append("2"))
+    net.register_full_backward_hook(lambda m, gi, go: seen.append("net"))
+    hooked = torchrecorder.record(net, "net", input_data=x)
+    ops = sorted(n.op for n in hooked.nodes.values() if isinstance(n, torchrecorder.OpNode))
+    assert ops == ["linear", "linear", "relu"]  # no view_as of torch's backward-hook plumbing
+    assert list(hooked.edges) == list(plain.edges)
+    assert torchrecorder.make_dot(hooked).source == torchrecorder.make_dot(plain).source
+    net(x).sum().backward()  # the user's hooks still work
+    assert sorted(seen) == ["0", "2", "net"]
