@@ -9,6 +9,7 @@ import resource
 import signal
 import stat
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,26 @@ def test_a_model_with_full_backward_hooks_records_as_without_them() -> None:
     assert torchrecorder.make_dot(hooked).source == torchrecorder.make_dot(plain).source
     net(x).sum().backward()  # the user's hooks still work
     assert sorted(seen) == ["0", "2", "net"]
+
+
+class _Reinitialises(nn.Module):
+    """A forward that re-initialises its layer: ``nn.init`` hands its call to torch's function
+    mode with the tensor as a keyword (``kaiming_uniform_(tensor=w, ...)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.fc.reset_parameters()
+        nn.init.zeros_(tensor=self.fc.bias)
+        return self.fc(x)
+
+
+def test_a_parameter_written_by_nn_init_inside_forward_is_put_back_without_a_warning() -> None:
+    net = _Reinitialises()
+    before = {n: p.detach().clone() for n, p in net.named_parameters()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "changed where torchrecorder could not see it"
+        torchrecorder.record(net, "net", (2, 3))
+    assert all(torch.equal(p, before[n]) for n, p in net.named_parameters())

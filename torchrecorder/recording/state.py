@@ -431,6 +431,10 @@ class ModelState:
         if not (positions or stats or (kwargs and "out" in kwargs)) or not self.by_storage:
             return
         written: list[Any] = [args[i] for i in positions if i < len(args)]
+        if kwargs and any(i >= len(args) for i in positions):
+            # a written argument given by keyword (``nn.init.uniform_`` hands itself to the mode
+            # as ``f(tensor=w, ...)``): every tensor among the keywords may be the one written
+            written.extend(kwargs.values())
         if stats and (len(args) <= 5 or args[5] is not False):  # training / use_input_stats
             written.extend(args)
             written.extend(kwargs.values())
