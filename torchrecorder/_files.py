@@ -84,14 +84,15 @@ def _special_kind(path: str) -> Optional[str]:
     return next((w for test, w in _FILE_KINDS if test(mode)), "a special file")
 
 
-def _write_special(target: str, data: bytes) -> None:
-    """Write ``data`` into the device or named pipe at ``target``.  A named pipe that no
-    process reads is refused at once (opened without blocking) instead of waiting for one."""
+def _write_special(target: str, data: bytes, kind: str) -> None:
+    """Write ``data`` into the device or named pipe at ``target`` (``kind``: what it is, for
+    the error).  A named pipe that no process reads is refused at once (opened without
+    blocking) instead of waiting for one."""
     try:
         fd = os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         if exc.errno == errno.ENXIO:
-            raise OSError(errno.ENXIO, "a named pipe that no process reads: start its reader first, "
+            raise OSError(errno.ENXIO, f"{kind} that no process reads: start its reader first, "
                           "or write to a file", target) from None
         raise _naming(exc, target) from None
     try:
@@ -156,7 +157,7 @@ def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]
     if kind == "directory":
         raise IsADirectoryError(errno.EISDIR, "is a directory: name a file to write", target)
     if kind is not None:  # a device or a named pipe is written to, never replaced by a file
-        _write_special(target, data)
+        _write_special(target, data, kind)
         return
     directory = os.path.dirname(target) or "."
     mode = _existing_mode(target)
