@@ -8,7 +8,8 @@ digits), so a link planted in the directory cannot redirect the write, a
 writing one path never share a temporary file (the last rename wins, and the
 file is always one whole version).  On any failure (a full disk, an error while
 producing the data) the temporary file is removed and the target is left as it
-was.
+was.  A device or a named pipe already at the target is written to instead, never
+replaced.
 """
 
 from __future__ import annotations
@@ -70,6 +71,50 @@ def _existing_mode(path: str) -> Optional[int]:
     return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
 
 
+def _special_kind(path: str) -> Optional[str]:
+    """What is at ``path`` when it is neither a regular file nor absent: ``"directory"``, or
+    the kind of special file (a device, a named pipe, a socket); else ``None``."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return next((w for test, w in _FILE_KINDS if test(mode)), "a special file")
+
+
+def _write_special(target: str, data: bytes, kind: str) -> None:
+    """Write ``data`` into the device or named pipe at ``target`` (``kind``: what it is, for
+    the error).  A named pipe that no process reads is refused at once (opened without
+    blocking) instead of waiting for one."""
+    try:
+        fd = os.open(target, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, f"{kind} that no process reads: start its reader first, "
+                          "or write to a file", target) from None
+        raise _naming(exc, target) from None
+    try:
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as fh:
+            fd = -1
+            fh.write(data)
+    except OSError as exc:
+        raise _naming(exc, target) from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _naming(exc: OSError, target: str) -> OSError:
+    """``exc`` as an error of its own type that names ``target`` (and keeps its errno)."""
+    if exc.errno is None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror or os.strerror(exc.errno), target)
+
+
 def _open_temporary(directory: str, target: str) -> tuple[int, str]:
     """A new file in ``directory`` under an unpredictable name, opened exclusively."""
     for _ in range(_ATTEMPTS):
@@ -81,7 +126,7 @@ def _open_temporary(directory: str, target: str) -> tuple[int, str]:
         except FileExistsError:
             continue
         except OSError as exc:  # name the file the caller asked for, not the temporary one
-            raise type(exc)(exc.errno, exc.strerror, target) from None
+            raise _naming(exc, target) from None
     raise FileExistsError(f"cannot create a temporary file in {directory!r} to write {target!r}")
 
 
@@ -96,15 +141,25 @@ def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]
     (:func:`~torchrecorder._text.utf8_safe`).  A file already at ``path`` keeps its
     permission bits (a ``0600`` file stays private); a new file gets ``0666`` less the umask.
     If ``path`` is a symbolic link, the file it points to is replaced and the link stays.
+    A device or a named pipe at ``path`` (``/dev/null``) is opened and written to, never
+    replaced by a regular file.
 
     Raises:
-        OSError: the file cannot be written; ``path`` is then unchanged.
+        IsADirectoryError: ``path`` is a directory.
+        OSError: the file cannot be written (the error names ``path``, never the temporary
+            file); a regular file at ``path`` is then unchanged.
     """
     target = os.fspath(path)
     if isinstance(data, str):
         data = utf8_safe(data).encode("utf-8")
     if os.path.islink(target):
         target = os.path.realpath(target)
+    kind = _special_kind(target)
+    if kind == "directory":
+        raise IsADirectoryError(errno.EISDIR, "is a directory: name a file to write", target)
+    if kind is not None:  # a device or a named pipe is written to, never replaced by a file
+        _write_special(target, data, kind)
+        return
     directory = os.path.dirname(target) or "."
     mode = _existing_mode(target)
     fd, tmp = _open_temporary(directory, target)
@@ -116,9 +171,11 @@ def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]
                 os.chmod(fh.fileno() if os.chmod in os.supports_fd else tmp, mode)
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # name the file asked for, not the temporary one
+            raise _naming(exc, target) from None
         raise
     written = os.path.abspath(os.fspath(path))
     _WRITTEN.append((next(_SERIALS), written))
@@ -174,8 +231,11 @@ def write_output(path: Union[str, os.PathLike[str]], data: bytes, *,
     if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, "is a directory: name a file to write", target)
     if is_stream(target):
-        with open(target, "wb") as fh:
-            fh.write(data)
+        try:
+            with open(target, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:  # a write error names no file by itself
+            raise _naming(exc, target) from None
         return
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     write_atomically(target, data, dot_source=dot_source)

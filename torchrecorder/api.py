@@ -25,6 +25,7 @@ from .recording import (
     gc_paused,
     integer_inputs,
     is_integer_dtype,
+    keyword_inputs,
     make_inputs,
     model_state_kept,
     normalise_shapes,
@@ -46,7 +47,8 @@ __all__ = ["load_json", "loads_json", "make_dot", "record", "render_network"]
 
 def _check_module(net: Any) -> nn.Module:
     if not isinstance(net, nn.Module):
-        raise TypeError(f"net must be a torch.nn.Module, got {type(net).__name__}")
+        got = f"the class {net.__name__}: pass an instance" if isinstance(net, type) else type(net).__name__
+        raise TypeError(f"net must be a torch.nn.Module, got {got}")
     return net
 
 
@@ -132,8 +134,9 @@ def record(
         a :class:`~torchrecorder.recorder.Recorder` holding the execution graph.
 
     Raises:
-        TypeError: ``net`` is not a module, ``input_shapes`` is malformed, or ``net``
-            has uninitialized (lazy) parameters, which recording would initialize.
+        TypeError: ``net`` is not a module, ``input_shapes`` is malformed, ``input_kwargs``
+            is not a dict of names, or ``net`` has uninitialized (lazy) parameters, which
+            recording would initialize.
         ValueError: neither ``input_shapes`` nor ``input_data`` was given.
         Exception: whatever ``net`` raised, the same object, with a note naming
             the module that raised and its input shapes; ``exc.recording`` is the
@@ -150,7 +153,8 @@ def record(
     """
     _check_module(net)
     _check_name(name)
-    if input_shapes is None and input_data is None and not input_kwargs:
+    kwargs = keyword_inputs(input_kwargs)
+    if input_shapes is None and input_data is None and not kwargs:
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
@@ -160,7 +164,6 @@ def record(
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(net, input_shapes, input_data, device, dtype)
-    kwargs = dict(input_kwargs or {})
     rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
                    backward=backward, source=source, timing=timing)
     rec.engine.walk = walk  # one walk of the model for the check, the state and the hooks
@@ -358,6 +361,11 @@ def _target_path(directory: str, name: str, filename: Any, fmt: str) -> str:
                          f"'.{fmt}' or a directory): pass a non-empty name or filename=")
     if "\0" in stem:
         raise ValueError(f"{what} contains a NUL character, which no file name can hold")
+    try:
+        os.fsencode(stem)
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file name can hold it either
+        raise ValueError(f"{what} contains {exc.object[exc.start]!r}, which no file name can hold "
+                         "(the file system encoding cannot write it): pass filename=") from None
     if os.path.isabs(stem):
         raise ValueError(f"filename {stem!r} is an absolute path: pass its directory as "
                          "directory= and the file name as filename=")

@@ -477,7 +477,8 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         model: the module whose forward passes are captured.
         names: dotted paths (``"encoder.0"``, ``""`` for ``model`` itself) or
             glob patterns (``"encoder.layer.*.attention"``, ``"**"``).  With
-            no ``names``, ``types``, ``labels`` or ``ops``: every module.
+            no ``names``, ``types``, ``labels`` or ``ops``: every module
+            (``names=[]`` chooses none).
         types: a class or tuple of classes to capture.
         labels: ``depth-idx`` labels of the summary (``"1-3"``), read from
             ``rec`` (a recording of ``model``) when given.
@@ -525,11 +526,12 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
 
     Raises:
         UnknownLayerError: a name, pattern or label names no layer (the
-            message lists the nearest existing names); raised here, before
-            the model runs.  An ``ops`` pattern whose layer part names no layer
-            raises here too; one that chose no operation in a whole pass raises
-            at the end of that pass, with the nearest operation keys (or here,
-            checked against ``rec``, when it is given).
+            message lists the nearest existing names), or a class of ``types``
+            chooses none; raised here, before the model runs.  An ``ops``
+            pattern whose layer part names no layer raises here too; one that
+            chose no operation in a whole pass raises at the end of that pass,
+            with the nearest operation keys (or here, checked against ``rec``,
+            when it is given).
         TypeError, ValueError: an argument of the wrong kind.
     """
     if not isinstance(model, nn.Module):
@@ -550,7 +552,9 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     if rules and not wanted and types is None and labels is None:
         chosen: list[tuple[str, nn.Module]] = []  # operations only
     else:
-        chosen = select_modules(model, names=wanted or None, types=types, labels=labels, rec=rec)
+        chosen = select_modules(model, names=None if names is None else wanted, types=types, labels=labels,
+                                rec=rec)
+        _check_types(model, types)
     if stop is not None:
         if not isinstance(stop, str):
             raise TypeError(f"stop must be a layer name, got {stop!r}")
@@ -560,6 +564,21 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     return Capture(model, chosen, inputs=inputs, grads=grads, record=record, edit=edit, stop=stop,
                    condition=condition, reduction=reduction, to=device, detach=detach, clone=clone,
                    keep=keep, stats=stats, timing=timing, ops=rules, root=root)
+
+
+def _check_types(model: nn.Module, types: Any) -> None:
+    """Raise :class:`UnknownLayerError` for a class of ``types`` that no module of ``model`` is an
+    instance of (``types=int``, ``types=nn.Conv2d`` for an MLP), as for a name that names no layer."""
+    if types is None:
+        return
+    classes = tuple(types) if isinstance(types, (list, tuple, set, frozenset)) else (types,)
+    modules = list(model.modules())
+    for cls in classes:
+        if not any(isinstance(m, cls) for m in modules):
+            present = sorted({type(m).__name__ for m in modules})
+            raise UnknownLayerError(f"types={getattr(cls, '__name__', cls)} chooses no layer: no module of "
+                                    "the model is one; its types: " + ", ".join(present[:20])
+                                    + (", ..." if len(present) > 20 else ""))
 
 
 def _check_op_patterns(rec: Graph, rules: list[OpRule]) -> None:

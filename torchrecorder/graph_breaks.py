@@ -126,17 +126,24 @@ def compile_breaks(model: nn.Module, input_shapes: Any = None, input_data: Any =
     >>> breaks = torchrecorder.compile_breaks(Net(), (1, 3))  # doctest: +SKIP
     """
     from .api import record  # (api imports the renderers; this module is imported on demand)
-    from .recording import gc_paused, integer_inputs, is_integer_dtype, make_inputs, model_state_kept
+    from .recording import (
+        gc_paused,
+        integer_inputs,
+        is_integer_dtype,
+        keyword_inputs,
+        make_inputs,
+        model_state_kept,
+    )
     from .recording.meta import check_model
 
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if input_shapes is None and input_data is None and not input_kwargs:
+    kwargs = keyword_inputs(input_kwargs)
+    if input_shapes is None and input_data is None and not kwargs:
         raise ValueError("compile_breaks() needs input_shapes or input_data (as record() does)")
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(model, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(model, input_shapes, input_data, device, dtype)
-    kwargs = dict(input_kwargs or {})
     import torch._dynamo as dynamo  # seconds: only here
 
     walk = check_model(model)

@@ -36,6 +36,7 @@ from .hooks._values import add_note
 from .hooks.select import nearest, split_call
 from .nodes import LayerNode
 from .recorder import Recorder
+from .recording import keyword_inputs
 from .summary import layer_labels
 
 __all__ = ["DepthIdx", "LayerRecorder", "Postprocessor"]
@@ -117,7 +118,8 @@ class LayerRecorder(nn.Module):
             record_kwargs.setdefault("dtype", list(dtypes))
         if mode not in (None, "train", "eval", "same"):
             raise ValueError(f"mode must be 'train', 'eval' or 'same' (torchinfo's), got {mode!r}")
-        if input_size is None and input_data is None and not record_kwargs.get("input_kwargs"):
+        keywords = keyword_inputs(record_kwargs.get("input_kwargs"))
+        if input_size is None and input_data is None and not keywords:
             raise ValueError("LayerRecorder needs input_size (a tuple, or a list of tuples) or "
                              "input_data (a tensor or a tuple of them) to number the layers")
         super().__init__()

@@ -16,7 +16,8 @@ One rule serves :func:`torchrecorder.capture` and the recorders of
 * ``indices``: positions in the iteration (``net.modules()``, where 0 is the
   model itself, or ``net.children()``), as in torchfunc.
 
-A module is chosen when any given criterion chooses it; with none, all are.
+A module is chosen when any given criterion chooses it; with none, all are (an empty
+list given, ``names=[]``, is a criterion that chooses nothing).
 Unknown names, patterns that match nothing, unknown labels and indices out of
 range raise before anything is registered.
 """
@@ -30,6 +31,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Optional, Union
 
 from torch import Tensor, nn
+from torch.jit import ScriptModule
 
 from ..graph import Graph
 from ..summary import label_paths
@@ -153,6 +155,19 @@ def module_labels(net: nn.Module, rec: Optional[Graph] = None) -> dict[str, str]
     return out
 
 
+def _check_recorded_type(rec: Graph, label: str, path: str, module: nn.Module) -> None:
+    """Raise :class:`UnknownLayerError` when ``rec``'s layer at ``path`` is of another class
+    than ``module``: ``rec`` is a recording of another model, whose labels would choose
+    layers of this one silently."""
+    if isinstance(module, ScriptModule):  # recorded under its original class name
+        return
+    recorded = next((layer.type_name for layer in rec.layers() if layer.path == path), None)
+    if recorded is not None and recorded != type(module).__name__:
+        raise UnknownLayerError(f"the label {label!r} of rec names {path!r}, a {recorded} there, but "
+                                f"the model's {path!r} is a {type(module).__name__}: pass a recording "
+                                "of this model as rec")
+
+
 def _types(types: Any) -> Optional[tuple[type, ...]]:
     if types is None:
         return None
@@ -183,7 +198,7 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
                    children: bool = False) -> list[tuple[str, nn.Module]]:
     """The ``(dotted path, module)`` pairs of ``net`` chosen by any of the criteria (see the module
     docstring), in iteration order: ``net.named_modules()``, or ``net.named_children()`` when
-    ``children``.  With no criterion, every module.
+    ``children``.  With no criterion, every module; an empty one (``names=[]``) chooses none.
 
     Raises:
         TypeError: ``net`` is not a module, or a criterion has the wrong type.
@@ -213,9 +228,11 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
             if path not in paths:
                 raise UnknownLayerError(f"the label {label!r} names {path!r}, which is not one of "
                                         f"{where}")
+            if rec is not None:
+                _check_recorded_type(rec, label, path, pairs[paths.index(path)][1])
             chosen.add(path)
-    if not (wanted_names or wanted_labels or type_tuple is not None or index_set is not None):
-        return pairs
+    if names is None and labels is None and type_tuple is None and index_set is None:
+        return pairs  # no criterion (an empty list given is one that chooses nothing)
     out = []
     for i, (path, module) in enumerate(pairs):
         if (path in chosen or (type_tuple is not None and isinstance(module, type_tuple))

@@ -16,7 +16,7 @@
 
 from .engine import Engine
 from .hooks import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
-from .state import InputShapes, gc_paused, make_inputs, model_state_kept, normalise_shapes
+from .state import InputShapes, gc_paused, keyword_inputs, make_inputs, model_state_kept, normalise_shapes
 from .tokens import integer_inputs, is_integer_dtype
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "gc_paused",
     "integer_inputs",
     "is_integer_dtype",
+    "keyword_inputs",
     "leaf_dummy",
     "make_inputs",
     "model_state_kept",

@@ -95,11 +95,13 @@ def module_frames(exc: BaseException) -> list[tuple[Any, str]]:
 
 
 def raised_in(exc: BaseException, innermost: LayerNode, nodes: Mapping[Any, BaseNode],
-              modules: Mapping[int, Any]) -> LayerNode:
+              modules: Mapping[int, Any]) -> tuple[LayerNode, Any]:
     """The call ``exc`` came from: ``innermost`` (the deepest call still open when it was
     raised), or a call inside it that had returned when one of its forward hooks raised (the
-    user's own hook, ``StopForward``), read from the traceback.  ``modules`` maps ``id(module)``
-    to its :class:`~torchrecorder.recording.meta.ModuleInfo` (``last``: its latest call)."""
+    user's own hook, ``StopForward``), read from the traceback; and the
+    :class:`~torchrecorder.recording.meta.ModuleInfo` of a module called from there whose
+    forward pre-hook raised before its call was opened (else ``None``).  ``modules`` maps
+    ``id(module)`` to its ``ModuleInfo`` (``last``: its latest call)."""
     chain: set[Any] = set()
     node: BaseNode = innermost
     while isinstance(node, LayerNode):
@@ -110,6 +112,7 @@ def raised_in(exc: BaseException, innermost: LayerNode, nodes: Mapping[Any, Base
         info = modules.get(id(module))
         call = info.last if info is not None else None
         if call is None or not (call.key in chain or (stage == "post" and call.parent_key in chain)):
-            break  # a call not opened (a pre-hook raised before the recorder's)
+            # a call not opened: a pre-hook (the user's, run before the recorder's) raised
+            return failed, (info if stage == "pre" else None)
         failed = call
-    return failed
+    return failed, None

@@ -250,13 +250,16 @@ class Engine(ModuleCalls):
         else:
             annotate(exc, graph)
             return  # raised outside the model's forward
-        failed = raised_in(exc, failed, graph.nodes, self._modules)
+        failed, before = raised_in(exc, failed, graph.nodes, self._modules)
         failed.error = failed.error or graph.error
         graph.failed_key = failed.key
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
-        where = failed.path or failed.name
-        annotate(exc, graph, f"{NOTE_PREFIX} '{where}' ({failed.type_name}) called with input "
-                 f"shapes [{shapes}]; the partial recording is in the exception's 'recording' attribute"
+        where = f"'{failed.path or failed.name}' ({failed.type_name}) called with input shapes [{shapes}]"
+        if before is not None:  # no node of that call: its caller is marked
+            where = (f"'{before.path or before.name}' ({before.type_name}), in a forward pre-hook before "
+                     f"its forward ran (inside {where})")
+        annotate(exc, graph, f"{NOTE_PREFIX} {where}; the partial recording is in the exception's "
+                 "'recording' attribute"
                  + _HIGHER_ORDER_HINT * (type(exc).__name__ == "UncapturedHigherOrderOpError"))
 
     # ------------------------------------------------------------ hooks

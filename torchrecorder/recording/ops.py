@@ -53,6 +53,16 @@ class OpSink(Protocol):
 
     def to_python(self, opname: str) -> None: ...
 
+    def lookup(self, obj: Any) -> Any: ...
+
+    def bind(self, obj: Any, key: Any) -> None: ...
+
+
+# ``x.view_as(x)``: what autograd makes of a tensor that a custom autograd Function returns
+# as it got it (torch's own BackwardHookFunction, which a module with a full backward hook
+# runs around each call): the same values under a new object, not an operation of the model
+_VIEW_AS = Tensor.view_as
+
 # torch callables that write tensors they are given without a trailing ``_`` or ``out=``,
 # unless one argument says not to: name -> (its position, its keyword, the value that turns the
 # write off, whether they write when it is not given).  The batch-norm kernels update the
@@ -153,6 +163,11 @@ class OpMode(TorchFunctionMode):
             if flag is None or (kwargs.get("inplace", args[flag] if flag < len(args) else False)
                                 is not True):
                 if not is_argument(out, args, kwargs):
+                    if func is _VIEW_AS and len(args) == 2 and args[0] is args[1]:
+                        key = engine.lookup(args[0])
+                        if key is not None:  # the new object stands for the same node
+                            engine.bind(out, key)
+                            return out
                     engine.record_op(func, info[0], args, kwargs, [out], False)
                 return out
         outs, inplace = op_outputs(info[:3], args, kwargs, out)

@@ -7,7 +7,7 @@ import contextlib
 import gc
 import operator
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from typing import Any, Optional, Union, cast
 
@@ -19,7 +19,7 @@ from .meta import ModelWalk, picker
 from .ops import write_info, writes_arguments
 from .rng import random_state_kept
 
-__all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "make_inputs",
+__all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "keyword_inputs", "make_inputs",
            "model_state_kept", "normalise_shapes", "random_state_kept"]
 
 Shape = Sequence[int]
@@ -40,6 +40,9 @@ def normalise_shapes(input_shapes: Any) -> list[tuple[int, ...]]:
             if any(d < 0 for d in s):
                 raise ValueError(f"input shape {tuple(s)} has a negative dimension")
             return tuple(s)
+        if isinstance(s, Tensor):  # data given as shapes: name it without printing its values
+            raise TypeError(f"input_shapes holds a tensor ({tuple(s.shape)}): pass tensors as "
+                            "input_data=, shapes (tuples of ints) as input_shapes")
         raise TypeError(
             "input_shapes must be a tuple of ints for one input, or a list of such tuples "
             f"for several, got {input_shapes!r}"
@@ -83,6 +86,26 @@ def make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any,
     if dev.type == "meta":
         return tuple(torch.empty(s, dtype=dt, device=dev) for s in shapes)
     return tuple(torch.randn(s, generator=gen, dtype=dt).to(dev) for s in shapes)
+
+
+def keyword_inputs(input_kwargs: Any) -> dict[str, Any]:
+    """``input_kwargs`` (``None`` or a mapping of ``forward``'s argument names to values) as a
+    new dict.
+
+    Raises:
+        TypeError: ``input_kwargs`` is not a mapping, or one of its keys is not a string.
+    """
+    if input_kwargs is None:
+        return {}
+    if not isinstance(input_kwargs, Mapping):
+        hint = ("; positional inputs go in input_data" if isinstance(input_kwargs, (Tensor, tuple, list))
+                else "")
+        raise TypeError("input_kwargs must be a dict of forward's keyword arguments ({'attention_mask': "
+                        f"mask}}), got {type(input_kwargs).__name__}{hint}")
+    bad = [k for k in input_kwargs if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"input_kwargs' keys must be names of forward's arguments (strings), got {bad[0]!r}")
+    return dict(input_kwargs)
 
 
 # Buffers and existing ``.grad`` tensors up to this many bytes in all are copied before the
@@ -212,7 +235,7 @@ def _same_bytes(t: Tensor, copy: Tensor) -> bool:
 
 class _Layout:
     """Where the state of a model lies, read in one walk of it: its distinct modules, the
-    slots of their ``_parameters`` and ``_buffers`` dicts (owner, name, object), and its
+    slots of their ``_parameters``, ``_buffers`` and ``_modules`` dicts (owner, name, object), and its
     distinct parameters and buffers with what each is, for a warning: ``("parameter", "fc",
     "weight")``."""
 
@@ -222,7 +245,7 @@ class _Layout:
     def __init__(self) -> None:
         self.modules: list[Any] = []
         self.slot_modules: list[Any] = []  # the module of each slot
-        self.slot_attrs: list[str] = []  # "_parameters" or "_buffers"
+        self.slot_attrs: list[str] = []  # "_parameters", "_buffers" or "_modules"
         self.slot_names: list[str] = []
         self.slot_objects: list[Any] = []
         self.tensors: list[Any] = []
@@ -259,6 +282,13 @@ class _Layout:
                     into.append(len(tensors))
                     tensors.append(t)
                     whats.append((kind, path, tname))
+            children = module._modules
+            if children:  # a submodule that ``forward`` replaces or deletes is put back too
+                for cname, child in children.items():
+                    owners.append(module)
+                    attrs.append("_modules")
+                    names.append(cname)
+                    objects.append(child)
         return layout
 
     def positions(self, objects: list[Any]) -> _KeptLayout:
@@ -401,6 +431,10 @@ class ModelState:
         if not (positions or stats or (kwargs and "out" in kwargs)) or not self.by_storage:
             return
         written: list[Any] = [args[i] for i in positions if i < len(args)]
+        if kwargs and any(i >= len(args) for i in positions):
+            # a written argument given by keyword (``nn.init.uniform_`` hands itself to the mode
+            # as ``f(tensor=w, ...)``): every tensor among the keywords may be the one written
+            written.extend(kwargs.values())
         if stats is not None and writes_arguments(stats, args, kwargs):  # training, max_norm
             written.extend(args)
             written.extend(kwargs.values())
@@ -507,7 +541,7 @@ def model_state_kept(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]
     """A ``with`` block that puts back what a forward pass of ``net`` may change, whatever it
     raised; ``as`` gives the :class:`ModelState`.
 
-    Put back: the objects registered as parameters and buffers, their values (buffers up to
+    Put back: the objects registered as parameters, buffers and submodules, the values (buffers up to
     :data:`EAGER_COPY_BYTES` in all are copied beforehand; any other tensor is copied when the
     forward is about to write it, as seen through :meth:`ModelState.before_write`), what
     ``.data = x`` rebinds, ``requires_grad`` flags, ``.grad`` (the same object, and its values

@@ -1,0 +1,276 @@
+"""The promises under bad input (redteam 7): a special file at the target is written to, never
+replaced; a failed write names the file asked for; the model and torch are left as they were."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import signal
+import stat
+import threading
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+from torchrecorder.hooks import UnknownLayerError
+
+
+def _net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+
+
+def _reader(fifo: Path, got: list[bytes]) -> threading.Thread:
+    """A thread that reads the named pipe ``fifo`` to its end into ``got``."""
+    def read() -> None:
+        with open(fifo, "rb") as fh:
+            got.append(fh.read())
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
+@pytest.mark.parametrize("write", ["to_json", "save", "render_network"])
+def test_a_named_pipe_at_the_target_is_written_to_and_stays_a_pipe(tmp_path: Path, write: str) -> None:
+    net = _net()
+    fifo = tmp_path / ("net-1.svg" if write == "render_network" else "out")
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    thread = _reader(fifo, got)
+    if write == "render_network":
+        torchrecorder.render_network(net, "net", (1, 3), tmp_path)
+    else:
+        rec = torchrecorder.record(net, "net", (1, 3))
+        rec.to_json(fifo) if write == "to_json" else torchrecorder.make_html(rec).save(fifo)
+    thread.join(30)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # not replaced by a regular file
+    assert got and got[0].lstrip().startswith((b"{", b"<")), got
+    assert sorted(p.name for p in tmp_path.iterdir()) == [fifo.name]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
+def test_a_named_pipe_nobody_reads_is_refused_at_once_by_name(tmp_path: Path) -> None:
+    fifo = tmp_path / "g.json"
+    os.mkfifo(fifo)
+    rec = torchrecorder.record(_net(), "net", (1, 3))
+    with pytest.raises(OSError, match="no process reads") as info:
+        rec.to_json(fifo)
+    assert info.value.errno == errno.ENXIO and info.value.filename == str(fifo)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
+
+
+def test_a_directory_at_the_target_is_named_not_the_temporary_file(tmp_path: Path) -> None:
+    (tmp_path / "g.json").mkdir()
+    (tmp_path / "net-1.svg").mkdir()
+    rec = torchrecorder.record(_net(), "net", (1, 3))
+    with pytest.raises(IsADirectoryError) as info:
+        rec.to_json(tmp_path / "g.json")
+    assert info.value.filename == str(tmp_path / "g.json") and ".tr-" not in str(info.value)
+    with pytest.raises(IsADirectoryError) as info:
+        torchrecorder.render_network(_net(), "net", (1, 3), tmp_path)
+    assert info.value.filename == str(tmp_path / "net-1.svg") and ".tr-" not in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json", "net-1.svg"]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="no file size limit")
+def test_a_write_that_fails_midway_names_the_file_and_keeps_the_old_one(tmp_path: Path) -> None:
+    rec = torchrecorder.record(nn.Sequential(*[nn.Linear(3, 3) for _ in range(20)]), "net", (1, 3))
+    path = tmp_path / "g.json"
+    path.write_text("old")
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100, hard))  # a full disk, for this process only
+    try:
+        with pytest.raises(OSError) as info:
+            rec.to_json(path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+    assert info.value.errno == errno.EFBIG and info.value.filename == str(path)
+    assert path.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
+
+
+def test_capture_with_an_empty_list_of_names_captures_nothing_not_everything() -> None:
+    net = _net()
+    with torchrecorder.capture(net, []) as cap:
+        net(torch.randn(2, 3))
+    assert list(cap.keys()) == []
+    wanted = [name for name in ("enc", "dec") if hasattr(net, name)]  # a filter that kept nothing
+    with torchrecorder.capture(net, wanted, inputs=True) as cap:
+        net(torch.randn(2, 3))
+    assert list(cap.keys()) == [] and not any(m._forward_hooks for m in net.modules())
+
+
+@pytest.mark.parametrize("types", [int, nn.Conv2d, (nn.Linear, nn.LSTM)])
+def test_capture_by_a_type_no_layer_has_raises_before_the_model_runs(types: object) -> None:
+    net = _net()
+    calls = []
+    net.register_forward_pre_hook(lambda *args: calls.append(1))
+    with pytest.raises(UnknownLayerError, match=r"chooses no layer.*Linear"):
+        with torchrecorder.capture(net, types=types):
+            net(torch.randn(2, 3))
+    assert calls == [] and not any(m._forward_hooks for m in net.modules())
+
+
+class _Rewires(nn.Module):
+    """A forward that replaces one submodule and deletes another as it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3)
+        self.c = nn.Sequential(nn.Linear(3, 3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.b(self.a(x))
+        if "c" in self._modules:
+            y = self.c(y)
+            del self.c
+        self.b = nn.Identity()
+        self.a.extra = nn.ReLU()  # added: stays, as documented
+        return y
+
+
+def test_a_submodule_that_forward_replaces_or_deletes_is_put_back() -> None:
+    net = _Rewires()
+    before = dict(net.named_modules())
+    params = dict(net.named_parameters())
+    for _ in range(2):  # the second recording reads the kept layout of the first
+        torchrecorder.record(net, "net", (2, 3))
+        assert dict(net.named_modules()) == {**before, "a.extra": net.a.extra}
+        assert all(p is params[n] for n, p in net.named_parameters())
+        del net.a.extra
+
+
+@pytest.mark.parametrize("bad", [5, torch.ones(2, 3), "mask", [("x", 1)], {1: torch.ones(2, 3)}])
+def test_input_kwargs_that_is_not_a_dict_of_names_is_named_before_the_model_runs(bad: object) -> None:
+    net = _net()
+    calls = []
+    net.register_forward_pre_hook(lambda *args: calls.append(1))
+    with pytest.raises(TypeError, match="input_kwargs"):
+        torchrecorder.record(net, "net", (2, 3), input_kwargs=bad)  # type: ignore[arg-type]
+    assert calls == [] and len(net._forward_pre_hooks) == 1
+
+
+def test_a_name_no_file_name_can_hold_is_refused_by_name_before_the_model_runs(tmp_path: Path) -> None:
+    net = _net()
+    calls = []
+    net.register_forward_pre_hook(lambda *args: calls.append(1))
+    for kwargs in ({}, {"filename": "odd\ud800"}):
+        with pytest.raises(ValueError, match=r"contains '\\ud800', which no file name can hold"):
+            torchrecorder.render_network(net, "a\ud800b", (1, 3), tmp_path, **kwargs)
+    assert calls == [] and list(tmp_path.iterdir()) == []
+    # in a graph's name (not a file name) the character is kept: the recording draws as usual
+    rec = torchrecorder.record(net, "a\ud800b", (1, 3))
+    assert rec.name == "a\ud800b"
+
+
+@pytest.mark.parametrize("shapes", [torch.zeros(1, 3), [torch.zeros(1, 3)], (torch.zeros(1, 3), (1, 3))])
+def test_a_tensor_given_as_input_shapes_says_to_pass_it_as_input_data(shapes: object) -> None:
+    match = r"input_shapes holds a tensor \(\(1, 3\)\): pass tensors as input_data="
+    with pytest.raises(TypeError, match=match) as info:
+        torchrecorder.record(_net(), "net", shapes)  # type: ignore[arg-type]
+    assert "tensor(" not in str(info.value)  # its values are not printed
+
+
+@pytest.mark.skipif(not (os.path.exists("/dev/full") and stat.S_ISCHR(os.stat("/dev/full").st_mode)),
+                    reason="no /dev/full")
+def test_a_full_device_is_named_and_stays_a_device() -> None:
+    from torchrecorder._files import write_output
+
+    rec = torchrecorder.record(_net(), "net", (1, 3))
+    for write in (rec.to_json, torchrecorder.make_html(rec).save,
+                  lambda path: write_output(path, b"digraph {}")):  # the command line's -o
+        with pytest.raises(OSError) as info:
+            write("/dev/full")
+        assert info.value.errno == errno.ENOSPC and info.value.filename == "/dev/full"
+        assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_an_error_in_a_users_pre_hook_names_the_module_whose_hook_raised() -> None:
+    net = nn.Sequential(nn.Linear(3, 4), nn.Sequential(nn.ReLU(), nn.Linear(4, 2)))
+
+    def refuse(module: nn.Module, args: tuple[object, ...]) -> None:
+        raise ValueError("refused by the user's pre-hook")
+
+    handle = net[1][1].register_forward_pre_hook(refuse)
+    with pytest.raises(ValueError) as info:
+        torchrecorder.record(net, "net", (2, 3))
+    assert info.value.__notes__ == [
+        "torchrecorder: raised in module '1.1' (Linear), in a forward pre-hook before its forward ran "
+        "(inside '1' (Sequential) called with input shapes [2×4]); the partial recording is in the "
+        "exception's 'recording' attribute"]
+    assert info.value.recording.failed_key == "1"  # the call it was made in (its own never opened)
+    assert dict(net[1][1]._forward_pre_hooks) == {handle.id: refuse}
+    assert not net[1][1]._forward_hooks
+
+
+def test_a_module_class_given_instead_of_a_module_says_to_pass_an_instance(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="got the class Linear: pass an instance"):
+        torchrecorder.record(nn.Linear, "net", (1, 3))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got the class Linear: pass an instance"):
+        torchrecorder.render_network(nn.Linear, "net", (1, 3), tmp_path)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_labels_read_from_a_recording_of_another_model_are_refused() -> None:
+    net = _net()
+    other = torchrecorder.record(nn.Sequential(nn.Conv2d(3, 3, 1)), "other", (1, 3, 4, 4))
+    with pytest.raises(UnknownLayerError,
+                       match="'0', a Conv2d there, but the model's '0' is a Linear"):
+        with torchrecorder.capture(net, labels=["1-1"], rec=other):
+            net(torch.randn(2, 3))
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in net.modules())
+    own = torchrecorder.record(net, "net", (2, 3))
+    with torchrecorder.capture(net, labels=["1-1"], rec=own) as cap:
+        net(torch.randn(2, 3))
+    assert list(cap.keys()) == ["0"]
+
+
+def test_a_model_with_full_backward_hooks_records_as_without_them() -> None:
+    x = torch.randn(2, 3, requires_grad=True)
+    plain = torchrecorder.record(_net(), "net", input_data=x)
+    net = _net()
+    seen: list[str] = []
+    net[0].register_full_backward_hook(lambda m, gi, go: seen.append("0"))
+    net[2].register_full_backward_pre_hook(lambda m, go: seen.append("2"))
+    net.register_full_backward_hook(lambda m, gi, go: seen.append("net"))
+    hooked = torchrecorder.record(net, "net", input_data=x)
+    ops = sorted(n.op for n in hooked.nodes.values() if isinstance(n, torchrecorder.OpNode))
+    assert ops == ["linear", "linear", "relu"]  # no view_as of torch's backward-hook plumbing
+    assert list(hooked.edges) == list(plain.edges)
+    assert torchrecorder.make_dot(hooked).source == torchrecorder.make_dot(plain).source
+    net(x).sum().backward()  # the user's hooks still work
+    assert sorted(seen) == ["0", "2", "net"]
+
+
+class _Reinitialises(nn.Module):
+    """A forward that re-initialises its layer: ``nn.init`` hands its call to torch's function
+    mode with the tensor as a keyword (``kaiming_uniform_(tensor=w, ...)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.fc.reset_parameters()
+        nn.init.zeros_(tensor=self.fc.bias)
+        return self.fc(x)
+
+
+def test_a_parameter_written_by_nn_init_inside_forward_is_put_back_without_a_warning() -> None:
+    net = _Reinitialises()
+    before = {n: p.detach().clone() for n, p in net.named_parameters()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "changed where torchrecorder could not see it"
+        torchrecorder.record(net, "net", (2, 3))
+    assert all(torch.equal(p, before[n]) for n, p in net.named_parameters())
