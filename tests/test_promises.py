@@ -8,6 +8,8 @@ import os
 import resource
 import signal
 import stat
+import subprocess
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -274,3 +276,38 @@ def test_a_parameter_written_by_nn_init_inside_forward_is_put_back_without_a_war
         warnings.simplefilter("error")  # no "changed where torchrecorder could not see it"
         torchrecorder.record(net, "net", (2, 3))
     assert all(torch.equal(p, before[n]) for n, p in net.named_parameters())
+
+
+_WRITES_TO_STDOUT = """
+import sys, torch, torchrecorder
+net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+rec = torchrecorder.record(net, "net", (1, 4))
+print("before")
+{write}
+print("after")
+"""
+
+
+@pytest.mark.parametrize("write", ['rec.to_json("/dev/stdout")', 'torchrecorder.make_html(rec).save("/dev/stdout")'])
+@pytest.mark.parametrize("into", ["pipe", "file"])
+def test_dev_stdout_is_written_in_order_into_a_pipe_or_a_redirected_file(tmp_path: Path, write: str,
+                                                                          into: str) -> None:
+    script = _WRITES_TO_STDOUT.format(write=write)
+    env = {**os.environ, "PYTHONPATH": str(Path(torchrecorder.__file__).parents[1])}
+    if into == "pipe":
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, timeout=120)
+        text = out.stdout.decode()
+    else:  # the shell's `> file`: replacing the file would lose what is printed around the write
+        path = tmp_path / "out.txt"
+        with open(path, "wb") as fh:
+            out = subprocess.run([sys.executable, "-c", script], stdout=fh, stderr=subprocess.PIPE,
+                                 env=env, timeout=120)
+        text = path.read_text()
+    assert out.returncode == 0, out.stderr.decode()[-800:]
+    assert text.startswith("before\n") and text.endswith("after\n")
+    body = text[len("before\n"):-len("after\n")]
+    if "to_json" in write:
+        assert torchrecorder.load_json(body).nodes.keys() == torchrecorder.record(
+            nn.Sequential(nn.Linear(4, 3), nn.ReLU()), "net", (1, 4)).nodes.keys()
+    else:
+        assert body.lstrip().lower().startswith("<!doctype html") and body.rstrip().endswith("</html>")

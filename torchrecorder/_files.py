@@ -9,7 +9,9 @@ writing one path never share a temporary file (the last rename wins, and the
 file is always one whole version).  On any failure (a full disk, an error while
 producing the data) the temporary file is removed and the target is left as it
 was.  A device or a named pipe already at the target is written to instead, never
-replaced.
+replaced, and a path that names one of the process's own descriptors (``/dev/stdout``,
+``/dev/fd/3``) is written through that descriptor, after what ``print`` has buffered for
+it: into a pipe, or appended to the file a shell's ``>`` opened.
 """
 
 from __future__ import annotations
@@ -108,6 +110,47 @@ def _write_special(target: str, data: bytes, kind: str) -> None:
             os.close(fd)
 
 
+_STANDARD = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def _own_descriptor(target: str) -> Optional[int]:
+    """The number of this process's open file descriptor that ``target`` names
+    (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``, ``/proc/self/fd/N``, ``/proc/<pid>/fd/N``
+    of this process), or ``None``."""
+    path = os.path.normpath(os.path.abspath(target))
+    number = _STANDARD.get(path)
+    if number is not None:
+        return number
+    head, _, tail = path.rpartition("/")
+    if not tail.isdigit() or head not in ("/dev/fd", "/proc/self/fd", f"/proc/{os.getpid()}/fd"):
+        return None
+    return int(tail)
+
+
+def _write_stream(target: str, data: bytes) -> None:
+    """Write ``data`` into a stream: through this process's own descriptor where ``target``
+    names one (after what Python has buffered for it, at its current position: a shell's
+    ``> file`` behind ``/dev/stdout`` is appended to, not replaced or truncated), else into
+    the device or named pipe at ``target``."""
+    number = _own_descriptor(target)
+    if number is None:
+        kind = _special_kind(target) or "a special file"
+        if kind == "directory":
+            raise IsADirectoryError(errno.EISDIR, "is a directory: name a file to write", target)
+        _write_special(target, data, kind)
+        return
+    for stream in (sys.stdout, sys.stderr):  # what print() has buffered goes first
+        with contextlib.suppress(Exception):
+            if stream is not None and stream.fileno() == number:
+                stream.flush()
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(number, view):]
+    except OSError as exc:  # a closed descriptor, a full disk, a reader gone
+        raise _naming(exc, target) from None
+
+
 def _naming(exc: OSError, target: str) -> OSError:
     """``exc`` as an error of its own type that names ``target`` (and keeps its errno)."""
     if exc.errno is None:
@@ -152,6 +195,9 @@ def write_atomically(path: Union[str, os.PathLike[str]], data: Union[bytes, str]
     target = os.fspath(path)
     if isinstance(data, str):
         data = utf8_safe(data).encode("utf-8")
+    if _own_descriptor(target) is not None:  # /dev/stdout, /dev/fd/3: the stream itself
+        _write_stream(target, data)
+        return
     if os.path.islink(target):
         target = os.path.realpath(target)
     kind = _special_kind(target)
@@ -231,11 +277,7 @@ def write_output(path: Union[str, os.PathLike[str]], data: bytes, *,
     if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, "is a directory: name a file to write", target)
     if is_stream(target):
-        try:
-            with open(target, "wb") as fh:
-                fh.write(data)
-        except OSError as exc:  # a write error names no file by itself
-            raise _naming(exc, target) from None
+        _write_stream(target, data)
         return
     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     write_atomically(target, data, dot_source=dot_source)
