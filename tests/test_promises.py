@@ -288,7 +288,8 @@ print("after")
 """
 
 
-@pytest.mark.parametrize("write", ['rec.to_json("/dev/stdout")', 'torchrecorder.make_html(rec).save("/dev/stdout")'])
+@pytest.mark.parametrize("write", ['rec.to_json("/dev/stdout")',
+                                   'torchrecorder.make_html(rec).save("/dev/stdout")'])
 @pytest.mark.parametrize("into", ["pipe", "file"])
 def test_dev_stdout_is_written_in_order_into_a_pipe_or_a_redirected_file(tmp_path: Path, write: str,
                                                                           into: str) -> None:
