@@ -311,3 +311,26 @@ def test_checkpointed_blocks_are_not_recomputed_by_the_recording() -> None:
     assert any(n.unread for n in rec.backward.nodes)
     head = next(n for n in rec.backward.nodes if n.name == "AddmmBackward0" and n.scope == "head")
     assert dict(head.saved)["mat1"] == (5, 6)  # saved outside the checkpoint: read
+
+
+def test_a_model_with_full_backward_hooks_has_the_backward_graph_it_has_without_them() -> None:
+    def net() -> nn.Module:
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+
+    x = torch.randn(2, 4, requires_grad=True)
+    plain = torchrecorder.record(net(), "net", input_data=x, backward=True)
+    hooked_net, seen = net(), []
+    hooked_net[0].register_full_backward_hook(lambda m, gi, go: seen.append("0"))
+    hooked_net[2].register_full_backward_pre_hook(lambda m, go: seen.append("2"))
+    hooked_net.register_full_backward_hook(lambda m, gi, go: seen.append("net"))
+    hooked = torchrecorder.record(hooked_net, "net", input_data=x, backward=True)
+    assert plain.backward is not None and hooked.backward is not None
+    names = [n.name for n in hooked.backward.nodes]
+    assert "BackwardHookFunctionBackward" not in names  # torch's plumbing, not the model's
+    assert names == [n.name for n in plain.backward.nodes]
+    assert hooked.backward.edges == plain.backward.edges
+    drawn = torchrecorder.make_dot(hooked, backward=True).source
+    assert drawn == torchrecorder.make_dot(plain, backward=True).source
+    hooked_net(x).sum().backward()  # the user's hooks still run
+    assert sorted(seen) == ["0", "2", "net"]

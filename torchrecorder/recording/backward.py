@@ -43,7 +43,7 @@ class AutogradTrace:
         # id(grad_fn) -> (grad_fn, scope key, forward op key); the grad_fn is held so that
         # its id stays its own until the pass ends (the outputs hold the graph anyway)
         self.made: dict[int, tuple[Any, Key, Key]] = {}
-        self.roots: list[tuple[Any, Key]] = []
+        self.roots: list[tuple[Any, int, Key]] = []  # (grad_fn, output number, tensor node)
 
     def op(self, outs: Iterable[Tensor], scope: Key, key: Key) -> None:
         """The operation ``key`` in ``scope`` made ``outs``."""
@@ -85,7 +85,7 @@ class AutogradTrace:
     def output(self, t: Tensor, key: Key) -> None:
         """The model returned ``t``, drawn as the tensor node ``key``."""
         if t.grad_fn is not None:
-            self.roots.append((t.grad_fn, key))
+            self.roots.append((t.grad_fn, t.output_nr, key))
 
     def finish(self, graph: Graph, grad_enabled: bool, param_of: ParamLookup,
                model_storages: Callable[[], set[int]] = set) -> None:
@@ -136,7 +136,10 @@ class AutogradTrace:
             return index[id(gf)]
 
         roots: list[tuple[int, Key]] = []
-        for gf, key in self.roots:
+        for gf, nr, key in self.roots:
+            gf, _ = _past_hooks(gf, nr)
+            if gf is None:
+                continue
             i = index.get(id(gf))
             if i is None:
                 i = meet(gf, None)
@@ -144,7 +147,8 @@ class AutogradTrace:
         while stack:
             gf = stack.pop()
             i = index[id(gf)]
-            for nxt, _ in gf.next_functions:
+            for nxt, nr in gf.next_functions:
+                nxt, nr = _past_hooks(nxt, nr)
                 if nxt is None:
                     continue
                 j = index.get(id(nxt))
@@ -158,6 +162,23 @@ class AutogradTrace:
         out.outputs = [(position[i], key) for i, key in roots]
         out.storages = storages.found
         return out
+
+
+#: the backward node of the ``autograd.Function`` that torch runs around each call of a module
+#: with a full backward hook (``torch.utils.hooks.BackwardHookFunction``): plumbing that hands
+#: each gradient on unchanged, not a node of the model
+_HOOK_PLUMBING = "BackwardHookFunctionBackward"
+
+
+def _past_hooks(gf: Any, nr: int) -> tuple[Any, int]:
+    """The autograd node (and its output number) that ``gf``'s output ``nr`` comes from once
+    torch's backward-hook plumbing is passed (each of its outputs is its input of that number)."""
+    while gf is not None and gf.name() == _HOOK_PLUMBING:
+        nexts = gf.next_functions
+        if nr >= len(nexts):
+            break
+        gf, nr = nexts[nr]
+    return gf, nr
 
 
 def storage_id(t: Tensor) -> Optional[int]:
