@@ -13,6 +13,7 @@ import torch
 
 import torchrecorder
 from torchrecorder._files import dot_source_of
+from torchrecorder.backend import render_source
 from torchrecorder.diff.draw import DIFF_STYLES
 from torchrecorder.diff.files import render_diff
 
@@ -176,7 +177,7 @@ def test_command_line_to_standard_output_writes_the_drawing_alone(
     assert out.returncode == 0, out.stderr
     assert out.stdout.lstrip().startswith("digraph") and out.stdout.rstrip().endswith("}")
     assert "/dev/stdout" not in out.stdout
-    subprocess.run(["dot", "-Tsvg"], input=out.stdout.encode(), capture_output=True, check=True)
+    assert b"</svg>" in render_source(out.stdout, "svg")  # dot (or pygraphviz) reads it all
 
 
 @needs_backend
