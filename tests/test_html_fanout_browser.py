@@ -9,30 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-from torch import nn
 
 import torchrecorder
 
 from .browser import launch, needs_chromium, open_page
-from .test_render import _FanOut
+from .test_render import _Chain, _FanOut
 
 pytestmark = [needs_chromium]
-
-
-class _Chain(nn.Module):
-    """``pos`` read by each of ``n`` adds down a chain: far over the budget's ranks unfolded."""
-
-    def __init__(self, n: int) -> None:
-        super().__init__()
-        self.pos = nn.Linear(4, 4)
-        self.fcs = nn.ModuleList(nn.Linear(4, 4) for _ in range(n))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pos = self.pos(x)
-        for fc in self.fcs:
-            x = fc(x) + pos
-        return x
 
 
 @pytest.fixture(scope="module")

@@ -286,6 +286,21 @@ def test_shapes_on_edges_render(rec: torchrecorder.Recorder) -> None:
     ET.fromstring(torchrecorder.backend.render_source(source, "svg"))
 
 
+class _Chain(nn.Module):
+    """``pos`` read by each of ``n`` adds down a chain: far over the budget's ranks unfolded."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.pos = nn.Linear(4, 4)
+        self.fcs = nn.ModuleList(nn.Linear(4, 4) for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pos = self.pos(x)
+        for fc in self.fcs:
+            x = fc(x) + pos
+        return x
+
+
 class _FanOut(nn.Module):
     """One value (``stem``'s output) read by ``n`` heads and by ``n`` operations."""
 
@@ -324,25 +339,13 @@ def test_a_value_fed_to_many_nodes_in_a_drawing_over_the_budget_does_not_rank_th
     """A drawing kept whole over the budget (``max_nodes=None``) still draws the edges of a
     value fed to more than ``MAX_FANOUT`` nodes with ``constraint=false``: its layout stays
     fast."""
-    class Chain(nn.Module):
-        def __init__(self, n: int) -> None:
-            super().__init__()
-            self.pos = nn.Linear(4, 4)
-            self.fcs = nn.ModuleList(nn.Linear(4, 4) for _ in range(n))
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            pos = self.pos(x)
-            for fc in self.fcs:
-                x = fc(x) + pos
-            return x
-
-    renderer = GraphvizRenderer(torchrecorder.record(Chain(80), "chain", (1, 4)), 1, max_nodes=None,
+    renderer = GraphvizRenderer(torchrecorder.record(_Chain(80), "chain", (1, 4)), 1, max_nodes=None,
                               fold_repeats=False)
     src = renderer.render().source
     assert renderer.budget is not None and renderer.budget.over
     fan = [line for line in src.splitlines() if line.strip().startswith("pos ->")]
     assert len(fan) == 80 and all("constraint=false" in line for line in fan)
-    small = GraphvizRenderer(torchrecorder.record(Chain(4), "chain", (1, 4)), 1, max_nodes=None,
+    small = GraphvizRenderer(torchrecorder.record(_Chain(4), "chain", (1, 4)), 1, max_nodes=None,
                               fold_repeats=False)
     assert "constraint" not in small.render().source
 
