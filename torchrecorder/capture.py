@@ -36,7 +36,7 @@ from .hooks._values import Device, add_note, check_device, inputs_value, keep_va
 from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
 from .hooks.plot import plot_stat
 from .hooks.saved import KeptOutputs, save_capture
-from .hooks.select import Names, UnknownLayerError, as_names, nearest, select_modules, split_call
+from .hooks.select import Names, UnknownLayerError, as_names, check_types, nearest, select_modules, split_call
 from .nodes import LayerNode, OpNode
 
 __all__ = ["GRAD_STATS", "STATS", "Capture", "StopForward", "capture"]
@@ -554,7 +554,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     else:
         chosen = select_modules(model, names=None if names is None else wanted, types=types, labels=labels,
                                 rec=rec)
-        _check_types(model, types)
+        check_types(model, types)
     if stop is not None:
         if not isinstance(stop, str):
             raise TypeError(f"stop must be a layer name, got {stop!r}")
@@ -564,21 +564,6 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     return Capture(model, chosen, inputs=inputs, grads=grads, record=record, edit=edit, stop=stop,
                    condition=condition, reduction=reduction, to=device, detach=detach, clone=clone,
                    keep=keep, stats=stats, timing=timing, ops=rules, root=root)
-
-
-def _check_types(model: nn.Module, types: Any) -> None:
-    """Raise :class:`UnknownLayerError` for a class of ``types`` that no module of ``model`` is an
-    instance of (``types=int``, ``types=nn.Conv2d`` for an MLP), as for a name that names no layer."""
-    if types is None:
-        return
-    classes = tuple(types) if isinstance(types, (list, tuple, set, frozenset)) else (types,)
-    modules = list(model.modules())
-    for cls in classes:
-        if not any(isinstance(m, cls) for m in modules):
-            present = sorted({type(m).__name__ for m in modules})
-            raise UnknownLayerError(f"types={getattr(cls, '__name__', cls)} chooses no layer: no module of "
-                                    "the model is one; its types: " + ", ".join(present[:20])
-                                    + (", ..." if len(present) > 20 else ""))
 
 
 def _check_op_patterns(rec: Graph, rules: list[OpRule]) -> None:

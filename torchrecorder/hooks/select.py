@@ -36,7 +36,7 @@ from torch.jit import ScriptModule
 from ..graph import Graph
 from ..summary import label_paths
 
-__all__ = ["UnknownLayerError", "is_pattern", "match_names", "module_labels", "select_modules"]
+__all__ = ["UnknownLayerError", "check_types", "is_pattern", "match_names", "module_labels", "select_modules"]
 
 Names = Union[str, Iterable[str], None]
 _CALL = re.compile(r"^(.*)#([0-9]+)$")
@@ -176,6 +176,21 @@ def _types(types: Any) -> Optional[tuple[type, ...]]:
     if bad:
         raise TypeError(f"types must be classes (such as torch.nn.Linear), got {bad[0]!r}")
     return tup
+
+
+def check_types(net: nn.Module, types: Any) -> None:
+    """Raise :class:`UnknownLayerError` for a class of ``types`` that no module of ``net`` is an
+    instance of (``types=int``, ``types=nn.Conv2d`` for an MLP), as for a name that names no layer."""
+    type_tuple = _types(types)
+    if type_tuple is None:
+        return
+    modules = list(net.modules())
+    for cls in type_tuple:
+        if not any(isinstance(m, cls) for m in modules):
+            present = sorted({type(m).__name__ for m in modules})
+            raise UnknownLayerError(f"types={cls.__name__} chooses no layer: no module of the model is "
+                                    "one; its types: " + ", ".join(present[:20])
+                                    + (", ..." if len(present) > 20 else ""))
 
 
 def _indices(indices: Any, count: int, where: str) -> Optional[set[int]]:
