@@ -428,6 +428,9 @@ class ModelState:
             on = kwargs["inplace"] if "inplace" in kwargs else len(args) > flag and args[flag]
             if on is True:
                 positions = (0,)
+        if stats is not None and not writes_arguments(stats, args, kwargs):
+            stats = None  # batch norm in eval, an embedding without max_norm: writes nothing
+        # (the storage index is made only for a call that may write: most passes have none)
         if not (positions or stats or (kwargs and "out" in kwargs)) or not self.by_storage:
             return
         written: list[Any] = [args[i] for i in positions if i < len(args)]
@@ -435,7 +438,7 @@ class ModelState:
             # a written argument given by keyword (``nn.init.uniform_`` hands itself to the mode
             # as ``f(tensor=w, ...)``): every tensor among the keywords may be the one written
             written.extend(kwargs.values())
-        if stats is not None and writes_arguments(stats, args, kwargs):  # training, max_norm
+        if stats is not None:  # training, max_norm
             written.extend(args)
             written.extend(kwargs.values())
         elif kwargs:
