@@ -16,7 +16,10 @@ model of ``models.py`` (``gpt2-w32-L32`` by default):
   from the model's memo when the model has not changed since its last recording);
 * the engine's hooks put on every module and taken off again (less the index);
 * ``record`` and ``make_dot(...).source``;
-* torchviz (forward + ``make_dot``) and torchview (``draw_graph``, depth 3), when installed.
+* torchviz (forward + ``make_dot``) and torchview (``draw_graph``, depth 3), when installed;
+* the toy recorder of ``toy_recorder.py``: the least a recorder on the same hooks and mode
+  does (a node per call, tensor, parameter and operation, edges by identity, lines of code),
+  none of ``record``'s promises kept: a yardstick for what a target leaves room for.
 
 It prints the parts of ``record`` + ``make_dot`` (the bookkeeping of module calls and
 operations is what is left of ``record`` after the floor, the check, the state, the index
@@ -46,6 +49,7 @@ sys.path[:0] = [os.path.dirname(HERE), HERE]
 import torch  # noqa: E402
 from bench import _mechanism_floor, _peer_fn  # noqa: E402
 from models import build  # noqa: E402
+from toy_recorder import toy_record  # noqa: E402
 
 import torchrecorder  # noqa: E402
 from torchrecorder.graph import Graph  # noqa: E402
@@ -97,6 +101,7 @@ def measure(name: str, rounds: int) -> dict[str, Any]:
         "hooks": hooks,
         "record": lambda: torchrecorder.record(model, name, input_data=args),
         "make_dot": lambda: torchrecorder.make_dot(rec).source,
+        "toy": lambda: toy_record(model, args),
         **_peers(model, args),
     }
     times: dict[str, list[float]] = {k: [] for k in fns}
@@ -138,6 +143,10 @@ def report(name: str, m: dict[str, Any]) -> list[str]:
         lines.append(f"  bookkeeping per module call or operation: {bookkeeping / events * 1e6:.1f} us")
     own = total - m["floor"]
     lines.append(f"  torchrecorder's own work (above the floor): {own * ms:.1f} ms")
+    lines.append(f"  toy recorder (toy_recorder.py: no promise kept) {m['toy'] * ms:.2f} ms, "
+                 f"{(m['toy'] - m['floor']) * ms:.1f} ms above the floor; "
+                 f"record / toy {m['record'] / m['toy']:.2f}; "
+                 f"toy + make_dot {(m['toy'] + m['make_dot']) * ms:.1f} ms")
     for peer, what, share in TARGETS:
         if peer not in m:
             lines.append(f"  {what}: {peer} not installed")
@@ -146,8 +155,10 @@ def report(name: str, m: dict[str, Any]) -> list[str]:
         room = allowed - m["floor"]
         cut = 1 - room / own if own > 0 else 0.0
         state = "met" if total <= allowed else f"needs {cut:.0%} of the own work to go"
+        toy = "within" if m["toy"] + m["make_dot"] <= allowed else "over"
         lines.append(f"  {what}: {peer} {m[peer] * ms:.1f} ms allows {allowed * ms:.1f} ms; after the floor "
-                     f"{room * ms:.1f} ms are left for {own * ms:.1f} ms of own work: {state}")
+                     f"{room * ms:.1f} ms are left for {own * ms:.1f} ms of own work: {state} "
+                     f"(the toy recorder + make_dot: {toy} it)")
     return lines
 
 
