@@ -143,10 +143,12 @@ def report(name: str, m: dict[str, Any]) -> list[str]:
         lines.append(f"  bookkeeping per module call or operation: {bookkeeping / events * 1e6:.1f} us")
     own = total - m["floor"]
     lines.append(f"  torchrecorder's own work (above the floor): {own * ms:.1f} ms")
-    lines.append(f"  toy recorder (toy_recorder.py: no promise kept) {m['toy'] * ms:.2f} ms, "
-                 f"{(m['toy'] - m['floor']) * ms:.1f} ms above the floor; "
-                 f"record / toy {m['record'] / m['toy']:.2f}; "
-                 f"toy + make_dot {(m['toy'] + m['make_dot']) * ms:.1f} ms")
+    toy = m.get("toy")
+    if toy is not None:
+        lines.append(f"  toy recorder (toy_recorder.py: no promise kept) {toy * ms:.2f} ms, "
+                     f"{(toy - m['floor']) * ms:.1f} ms above the floor; "
+                     f"record / toy {m['record'] / toy:.2f}; "
+                     f"toy + make_dot {(toy + m['make_dot']) * ms:.1f} ms")
     for peer, what, share in TARGETS:
         if peer not in m:
             lines.append(f"  {what}: {peer} not installed")
@@ -155,10 +157,11 @@ def report(name: str, m: dict[str, Any]) -> list[str]:
         room = allowed - m["floor"]
         cut = 1 - room / own if own > 0 else 0.0
         state = "met" if total <= allowed else f"needs {cut:.0%} of the own work to go"
-        toy = "within" if m["toy"] + m["make_dot"] <= allowed else "over"
+        if toy is not None:
+            fits = "within" if toy + m["make_dot"] <= allowed else "over"
+            state += f" (the toy recorder + make_dot: {fits} it)"
         lines.append(f"  {what}: {peer} {m[peer] * ms:.1f} ms allows {allowed * ms:.1f} ms; after the floor "
-                     f"{room * ms:.1f} ms are left for {own * ms:.1f} ms of own work: {state} "
-                     f"(the toy recorder + make_dot: {toy} it)")
+                     f"{room * ms:.1f} ms are left for {own * ms:.1f} ms of own work: {state}")
     return lines
 
 

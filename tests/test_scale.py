@@ -364,6 +364,32 @@ def test_breakdown_parts_add_up_and_targets_say_what_must_go() -> None:
     assert lines[12].endswith("torchview not installed")
     met = breakdown.report("toy", {**m, "torchview": 0.300})  # 4.5x faster: 66.7 ms allowed, 50 taken
     assert met[12].endswith(": met"), met[12]
+    # the toy recorder beside them: 35 ms, 15 above the floor; with make_dot 40 ms, within 46 ms,
+    # over the 40 ms that 4.5 x faster than a torchview of 180 ms allows... by nothing: within
+    toy = breakdown.report("toy", {**m, "toy": 0.035, "torchview": 0.171})
+    assert toy[11] == ("  toy recorder (toy_recorder.py: no promise kept) 35.00 ms, 15.0 ms above the floor; "
+                       "record / toy 1.29; toy + make_dot 40.0 ms"), toy[11]
+    assert toy[12].endswith("needs 13% of the own work to go (the toy recorder + make_dot: within it)"), \
+        toy[12]
+    assert toy[13].endswith("(the toy recorder + make_dot: over it)"), toy[13]
+
+
+def test_toy_recorder_records_every_call_operation_and_edge() -> None:
+    """``benchmarks/toy_recorder.py`` (the yardstick of breakdown.py) records what it says: a node
+    per call, parameter, module input and output and operation, joined by identity."""
+    from torch import nn
+
+    toy = _bench_script("toy_recorder")
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    got = toy.toy_record(net, (torch.randn(1, 4),))
+    names = sorted(n.name for n in got.nodes.values())
+    assert names == sorted(["Sequential", "Linear", "ReLU", "Linear", "weight", "bias", "weight", "bias",
+                            *["tensor"] * 8, "linear", "relu", "linear"]), names
+    into = {b: sorted(got.nodes[a].name for a, b2 in got.edges if b2 == b) for _, b in got.edges}
+    first = next(k for k, n in got.nodes.items() if n.name == "linear")
+    assert into[first] == ["bias", "tensor", "weight"], into  # the Linear's input and its parameters
+    assert len(got.edges) == 14, sorted(got.edges)  # input to output, each op from its inputs
+    assert not got.live and not net._forward_pre_hooks  # nothing kept, nothing left on the model
 
 
 def test_breakdown_script_runs() -> None:
