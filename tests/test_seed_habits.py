@@ -3,10 +3,11 @@ their documentation shows rely on (each test is such a program, cut down)."""
 
 from __future__ import annotations
 
+import pytest
 from torch import nn
 
 import torchrecorder
-from torchrecorder.nodes import LayerNode, OpNode, ParamNode
+from torchrecorder.nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode
 from torchrecorder.renderer import GraphvizStyler
 from torchrecorder.renderer.styler import is_seed_styler
 
@@ -45,3 +46,26 @@ def test_a_styler_naming_only_todays_node_classes_keeps_todays_picture() -> None
             self.styles[OpNode]["fillcolor"] = "orange"
 
     assert not is_seed_styler(Ops)
+
+
+def test_styles_keeps_1_0_3s_entry_for_base_node() -> None:
+    """1.0.3's ``styles`` had ``BaseNode`` (its context node's class, never drawn) beside the
+    four node classes; a styler setting a font "for every class" goes through it."""
+
+    class EveryClass(GraphvizStyler):
+        def __init__(self, **styler_args):
+            super().__init__(**styler_args)
+            for cls in (BaseNode, TensorNode, ParamNode, OpNode, LayerNode):
+                self.styles[cls]["fontcolor"] = "blue"
+
+    styler = EveryClass(color="black")
+    assert styler.styles[BaseNode]["color"] == "black"  # what every kind shares, as in 1.0.3
+    assert styler.styles[BaseNode] is styler.styles[BaseNode]
+    assert BaseNode not in styler.styles and styler.styles["edge"]["fontcolor"] != "blue"
+    rec = torchrecorder.record(_mlp(), "net", (1, 3))
+    dot = parse_dot(torchrecorder.make_dot(rec, 2, EveryClass).source)
+    drawn = [attrs for name, attrs in dot.node_attrs.items() if "::" not in name]  # no titles
+    assert any("Linear" in attrs["label"] for attrs in drawn)
+    assert all(attrs["fontcolor"] == "blue" for attrs in drawn)
+    with pytest.raises(KeyError, match="node class int"):
+        styler.styles[int]
