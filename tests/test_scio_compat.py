@@ -116,3 +116,35 @@ def test_dtypes_give_each_input_of_input_size_its_dtype() -> None:
     ids = torch.randint(0, 9, (1, 6))
     rnet(ids, torch.ones(1, 6, dtype=torch.bool))
     assert torch.equal(rnet.activations[(1, 1)], rnet.recorded_modules[(1, 1)](ids))
+
+
+class Fuse(nn.Module):
+    """Two inputs, each through a layer of its own, joined by a head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(3, 4)
+        self.b = nn.Linear(5, 4)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.cat([self.a(x), self.b(y)], -1))
+
+
+@pytest.mark.parametrize("input_data", [
+    [torch.randn(2, 3), torch.randn(2, 5)],                 # torchinfo: a list holds positional inputs
+    {"x": torch.randn(2, 3), "y": torch.randn(2, 5)},       # a dict holds keyword inputs
+])
+def test_input_data_as_torchinfo_reads_it(input_data) -> None:
+    net = Fuse()
+    stats = torchinfo.summary(net, input_data=input_data, verbose=0)
+    expected = {(row.depth, row.depth_index): row.module for row in stats.summary_list if row.depth_index}
+    rnet = LayerRecorder(net, input_data=input_data)
+    rnet.record(*expected)
+    x, y = torch.randn(4, 3), torch.randn(4, 5)
+    out = rnet(x, y)
+    assert rnet.recorded_modules == expected
+    assert torch.equal(rnet.activations[(1, 3)], out)
+    assert torch.equal(rnet.activations[(1, 2)], net.b(y))
+    with pytest.raises(ValueError, match="not both"):
+        LayerRecorder(net, input_data={"x": x}, input_kwargs={"y": y})

@@ -24,7 +24,7 @@ with the same guarantees (every hook off after the pass, also when it raised).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Optional, Union
 
@@ -83,8 +83,9 @@ class LayerRecorder(nn.Module):
         net: the network to wrap (registered as the submodule ``_net``).
         input_size: the shape of the input (a tuple; a list of tuples for
             several inputs), as ``torchinfo.summary`` takes it.
-        input_data: a tensor, or a tuple of positional arguments, instead of
-            ``input_size``.
+        input_data: a tensor, or a tuple or list of positional arguments, or a
+            dict of ``forward``'s keyword arguments (as ``torchinfo.summary``
+            reads it), instead of ``input_size``.
         force_static_flow: scio's switch.  Both values work: the layers are numbered
             from one pass either way (nothing is traced), and each pass is recorded by
             hooks, so a pass whose control flow differs is fine as long as the
@@ -118,6 +119,15 @@ class LayerRecorder(nn.Module):
             record_kwargs.setdefault("dtype", list(dtypes))
         if mode not in (None, "train", "eval", "same"):
             raise ValueError(f"mode must be 'train', 'eval' or 'same' (torchinfo's), got {mode!r}")
+        # torchinfo's input_data, as scio passes it on: a list holds positional inputs, a dict
+        # forward's keyword arguments
+        if isinstance(input_data, list):
+            input_data = tuple(input_data)
+        elif isinstance(input_data, Mapping):
+            if record_kwargs.get("input_kwargs") is not None:
+                raise ValueError("input_data is a dict of keyword inputs (torchinfo's); "
+                                 "give input_kwargs or such an input_data, not both")
+            record_kwargs["input_kwargs"], input_data = dict(input_data), None
         keywords = keyword_inputs(record_kwargs.get("input_kwargs"))
         if input_size is None and input_data is None and not keywords:
             raise ValueError("LayerRecorder needs input_size (a tuple, or a list of tuples) or "

@@ -27,9 +27,10 @@ subrecorder ``i`` saw, one whole value per call, or the running result of
 (2, ['0', '2'], torch.Size([5, 8]), [3, 3])
 >>> _ = recorder.remove()  # every hook off; the data stays
 
-Unlike torchfunc, which keeps row 0 of each output, whole values are kept:
-tensors are detached and copied (``detach``, ``clone``) and may be moved
-(``to="cpu"``); inputs and gradients of several tensors are kept as tuples.
+Unlike torchfunc, which keeps row 0 of each output (element 0 of a tuple output,
+the first input, the first gradient), whole values are kept: tensors are
+detached and copied (``detach``, ``clone``) and may be moved (``to="cpu"``);
+inputs and gradients of several tensors, and tuple outputs, are kept as tuples.
 """
 
 from __future__ import annotations

@@ -69,6 +69,9 @@ def label_markup(label: str, made: object = None) -> str:
 #: what a ``style_node`` / ``style_edge`` written for 1.0.3 reads: the recorded object, and the
 #: parameter nodes that today's default drawing never shows
 _SEED_NAMES = frozenset({"fn", "ParamNode"})
+#: what marks a 1.0.3 styler in any method of its own: the parameter nodes (``__init__``
+#: setting ``self.styles[ParamNode]``), which only the 1.0.3 view draws
+_SEED_ANYWHERE = frozenset({"ParamNode"})
 
 
 def _code_names(code: types.CodeType) -> set[str]:
@@ -91,8 +94,10 @@ def is_seed_styler(cls: type) -> bool:
 
     Its class attribute ``seed_view`` decides when set; else it is one when a
     ``style_node`` or ``style_edge`` of its own (not torchrecorder's) reads
-    ``node.fn`` or names ``ParamNode``: what 1.0.3 put in a drawing and today's
-    default drawing leaves out (operations as autograd nodes, parameters, tensors).
+    ``node.fn``, or a method of its own (``__init__`` editing
+    ``self.styles[ParamNode]`` too) names ``ParamNode``: what 1.0.3 put in a
+    drawing and today's default drawing leaves out (operations as autograd
+    nodes, parameters, tensors).
     """
     forced = getattr(cls, "seed_view", None)
     if forced is not None:
@@ -100,8 +105,13 @@ def is_seed_styler(cls: type) -> bool:
     for klass in cls.__mro__:
         if klass.__module__.split(".")[0] == _PACKAGE:
             continue
-        for name in ("style_node", "style_edge"):
-            code = getattr(klass.__dict__.get(name), "__code__", None)
-            if isinstance(code, types.CodeType) and _SEED_NAMES & _code_names(code):
+        for name, value in vars(klass).items():
+            code = getattr(getattr(value, "__func__", value), "__code__", None)
+            if not isinstance(code, types.CodeType):
+                continue
+            # style_node / style_edge reading node.fn; any method of its own (``__init__``
+            # setting ``self.styles[ParamNode]``) naming the parameter nodes
+            seen = _SEED_NAMES if name in ("style_node", "style_edge") else _SEED_ANYWHERE
+            if seen & _code_names(code):
                 return True
     return False

@@ -1,0 +1,71 @@
+"""Habits of torchrecorder 1.0.3's, scio's and torchfunc's users that programs written the way
+their documentation shows rely on (each test is such a program, cut down)."""
+
+from __future__ import annotations
+
+import pytest
+from torch import nn
+
+import torchrecorder
+from torchrecorder.nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode
+from torchrecorder.renderer import GraphvizStyler
+from torchrecorder.renderer.styler import is_seed_styler
+
+from .dot_parse import parse_dot
+
+
+def _mlp() -> nn.Module:
+    return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 4), nn.Tanh()))
+
+
+class _StylesInInit(GraphvizStyler):
+    """1.0.3's way to recolour a node class: edit ``self.styles`` once, in ``__init__``."""
+
+    def __init__(self, **styler_args):
+        super().__init__(**styler_args)
+        self.styles[ParamNode]["fillcolor"] = "pink"
+        self.styles[LayerNode]["fillcolor"] = "gold"
+
+    def style_edge(self, fnode, tnode):
+        return {"color": "red"} if isinstance(tnode, LayerNode) else {}
+
+
+def test_a_styler_setting_styles_of_parameter_nodes_in_init_gets_the_parameters() -> None:
+    assert is_seed_styler(_StylesInInit)
+    rec = torchrecorder.record(_mlp(), "net", (1, 3))
+    dot = parse_dot(torchrecorder.make_dot(rec, 2, _StylesInInit).source)
+    pink = [n for n, attrs in dot.node_attrs.items() if attrs.get("fillcolor") == "pink"]
+    assert len(pink) == 2  # weight and bias of the Linear at depth 1 (1.0.3 drew them too)
+    assert sum(1 for attrs in dot.edge_attrs if attrs.get("color") == "red") >= 2
+
+
+def test_a_styler_naming_only_todays_node_classes_keeps_todays_picture() -> None:
+    class Ops(GraphvizStyler):
+        def __init__(self, **styler_args):
+            super().__init__(**styler_args)
+            self.styles[OpNode]["fillcolor"] = "orange"
+
+    assert not is_seed_styler(Ops)
+
+
+def test_styles_keeps_1_0_3s_entry_for_base_node() -> None:
+    """1.0.3's ``styles`` had ``BaseNode`` (its context node's class, never drawn) beside the
+    four node classes; a styler setting a font "for every class" goes through it."""
+
+    class EveryClass(GraphvizStyler):
+        def __init__(self, **styler_args):
+            super().__init__(**styler_args)
+            for cls in (BaseNode, TensorNode, ParamNode, OpNode, LayerNode):
+                self.styles[cls]["fontcolor"] = "blue"
+
+    styler = EveryClass(color="black")
+    assert styler.styles[BaseNode]["color"] == "black"  # what every kind shares, as in 1.0.3
+    assert styler.styles[BaseNode] is styler.styles[BaseNode]
+    assert BaseNode not in styler.styles and styler.styles["edge"]["fontcolor"] != "blue"
+    rec = torchrecorder.record(_mlp(), "net", (1, 3))
+    dot = parse_dot(torchrecorder.make_dot(rec, 2, EveryClass).source)
+    drawn = [attrs for name, attrs in dot.node_attrs.items() if "::" not in name]  # no titles
+    assert any("Linear" in attrs["label"] for attrs in drawn)
+    assert all(attrs["fontcolor"] == "blue" for attrs in drawn)
+    with pytest.raises(KeyError, match="node class int"):
+        styler.styles[int]
