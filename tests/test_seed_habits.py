@@ -69,3 +69,29 @@ def test_styles_keeps_1_0_3s_entry_for_base_node() -> None:
     assert all(attrs["fontcolor"] == "blue" for attrs in drawn)
     with pytest.raises(KeyError, match="node class int"):
         styler.styles[int]
+
+
+def _label_edited(edit):
+    class Edited(GraphvizStyler):
+        def style_node(self, node):
+            z = super().style_node(node)
+            z["label"] = edit(z["label"])
+            return z
+    return Edited
+
+
+@pytest.mark.parametrize(("edit", "want"), [
+    (lambda label: label.replace("\n", " "), "0 Conv2d · 20 params"),  # one line instead of two
+    (lambda label: label.split("\n")[0], "0"),  # the first line only
+    (lambda label: label[:8], "0\nConv2d"),  # a length cap (the newline counts, as in 1.0.3)
+    (lambda label: label.upper().strip(), "0\nCONV2D · 20 PARAMS"),
+])
+def test_a_styler_editing_the_default_label_as_text_edits_its_text(edit, want) -> None:
+    """1.0.3's labels were text (``"fc\\n4×8"``): a styler that cuts or rewrites the default label
+    with string methods gets its text, drawn as a plain label, not sliced markup."""
+    rec = torchrecorder.record(nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU()), "net", (1, 1, 5, 5))
+    dot = parse_dot(torchrecorder.make_dot(rec, 1, _label_edited(edit)).source)
+    labels = [attrs["label"].strip('"') for attrs in dot.node_attrs.values()
+              if "label" in attrs and "<B>net</B>" not in attrs["label"]]  # (the title: style_cluster)
+    assert want in labels, labels
+    assert not any("<" in label or "TABLE" in label for label in labels), labels

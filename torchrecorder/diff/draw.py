@@ -188,7 +188,7 @@ class DiffStyler(GraphvizStyler):
         """``label`` (HTML-like) with the status mark in front and what changed below."""
         if e is None or not (label.startswith("<") and label.endswith(">")):
             return label
-        inner = label[1:-1]
+        inner = str(label)[1:-1]  # the markup (an HtmlLabel's slices read its text)
         mark = MARKS[e.status] if e.status != "same" else ""
         if e.note.startswith("wrapper of"):
             mark = MARKS["wrapped"]
@@ -227,6 +227,7 @@ class DiffStyler(GraphvizStyler):
             return label
         old = f"{count_str(x.num_params_total)} params" if x.num_params_total != 1 else "1 param"
         new = ours
+        label = str(label)  # the markup (an HtmlLabel's slices read its text)
         at = label.index(ours)
         colours = re.findall(r'<FONT[^>]*COLOR="([^"]+)"', label[:at])
         shown = colours[-1] if colours else "black"
@@ -263,7 +264,7 @@ class DiffStyler(GraphvizStyler):
             rollup = self._own_rollup(e)
             if rollup:
                 extra.append(rollup_text(rollup))
-            label = attrs.get("label", "")
+            label = str(attrs.get("label", ""))
             if extra and label.endswith("</TABLE>>"):
                 row = (f'<TR><TD ALIGN="LEFT" COLSPAN="2"><B>{self._text("  ".join(extra))}</B>'
                        "</TD></TR>")

@@ -3,7 +3,11 @@ added to them, and how such a styler is told from one written for today's API.""
 
 from __future__ import annotations
 
+import html
+import re
 import types
+from collections.abc import Callable
+from typing import Any
 
 from .._text import html_text
 
@@ -17,11 +21,25 @@ class HtmlLabel(str):
     the text added is escaped and continues the last line (a ``\\n`` in it starts a new
     line), and text added in front (``"Note: " + z["label"]``) starts the first.
 
+    Code written for 1.0.3 also edits the label as the text it was there (``"fc\\n4×8"``):
+    ``replace``, ``split``, slicing, ``upper``, ``strip``, ... read :attr:`text`, the label's
+    lines without markup, and give plain text, drawn as a plain label.  Tests of the markup
+    itself (``startswith``, ``in``, ``len``) and ``str(label)`` still see the markup.
+
     >>> HtmlLabel("<<B>fc</B>>") + " & co"
     '<<B>fc</B> &amp; co>'
+    >>> HtmlLabel("<<B>fc</B><BR/>4×8 &amp; co>").replace("\\n", " ")
+    'fc 4×8 & co'
     """
 
     __slots__ = ()
+
+    @property
+    def text(self) -> str:
+        """The label as text: its lines (table rows, ``<BR/>`` breaks) joined by ``\\n``,
+        without markup, entities and escapes decoded."""
+        body = _LINE_BREAK.sub("\n", str(self)[1:-1])
+        return html.unescape(_TAG.sub("", body)).replace("\\\\", "\\").strip("\n")
 
     def __add__(self, other: object) -> HtmlLabel:
         if not isinstance(other, str):
@@ -45,6 +63,25 @@ class HtmlLabel(str):
         return HtmlLabel("<" + "".join(f"{r}<BR/>" for r in rest) + last + text[1:])
 
 
+def _on_text(name: str) -> Callable[..., Any]:
+    method = getattr(str, name)
+
+    def on_text(self: HtmlLabel, *args: Any, **kwargs: Any) -> Any:
+        return method(self.text, *args, **kwargs)
+
+    on_text.__name__ = name
+    on_text.__doc__ = f"``str.{name}`` of the label's :attr:`~HtmlLabel.text`."
+    return on_text
+
+
+# what 1.0.3 code does to a label to make another one of it
+for _name in ("__getitem__", "replace", "split", "rsplit", "splitlines", "partition", "rpartition",
+              "upper", "lower", "title", "capitalize", "swapcase", "casefold", "strip", "lstrip",
+              "rstrip", "center", "ljust", "rjust", "expandtabs", "zfill"):
+    setattr(HtmlLabel, _name, _on_text(_name))
+
+_LINE_BREAK = re.compile(r"<BR\s*/?>|</TR>\s*<TR>", re.IGNORECASE)
+_TAG = re.compile(r"<[^>]*>")
 _ROW_END = "</TD></TR></TABLE>>"
 _TABLE_START = "<<TABLE"
 

@@ -265,12 +265,12 @@ class ActivationStyler(GraphvizStyler):
                 attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")
             if _dark(colour):  # white text, the grey second line a light grey
                 attrs["fontcolor"] = "white"
-                attrs["label"] = attrs.get("label", "").replace('COLOR="#555555"', 'COLOR="#e0e0e0"')
+                attrs["label"] = str(attrs.get("label", "")).replace('COLOR="#555555"', 'COLOR="#e0e0e0"')
         else:
             attrs["color"] = colour
             attrs["penwidth"] = "2.5"
         if self.annotate:
-            label = attrs.get("label", "")
+            label = str(attrs.get("label", ""))  # the markup (an HtmlLabel's methods read its text)
             note = html_text(self._note(value))
             if label.endswith("</TABLE>>"):  # a table (a cluster's title): one more row
                 row = f'<TR><TD ALIGN="LEFT" COLSPAN="2"><I>{note}</I></TD></TR>'
