@@ -169,7 +169,7 @@ class OpMode(TorchFunctionMode):
                             engine.bind(out, key)
                             return out
                     engine.record_op(func, info[0], args, kwargs, [out], False)
-                elif kwargs and kwargs.get("out") is out:  # written through out=: made by the call
+                elif kwargs and "out" in kwargs and kwargs["out"] is out:  # written through out=
                     engine.record_op(func, info[0], args, _read_kwargs(kwargs), [out], False)
                 return out
         outs, inplace = op_outputs(info[:3], args, kwargs, out)
