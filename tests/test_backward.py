@@ -334,3 +334,19 @@ def test_a_model_with_full_backward_hooks_has_the_backward_graph_it_has_without_
     assert drawn == torchrecorder.make_dot(plain, backward=True).source
     hooked_net(x).sum().backward()  # the user's hooks still run
     assert sorted(seen) == ["0", "2", "net"]
+
+
+def test_parameters_of_the_backward_view_keep_their_dtype_and_size() -> None:
+    """The backward page's panel lists a module's parameters as the forward page does: the
+    backward view's parameter nodes had no dtype and 0 elements (``weight 4096×14336  0``)."""
+    rec = torchrecorder.record(net().to(torch.float64), "net", (2, 4), backward=True,
+                               dtype=torch.float64)
+    view = backward_view(rec)
+    params = {n.path: n for n in view.nodes.values() if isinstance(n, ParamNode)}
+    forward = {n.path: n for n in rec.nodes.values() if isinstance(n, ParamNode)}
+    assert set(params) == set(forward) and len(params) == 10
+    for path, p in params.items():
+        f = forward[path]
+        assert (p.dtype, p.device, p.numel, p.shape) == ("float64", "cpu", f.numel, f.shape) and p.numel > 0
+    page = torchrecorder.make_html(rec, backward=True).text
+    assert '[\\"weight\\",\\"6×4\\",\\"float64\\",24]' in page.replace("\\u00d7", "×")

@@ -277,6 +277,36 @@ def test_operations_without_a_formula_are_listed() -> None:
     assert list(c.ops) == ["0/linear"]
 
 
+class _WritesOut(nn.Module):
+    """Matrix products written into tensors given as ``out=`` (one, and a pair for ``max``)."""
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        z = torch.empty(4, 4)
+        torch.mm(a, a, out=z)
+        y = torch.empty(1, 4, 4)
+        torch.baddbmm(z[None], a[None], a[None], out=y)
+        v, i = torch.empty(4), torch.empty(4, dtype=torch.long)
+        torch.max(a, 0, out=(v, i))
+        torch.add(a, 1, out=a)  # written over its own input: reads it
+        return z.sum() + y.sum() + v + i + a.sum()
+
+
+def test_operations_writing_through_out_are_recorded_and_counted() -> None:
+    """An operation that writes its result through ``out=`` is a node of the graph, fed by what
+    it reads (not by what ``out`` held before), counted as FlopCounterMode counts it; it was
+    left out, so the graph went from ``empty`` to the ``sum`` of its output."""
+    a = torch.randn(4, 4)
+    rec = torchrecorder.record(_WritesOut(), "w", input_data=(a.clone(),))
+    c = torchrecorder.cost(rec)
+    assert c.total.flops == _reference(_WritesOut(), (a.clone(),), {})[1] == 2 * 2 * 4 * 4 * 4
+    assert list(c.ops) == ["w/mm", "w/baddbmm"]
+    links = set(rec.links)
+    assert {("input:a", "w/mm"), ("w/mm", "w/getitem"), ("w/mm", "w/sum"), ("input:a", "w/max"),
+            ("input:a", "w/add"), ("w/add", "w/sum_2")} <= links, sorted(links)
+    assert not any(src.startswith("w/empty") for src, _ in links)  # nothing reads what out held
+    assert rec.nodes["w/mm"].source.lineno == _WritesOut.forward.__code__.co_firstlineno + 2
+
+
 def test_a_fused_kernel_is_listed_and_counted_when_unfused() -> None:
     layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True).eval()
     x = torch.randn(2, 5, 16)

@@ -40,3 +40,13 @@ def test_the_page_colours_by_measured_time() -> None:
     rec = torchrecorder.record(_net(), "net", (1, 4), timing=True)
     assert "time per call (ms)" in torchrecorder.make_html(rec, stat="time").text
     assert "time per call (ms)" in torchrecorder.make_dot(rec, stat="time").source
+
+
+@pytest.mark.parametrize("option", [{"stat": "saved_bytes"}, {"stat": "flops"}, {"activations": {}}])
+def test_the_backward_drawing_refuses_a_colouring_by_name(option: dict) -> None:
+    """make_dot and make_html with backward=True refuse stat= and activations= saying why, as
+    render_network does; they raised a TypeError that called stat= an unknown keyword."""
+    rec = torchrecorder.record(_net(), "net", (1, 4), backward=True)
+    for draw in (torchrecorder.make_dot, torchrecorder.make_html):
+        with pytest.raises(ValueError, match=r"colour the forward drawing.*backward=True"):
+            draw(rec, backward=True, **option)

@@ -135,3 +135,29 @@ def test_bad_input_is_refused_before_dynamo_runs() -> None:
         torchrecorder.compile_breaks(lambda x: x, (1, 4))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="input_shapes or input_data"):
         torchrecorder.compile_breaks(source_models.Chatty())
+
+
+def test_a_line_two_calls_run_goes_to_the_first_call() -> None:
+    """Two instances of one class, the first a child, the second deeper (in a Sequential):
+    a break at a line of their class's ``forward`` goes to the first call, where dynamo meets
+    it first, not to the deeper later one."""
+    net = torch.nn.Sequential()
+    net.add_module("first", source_models.Thresholded())
+    net.add_module("deeper", torch.nn.Sequential(torch.nn.Identity(), source_models.Thresholded()))
+    rec = torchrecorder.record(net, "net", (2, 4))
+    placed = place_breaks(rec, [GraphBreak("r", MODEL_FILE, line_of("item"))])
+    assert [b.module for b in placed] == ["first"]
+    # two calls of one module: the first stands for the later ones
+    twice = torch.nn.Sequential(torch.nn.Identity(), source_models.Thresholded())
+
+    class Twice(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = twice
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.inner(self.inner(x))
+
+    rec = torchrecorder.record(Twice(), "twice", (2, 4))
+    placed = place_breaks(rec, [GraphBreak("r", MODEL_FILE, line_of("item"))])
+    assert [b.module for b in placed] == ["inner.1"]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import torchrecorder
+from torchrecorder.errors import LargeDrawingWarning
 
 from .browser import launch, needs_chromium, open_page
 from .test_render import _Chain, _FanOut
@@ -45,3 +46,24 @@ def test_the_page_does_not_rank_them_over_the_default_budget(tr_browser: Any, tm
     dot = _first_dot(tr_browser, tmp_path, rec, max_nodes=None, fold_repeats=False)
     fan = [line for line in dot.splitlines() if line.strip().startswith("pos -> ")]
     assert len(fan) == 80 and all("constraint=false" in line for line in fan)
+
+
+def test_the_pages_mark_of_shared_edges_is_in_the_drawings_font(tr_browser: Any, tmp_path: Path) -> None:
+    """The mark "→ 30 boxes" is written in its edge's font, as make_dot's ``style_fanout``
+    writes it; the page wrote it with no font, so Graphviz drew it in Times."""
+    from .test_fanout_share import _fan
+
+    rec = _fan(30)
+    path = tmp_path / "fan.html"
+    with pytest.warns(LargeDrawingWarning):
+        torchrecorder.make_html(rec, 1, fold_repeats=False, max_nodes=60).save(path)
+    page, w = open_page(tr_browser, path)
+    dot = str(page.evaluate("() => window.__tr.dot"))
+    mark = next(line for line in dot.splitlines() if "::fanout\" [" in line)
+    assert "fontname=Arimo" in mark
+    family = page.evaluate("() => [...document.querySelectorAll('#tr-canvas svg g.node text')]"
+                           ".filter(t => t.textContent.startsWith('→'))"
+                           ".map(t => t.getAttribute('font-family'))")
+    assert family == ["Arimo"], family
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()

@@ -33,7 +33,7 @@ from .recording import (
 from .recording.meta import check_model
 from .renderer._once import render_once
 from .renderer.activations import ActivationStyler, check_cost_stat, cost_values
-from .renderer.backward import BackwardRenderer
+from .renderer.backward import NO_COLOURING, BackwardRenderer
 from .renderer.base import DEFAULT_RENDER_DEPTH
 from .renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from .renderer.paper import fit_options
@@ -257,7 +257,8 @@ def make_dot(rec: Union[Graph, Diff], render_depth: Optional[int] = DEFAULT_REND
             range (``dpi=float("inf")``, ``size="nan,3"``, ``nodesep=-1``; see
             :mod:`torchrecorder.renderer.attr_values`), or a ``stat=`` without
             ``activations=`` that the recording cannot give (not a cost, ``"time"``
-            without ``timing=True``, ``"saved_bytes"`` without ``backward=True``).
+            without ``timing=True``, ``"saved_bytes"`` without ``backward=True``), or
+            ``stat=`` or ``activations=`` with ``backward=True``.
     """
     if not isinstance(rec, Graph):  # a diff (imported on first use): its union graph
         from .diff import Diff
@@ -501,8 +502,7 @@ def render_network(
     if backward and fmt == "mmd":
         raise ValueError("the backward graph is drawn by Graphviz or as an HTML page, not as Mermaid")
     if backward and fmt != "json" and ("stat" in styler_args or "activations" in styler_args):
-        raise ValueError("stat= and activations= colour the forward drawing; the backward "
-                         "drawing (backward=True) takes neither")
+        raise ValueError(NO_COLOURING)
     drawing = {k: v for k, v in styler_args.items() if k != "show_saved"}
     _check_drawing(name, render_depth, fold_repeats, drawing)
     _check_directory(os.path.dirname(path))

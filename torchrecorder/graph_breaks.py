@@ -246,8 +246,10 @@ def place_breaks(rec: Graph, breaks: list[GraphBreak]) -> list[GraphBreak]:
     (``node.source``) runs in it, or ran in a call of a module of torch's own inside it (an
     ``nn.Linear`` called there, a ``Sequential``); else when the line lies in a method of
     the call's module class (a ``.item()`` or a ``print`` makes no node).  A line no call
-    holds is tried again for each outer frame dynamo gives for the break; the first call
-    of a module stands for later ones.
+    holds is tried again for each outer frame dynamo gives for the break.  Of the calls that
+    hold a line, one inside another stands for it (the innermost), and the first one run
+    stands for later ones (another call of the module, or of another instance of its class,
+    shallower or deeper): dynamo meets the break there first.
     """
     nodes = rec.nodes
     holders: dict[tuple[str, int], list[LayerNode]] = {}
@@ -269,10 +271,23 @@ def place_breaks(rec: Graph, breaks: list[GraphBreak]) -> list[GraphBreak]:
             if not got:
                 got = [c for c in calls if _in_class(c.fn, _norm(filename), lineno, spans)]
             if got:
-                key = max(got, key=lambda c: c.depth).key  # innermost; max keeps the first of a depth
+                key = _first_innermost(rec, got)
                 break
         out.append(GraphBreak(b.reason, b.filename, b.lineno, key, b.detail, b.stack))
     return out
+
+
+def _first_innermost(rec: Graph, calls: list[LayerNode]) -> Key:
+    """The key of the first of ``calls`` (in the order they ran) that holds none of the others."""
+    nodes = rec.nodes
+    outer: set[Key] = set()
+    for call in calls:
+        key = call.parent_key
+        while key is not None and key not in outer:
+            outer.add(key)
+            parent = nodes.get(key)
+            key = parent.parent_key if isinstance(parent, LayerNode) else None
+    return next(c.key for c in calls if c.key not in outer)
 
 
 def _norm(path: str) -> str:

@@ -18,6 +18,7 @@ depth, folding and styling options, as it draws the forward graph.
 from __future__ import annotations
 
 import copy
+import math
 
 from ..graph import AutogradGraph, Graph
 from ..nodes import (
@@ -96,14 +97,19 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
         scope = nodes.get(key)
         return scope if isinstance(scope, ScopeNode) else view.context
 
+    params = {n.path: n for n in graph.nodes.values() if isinstance(n, ParamNode)}
     keys: list[Key] = []
     for i, an in enumerate(bw.nodes):
         scope = scope_of(an.scope)
         prefix = f"{scope.key}/" if scope.key is not None else ""
         made: BaseNode
         if an.param:
+            p = params.get(an.param)  # the forward's node: its dtype, device and size
             made = ParamNode(an.param.rpartition(".")[2], None, scope.depth + 1, scope.key,
-                             shape=an.shape, path=an.param)
+                             shape=an.shape, path=an.param, dtype=p.dtype if p else "",
+                             device=p.device if p else "",
+                             numel=p.numel if p else math.prod(an.shape or ()),
+                             requires_grad=p.requires_grad if p else True)
             made = view.insert(made, f"grad:{an.param}")
         elif an.shape is not None:
             made = view.insert(TensorNode(f"leaf {i}", None, scope.depth + 1, scope.key,

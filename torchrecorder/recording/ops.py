@@ -169,13 +169,22 @@ class OpMode(TorchFunctionMode):
                             engine.bind(out, key)
                             return out
                     engine.record_op(func, info[0], args, kwargs, [out], False)
+                elif kwargs and "out" in kwargs and kwargs["out"] is out:  # written through out=
+                    engine.record_op(func, info[0], args, _read_kwargs(kwargs), [out], False)
                 return out
         outs, inplace = op_outputs(info[:3], args, kwargs, out)
         if outs:
-            engine.record_op(func, info[0], args, kwargs, outs, inplace)
+            read = _read_kwargs(kwargs) if kwargs and "out" in kwargs else kwargs
+            engine.record_op(func, info[0], args, read, outs, inplace)
         elif info[0] in TO_PYTHON_OPS:  # .item(), .tolist(): values leave the tensors
             engine.to_python(info[0])
         return out
+
+
+def _read_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments a call reads: all but ``out=``, which it only writes (what the
+    ``out`` tensors held before is no input of the call; they stand for its outputs after)."""
+    return {k: v for k, v in kwargs.items() if k != "out"}
 
 
 _EAGER_MODES: list[type[OpMode]] = []

@@ -243,8 +243,12 @@
         t.to.length > 12 && last.every(function (x) { return x === last[0]; }) && t.to.slice(12).every(function (b) {
           return String(info(b).path || info(b).name || "").split(".").pop() === last[0]; }) ? last[0] : "boxes";
       const label = ("→ " + t.to.length + (what === "boxes" ? " boxes" : " × " + what)).replace(/[\\"]/g, "\\$&");
-      out.push("\t" + mark + ' [shape=plain fontsize=10 label="' + label + '" tooltip="' + tip + '" id="f' + a + '"]');
-      out.push("\t" + S[N[a][2]] + " -> " + mark + " [" + attrText(t.attrs) + "]");
+      // in the font of its edge, as make_dot's style_fanout writes it (without one Graphviz
+      // would draw the mark in its default Times)
+      const edge = attrText(t.attrs), font = /(?:^|\s)fontname=("(?:[^"\\]|\\.)*"|[^\s\]]+)/.exec(edge);
+      out.push("\t" + mark + ' [shape=plain fontsize=10 label="' + label + '" tooltip="' + tip + '" id="f' + a + '"' +
+        (font ? " fontname=" + font[1] : "") + "]");
+      out.push("\t" + S[N[a][2]] + " -> " + mark + " [" + edge + "]");
       sources.push(a);
     });
     return sources;
