@@ -1,0 +1,55 @@
+"""More idioms from code outside the test zoo that once recorded wrongly (redteam8).
+
+Each test builds a tiny hand-written model with the idiom and checks the
+recording against what the model does.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+import torchrecorder
+from torchrecorder import LayerNode
+
+from .graph_checks import check_invariants, check_state_unchanged, snapshot
+from .oracle import recorded_relation
+
+
+class _IntoOut(nn.Module):
+    """Results written into preallocated tensors with ``out=``: a scratch tensor, the views of a
+    running result, a pair of tensors, and a buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c, self.d = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 2), nn.Linear(4, 4)
+        self.register_buffer("scratch", torch.zeros(3, 4))
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        buf = torch.empty(3, 4)
+        torch.add(self.a(x), self.b(x), out=buf)
+        torch.mul(buf[:, :2], 2.0, out=buf[:, :2])
+        values, indices = torch.empty(3), torch.empty(3, dtype=torch.long)
+        torch.max(self.d(x), 1, out=(values, indices))
+        torch.sub(buf, values[:, None], out=self.scratch)
+        return self.c(self.scratch), indices
+
+
+def test_results_written_with_out_keep_their_dataflow() -> None:
+    net = _IntoOut()
+    before = snapshot(net)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        want = net(x)
+        net.scratch.zero_()
+        rec = torchrecorder.record(net, "net", input_data=x)
+    check_invariants(rec)
+    check_state_unchanged(before, net)  # the buffer written with out= is put back
+    relation = recorded_relation(rec)
+    assert {("a#1", "c#1"), ("b#1", "c#1"), ("d#1", "c#1"), ("d#1", "OUTPUT")} <= relation
+    assert ("INPUT", "c#1") not in relation  # what the scratch tensors held is no input
+    ops = {n.op for n in rec.nodes.values() if not isinstance(n, LayerNode) and hasattr(n, "op")}
+    assert {"add", "mul", "max", "sub"} <= ops
+    with torch.no_grad(), torchrecorder.recording(net, "net"):
+        got = net(x)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
