@@ -6,6 +6,10 @@ recording against what the model does.
 
 from __future__ import annotations
 
+import concurrent.futures
+import warnings
+
+import pytest
 import torch
 from torch import Tensor, nn
 
@@ -53,3 +57,33 @@ def test_results_written_with_out_keep_their_dataflow() -> None:
     with torch.no_grad(), torchrecorder.recording(net, "net"):
         got = net(x)
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+class _ThreadedBranches(nn.Module):
+    """Two branches handed to a thread pool, as some ensembles and multi-tower models do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.b, self.c = nn.Linear(4, 4), nn.Linear(4, 2)
+
+    def forward(self, x: Tensor) -> Tensor:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            left = pool.submit(self.a, x)
+            return self.c(left.result() + self.b(x))
+
+
+def test_modules_run_in_another_thread_are_named_in_a_warning_and_a_note() -> None:
+    net = _ThreadedBranches()
+    before = snapshot(net)
+    with pytest.warns(RuntimeWarning, match=r"'a' \(Sequential\) and what it called ran in another thread"):
+        rec = torchrecorder.record(net, "net", (3, 4))
+    check_state_unchanged(before, net)
+    assert [n for n in rec.notes if "another thread" in n] == [
+        "'a' (Sequential) and what it called ran in another thread than the one recording: the recording "
+        "follows one thread, and lacks those calls and what they computed"]
+    assert "Note: 'a' (Sequential)" in rec.summary()
+    assert {layer.path for layer in rec.layers()} == {"", "b", "c"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torchrecorder.record(nn.Sequential(nn.Linear(4, 4)), "one", (3, 4))  # one thread: no warning

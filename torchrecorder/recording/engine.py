@@ -20,6 +20,7 @@ recording.  Nothing here patches torch: hooks go in as torch's hook API puts the
 from __future__ import annotations
 
 import sys
+import warnings
 import weakref
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -111,6 +112,7 @@ class Engine(ModuleCalls):
         self._failure: Optional[tuple[BaseException, LayerNode]] = None
         self._popped_exc: Optional[BaseException] = None
         self._modules: dict[int, ModuleInfo] = {}
+        self._other_threads: set[int] = set()  # threads other than ours that ran a module
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
         self._hook_id = new_hook_id()  # the id of the engine's pre-hooks on every module
@@ -231,6 +233,7 @@ class Engine(ModuleCalls):
         self._stack_exc.clear()
         self._failure = None
         self._modules.clear()
+        self._other_threads.clear()
         self._params.clear()
         self.aliases.clear()
         self.untraced.clear()
@@ -317,6 +320,8 @@ class Engine(ModuleCalls):
         if self.paused or self.closed or self.thread != get_ident():
             if self.closed:
                 self._stale_hook()
+            elif self.thread != get_ident():
+                self._other_thread(module)
             return
         if type(args) is not tuple:
             args = args if isinstance(args, tuple) else (args,)
@@ -336,6 +341,23 @@ class Engine(ModuleCalls):
             raise
         finally:
             self.paused -= 1
+
+    def _other_thread(self, module: nn.Module) -> None:
+        """A module of the model was called in a thread other than the recording one (a
+        forward that hands branches to a thread pool): the recording follows one thread, so
+        it lacks that call and what it computed.  Said once per thread and recording, in the
+        graph's notes and as a :class:`RuntimeWarning`, naming the first module met there."""
+        info = self._modules.get(id(module))
+        path = info.path if info is not None and info.path else type(module).__name__
+        thread = get_ident()
+        if thread in self._other_threads:
+            return
+        self._other_threads.add(thread)
+        text = (f"'{path}' ({type(module).__name__}) and what it called ran in another thread than "
+                "the one recording: the recording follows one thread, and lacks those calls and "
+                "what they computed")
+        self.untraced.note(text)
+        warnings.warn(f"torchrecorder: {text}", RuntimeWarning, stacklevel=2)
 
     def _script_pre_hook(self, module: nn.Module, args: Any) -> None:
         if id(module) in self._scripts:
