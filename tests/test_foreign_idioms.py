@@ -87,3 +87,41 @@ def test_modules_run_in_another_thread_are_named_in_a_warning_and_a_note() -> No
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         torchrecorder.record(nn.Sequential(nn.Linear(4, 4)), "one", (3, 4))  # one thread: no warning
+
+
+class _Recursive(nn.Module):
+    """A network that applies itself again through ``self(...)`` (a recursive or adaptive-depth
+    model whose root is its own block)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+        self.halt = nn.Linear(4, 1)
+
+    def forward(self, x: Tensor, depth: int = 2) -> Tensor:
+        for block in self.blocks:
+            x = torch.tanh(block(x))
+        if depth == 0:
+            return x
+        return self(x, depth - 1) + self.halt(x)
+
+
+def test_the_layer_table_nests_what_runs_inside_a_call_the_network_makes_of_itself() -> None:
+    rec = torchrecorder.record(_Recursive(), "u", (2, 4))
+    rows = [line.rsplit(None, 1)[0].rstrip() for line in rec.summary(columns=["params"]).splitlines()[3:16]]
+    assert rows == [
+        "u (_Recursive)",
+        "├─blocks (ModuleList)",
+        "│ ├─blocks.0 (Linear)",
+        "│ └─blocks.1 (Linear)",
+        "├─u #2 (_Recursive)",
+        "│ ├─blocks (ModuleList)",
+        "│ │ ├─blocks.0 #2 (Linear)",
+        "│ │ └─blocks.1 #2 (Linear)",
+        "│ ├─u #3 (_Recursive)",
+        "│ │ └─blocks (ModuleList)",
+        "│ │   ├─blocks.0 #3 (Linear)",
+        "│ │   └─blocks.1 #3 (Linear)",
+        "│ └─halt (Linear)",
+    ]
+    assert "Total params: 45" in rec.summary()
