@@ -155,9 +155,9 @@ class OpMode(TorchFunctionMode):
         out = func(*args, **kwargs)
         if engine.paused or engine.thread != get_ident():
             return out
-        if kwargs and "out" in kwargs:  # torch.add(a, b, out=buf) returns buf, which it wrote
-            _record_into_out(engine, func, info[0], args, kwargs)
-            return out
+        if kwargs and kwargs.get("out") is not None:  # torch.add(a, b, out=buf) returns buf, which it wrote
+            if _record_into_out(engine, func, info[0], args, kwargs):
+                return out
         if type(out) is Tensor and not info[1]:
             # the common case, op_outputs inlined: one new tensor (unless an argument came
             # back), from a call that does not write its first argument (no trailing ``_``,
@@ -182,7 +182,7 @@ class OpMode(TorchFunctionMode):
 
 
 def _record_into_out(engine: OpSink, func: Any, opname: str, args: tuple[Any, ...],
-                     kwargs: dict[str, Any]) -> None:
+                     kwargs: dict[str, Any]) -> bool:
     """Record a call that wrote its result into the tensors given as ``out=``.
 
     The call returns those tensors, which are its own arguments, so the rule that leaves out a
@@ -191,15 +191,19 @@ def _record_into_out(engine: OpSink, func: Any, opname: str, args: tuple[Any, ..
     is not an input of the operation, as it is overwritten, unless ``out`` is a view: then the
     rest of the tensor it views keeps its old values, which later readers of it still see.
     A parameter written through ``out=`` is an initialisation, not dataflow, as in place.
+    Whether the call is dealt with (else it is recorded as any other: ``out`` holds no tensor).
     """
     written = kwargs["out"]
     outs = [t for t in (written if isinstance(written, (tuple, list)) else (written,))
             if isinstance(t, Tensor)]
-    if not outs or any(isinstance(t, torch.nn.Parameter) for t in outs):
-        return
+    if not outs:
+        return False
+    if any(isinstance(t, torch.nn.Parameter) for t in outs):
+        return True
     if all(t._base is None for t in outs):
         kwargs = {k: v for k, v in kwargs.items() if k != "out"}
     engine.record_op(func, opname, args, kwargs, outs, True)
+    return True
 
 
 _EAGER_MODES: list[type[OpMode]] = []
