@@ -125,3 +125,21 @@ def test_the_layer_table_nests_what_runs_inside_a_call_the_network_makes_of_itse
         "│ └─halt (Linear)",
     ]
     assert "Total params: 45" in rec.summary()
+
+
+class _AddsIntoScratch(nn.Module):
+    def forward(self, x: Tensor) -> Tensor:
+        scratch = torch.empty_like(x)
+        torch.add(x, 1.0, out=scratch)
+        return torch.add(scratch, 2.0)
+
+
+def test_operation_capture_names_a_call_given_out_as_the_recording_does() -> None:
+    model, x = _AddsIntoScratch(), torch.zeros(2, 3)
+    with torch.no_grad():
+        rec = torchrecorder.record(model, "net", input_data=x)
+    assert [n.key for n in rec.nodes.values() if isinstance(n, OpNode)] == ["net/add", "net/add_1"]
+    with torch.no_grad(), torchrecorder.capture(model, ops=["net/add", "net/add_1"]) as cap:
+        model(x)
+    assert torch.equal(cap["net/add"], torch.ones(2, 3))
+    assert torch.equal(cap["net/add_1"], torch.full((2, 3), 3.0))

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
-from ..opnames import is_argument, op_info, op_outputs
+from ..opnames import is_argument, op_info, op_outputs, out_tensors
 from .meta import Memo
 from .untraced import TO_PYTHON_OPS
 
@@ -190,19 +190,15 @@ def _record_into_out(engine: OpSink, func: Any, opname: str, args: tuple[Any, ..
     into ``out``.  The tensors stand for the operation from now on.  What ``out`` held before
     is not an input of the operation, as it is overwritten, unless ``out`` is a view: then the
     rest of the tensor it views keeps its old values, which later readers of it still see.
-    A parameter written through ``out=`` is an initialisation, not dataflow, as in place.
     Whether the call is dealt with (else it is recorded as any other: ``out`` holds no tensor).
     """
-    written = kwargs["out"]
-    outs = [t for t in (written if isinstance(written, (tuple, list)) else (written,))
-            if isinstance(t, Tensor)]
-    if not outs:
+    if not out_tensors(kwargs):
         return False
-    if any(isinstance(t, torch.nn.Parameter) for t in outs):
-        return True
-    if all(t._base is None for t in outs):
-        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
-    engine.record_op(func, opname, args, kwargs, outs, True)
+    outs, _ = op_outputs((opname, False, None), args, kwargs, None)
+    if outs:  # (none: a parameter written, an initialisation, not dataflow)
+        if all(t._base is None for t in outs):
+            kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+        engine.record_op(func, opname, args, kwargs, outs, True)
     return True
 
 
