@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 import torchrecorder
-from torchrecorder import OpNode
+from torchrecorder import OpNode, ParamNode
 
 from .graph_checks import check_invariants, check_state_unchanged, snapshot
 from .oracle import recorded_relation
@@ -143,3 +143,39 @@ def test_operation_capture_names_a_call_given_out_as_the_recording_does() -> Non
         model(x)
     assert torch.equal(cap["net/add"], torch.ones(2, 3))
     assert torch.equal(cap["net/add_1"], torch.full((2, 3), 3.0))
+
+
+class _HeadsOnFirstUse(nn.Module):
+    """A head made by ``forward`` the first time a task is seen, and a parameter made likewise
+    (multi-task models, build-on-first-call modules)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.heads = nn.ModuleDict()
+
+    def forward(self, x: Tensor, task: str = "a") -> Tensor:
+        if task not in self.heads:
+            self.heads[task] = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+        if not hasattr(self.body, "gain"):
+            self.body.gain = nn.Parameter(torch.ones(4))
+        return self.heads[task](self.body(x) * self.body.gain)
+
+
+def test_modules_and_parameters_that_forward_registers_are_recorded() -> None:
+    net = _HeadsOnFirstUse()
+    registration_hooks = (len(torch.nn.modules.module._global_module_registration_hooks),
+                          len(torch.nn.modules.module._global_parameter_registration_hooks))
+    for _ in range(2):  # the second time the head is there from the start
+        rec = torchrecorder.record(net, "net", (2, 4))
+        check_invariants(rec)
+        assert [layer.path for layer in rec.layers()] == ["", "body", "heads.a", "heads.a.0", "heads.a.1"]
+        params = sorted(n.path for n in rec.nodes.values() if isinstance(n, ParamNode))
+        assert params == ["body.bias", "body.gain", "body.weight", "heads.a.0.bias", "heads.a.0.weight"]
+        assert not rec.notes, rec.notes
+        assert {("body#1", "heads.a.0#1"), ("heads.a.0#1", "heads.a.1#1"),
+                ("heads.a.1#1", "OUTPUT")} <= recorded_relation(rec)
+        assert "Total params: 39" in rec.summary()
+    assert not any(m._forward_pre_hooks or m._forward_hooks for m in net.modules())
+    assert registration_hooks == (len(torch.nn.modules.module._global_module_registration_hooks),
+                                  len(torch.nn.modules.module._global_parameter_registration_hooks))

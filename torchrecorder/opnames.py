@@ -116,10 +116,13 @@ def op_outputs(info: tuple[str, bool, Optional[int]], args: tuple[Any, ...], kwa
             outs = [o for o in outs if not is_argument(o, args, kwargs)]
     else:
         outs = []
-    if inplace and args and isinstance(args[0], Tensor):
-        target = args[0]
-        if isinstance(target, nn.Parameter):
-            return [], False
-        if not any(o is target for o in outs):
-            outs.append(target)
+    if inplace:
+        if any(isinstance(o, nn.Parameter) for o in outs):
+            return [], False  # nn.init.uniform_(tensor=w) hands its parameter by keyword
+        if args and isinstance(args[0], Tensor):
+            target = args[0]
+            if isinstance(target, nn.Parameter):
+                return [], False
+            if not any(o is target for o in outs):
+                outs.append(target)
     return outs, inplace
