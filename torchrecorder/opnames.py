@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from torch import Tensor, nn
 
-__all__ = ["is_argument", "op_info", "op_outputs"]
+__all__ = ["is_argument", "op_info", "op_outputs", "out_tensors"]
 
 _INPLACE_DUNDERS = frozenset(
     {
@@ -77,14 +77,31 @@ def is_argument(t: Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) -> boo
     return False
 
 
+def out_tensors(kwargs: dict[str, Any]) -> list[Tensor]:
+    """The tensors a call was given as ``out=`` to write its result into (``torch.add(a, b,
+    out=buf)``, ``torch.max(x, 1, out=(values, indices))``); none without ``out`` or with
+    ``out=None``."""
+    written = kwargs.get("out") if kwargs else None
+    if written is None:
+        return []
+    return [t for t in (written if isinstance(written, (tuple, list)) else (written,))
+            if isinstance(t, Tensor)]
+
+
 def op_outputs(info: tuple[str, bool, Optional[int]], args: tuple[Any, ...], kwargs: dict[str, Any],
                out: Any) -> tuple[list[Tensor], bool]:
     """The tensors a call (described by ``op_info``) made or changed, and whether in place.
 
     Empty for a call that made nothing new: ``x.to(x.dtype)``, ``x.contiguous()``, dropout
-    in ``eval()`` hand back their own argument, and a parameter written in place is an
-    initialisation, not dataflow.
+    in ``eval()`` hand back their own argument, and a parameter written in place (or as
+    ``out=``) is an initialisation, not dataflow.  A call given ``out=`` made the tensors it
+    wrote there, "in place".
     """
+    written = out_tensors(kwargs)
+    if written:  # the call returns the tensors it was given as out=, written
+        if any(isinstance(t, nn.Parameter) for t in written):
+            return [], False
+        return written, True
     inplace = info[1]
     if info[2] is not None:  # F.relu(x, inplace=True) returns x, changed
         flag = kwargs.get("inplace", args[info[2]] if info[2] < len(args) else False)
@@ -99,10 +116,13 @@ def op_outputs(info: tuple[str, bool, Optional[int]], args: tuple[Any, ...], kwa
             outs = [o for o in outs if not is_argument(o, args, kwargs)]
     else:
         outs = []
-    if inplace and args and isinstance(args[0], Tensor):
-        target = args[0]
-        if isinstance(target, nn.Parameter):
-            return [], False
-        if not any(o is target for o in outs):
-            outs.append(target)
+    if inplace:
+        if any(isinstance(o, nn.Parameter) for o in outs):
+            return [], False  # nn.init.uniform_(tensor=w) hands its parameter by keyword
+        if args and isinstance(args[0], Tensor):
+            target = args[0]
+            if isinstance(target, nn.Parameter):
+                return [], False
+            if not any(o is target for o in outs):
+                outs.append(target)
     return outs, inplace

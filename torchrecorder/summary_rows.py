@@ -17,6 +17,10 @@ How torchinfo (1.8) numbers its rows, and so how these rows are numbered:
   module came in between; such a container keeps the label of its last row;
 * ``idx`` counts the rows at each depth from 1; the network is ``0-1``.
 
+A network that calls itself (``return self(x, depth - 1)``) has no place in its own module
+tree: such a call is a row at the depth of the call, and the module tree of what runs in it
+starts below it (torchinfo lists the calls inside it at depth 1, as if they ran outside).
+
 A module registered at two places in the tree is placed by its first dotted
 path here; torchinfo places it by its last.
 """
@@ -58,34 +62,49 @@ class Row:
         return f"Row({self.key!r}, {self.label})"
 
 
-def _tree_depth(layer: LayerNode) -> int:
-    return layer.path.count(".") + 1 if layer.path else layer.depth
+def _offsets(rec: Graph) -> dict[Key, int]:
+    """Call key -> the depth at which its module tree starts: 0, or, inside a call of the
+    network made by the network itself (a ``forward`` that recurses through ``self(...)``),
+    the depth of that call, so that what runs in it is drawn below it."""
+    nodes = rec.nodes
+    offsets: dict[Key, int] = {}
+    for layer in rec.layers():  # parents before children
+        if not layer.path and layer.depth > 0:
+            offsets[layer.key] = layer.depth
+        else:
+            parent = nodes.get(layer.parent_key)
+            offsets[layer.key] = offsets.get(parent.key, 0) if isinstance(parent, LayerNode) else 0
+    return offsets
 
 
 def layer_rows(rec: Graph) -> list[Row]:
     """The rows of the layer table in torchinfo's order, labelled as torchinfo labels them
     (module docstring).  An inserted ancestor may appear several times, as one :class:`Row`."""
     rows: list[Row] = []
-    inserted: dict[str, Row] = {}
+    inserted: dict[tuple[str, int], Row] = {}  # (dotted path, depth) -> its row
     latest: dict[int, str] = {}  # depth -> path of the latest row at that depth
     nodes = rec.nodes
+    offsets = _offsets(rec)
 
     def clear_below(depth: int) -> None:
         for d in [d for d in latest if d > depth]:
             del latest[d]
 
     for layer in rec.layers():
-        depth = _tree_depth(layer)
+        offset = offsets[layer.key]
+        depth = offset + layer.path.count(".") + 1 if layer.path else layer.depth
         if layer.path:
             parts = layer.path.split(".")
-            for d in range(1, depth):
-                ancestor = ".".join(parts[:d])
+            for d in range(offset + 1, depth):
+                ancestor = ".".join(parts[:d - offset])
                 if latest.get(d) == ancestor:
                     continue
-                row = inserted.get(ancestor)
+                row = inserted.get((ancestor, d))
                 if row is None:
                     key = ancestor if ancestor not in nodes else f"{ancestor}#0"
-                    row = inserted[ancestor] = Row(key, ancestor, d, None)
+                    if offset:  # the same container, listed again inside a call of the network
+                        key = f"{key}@{offset}"
+                    row = inserted[ancestor, d] = Row(key, ancestor, d, None)
                 if not rows or rows[-1] is not row:
                     rows.append(row)
                 latest[d] = ancestor

@@ -20,6 +20,7 @@ recording.  Nothing here patches torch: hooks go in as torch's hook API puts the
 from __future__ import annotations
 
 import sys
+import warnings
 import weakref
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -28,6 +29,7 @@ from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
+from torch.nn.modules import module as _torch_module
 from torch.nn.modules.module import register_module_forward_hook as _register_module_forward_hook
 from torch.nn.modules.module import register_module_forward_pre_hook
 
@@ -111,6 +113,7 @@ class Engine(ModuleCalls):
         self._failure: Optional[tuple[BaseException, LayerNode]] = None
         self._popped_exc: Optional[BaseException] = None
         self._modules: dict[int, ModuleInfo] = {}
+        self._other_threads: set[int] = set()  # threads other than ours that ran a module
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
         self._hook_id = new_hook_id()  # the id of the engine's pre-hooks on every module
@@ -231,6 +234,7 @@ class Engine(ModuleCalls):
         self._stack_exc.clear()
         self._failure = None
         self._modules.clear()
+        self._other_threads.clear()
         self._params.clear()
         self.aliases.clear()
         self.untraced.clear()
@@ -293,8 +297,42 @@ class Engine(ModuleCalls):
             # closing a call reads only the outputs
             self._handles.append(_register_module_forward_hook(eager(self._global_post_hook),
                                                                always_call=True))
+        # what forward registers on a module of the model (a head made on first use) is indexed then
+        self._handles.append(_torch_module.register_module_module_registration_hook(
+            eager(self._module_registered)))
+        self._handles.append(_torch_module.register_module_parameter_registration_hook(
+            eager(self._param_registered)))
         if hook and self._scripts:  # a global pre-hook sees ScriptModule calls (without kwargs)
             self._handles.append(register_module_forward_pre_hook(eager(self._script_pre_hook)))
+
+    def _module_registered(self, parent: nn.Module, name: str, sub: Optional[nn.Module]) -> None:
+        """Global module-registration hook: ``forward`` gave a module of the model a new submodule
+        (a head made on first use, ``self.heads[task] = nn.Linear(...)``, or a replacement): it is
+        indexed under its path and hooked, so that its calls and parameters are recorded as those
+        of the modules that were there from the start."""
+        if sub is None or self.closed or self.thread != get_ident() or id(sub) in self._modules:
+            return
+        info = self._modules.get(id(parent))
+        if info is None:  # a module outside the model
+            return
+        path = f"{info.path}.{name}" if info.path else name
+        new = index_modules(sub, name, path, self._modules, self._params, self.untraced.buffers)
+        for module in new:
+            if isinstance(module, torch.jit.ScriptModule):
+                continue  # takes no hooks: its calls are not recorded as calls
+            if GLOBAL_POST_HOOK:
+                add_pre_hook(self._handles, module, self._hook_fns[0], self._hook_id)
+            else:
+                self.hook(module)
+
+    def _param_registered(self, module: nn.Module, name: str, param: Optional[nn.Parameter]) -> None:
+        """Global parameter-registration hook: a parameter that ``forward`` registers on a module
+        of the model (made on first use) is a parameter of the recording, named by its path."""
+        if param is None or self.closed or self.thread != get_ident() or id(param) in self._params:
+            return
+        info = self._modules.get(id(module))
+        if info is not None:
+            self._params[id(param)] = (param, f"{info.path}.{name}" if info.path else name)
 
     def hook(self, module: nn.Module) -> None:
         """Register the engine's hooks on ``module``."""
@@ -317,6 +355,8 @@ class Engine(ModuleCalls):
         if self.paused or self.closed or self.thread != get_ident():
             if self.closed:
                 self._stale_hook()
+            elif self.thread != get_ident():
+                self._other_thread(module)
             return
         if type(args) is not tuple:
             args = args if isinstance(args, tuple) else (args,)
@@ -336,6 +376,23 @@ class Engine(ModuleCalls):
             raise
         finally:
             self.paused -= 1
+
+    def _other_thread(self, module: nn.Module) -> None:
+        """A module of the model was called in a thread other than the recording one (a
+        forward that hands branches to a thread pool): the recording follows one thread, so
+        it lacks that call and what it computed.  Said once per thread and recording, in the
+        graph's notes and as a :class:`RuntimeWarning`, naming the first module met there."""
+        info = self._modules.get(id(module))
+        path = info.path if info is not None and info.path else type(module).__name__
+        thread = get_ident()
+        if thread in self._other_threads:
+            return
+        self._other_threads.add(thread)
+        text = (f"'{path}' ({type(module).__name__}) and what it called ran in another thread than "
+                "the one recording: the recording follows one thread, and lacks those calls and "
+                "what they computed")
+        self.untraced.note(text)
+        warnings.warn(f"torchrecorder: {text}", RuntimeWarning, stacklevel=2)
 
     def _script_pre_hook(self, module: nn.Module, args: Any) -> None:
         if id(module) in self._scripts:

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
-from ..opnames import is_argument, op_info, op_outputs
+from ..opnames import is_argument, op_info, op_outputs, out_tensors
 from .meta import Memo
 from .untraced import TO_PYTHON_OPS
 
@@ -155,6 +155,9 @@ class OpMode(TorchFunctionMode):
         out = func(*args, **kwargs)
         if engine.paused or engine.thread != get_ident():
             return out
+        if kwargs and kwargs.get("out") is not None:  # torch.add(a, b, out=buf) returns buf, which it wrote
+            if _record_into_out(engine, func, info[0], args, kwargs):
+                return out
         if type(out) is Tensor and not info[1]:
             # the common case, op_outputs inlined: one new tensor (unless an argument came
             # back), from a call that does not write its first argument (no trailing ``_``,
@@ -169,22 +172,34 @@ class OpMode(TorchFunctionMode):
                             engine.bind(out, key)
                             return out
                     engine.record_op(func, info[0], args, kwargs, [out], False)
-                elif kwargs and "out" in kwargs and kwargs["out"] is out:  # written through out=
-                    engine.record_op(func, info[0], args, _read_kwargs(kwargs), [out], False)
                 return out
         outs, inplace = op_outputs(info[:3], args, kwargs, out)
         if outs:
-            read = _read_kwargs(kwargs) if kwargs and "out" in kwargs else kwargs
-            engine.record_op(func, info[0], args, read, outs, inplace)
+            engine.record_op(func, info[0], args, kwargs, outs, inplace)
         elif info[0] in TO_PYTHON_OPS:  # .item(), .tolist(): values leave the tensors
             engine.to_python(info[0])
         return out
 
 
-def _read_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments a call reads: all but ``out=``, which it only writes (what the
-    ``out`` tensors held before is no input of the call; they stand for its outputs after)."""
-    return {k: v for k, v in kwargs.items() if k != "out"}
+def _record_into_out(engine: OpSink, func: Any, opname: str, args: tuple[Any, ...],
+                     kwargs: dict[str, Any]) -> bool:
+    """Record a call that wrote its result into the tensors given as ``out=``.
+
+    The call returns those tensors, which are its own arguments, so the rule that leaves out a
+    call handing back an argument (``x.to(x.dtype)``) would drop it and with it the dataflow
+    into ``out``.  The tensors stand for the operation from now on.  What ``out`` held before
+    is not an input of the operation, as it is overwritten, unless ``out`` is a view: then the
+    rest of the tensor it views keeps its old values, which later readers of it still see.
+    Whether the call is dealt with (else it is recorded as any other: ``out`` holds no tensor).
+    """
+    if not out_tensors(kwargs):
+        return False
+    outs, _ = op_outputs((opname, False, None), args, kwargs, None)
+    if outs:  # (none: a parameter written, an initialisation, not dataflow)
+        if all(t._base is None for t in outs):
+            kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+        engine.record_op(func, opname, args, kwargs, outs, True)
+    return True
 
 
 _EAGER_MODES: list[type[OpMode]] = []

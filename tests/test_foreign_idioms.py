@@ -1,0 +1,181 @@
+"""More idioms from code outside the test zoo that once recorded wrongly (redteam8).
+
+Each test builds a tiny hand-written model with the idiom and checks the
+recording against what the model does.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import warnings
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+import torchrecorder
+from torchrecorder import OpNode, ParamNode
+
+from .graph_checks import check_invariants, check_state_unchanged, snapshot
+from .oracle import recorded_relation
+
+
+class _IntoOut(nn.Module):
+    """Results written into preallocated tensors with ``out=``: a scratch tensor, the views of a
+    running result, a pair of tensors, and a buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c, self.d = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 2), nn.Linear(4, 4)
+        self.register_buffer("scratch", torch.zeros(3, 4))
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        buf = torch.empty(3, 4)
+        torch.add(self.a(x), self.b(x), out=buf)
+        torch.mul(buf[:, :2], 2.0, out=buf[:, :2])
+        values, indices = torch.empty(3), torch.empty(3, dtype=torch.long)
+        torch.max(self.d(x), 1, out=(values, indices))
+        torch.sub(buf, values[:, None], out=self.scratch)
+        return self.c(torch.mul(self.scratch, 1.5, out=None)), indices  # out=None: a plain call
+
+
+def test_results_written_with_out_keep_their_dataflow() -> None:
+    net = _IntoOut()
+    before = snapshot(net)
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        want = net(x)
+        net.scratch.zero_()
+        rec = torchrecorder.record(net, "net", input_data=x)
+    check_invariants(rec)
+    check_state_unchanged(before, net)  # the buffer written with out= is put back
+    relation = recorded_relation(rec)
+    assert {("a#1", "c#1"), ("b#1", "c#1"), ("d#1", "c#1"), ("d#1", "OUTPUT")} <= relation
+    assert ("INPUT", "c#1") not in relation  # what the scratch tensors held is no input
+    ops = [n.op for n in rec.nodes.values() if isinstance(n, OpNode)]
+    assert {"add", "max", "sub"} <= set(ops) and ops.count("mul") == 2
+    with torch.no_grad(), torchrecorder.recording(net, "net"):
+        got = net(x)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+class _ThreadedBranches(nn.Module):
+    """Two branches handed to a thread pool, as some ensembles and multi-tower models do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.b, self.c = nn.Linear(4, 4), nn.Linear(4, 2)
+
+    def forward(self, x: Tensor) -> Tensor:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            left = pool.submit(self.a, x)
+            return self.c(left.result() + self.b(x))
+
+
+def test_modules_run_in_another_thread_are_named_in_a_warning_and_a_note() -> None:
+    net = _ThreadedBranches()
+    before = snapshot(net)
+    with pytest.warns(RuntimeWarning, match=r"'a' \(Sequential\) and what it called ran in another thread"):
+        rec = torchrecorder.record(net, "net", (3, 4))
+    check_state_unchanged(before, net)
+    assert [n for n in rec.notes if "another thread" in n] == [
+        "'a' (Sequential) and what it called ran in another thread than the one recording: the recording "
+        "follows one thread, and lacks those calls and what they computed"]
+    assert "Note: 'a' (Sequential)" in rec.summary()
+    assert {layer.path for layer in rec.layers()} == {"", "b", "c"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torchrecorder.record(nn.Sequential(nn.Linear(4, 4)), "one", (3, 4))  # one thread: no warning
+
+
+class _Recursive(nn.Module):
+    """A network that applies itself again through ``self(...)`` (a recursive or adaptive-depth
+    model whose root is its own block)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+        self.halt = nn.Linear(4, 1)
+
+    def forward(self, x: Tensor, depth: int = 2) -> Tensor:
+        for block in self.blocks:
+            x = torch.tanh(block(x))
+        if depth == 0:
+            return x
+        return self(x, depth - 1) + self.halt(x)
+
+
+def test_the_layer_table_nests_what_runs_inside_a_call_the_network_makes_of_itself() -> None:
+    rec = torchrecorder.record(_Recursive(), "u", (2, 4))
+    rows = [line.rsplit(None, 1)[0].rstrip() for line in rec.summary(columns=["params"]).splitlines()[3:16]]
+    assert rows == [
+        "u (_Recursive)",
+        "├─blocks (ModuleList)",
+        "│ ├─blocks.0 (Linear)",
+        "│ └─blocks.1 (Linear)",
+        "├─u #2 (_Recursive)",
+        "│ ├─blocks (ModuleList)",
+        "│ │ ├─blocks.0 #2 (Linear)",
+        "│ │ └─blocks.1 #2 (Linear)",
+        "│ ├─u #3 (_Recursive)",
+        "│ │ └─blocks (ModuleList)",
+        "│ │   ├─blocks.0 #3 (Linear)",
+        "│ │   └─blocks.1 #3 (Linear)",
+        "│ └─halt (Linear)",
+    ]
+    assert "Total params: 45" in rec.summary()
+
+
+class _AddsIntoScratch(nn.Module):
+    def forward(self, x: Tensor) -> Tensor:
+        scratch = torch.empty_like(x)
+        torch.add(x, 1.0, out=scratch)
+        return torch.add(scratch, 2.0)
+
+
+def test_operation_capture_names_a_call_given_out_as_the_recording_does() -> None:
+    model, x = _AddsIntoScratch(), torch.zeros(2, 3)
+    with torch.no_grad():
+        rec = torchrecorder.record(model, "net", input_data=x)
+    assert [n.key for n in rec.nodes.values() if isinstance(n, OpNode)] == ["net/add", "net/add_1"]
+    with torch.no_grad(), torchrecorder.capture(model, ops=["net/add", "net/add_1"]) as cap:
+        model(x)
+    assert torch.equal(cap["net/add"], torch.ones(2, 3))
+    assert torch.equal(cap["net/add_1"], torch.full((2, 3), 3.0))
+
+
+class _HeadsOnFirstUse(nn.Module):
+    """A head made by ``forward`` the first time a task is seen, and a parameter made likewise
+    (multi-task models, build-on-first-call modules)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.heads = nn.ModuleDict()
+
+    def forward(self, x: Tensor, task: str = "a") -> Tensor:
+        if task not in self.heads:
+            self.heads[task] = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+        if not hasattr(self.body, "gain"):
+            self.body.gain = nn.Parameter(torch.ones(4))
+        return self.heads[task](self.body(x) * self.body.gain)
+
+
+def test_modules_and_parameters_that_forward_registers_are_recorded() -> None:
+    net = _HeadsOnFirstUse()
+    registration_hooks = (len(torch.nn.modules.module._global_module_registration_hooks),
+                          len(torch.nn.modules.module._global_parameter_registration_hooks))
+    for _ in range(2):  # the second time the head is there from the start
+        rec = torchrecorder.record(net, "net", (2, 4))
+        check_invariants(rec)
+        assert [layer.path for layer in rec.layers()] == ["", "body", "heads.a", "heads.a.0", "heads.a.1"]
+        params = sorted(n.path for n in rec.nodes.values() if isinstance(n, ParamNode))
+        assert params == ["body.bias", "body.gain", "body.weight", "heads.a.0.bias", "heads.a.0.weight"]
+        assert not rec.notes, rec.notes
+        assert {("body#1", "heads.a.0#1"), ("heads.a.0#1", "heads.a.1#1"),
+                ("heads.a.1#1", "OUTPUT")} <= recorded_relation(rec)
+        assert "Total params: 39" in rec.summary()
+    assert not any(m._forward_pre_hooks or m._forward_hooks for m in net.modules())
+    assert registration_hooks == (len(torch.nn.modules.module._global_module_registration_hooks),
+                                  len(torch.nn.modules.module._global_parameter_registration_hooks))
