@@ -164,6 +164,22 @@ def test_stop_ends_the_forward_pass_after_the_named_layer() -> None:
         capture(net, stop="3x")
 
 
+def test_run_outside_the_block_captures_that_call_and_takes_the_hooks_off() -> None:
+    net = mlp()
+    x = torch.randn(2, 4)
+    cap = capture(net, ["2"], stop="2")
+    assert cap.run(x) is None  # hooked for this call: the pass stopped after "2"
+    assert torch.equal(cap["2"], net[:3](x)) and cap.passes == 1 and hook_count(net) == 0
+    cap = capture(net, "4")
+    assert torch.equal(cap.run(x), net(x)) and torch.equal(cap["4"], net(x))
+    assert hook_count(net) == 0
+    # a model called without the capture on: the error says so, not that the layer did not run
+    cap = capture(net, "4")
+    net(x)
+    with pytest.raises(UnknownLayerError, match="never ran while the capture was on"):
+        cap["4"]
+
+
 def test_unknown_names_raise_before_the_model_runs_listing_the_nearest() -> None:
     net = Encoder()
     with pytest.raises(UnknownLayerError,

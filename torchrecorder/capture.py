@@ -245,7 +245,13 @@ class Capture(KeptOutputs):
         self._depth = 0
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the model; ``None`` if the ``stop=`` layer ended the pass early."""
+        """Call the model; ``None`` if the ``stop=`` layer ended the pass early.
+
+        Outside the ``with`` block the hooks go on for this one call and come off after it."""
+        if not self._handles:
+            with self:
+                return self.model(*args, **kwargs)
+            return None  # the stop= layer ended the pass (the block swallowed StopForward)
         try:
             return self.model(*args, **kwargs)
         except StopForward:
@@ -389,6 +395,10 @@ class Capture(KeptOutputs):
         if not self._record:
             raise UnknownLayerError(f"nothing is kept for {name!r}: the capture was made with "
                                     "record=False")
+        if path in self.names and not self.passes:
+            raise UnknownLayerError(f"nothing is recorded for {name!r}: the model never ran while the "
+                                    "capture was on (call it inside `with capture(...) as cap:`, or "
+                                    "through cap.run(...))")
         if path in self.names:
             raise UnknownLayerError(f"{name!r} was chosen but no output was recorded for it (it was "
                                     "not called, or condition= said no); recorded: "
