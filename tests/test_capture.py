@@ -207,6 +207,21 @@ def test_unknown_names_raise_before_the_model_runs_listing_the_nearest() -> None
     assert hook_count(net) == 0
 
 
+def test_names_that_are_not_strings_say_what_was_meant() -> None:
+    net = Encoder()
+    for names, said in ((lambda n: n.endswith("out"), "got a function: to filter names with a function, "
+                         "pass names=[p for p, _ in model.named_modules() if f(p)]"),
+                        (nn.Linear, "got the class Linear: choose layers by class with types=Linear"),
+                        (net.head, "got a module (Linear): name it by its dotted path"),
+                        ([net.head], "name it by its dotted path"),
+                        (0, "got 0")):
+        with pytest.raises(TypeError, match=re.escape(said)):
+            capture(net, names)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=re.escape("labels must be a string or a list of strings")):
+        capture(net, labels=3)  # type: ignore[arg-type]
+    assert hook_count(net) == 0
+
+
 def test_no_hooks_remain_after_exit_and_after_a_forward_pass_that_raised() -> None:
     net = mlp()
     with capture(net, "**", inputs=True, grads=True, stats=True, timing=True) as cap:

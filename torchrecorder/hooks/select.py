@@ -95,14 +95,38 @@ def as_names(names: Names, what: str = "names") -> list[str]:
         return []
     if isinstance(names, str):
         return [names]
+    if not isinstance(names, Iterable) or isinstance(names, (type, nn.Module)):
+        raise TypeError(f"{what} must be a string or a list of strings (dotted paths or glob "
+                        f"patterns), got {_what_it_is(names)}" + _hint(names, what))
     out = list(names)
     bad = [n for n in out if not isinstance(n, str)]
     if bad:
         raise TypeError(f"{what} must be strings (dotted paths or glob patterns), got "
                         + ("a tensor: the model's inputs go to the model, called inside the block: "
                            "`with capture(model, names) as cap: model(x)`"
-                           if isinstance(names, Tensor) or isinstance(bad[0], Tensor) else repr(bad[0])))
+                           if isinstance(names, Tensor) or isinstance(bad[0], Tensor)
+                           else repr(bad[0]) + _hint(bad[0], what)))
     return out
+
+
+def _what_it_is(value: Any) -> str:
+    if isinstance(value, type):
+        return f"the class {value.__qualname__}"
+    if isinstance(value, nn.Module):
+        return f"a module ({type(value).__name__})"
+    return f"{value!r}" if isinstance(value, (int, float)) else f"a {type(value).__name__}"
+
+
+def _hint(value: Any, what: str) -> str:
+    """How to say with a string what a user meant by ``value``."""
+    if isinstance(value, type):
+        return f": choose layers by class with types={value.__qualname__}"
+    if isinstance(value, nn.Module):
+        return ": name it by its dotted path, as model.named_modules() gives it"
+    if callable(value):
+        return (f": to filter names with a function, pass "
+                f"{what}=[p for p, _ in model.named_modules() if f(p)]")
+    return ""
 
 
 def match_names(names: Iterable[str], available: Sequence[str], what: str = "layer") -> list[str]:
