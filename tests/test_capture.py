@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import gc
 import re
+import sys
 import tracemalloc
 import warnings
 from pathlib import Path
@@ -261,6 +262,23 @@ def test_reduction_condition_keep_and_to() -> None:
         for x in xs:
             net(x)
     assert torch.equal(cap["2"], ref[2](torch.relu(ref[0](xs[-1]))).detach())  # the last pass
+
+
+def test_keep_all_with_a_reduction_and_a_condition_that_raises_are_named() -> None:
+    net = mlp()
+    with pytest.raises(ValueError, match=r"keep='all' and reduction= do not go together"):
+        capture(net, "2", keep="all", reduction=lambda a, b: a + b)
+
+    def broken() -> bool:
+        raise RuntimeError("no flag")
+
+    for kw in ({"names": "2"}, {"ops": "2/linear"}):
+        with pytest.raises(RuntimeError, match="no flag") as info:
+            with capture(net, condition=broken, **kw):  # type: ignore[arg-type]
+                net(torch.randn(2, 4))
+        assert "torchrecorder: raised in condition(), asked whether to capture '2" in "".join(
+            getattr(info.value, "__notes__", [])) or sys.version_info < (3, 11)
+        assert hook_count(net) == 0
 
 
 def test_statistics_and_timings() -> None:

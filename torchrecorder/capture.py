@@ -33,11 +33,17 @@ from torch.utils.hooks import RemovableHandle
 from ._fused import GLOBAL_POST_HOOK, checks_hooks
 from .graph import Graph
 from .hooks._values import Device, add_note, check_device, inputs_value, keep_value, leaves, reduce_values
-from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
+from .hooks.opcapture import (
+    OpRule,
+    OpWatch,
+    check_call_patterns,
+    check_rec_patterns,
+    nearest_ops,
+    parse_op_patterns,
+)
 from .hooks.plot import plot_stat
 from .hooks.saved import KeptOutputs, save_capture
 from .hooks.select import Names, UnknownLayerError, as_names, check_types, nearest, select_modules, split_call
-from .nodes import LayerNode, OpNode
 
 __all__ = ["GRAD_STATS", "STATS", "Capture", "StopForward", "capture"]
 
@@ -282,7 +288,7 @@ class Capture(KeptOutputs):
         def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             n = self._calls[path] = self._calls.get(path, 0) + 1
             name = path if n == 1 else f"{path}#{n}"
-            on = chosen and (self._condition is None or bool(self._condition()))
+            on = chosen and self._wanted(name)
             if on and self._record and self._want_inputs:
                 self._store(self.inputs, name, inputs_value(args, kwargs))
             start = 0.0
@@ -310,10 +316,20 @@ class Capture(KeptOutputs):
 
     def _on_op(self, key: str, output: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A chosen operation ran (see :class:`~torchrecorder.hooks.opcapture.OpWatch`)."""
-        on = self._condition is None or bool(self._condition())
+        on = self._wanted(key)
         if on and self._record and self._want_inputs:
             self._store(self.inputs, key, inputs_value(args, kwargs))
         return self._finish(key, on, output)
+
+    def _wanted(self, name: str) -> bool:
+        """What ``condition()`` says of the call ``name`` (an error it raises names it)."""
+        if self._condition is None:
+            return True
+        try:
+            return bool(self._condition())
+        except Exception as exc:
+            add_note(exc, f"torchrecorder: raised in condition(), asked whether to capture {name!r}")
+            raise
 
     def _finish(self, name: str, on: bool, output: Any) -> Any:
         """Edit, keep and maybe stop after the call or operation ``name``; the replacement."""
@@ -516,7 +532,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         detach, clone: detach kept tensors from autograd and copy them (both
             on by default), so that nothing the model does later alters them.
         keep: ``"last"`` keeps the latest pass's value, ``"all"`` a list of
-            every pass's (memory grows with the passes).
+            every pass's (memory grows with the passes; not with ``reduction``).
         stats: gather running statistics of each output for :meth:`Capture.stats`
             (mean, std, zeros, absmax, dead) without keeping tensors.
         timing: time each call for ``cap.stats("time")``.
@@ -551,6 +567,9 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
             raise TypeError(f"{arg} must be callable, got {fn!r}")
     if keep not in ("last", "all"):
         raise ValueError(f"keep must be 'last' or 'all', got {keep!r}")
+    if keep == "all" and reduction is not None:
+        raise ValueError("keep='all' and reduction= do not go together: reduction keeps one value "
+                         "merged over the calls, keep='all' a list of every pass's; choose one")
     device = check_device(to)
     wanted = as_names(names)
     root = rec.name if rec is not None else "net"
@@ -558,7 +577,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     if rules:
         check_call_patterns(model, rules, root)
         if rec is not None:
-            _check_op_patterns(rec, rules)
+            check_rec_patterns(rec, rules)
     if rules and not wanted and types is None and labels is None:
         chosen: list[tuple[str, nn.Module]] = []  # operations only
     else:
@@ -575,17 +594,3 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
                    condition=condition, reduction=reduction, to=device, detach=detach, clone=clone,
                    keep=keep, stats=stats, timing=timing, ops=rules, root=root)
 
-
-def _check_op_patterns(rec: Graph, rules: list[OpRule]) -> None:
-    """Raise :class:`UnknownLayerError` for a rule that chooses none of ``rec``'s operations."""
-    ops = [n for n in rec.nodes.values() if isinstance(n, OpNode) and isinstance(n.key, str)]
-    for rule in rules:
-        for op in ops:
-            call = rec.nodes.get(op.parent_key)
-            path = call.path if isinstance(call, LayerNode) else ""
-            if rule.matches_call(path, str(op.parent_key), rec.name) and \
-                    rule.matches_op(op.op, str(op.key).rpartition("/")[2]):
-                break
-        else:
-            raise UnknownLayerError(f"ops pattern {rule.pattern!r} chooses no operation of the "
-                                    "recording; " + nearest_ops(rule, [str(o.key) for o in ops]))

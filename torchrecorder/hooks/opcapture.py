@@ -41,10 +41,13 @@ from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
 from .._fused import GLOBAL_POST_HOOK, StepAside, has_fast_path
+from ..graph import Graph
+from ..nodes import LayerNode, OpNode
 from ..opnames import op_info, op_outputs
 from .select import UnknownLayerError, glob_match, nearest, split_call
 
-__all__ = ["OpRule", "OpWatch", "check_call_patterns", "nearest_ops", "parse_op_patterns"]
+__all__ = ["OpRule", "OpWatch", "check_call_patterns", "check_rec_patterns", "nearest_ops",
+           "parse_op_patterns"]
 
 #: called for every chosen operation: (key, output, args, kwargs) -> replacement or None
 OpCallback = Callable[[str, Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -403,3 +406,18 @@ def _check_replacement(key: str, out: Any, new: Any, item: str = "") -> Any:
             return type(out)(items)
         return new
     return new
+
+
+def check_rec_patterns(rec: Graph, rules: list[OpRule]) -> None:
+    """Raise :class:`UnknownLayerError` for a rule that chooses none of ``rec``'s operations."""
+    ops = [n for n in rec.nodes.values() if isinstance(n, OpNode) and isinstance(n.key, str)]
+    for rule in rules:
+        for op in ops:
+            call = rec.nodes.get(op.parent_key)
+            path = call.path if isinstance(call, LayerNode) else ""
+            if rule.matches_call(path, str(op.parent_key), rec.name) and \
+                    rule.matches_op(op.op, str(op.key).rpartition("/")[2]):
+                break
+        else:
+            raise UnknownLayerError(f"ops pattern {rule.pattern!r} chooses no operation of the "
+                                    "recording; " + nearest_ops(rule, [str(o.key) for o in ops]))
