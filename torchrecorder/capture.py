@@ -17,7 +17,6 @@ begins at each call of the model given to :func:`capture`.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -42,6 +41,7 @@ from .hooks.opcapture import (
     parse_op_patterns,
 )
 from .hooks.plot import plot_stat
+from .hooks.running import GradStats, RunningStats
 from .hooks.saved import KeptOutputs, save_capture
 from .hooks.select import Names, UnknownLayerError, as_names, check_types, nearest, select_modules, split_call
 
@@ -59,82 +59,6 @@ GRAD_STATS = ("grad_norm", "grad_mean", "grad_zeros")
 class StopForward(Exception):
     """Raised after the ``stop=`` layer ran, to end the forward pass; :class:`Capture` catches it
     when its ``with`` block ends and in :meth:`Capture.run`."""
-
-
-class _Stats:
-    """Running statistics of a layer's output over every recorded call (scalars on its device)."""
-
-    __slots__ = ("absmax", "alive", "count", "sq", "sum", "zeros")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.sum: Any = 0.0
-        self.sq: Any = 0.0
-        self.zeros: Any = 0
-        self.absmax: Any = 0.0
-        self.alive: Optional[torch.Tensor] = None
-
-    def add(self, t: torch.Tensor) -> None:
-        with torch.no_grad():
-            x = t.detach()
-            d = x.to(torch.float64)
-            self.count += x.numel()
-            self.sum = self.sum + d.sum()
-            self.sq = self.sq + (d * d).sum()
-            self.zeros = self.zeros + (x == 0).sum()
-            self.absmax = torch.maximum(torch.as_tensor(self.absmax, device=x.device, dtype=torch.float64),
-                                        d.abs().max()) if x.numel() else self.absmax
-            if x.dim() >= 1 and x.shape[0] > 0:
-                alive = (x != 0).reshape(x.shape[0], -1).any(0)
-                if self.alive is None:
-                    self.alive = alive
-                elif self.alive.shape == alive.shape:
-                    self.alive = self.alive | alive
-
-    def value(self, stat: str) -> Optional[float]:
-        if not self.count:
-            return None
-        if stat == "dead":
-            return None if self.alive is None else 1.0 - float(self.alive.float().mean())
-        mean = float(self.sum) / self.count
-        if stat == "mean":
-            return mean
-        if stat == "std":
-            return math.sqrt(max(0.0, float(self.sq) / self.count - mean * mean))
-        if stat == "zeros":
-            return float(self.zeros) / self.count
-        return float(self.absmax)
-
-
-class _GradStats:
-    """Running statistics of the gradients reaching one output (scalars on their device)."""
-
-    __slots__ = ("calls", "count", "norms", "sum", "zeros")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.count = 0
-        self.norms: Any = 0.0
-        self.sum: Any = 0.0
-        self.zeros: Any = 0
-
-    def add(self, g: torch.Tensor) -> None:
-        with torch.no_grad():
-            d = g.detach().to(torch.float64)
-            self.calls += 1
-            self.count += d.numel()
-            self.norms = self.norms + torch.linalg.vector_norm(d)
-            self.sum = self.sum + d.sum()
-            self.zeros = self.zeros + (d == 0).sum()
-
-    def value(self, stat: str) -> Optional[float]:
-        if not self.count:
-            return None
-        if stat == "grad_norm":
-            return float(self.norms) / self.calls
-        if stat == "grad_mean":
-            return float(self.sum) / self.count
-        return float(self.zeros) / self.count
 
 
 class Capture(KeptOutputs):
@@ -175,8 +99,8 @@ class Capture(KeptOutputs):
         self.inputs: dict[str, Any] = {}
         self.grads: dict[str, Any] = {}
         self.passes = 0
-        self._stats: dict[str, _Stats] = {}
-        self._grad_stats: dict[str, _GradStats] = {}
+        self._stats: dict[str, RunningStats] = {}
+        self._grad_stats: dict[str, GradStats] = {}
         self.unsummarised: dict[str, str] = {}
         self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
         self._handles: list[RemovableHandle] = []
@@ -379,7 +303,7 @@ class Capture(KeptOutputs):
                 kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
                 self.unsummarised.setdefault(name, f"a {kind} tensor")
                 continue
-            self._stats.setdefault(name, _Stats()).add(t)
+            self._stats.setdefault(name, RunningStats()).add(t)
             return
 
     def _grad_hook(self, key: str) -> Callable[[torch.Tensor], None]:
@@ -388,7 +312,7 @@ class Capture(KeptOutputs):
                 self._store(self.grads, key, grad)
             if self._want_stats and grad.layout == torch.strided and (
                     grad.is_floating_point() or grad.is_complex()) and grad.device.type != "meta":
-                self._grad_stats.setdefault(key, _GradStats()).add(grad)
+                self._grad_stats.setdefault(key, GradStats()).add(grad)
 
         return hook
 
