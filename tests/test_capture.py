@@ -181,6 +181,24 @@ def test_run_outside_the_block_captures_that_call_and_takes_the_hooks_off() -> N
         cap["4"]
 
 
+def test_calls_of_a_submodule_made_outside_a_pass_are_numbered_afresh_each_time() -> None:
+    """``model.encoder(x)`` called twice in the block: each call's layers keep their names, so
+    ``cap[name]`` is the last call's value (not the first's, with ``name#2`` for the next)."""
+    net = nn.Sequential(Encoder(), nn.Linear(2, 2))
+    xs = [torch.randn(2, 4) for _ in range(3)]
+    with torch.no_grad(), capture(net, ["0.layer.1.out", "0.head"], ops="0.layer.0.out/linear",
+                                  keep="all") as cap:
+        for x in xs:
+            net[0](x)  # the encoder alone, not a pass of net
+        net[0].head(torch.ones(1, 4))  # a chosen layer called on its own
+    assert cap.passes == 0
+    assert sorted(cap.outputs) == ["0.head", "0.layer.0.out/linear", "0.layer.1.out"]
+    with torch.no_grad():
+        assert all(torch.equal(got, net[0](x)) for got, x in zip(cap["0.head"], xs, strict=False))
+        assert torch.equal(cap["0.head"][-1], net[0].head(torch.ones(1, 4)))
+    assert len(cap["0.layer.0.out/linear"]) == 3 and hook_count(net) == 0
+
+
 def test_unknown_names_raise_before_the_model_runs_listing_the_nearest() -> None:
     net = Encoder()
     with pytest.raises(UnknownLayerError,

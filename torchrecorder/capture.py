@@ -12,7 +12,8 @@ Layers are chosen by the names the graph and the summary show (see
 :mod:`torchrecorder.hooks.select`): dotted paths, glob patterns, ``depth-idx``
 labels, types.  A module called several times in one pass is captured per
 call under ``"name"``, ``"name#2"``, ... as the graph names its calls.  A pass
-begins at each call of the model given to :func:`capture`.
+begins at each call of the model given to :func:`capture`; a part of it called on
+its own (``model.transformer(ids)``) numbers the calls inside it afresh each time.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ class Capture(KeptOutputs):
         self._tensor_hooks: list[RemovableHandle] = []
         self._calls: dict[str, int] = {}
         self._open: dict[str, list[tuple[str, bool, float]]] = {}
-        self._depth = 0
+        self._depth = 0  # how deep the model's own calls are nested (a pass runs while > 0)
+        self._outside = 0  # the same for the outer modules' calls made outside a pass
 
     # ------------------------------------------------------------ hooks on and off
     def __enter__(self) -> Capture:
@@ -126,6 +128,9 @@ class Capture(KeptOutputs):
             for path, module in hooked.items():
                 self._handles.append(module.register_forward_pre_hook(self._pre(path), with_kwargs=True))
                 self._handles.append(module.register_forward_hook(self._post(path)))
+            for module in self._outer_modules(list(hooked)):
+                self._handles.append(module.register_forward_pre_hook(self._outside_begins, prepend=True))
+                self._handles.append(module.register_forward_hook(self._outside_ends, always_call=True))
         except BaseException:
             self.remove()
             raise
@@ -152,6 +157,21 @@ class Capture(KeptOutputs):
         self._handles.append(register_module_forward_pre_hook(begins))
         self._handles.append(register_module_forward_hook(ends, always_call=True))
 
+    def _outer_modules(self, paths: list[str]) -> list[nn.Module]:
+        """The modules whose call, made outside a pass of the model (``model.transformer(ids)``,
+        a checkpoint's recomputation), numbers the calls inside it afresh: the hooked layers,
+        the calls the ``ops`` patterns name, and the modules above them.  Those inside a
+        fused fast path that a hook would turn off are left alone."""
+        model, root = self.model, self.root
+        rules = self._watch.rules if self._watch is not None else []
+        paths = paths + [p for p, _ in model.named_modules()
+                         if any(r.matches_call(p, None, root) for r in rules)]
+        above = {".".join(p.split(".")[:i]) for p in paths if p for i in range(1, p.count(".") + 2)}
+        fused = {id(m) for _, a in model.named_modules() if checks_hooks(a) for m in a.modules()}
+        out = {id(m): m for m in map(model.get_submodule, sorted(above)) if id(m) not in fused}
+        out.pop(id(model), None)
+        return list(out.values())
+
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.remove()
         return exc_type is not None and issubclass(exc_type, StopForward)
@@ -172,7 +192,7 @@ class Capture(KeptOutputs):
         self._tensor_hooks = [] if grads else [h for h in self._tensor_hooks
                                                if h.hooks_dict_ref() is not None]
         self._open.clear()
-        self._depth = 0
+        self._depth = self._outside = 0
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         """Call the model; ``None`` if the ``stop=`` layer ended the pass early.
@@ -197,6 +217,19 @@ class Capture(KeptOutputs):
             if self._watch is not None:
                 self._watch.begin_pass()
         self._depth += 1
+
+    def _outside_begins(self, module: nn.Module, args: Any) -> None:
+        if self._depth == 0:
+            if self._outside == 0:  # a call made outside a pass: its calls are numbered afresh
+                self._calls.clear()
+                self._open.clear()
+                if self._watch is not None:
+                    self._watch.begin_pass()
+            self._outside += 1
+
+    def _outside_ends(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._depth == 0:
+            self._outside = max(0, self._outside - 1)
 
     def _pass_ends(self, module: nn.Module, args: Any, output: Any) -> None:
         self._depth = max(0, self._depth - 1)
