@@ -163,6 +163,15 @@ def test_stop_ends_the_forward_pass_after_the_named_layer() -> None:
     assert cap.passes == 2 and hook_count(net) == 0
     with pytest.raises(UnknownLayerError, match=r"stop='3x' names no layer"):
         capture(net, stop="3x")
+    with pytest.warns(RuntimeWarning, match=r"stop='2#2' was not reached: the pass ran to its end, "
+                                            r"calling '2' 1 times"), capture(net, "4", stop="2#2") as cap:
+        net(x)
+    assert cap.keys() == ["4"] and hook_count(net) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a stop that came, the model's own output included: no warning
+        for stop in ("2", ""):
+            with capture(net, "4", stop=stop):
+                net(x)
 
 
 def test_run_outside_the_block_captures_that_call_and_takes_the_hooks_off() -> None:

@@ -238,6 +238,12 @@ class Capture(KeptOutputs):
             rule = watch.unmatched()[0]
             raise UnknownLayerError(f"ops pattern {rule.pattern!r} chose no operation in a whole "
                                     "forward pass; " + nearest_ops(rule, list(watch.seen)))
+        stop = self._stop
+        if self._depth == 0 and stop is not None and "/" not in stop and sys.exc_info()[1] is None:
+            path, n = split_call(stop)
+            if self._calls.get(path, 0) < n:  # the pass ran to its end: stop= never came
+                warnings.warn(f"stop={stop!r} was not reached: the pass ran to its end, calling "
+                              f"{path!r} {self._calls.get(path, 0)} times", RuntimeWarning, stacklevel=2)
 
     def _pre(self, path: str) -> Callable[..., None]:
         chosen = path in dict(self._chosen)
@@ -478,7 +484,8 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
             rest of the model receives.
         stop: a layer name; the forward pass ends right after that layer ran
             (the call raises :class:`StopForward`, which the ``with`` block
-            and :meth:`Capture.run` swallow).
+            and :meth:`Capture.run` swallow); a pass that never reached it
+            ends as usual, with a ``RuntimeWarning``.
         condition: a callable of no arguments; calls are captured only when it
             returns true.
         reduction: merge each new value into the kept one (``lambda a, b: a +
