@@ -208,6 +208,33 @@ def test_calls_of_a_submodule_made_outside_a_pass_are_numbered_afresh_each_time(
     assert len(cap["0.layer.0.out/linear"]) == 3 and hook_count(net) == 0
 
 
+class _Twice(nn.Module):
+    """One layer called twice."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(torch.tanh(self.lin(x)))
+
+
+@pytest.mark.parametrize("kw", [{"names": "0.1.lin"}, {"ops": "0.1.lin/linear"}, {"ops": "*/tanh"},
+                                {"names": "**"}])
+def test_a_layer_called_twice_in_a_part_called_on_its_own_is_numbered_per_call(kw: dict[str, str]) -> None:
+    net = nn.Sequential(nn.Sequential(nn.Identity(), _Twice()), nn.Identity())
+    with torch.no_grad(), capture(net, keep="all", **kw) as cap:  # type: ignore[arg-type]
+        for _ in range(3):
+            net[0](torch.randn(2, 4))
+    key = {"0.1.lin": "0.1.lin", "0.1.lin/linear": "0.1.lin/linear", "*/tanh": "0.1/tanh"}.get(
+        kw.get("names") or kw.get("ops", ""), "0.1.lin")
+    assert len(cap[key]) == 3
+    if "tanh" not in key:
+        second = key.replace("lin", "lin#2", 1)
+        assert len(cap[second]) == 3 and not any(k.count("#3") for k in cap.outputs)
+    assert hook_count(net) == 0
+
+
 def test_unknown_names_raise_before_the_model_runs_listing_the_nearest() -> None:
     net = Encoder()
     with pytest.raises(UnknownLayerError,

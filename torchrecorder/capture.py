@@ -91,6 +91,8 @@ class Capture(KeptOutputs):
         self.names = [p for p, _ in chosen]
         self.ops = [r.pattern for r in ops or ()]
         self._watch = OpWatch(model, ops, root, self._on_op) if ops else None
+        if self._watch is not None:
+            self._watch.on_first = self._fresh
         self._record, self._want_inputs, self._want_grads = record, inputs, grads
         self._edit, self._stop = edit, stop
         self._condition, self._reduction = condition, reduction
@@ -182,19 +184,21 @@ class Capture(KeptOutputs):
         self._handles.append(register_module_forward_hook(post, with_kwargs=True))
 
     def _outer_modules(self, paths: list[str]) -> list[nn.Module]:
-        """The modules whose call, made outside a pass of the model (``model.transformer(ids)``,
-        a checkpoint's recomputation), numbers the calls inside it afresh: the hooked layers,
-        the calls the ``ops`` patterns name, and the modules above them.  Those inside a
-        fused fast path that a hook would turn off are left alone."""
-        model, root = self.model, self.root
-        rules = self._watch.rules if self._watch is not None else []
-        paths = paths + [p for p, _ in model.named_modules()
-                         if any(r.matches_call(p, None, root) for r in rules)]
-        above = {".".join(p.split(".")[:i]) for p in paths if p for i in range(1, p.count(".") + 2)}
-        fused = {id(m) for _, a in model.named_modules() if checks_hooks(a) for m in a.modules()}
-        out = {id(m): m for m in map(model.get_submodule, sorted(above)) if id(m) not in fused}
-        out.pop(id(model), None)
-        return list(out.values())
+        """The modules above the hooked layers and the calls the ``ops`` patterns watch, hooked
+        by neither: a call of one made outside a pass of the model (``model.transformer(ids)``)
+        numbers the calls inside it afresh (:meth:`_fresh`).  Those inside a fused fast path
+        that a hook would turn off are left alone."""
+        model, watch = self.model, self._watch
+        mods = dict(model.named_modules())
+        if watch is not None:
+            paths = paths + [p for p, m in mods.items() if watch.watches(m)]
+        above = {".".join(p.split(".")[:i]) for p in paths for i in range(1, p.count(".") + 1)}
+        skip = {id(mods.get(p) or model.get_submodule(p)) for p in paths} | {id(model)}
+        for a in mods.values():
+            if checks_hooks(a):
+                skip.update(id(m) for m in a.modules())
+        out = {id(m): m for m in (mods.get(p) or model.get_submodule(p) for p in sorted(above))}
+        return [m for i, m in out.items() if i not in skip]
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.remove()
@@ -242,13 +246,20 @@ class Capture(KeptOutputs):
                 self._watch.begin_pass()
         self._depth += 1
 
+    def _fresh(self) -> None:
+        """Before a hooked or watched call: one made outside a pass of the model while no other
+        is open (``model.transformer(ids)`` called on its own) numbers its calls afresh."""
+        watch = self._watch
+        if self._depth == 0 and self._outside == 0 and not any(self._open.values()) and \
+                (watch is None or not watch.stack):
+            self._calls.clear()
+            self._open.clear()
+            if watch is not None:
+                watch.begin_pass()
+
     def _outside_begins(self, module: nn.Module, args: Any) -> None:
         if self._depth == 0:
-            if self._outside == 0:  # a call made outside a pass: its calls are numbered afresh
-                self._calls.clear()
-                self._open.clear()
-                if self._watch is not None:
-                    self._watch.begin_pass()
+            self._fresh()
             self._outside += 1
 
     def _outside_ends(self, module: nn.Module, args: Any, output: Any) -> None:
@@ -273,6 +284,7 @@ class Capture(KeptOutputs):
         chosen = path in dict(self._chosen)
 
         def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            self._fresh()
             n = self._calls[path] = self._calls.get(path, 0) + 1
             name = path if n == 1 else f"{path}#{n}"
             on = chosen and self._wanted(name)

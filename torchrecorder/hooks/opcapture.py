@@ -206,6 +206,7 @@ class OpWatch:
         self._closed: list[_Closed] = []
         self._closer: Optional[RemovableHandle] = None  # the global hook that closes them
         self._info: dict[Any, tuple[str, bool, Optional[int]]] = {}
+        self.on_first: Optional[Callable[[], None]] = None  # called as a call opens while none is
         self.seen: dict[str, None] = {}  # op keys met in chosen calls (for "did you mean")
         self.matched: set[str] = set()  # patterns that chose at least one op
 
@@ -246,6 +247,10 @@ class OpWatch:
         self._leave_mode()
         self.stack.clear()
 
+    def watches(self, module: nn.Module) -> bool:
+        """Whether the watch hooks ``module`` (a chosen call, or a module inside one)."""
+        return id(module) in self._paths
+
     def begin_pass(self) -> None:
         """A new pass of the model: calls and operations are counted afresh."""
         self._calls.clear()
@@ -255,6 +260,8 @@ class OpWatch:
     def _pre(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if self.paused or self.thread != get_ident() or self._closed:
             return
+        if not self.stack and self.on_first is not None:
+            self.on_first()
         n = self._calls[id(module)] = self._calls.get(id(module), 0) + 1
         path = self._paths[id(module)]
         base = path or self.root
