@@ -167,6 +167,12 @@ def test_stop_ends_the_forward_pass_after_the_named_layer() -> None:
                                             r"calling '2' 1 times"), capture(net, "4", stop="2#2") as cap:
         net(x)
     assert cap.keys() == ["4"] and hook_count(net) == 0
+    calls.clear()
+    net[3].register_forward_hook(lambda m, a, o: calls.append("3"))
+    with capture(net, "2", stop="2#1") as cap:  # "#1": the first call, kept as "2"
+        net(x)
+    assert calls == [] and torch.equal(cap["2#1"], cap["2"])
+    net[3]._forward_hooks.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a stop that came, the model's own output included: no warning
         for stop in ("2", ""):

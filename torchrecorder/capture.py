@@ -44,7 +44,17 @@ from .hooks.opcapture import (
 from .hooks.plot import plot_stat
 from .hooks.running import GradStats, RunningStats
 from .hooks.saved import KeptOutputs, save_capture
-from .hooks.select import Names, UnknownLayerError, as_names, check_types, nearest, select_modules, split_call
+from .hooks.select import (
+    Names,
+    UnknownLayerError,
+    as_names,
+    canonical_call,
+    check_types,
+    modules_above,
+    nearest,
+    select_modules,
+    split_call,
+)
 
 __all__ = ["GRAD_STATS", "STATS", "Capture", "StopForward", "capture"]
 
@@ -134,7 +144,9 @@ class Capture(KeptOutputs):
                     self._handles.append(module.register_forward_hook(self._post(path)))
             if fused:
                 self._hook_globally(fused)
-            for module in self._outer_modules(list(hooked)):
+            # above them, the modules whose call made outside a pass numbers its calls afresh
+            watched = self._watch.watches if self._watch is not None else None
+            for module in modules_above(self.model, list(hooked), watched):
                 self._handles.append(module.register_forward_pre_hook(self._outside_begins, prepend=True))
                 self._handles.append(module.register_forward_hook(self._outside_ends, always_call=True))
         except BaseException:
@@ -182,23 +194,6 @@ class Capture(KeptOutputs):
 
         self._handles.append(register_module_forward_pre_hook(pre))
         self._handles.append(register_module_forward_hook(post, with_kwargs=True))
-
-    def _outer_modules(self, paths: list[str]) -> list[nn.Module]:
-        """The modules above the hooked layers and the calls the ``ops`` patterns watch, hooked
-        by neither: a call of one made outside a pass of the model (``model.transformer(ids)``)
-        numbers the calls inside it afresh (:meth:`_fresh`).  Those inside a fused fast path
-        that a hook would turn off are left alone."""
-        model, watch = self.model, self._watch
-        mods = dict(model.named_modules())
-        if watch is not None:
-            paths = paths + [p for p, m in mods.items() if watch.watches(m)]
-        above = {".".join(p.split(".")[:i]) for p in paths for i in range(1, p.count(".") + 1)}
-        skip = {id(mods.get(p) or model.get_submodule(p)) for p in paths} | {id(model)}
-        for a in mods.values():
-            if checks_hooks(a):
-                skip.update(id(m) for m in a.modules())
-        out = {id(m): m for m in (mods.get(p) or model.get_submodule(p) for p in sorted(above))}
-        return [m for i, m in out.items() if i not in skip]
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.remove()
@@ -406,8 +401,8 @@ class Capture(KeptOutputs):
     # ------------------------------------------------------------ reading
     def __getitem__(self, name: str) -> Any:
         """The output of the call ``name`` (a dotted path, ``path#2`` for a second call)."""
-        if name in self.outputs:
-            return self.outputs[name]
+        if name in self.outputs or canonical_call(name) in self.outputs:
+            return self.outputs[name if name in self.outputs else canonical_call(name)]
         path = split_call(name)[0]
         if not self._record:
             raise UnknownLayerError(f"nothing is kept for {name!r}: the capture was made with "
@@ -589,6 +584,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     if stop is not None:
         if not isinstance(stop, str):
             raise TypeError(f"stop must be a layer name, got {stop!r}")
+        stop = canonical_call(stop)  # "blk#1" is the call kept as "blk"
         paths = [p for p, _ in model.named_modules()]
         if split_call(stop.rpartition("/")[0] if "/" in stop and rules else stop)[0] not in [*paths, root]:
             raise UnknownLayerError(f"stop={stop!r} names no layer; " + nearest(stop, paths))

@@ -26,17 +26,19 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatchcase
 from typing import Any, Optional, Union
 
 from torch import Tensor, nn
 from torch.jit import ScriptModule
 
+from .._fused import checks_hooks
 from ..graph import Graph
 from ..summary import label_paths
 
-__all__ = ["UnknownLayerError", "check_types", "is_pattern", "match_names", "module_labels", "select_modules"]
+__all__ = ["UnknownLayerError", "canonical_call", "check_types", "is_pattern", "match_names", "module_labels",
+           "modules_above", "select_modules"]
 
 Names = Union[str, Iterable[str], None]
 _CALL = re.compile(r"^(.*)#([0-9]+)$")
@@ -159,6 +161,12 @@ def split_call(name: str) -> tuple[str, int]:
     return m.group(1), int(m.group(2))
 
 
+def canonical_call(name: str) -> str:
+    """A call's name as the graph writes it: the first call without ``#1`` (``"enc#1"`` ->
+    ``"enc"``, ``"attn#1/softmax"`` -> ``"attn/softmax"``); ``"enc#2"`` stays."""
+    return re.sub(r"#1(?=/|$)", "", name)
+
+
 def module_labels(net: nn.Module, rec: Optional[Graph] = None) -> dict[str, str]:
     """``depth-idx`` label -> dotted path of the module it names, as torchinfo numbers them.
 
@@ -278,3 +286,20 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
                 or (index_set is not None and i in index_set)):
             out.append((path, module))
     return out
+
+
+def modules_above(model: nn.Module, paths: list[str],
+                  watched: Optional[Callable[[nn.Module], bool]] = None) -> list[nn.Module]:
+    """The modules above ``paths`` (and above the modules ``watched`` says yes to) that are
+    none of them, nor ``model`` itself, nor inside a fused fast path that a hook would turn
+    off (``nn.TransformerEncoderLayer``): where a capture notes a call made outside a pass."""
+    mods = dict(model.named_modules())
+    if watched is not None:
+        paths = paths + [p for p, m in mods.items() if watched(m)]
+    above = {".".join(p.split(".")[:i]) for p in paths for i in range(1, p.count(".") + 1)}
+    skip = {id(mods.get(p) or model.get_submodule(p)) for p in paths} | {id(model)}
+    for a in mods.values():
+        if checks_hooks(a):
+            skip.update(id(m) for m in a.modules())
+    out = {id(m): m for m in (mods.get(p) or model.get_submodule(p) for p in sorted(above))}
+    return [m for i, m in out.items() if i not in skip]
