@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import gc
 import re
+import sys
 import tracemalloc
 import warnings
 from pathlib import Path
@@ -162,6 +163,82 @@ def test_stop_ends_the_forward_pass_after_the_named_layer() -> None:
     assert cap.passes == 2 and hook_count(net) == 0
     with pytest.raises(UnknownLayerError, match=r"stop='3x' names no layer"):
         capture(net, stop="3x")
+    with pytest.warns(RuntimeWarning, match=r"stop='2#2' was not reached: the pass ran to its end, "
+                                            r"calling '2' 1 times"), capture(net, "4", stop="2#2") as cap:
+        net(x)
+    assert cap.keys() == ["4"] and hook_count(net) == 0
+    calls.clear()
+    net[3].register_forward_hook(lambda m, a, o: calls.append("3"))
+    with capture(net, "2", stop="2#1") as cap:  # "#1": the first call, kept as "2"
+        net(x)
+    assert calls == [] and torch.equal(cap["2#1"], cap["2"])
+    net[3]._forward_hooks.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a stop that came, the model's own output included: no warning
+        for stop in ("2", ""):
+            with capture(net, "4", stop=stop):
+                net(x)
+
+
+def test_run_outside_the_block_captures_that_call_and_takes_the_hooks_off() -> None:
+    net = mlp()
+    x = torch.randn(2, 4)
+    cap = capture(net, ["2"], stop="2")
+    assert cap.run(x) is None  # hooked for this call: the pass stopped after "2"
+    assert torch.equal(cap["2"], net[:3](x)) and cap.passes == 1 and hook_count(net) == 0
+    cap = capture(net, "4")
+    assert torch.equal(cap.run(x), net(x)) and torch.equal(cap["4"], net(x))
+    assert hook_count(net) == 0
+    # a model called without the capture on: the error says so, not that the layer did not run
+    cap = capture(net, "4")
+    net(x)
+    with pytest.raises(UnknownLayerError, match="never ran while the capture was on"):
+        cap["4"]
+
+
+def test_calls_of_a_submodule_made_outside_a_pass_are_numbered_afresh_each_time() -> None:
+    """``model.encoder(x)`` called twice in the block: each call's layers keep their names, so
+    ``cap[name]`` is the last call's value (not the first's, with ``name#2`` for the next)."""
+    net = nn.Sequential(Encoder(), nn.Linear(2, 2))
+    xs = [torch.randn(2, 4) for _ in range(3)]
+    with torch.no_grad(), capture(net, ["0.layer.1.out", "0.head"], ops="0.layer.0.out/linear",
+                                  keep="all") as cap:
+        for x in xs:
+            net[0](x)  # the encoder alone, not a pass of net
+        net[0].head(torch.ones(1, 4))  # a chosen layer called on its own
+    assert cap.passes == 0
+    assert sorted(cap.outputs) == ["0.head", "0.layer.0.out/linear", "0.layer.1.out"]
+    with torch.no_grad():
+        assert all(torch.equal(got, net[0](x)) for got, x in zip(cap["0.head"], xs, strict=False))
+        assert torch.equal(cap["0.head"][-1], net[0].head(torch.ones(1, 4)))
+    assert len(cap["0.layer.0.out/linear"]) == 3 and hook_count(net) == 0
+
+
+class _Twice(nn.Module):
+    """One layer called twice."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(torch.tanh(self.lin(x)))
+
+
+@pytest.mark.parametrize("kw", [{"names": "0.1.lin"}, {"ops": "0.1.lin/linear"}, {"ops": "*/tanh"},
+                                {"names": "**"}])
+def test_a_layer_called_twice_in_a_part_called_on_its_own_is_numbered_per_call(kw: dict[str, str]) -> None:
+    net = nn.Sequential(nn.Sequential(nn.Identity(), _Twice()), nn.Identity())
+    with torch.no_grad(), capture(net, keep="all", **kw) as cap:  # type: ignore[arg-type]
+        for _ in range(3):
+            net[0](torch.randn(2, 4))
+    key = {"0.1.lin": "0.1.lin", "0.1.lin/linear": "0.1.lin/linear", "*/tanh": "0.1/tanh"}.get(
+        kw.get("names") or kw.get("ops", ""), "0.1.lin")
+    assert len(cap[key]) == 3
+    if "tanh" not in key:
+        second = key.replace("lin", "lin#2", 1)
+        assert len(cap[second]) == 3 and not any(k.count("#3") for k in cap.outputs)
+    assert hook_count(net) == 0
 
 
 def test_unknown_names_raise_before_the_model_runs_listing_the_nearest() -> None:
@@ -188,6 +265,21 @@ def test_unknown_names_raise_before_the_model_runs_listing_the_nearest() -> None
             capture(net, inputs)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"names must be strings .* got 3$"):
         capture(net, ["head", 3])  # type: ignore[list-item]
+    assert hook_count(net) == 0
+
+
+def test_names_that_are_not_strings_say_what_was_meant() -> None:
+    net = Encoder()
+    for names, said in ((lambda n: n.endswith("out"), "got a function: to filter names with a function, "
+                         "pass names=[p for p, _ in model.named_modules() if f(p)]"),
+                        (nn.Linear, "got the class Linear: choose layers by class with types=Linear"),
+                        (net.head, "got a module (Linear): name it by its dotted path"),
+                        ([net.head], "name it by its dotted path"),
+                        (0, "got 0")):
+        with pytest.raises(TypeError, match=re.escape(said)):
+            capture(net, names)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=re.escape("labels must be a string or a list of strings")):
+        capture(net, labels=3)  # type: ignore[arg-type]
     assert hook_count(net) == 0
 
 
@@ -230,6 +322,23 @@ def test_reduction_condition_keep_and_to() -> None:
         for x in xs:
             net(x)
     assert torch.equal(cap["2"], ref[2](torch.relu(ref[0](xs[-1]))).detach())  # the last pass
+
+
+def test_keep_all_with_a_reduction_and_a_condition_that_raises_are_named() -> None:
+    net = mlp()
+    with pytest.raises(ValueError, match=r"keep='all' and reduction= do not go together"):
+        capture(net, "2", keep="all", reduction=lambda a, b: a + b)
+
+    def broken() -> bool:
+        raise RuntimeError("no flag")
+
+    for kw in ({"names": "2"}, {"ops": "2/linear"}):
+        with pytest.raises(RuntimeError, match="no flag") as info:
+            with capture(net, condition=broken, **kw):  # type: ignore[arg-type]
+                net(torch.randn(2, 4))
+        assert "torchrecorder: raised in condition(), asked whether to capture '2" in "".join(
+            getattr(info.value, "__notes__", [])) or sys.version_info < (3, 11)
+        assert hook_count(net) == 0
 
 
 def test_statistics_and_timings() -> None:

@@ -154,3 +154,60 @@ def test_with_gradients_the_python_path_runs_and_is_captured_op_by_op() -> None:
     assert torch.equal(out, plain)
     assert not any(k.endswith("_transformer_encoder_layer_fwd") for k in cap.outputs)
     assert any("self_attn/" in k for k in cap.outputs)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_capturing_a_fused_module_by_name_keeps_its_fast_path(name: str) -> None:
+    """A hook on an encoder layer (or inside it) turns torch's fused kernel off: the layers
+    chosen by name are hooked globally instead, so the model runs as in a plain call, and each
+    keeps what the fused kernel returned, its inputs (keywords too) and its edit."""
+    make, _ = MODELS[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    run = _run(name)
+    paths = [p for p, m in model.named_modules() if type(m).forward in FAST_PATHS]
+    x = _x(5)
+    with torch.no_grad():
+        plain = _leaves(run(model, x))
+        layers = [p for p in paths if isinstance(model.get_submodule(p), nn.TransformerEncoderLayer)]
+        with torchrecorder.capture(model, ops=[f"{p or 'net'}/*" for p in layers] or "*") as fused_ops:
+            run(model, x)
+        with torchrecorder.capture(model, paths, inputs=True) as cap:
+            got = _leaves(run(model, x))
+        assert all(torch.equal(a, b) for a, b in zip(got, plain, strict=True)), name
+        for path in layers:  # what the fused kernel returned, nested where the encoder made it so
+            kept, value = cap[path], fused_ops[f"{path or 'net'}/_transformer_encoder_layer_fwd"]
+            assert kept.is_nested == value.is_nested
+            assert torch.equal(*(t.to_padded_tensor(0.0) if t.is_nested else t for t in (kept, value)))
+            assert isinstance(cap.inputs[path], (torch.Tensor, tuple))
+        if layers:
+            with torchrecorder.capture(model, layers[0], edit=lambda k, o: o * 0, record=False):
+                edited = _leaves(run(model, x))
+            assert not torch.equal(edited[0], plain[0])
+    assert hook_count(model) == 0
+    assert not torch.nn.modules.module._global_forward_hooks
+    assert not torch.nn.modules.module._global_forward_pre_hooks
+
+
+def test_an_encoder_layer_chosen_by_name_runs_fused_with_a_padding_mask() -> None:
+    """With a padding mask the fused kernel and the Python path differ in the last bits: the
+    capture of the layer by name gives the plain call's output, bit for bit."""
+    torch.manual_seed(0)
+    layer = _layer().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        enc = nn.TransformerEncoder(_layer(), 2, enable_nested_tensor=False).eval()
+    x = _x(0)
+    with torch.no_grad():
+        plain = layer(x, src_key_padding_mask=PAD)
+        with torchrecorder.capture(layer, "", inputs=True) as cap:
+            out = layer(x, src_key_padding_mask=PAD)
+        assert torch.equal(out, plain) and torch.equal(cap[""], plain)
+        args, kwargs = cap.inputs[""]
+        assert torch.equal(args[0], x) and torch.equal(kwargs["src_key_padding_mask"], PAD)
+        plain = enc(x, src_key_padding_mask=PAD)
+        with torchrecorder.capture(enc, ["layers.0", "layers.1"], stop="layers.1") as cap:
+            enc(x, src_key_padding_mask=PAD)
+        assert torch.equal(cap["layers.1"], plain)
+    assert hook_count(layer) == hook_count(enc) == 0
+    assert not torch.nn.modules.module._global_forward_hooks

@@ -12,12 +12,12 @@ Layers are chosen by the names the graph and the summary show (see
 :mod:`torchrecorder.hooks.select`): dotted paths, glob patterns, ``depth-idx``
 labels, types.  A module called several times in one pass is captured per
 call under ``"name"``, ``"name#2"``, ... as the graph names its calls.  A pass
-begins at each call of the model given to :func:`capture`.
+begins at each call of the model given to :func:`capture`; a part of it called on
+its own (``model.transformer(ids)``) numbers the calls inside it afresh each time.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -33,11 +33,28 @@ from torch.utils.hooks import RemovableHandle
 from ._fused import GLOBAL_POST_HOOK, checks_hooks
 from .graph import Graph
 from .hooks._values import Device, add_note, check_device, inputs_value, keep_value, leaves, reduce_values
-from .hooks.opcapture import OpRule, OpWatch, check_call_patterns, nearest_ops, parse_op_patterns
+from .hooks.opcapture import (
+    OpRule,
+    OpWatch,
+    check_call_patterns,
+    check_rec_patterns,
+    nearest_ops,
+    parse_op_patterns,
+)
 from .hooks.plot import plot_stat
+from .hooks.running import GradStats, RunningStats
 from .hooks.saved import KeptOutputs, save_capture
-from .hooks.select import Names, UnknownLayerError, as_names, check_types, nearest, select_modules, split_call
-from .nodes import LayerNode, OpNode
+from .hooks.select import (
+    Names,
+    UnknownLayerError,
+    as_names,
+    canonical_call,
+    check_types,
+    modules_above,
+    nearest,
+    select_modules,
+    split_call,
+)
 
 __all__ = ["GRAD_STATS", "STATS", "Capture", "StopForward", "capture"]
 
@@ -53,82 +70,6 @@ GRAD_STATS = ("grad_norm", "grad_mean", "grad_zeros")
 class StopForward(Exception):
     """Raised after the ``stop=`` layer ran, to end the forward pass; :class:`Capture` catches it
     when its ``with`` block ends and in :meth:`Capture.run`."""
-
-
-class _Stats:
-    """Running statistics of a layer's output over every recorded call (scalars on its device)."""
-
-    __slots__ = ("absmax", "alive", "count", "sq", "sum", "zeros")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.sum: Any = 0.0
-        self.sq: Any = 0.0
-        self.zeros: Any = 0
-        self.absmax: Any = 0.0
-        self.alive: Optional[torch.Tensor] = None
-
-    def add(self, t: torch.Tensor) -> None:
-        with torch.no_grad():
-            x = t.detach()
-            d = x.to(torch.float64)
-            self.count += x.numel()
-            self.sum = self.sum + d.sum()
-            self.sq = self.sq + (d * d).sum()
-            self.zeros = self.zeros + (x == 0).sum()
-            self.absmax = torch.maximum(torch.as_tensor(self.absmax, device=x.device, dtype=torch.float64),
-                                        d.abs().max()) if x.numel() else self.absmax
-            if x.dim() >= 1 and x.shape[0] > 0:
-                alive = (x != 0).reshape(x.shape[0], -1).any(0)
-                if self.alive is None:
-                    self.alive = alive
-                elif self.alive.shape == alive.shape:
-                    self.alive = self.alive | alive
-
-    def value(self, stat: str) -> Optional[float]:
-        if not self.count:
-            return None
-        if stat == "dead":
-            return None if self.alive is None else 1.0 - float(self.alive.float().mean())
-        mean = float(self.sum) / self.count
-        if stat == "mean":
-            return mean
-        if stat == "std":
-            return math.sqrt(max(0.0, float(self.sq) / self.count - mean * mean))
-        if stat == "zeros":
-            return float(self.zeros) / self.count
-        return float(self.absmax)
-
-
-class _GradStats:
-    """Running statistics of the gradients reaching one output (scalars on their device)."""
-
-    __slots__ = ("calls", "count", "norms", "sum", "zeros")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.count = 0
-        self.norms: Any = 0.0
-        self.sum: Any = 0.0
-        self.zeros: Any = 0
-
-    def add(self, g: torch.Tensor) -> None:
-        with torch.no_grad():
-            d = g.detach().to(torch.float64)
-            self.calls += 1
-            self.count += d.numel()
-            self.norms = self.norms + torch.linalg.vector_norm(d)
-            self.sum = self.sum + d.sum()
-            self.zeros = self.zeros + (d == 0).sum()
-
-    def value(self, stat: str) -> Optional[float]:
-        if not self.count:
-            return None
-        if stat == "grad_norm":
-            return float(self.norms) / self.calls
-        if stat == "grad_mean":
-            return float(self.sum) / self.count
-        return float(self.zeros) / self.count
 
 
 class Capture(KeptOutputs):
@@ -160,6 +101,8 @@ class Capture(KeptOutputs):
         self.names = [p for p, _ in chosen]
         self.ops = [r.pattern for r in ops or ()]
         self._watch = OpWatch(model, ops, root, self._on_op) if ops else None
+        if self._watch is not None:
+            self._watch.on_first = self._fresh
         self._record, self._want_inputs, self._want_grads = record, inputs, grads
         self._edit, self._stop = edit, stop
         self._condition, self._reduction = condition, reduction
@@ -169,15 +112,16 @@ class Capture(KeptOutputs):
         self.inputs: dict[str, Any] = {}
         self.grads: dict[str, Any] = {}
         self.passes = 0
-        self._stats: dict[str, _Stats] = {}
-        self._grad_stats: dict[str, _GradStats] = {}
+        self._stats: dict[str, RunningStats] = {}
+        self._grad_stats: dict[str, GradStats] = {}
         self.unsummarised: dict[str, str] = {}
         self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
         self._handles: list[RemovableHandle] = []
         self._tensor_hooks: list[RemovableHandle] = []
         self._calls: dict[str, int] = {}
         self._open: dict[str, list[tuple[str, bool, float]]] = {}
-        self._depth = 0
+        self._depth = 0  # how deep the model's own calls are nested (a pass runs while > 0)
+        self._outside = 0  # the same for the outer modules' calls made outside a pass
 
     # ------------------------------------------------------------ hooks on and off
     def __enter__(self) -> Capture:
@@ -193,9 +137,18 @@ class Capture(KeptOutputs):
                 else None
             if stop_path is not None and stop_path not in hooked:
                 hooked[stop_path] = self.model.get_submodule(stop_path)
+            fused = {id(m): p for p, m in hooked.items() if GLOBAL_POST_HOOK and checks_hooks(m)}
             for path, module in hooked.items():
-                self._handles.append(module.register_forward_pre_hook(self._pre(path), with_kwargs=True))
-                self._handles.append(module.register_forward_hook(self._post(path)))
+                if id(module) not in fused:
+                    self._handles.append(module.register_forward_pre_hook(self._pre(path), with_kwargs=True))
+                    self._handles.append(module.register_forward_hook(self._post(path)))
+            if fused:
+                self._hook_globally(fused)
+            # above them, the modules whose call made outside a pass numbers its calls afresh
+            watched = self._watch.watches if self._watch is not None else None
+            for module in modules_above(self.model, list(hooked), watched):
+                self._handles.append(module.register_forward_pre_hook(self._outside_begins, prepend=True))
+                self._handles.append(module.register_forward_hook(self._outside_ends, always_call=True))
         except BaseException:
             self.remove()
             raise
@@ -222,6 +175,26 @@ class Capture(KeptOutputs):
         self._handles.append(register_module_forward_pre_hook(begins))
         self._handles.append(register_module_forward_hook(ends, always_call=True))
 
+    def _hook_globally(self, paths: dict[int, str]) -> None:
+        """Hook the chosen modules whose fused fast path a hook on them turns off
+        (``nn.TransformerEncoderLayer``, ``id(module) -> path``) through global hooks, which
+        torch's test does not see: they run as in a plain call (their inputs are kept after
+        the call, the global pre-hook sees no keywords)."""
+        pres = {i: self._pre(p, inputs=False) for i, p in paths.items()}
+        posts = {i: self._post(p, inputs=True) for i, p in paths.items()}
+
+        def pre(module: nn.Module, args: tuple[Any, ...]) -> None:
+            hook = pres.get(id(module))
+            if hook is not None:
+                hook(module, args, {})
+
+        def post(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> Any:
+            hook = posts.get(id(module))
+            return None if hook is None else hook(module, args, output, kwargs)
+
+        self._handles.append(register_module_forward_pre_hook(pre))
+        self._handles.append(register_module_forward_hook(post, with_kwargs=True))
+
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.remove()
         return exc_type is not None and issubclass(exc_type, StopForward)
@@ -242,10 +215,16 @@ class Capture(KeptOutputs):
         self._tensor_hooks = [] if grads else [h for h in self._tensor_hooks
                                                if h.hooks_dict_ref() is not None]
         self._open.clear()
-        self._depth = 0
+        self._depth = self._outside = 0
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the model; ``None`` if the ``stop=`` layer ended the pass early."""
+        """Call the model; ``None`` if the ``stop=`` layer ended the pass early.
+
+        Outside the ``with`` block the hooks go on for this one call and come off after it."""
+        if not self._handles:
+            with self:
+                return self.model(*args, **kwargs)
+            return None  # the stop= layer ended the pass (the block swallowed StopForward)
         try:
             return self.model(*args, **kwargs)
         except StopForward:
@@ -262,6 +241,26 @@ class Capture(KeptOutputs):
                 self._watch.begin_pass()
         self._depth += 1
 
+    def _fresh(self) -> None:
+        """Before a hooked or watched call: one made outside a pass of the model while no other
+        is open (``model.transformer(ids)`` called on its own) numbers its calls afresh."""
+        watch = self._watch
+        if self._depth == 0 and self._outside == 0 and not any(self._open.values()) and \
+                (watch is None or not watch.stack):
+            self._calls.clear()
+            self._open.clear()
+            if watch is not None:
+                watch.begin_pass()
+
+    def _outside_begins(self, module: nn.Module, args: Any) -> None:
+        if self._depth == 0:
+            self._fresh()
+            self._outside += 1
+
+    def _outside_ends(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._depth == 0:
+            self._outside = max(0, self._outside - 1)
+
     def _pass_ends(self, module: nn.Module, args: Any, output: Any) -> None:
         self._depth = max(0, self._depth - 1)
         watch = self._watch
@@ -269,15 +268,22 @@ class Capture(KeptOutputs):
             rule = watch.unmatched()[0]
             raise UnknownLayerError(f"ops pattern {rule.pattern!r} chose no operation in a whole "
                                     "forward pass; " + nearest_ops(rule, list(watch.seen)))
+        stop = self._stop
+        if self._depth == 0 and stop is not None and "/" not in stop and sys.exc_info()[1] is None:
+            path, n = split_call(stop)
+            if self._calls.get(path, 0) < n:  # the pass ran to its end: stop= never came
+                warnings.warn(f"stop={stop!r} was not reached: the pass ran to its end, calling "
+                              f"{path!r} {self._calls.get(path, 0)} times", RuntimeWarning, stacklevel=2)
 
-    def _pre(self, path: str) -> Callable[..., None]:
+    def _pre(self, path: str, inputs: bool = True) -> Callable[..., None]:
         chosen = path in dict(self._chosen)
 
         def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            self._fresh()
             n = self._calls[path] = self._calls.get(path, 0) + 1
             name = path if n == 1 else f"{path}#{n}"
-            on = chosen and (self._condition is None or bool(self._condition()))
-            if on and self._record and self._want_inputs:
+            on = chosen and self._wanted(name)
+            if on and inputs and self._record and self._want_inputs:
                 self._store(self.inputs, name, inputs_value(args, kwargs))
             start = 0.0
             if on and self._timing:
@@ -287,12 +293,14 @@ class Capture(KeptOutputs):
 
         return hook
 
-    def _post(self, path: str) -> Callable[..., Any]:
-        def hook(module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
+    def _post(self, path: str, inputs: bool = False) -> Callable[..., Any]:
+        def hook(module: nn.Module, args: tuple[Any, ...], output: Any, kwargs: Any = None) -> Any:
             stack = self._open.get(path)
             if not stack:
                 return None
             name, on, start = stack.pop()
+            if on and inputs and self._record and self._want_inputs:
+                self._store(self.inputs, name, inputs_value(args, kwargs))
             if on and self._timing:
                 _sync(output)
                 total = self._times.setdefault(name, [0.0, 0])
@@ -304,10 +312,20 @@ class Capture(KeptOutputs):
 
     def _on_op(self, key: str, output: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A chosen operation ran (see :class:`~torchrecorder.hooks.opcapture.OpWatch`)."""
-        on = self._condition is None or bool(self._condition())
+        on = self._wanted(key)
         if on and self._record and self._want_inputs:
             self._store(self.inputs, key, inputs_value(args, kwargs))
         return self._finish(key, on, output)
+
+    def _wanted(self, name: str) -> bool:
+        """What ``condition()`` says of the call ``name`` (an error it raises names it)."""
+        if self._condition is None:
+            return True
+        try:
+            return bool(self._condition())
+        except Exception as exc:
+            add_note(exc, f"torchrecorder: raised in condition(), asked whether to capture {name!r}")
+            raise
 
     def _finish(self, name: str, on: bool, output: Any) -> Any:
         """Edit, keep and maybe stop after the call or operation ``name``; the replacement."""
@@ -357,7 +375,7 @@ class Capture(KeptOutputs):
                 kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
                 self.unsummarised.setdefault(name, f"a {kind} tensor")
                 continue
-            self._stats.setdefault(name, _Stats()).add(t)
+            self._stats.setdefault(name, RunningStats()).add(t)
             return
 
     def _grad_hook(self, key: str) -> Callable[[torch.Tensor], None]:
@@ -366,7 +384,7 @@ class Capture(KeptOutputs):
                 self._store(self.grads, key, grad)
             if self._want_stats and grad.layout == torch.strided and (
                     grad.is_floating_point() or grad.is_complex()) and grad.device.type != "meta":
-                self._grad_stats.setdefault(key, _GradStats()).add(grad)
+                self._grad_stats.setdefault(key, GradStats()).add(grad)
 
         return hook
 
@@ -383,12 +401,16 @@ class Capture(KeptOutputs):
     # ------------------------------------------------------------ reading
     def __getitem__(self, name: str) -> Any:
         """The output of the call ``name`` (a dotted path, ``path#2`` for a second call)."""
-        if name in self.outputs:
-            return self.outputs[name]
+        if name in self.outputs or canonical_call(name) in self.outputs:
+            return self.outputs[name if name in self.outputs else canonical_call(name)]
         path = split_call(name)[0]
         if not self._record:
             raise UnknownLayerError(f"nothing is kept for {name!r}: the capture was made with "
                                     "record=False")
+        if path in self.names and not self.passes:
+            raise UnknownLayerError(f"nothing is recorded for {name!r}: the model never ran while the "
+                                    "capture was on (call it inside `with capture(...) as cap:`, or "
+                                    "through cap.run(...))")
         if path in self.names:
             raise UnknownLayerError(f"{name!r} was chosen but no output was recorded for it (it was "
                                     "not called, or condition= said no); recorded: "
@@ -495,7 +517,8 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
             rest of the model receives.
         stop: a layer name; the forward pass ends right after that layer ran
             (the call raises :class:`StopForward`, which the ``with`` block
-            and :meth:`Capture.run` swallow).
+            and :meth:`Capture.run` swallow); a pass that never reached it
+            ends as usual, with a ``RuntimeWarning``.
         condition: a callable of no arguments; calls are captured only when it
             returns true.
         reduction: merge each new value into the kept one (``lambda a, b: a +
@@ -506,7 +529,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         detach, clone: detach kept tensors from autograd and copy them (both
             on by default), so that nothing the model does later alters them.
         keep: ``"last"`` keeps the latest pass's value, ``"all"`` a list of
-            every pass's (memory grows with the passes).
+            every pass's (memory grows with the passes; not with ``reduction``).
         stats: gather running statistics of each output for :meth:`Capture.stats`
             (mean, std, zeros, absmax, dead) without keeping tensors.
         timing: time each call for ``cap.stats("time")``.
@@ -541,6 +564,9 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
             raise TypeError(f"{arg} must be callable, got {fn!r}")
     if keep not in ("last", "all"):
         raise ValueError(f"keep must be 'last' or 'all', got {keep!r}")
+    if keep == "all" and reduction is not None:
+        raise ValueError("keep='all' and reduction= do not go together: reduction keeps one value "
+                         "merged over the calls, keep='all' a list of every pass's; choose one")
     device = check_device(to)
     wanted = as_names(names)
     root = rec.name if rec is not None else "net"
@@ -548,7 +574,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     if rules:
         check_call_patterns(model, rules, root)
         if rec is not None:
-            _check_op_patterns(rec, rules)
+            check_rec_patterns(rec, rules)
     if rules and not wanted and types is None and labels is None:
         chosen: list[tuple[str, nn.Module]] = []  # operations only
     else:
@@ -558,6 +584,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     if stop is not None:
         if not isinstance(stop, str):
             raise TypeError(f"stop must be a layer name, got {stop!r}")
+        stop = canonical_call(stop)  # "blk#1" is the call kept as "blk"
         paths = [p for p, _ in model.named_modules()]
         if split_call(stop.rpartition("/")[0] if "/" in stop and rules else stop)[0] not in [*paths, root]:
             raise UnknownLayerError(f"stop={stop!r} names no layer; " + nearest(stop, paths))
@@ -565,17 +592,3 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
                    condition=condition, reduction=reduction, to=device, detach=detach, clone=clone,
                    keep=keep, stats=stats, timing=timing, ops=rules, root=root)
 
-
-def _check_op_patterns(rec: Graph, rules: list[OpRule]) -> None:
-    """Raise :class:`UnknownLayerError` for a rule that chooses none of ``rec``'s operations."""
-    ops = [n for n in rec.nodes.values() if isinstance(n, OpNode) and isinstance(n.key, str)]
-    for rule in rules:
-        for op in ops:
-            call = rec.nodes.get(op.parent_key)
-            path = call.path if isinstance(call, LayerNode) else ""
-            if rule.matches_call(path, str(op.parent_key), rec.name) and \
-                    rule.matches_op(op.op, str(op.key).rpartition("/")[2]):
-                break
-        else:
-            raise UnknownLayerError(f"ops pattern {rule.pattern!r} chooses no operation of the "
-                                    "recording; " + nearest_ops(rule, [str(o.key) for o in ops]))

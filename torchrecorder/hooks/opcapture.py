@@ -41,10 +41,13 @@ from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
 from .._fused import GLOBAL_POST_HOOK, StepAside, has_fast_path
+from ..graph import Graph
+from ..nodes import LayerNode, OpNode
 from ..opnames import op_info, op_outputs
 from .select import UnknownLayerError, glob_match, nearest, split_call
 
-__all__ = ["OpRule", "OpWatch", "check_call_patterns", "nearest_ops", "parse_op_patterns"]
+__all__ = ["OpRule", "OpWatch", "check_call_patterns", "check_rec_patterns", "nearest_ops",
+           "parse_op_patterns"]
 
 #: called for every chosen operation: (key, output, args, kwargs) -> replacement or None
 OpCallback = Callable[[str, Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -203,6 +206,7 @@ class OpWatch:
         self._closed: list[_Closed] = []
         self._closer: Optional[RemovableHandle] = None  # the global hook that closes them
         self._info: dict[Any, tuple[str, bool, Optional[int]]] = {}
+        self.on_first: Optional[Callable[[], None]] = None  # called as a call opens while none is
         self.seen: dict[str, None] = {}  # op keys met in chosen calls (for "did you mean")
         self.matched: set[str] = set()  # patterns that chose at least one op
 
@@ -243,6 +247,10 @@ class OpWatch:
         self._leave_mode()
         self.stack.clear()
 
+    def watches(self, module: nn.Module) -> bool:
+        """Whether the watch hooks ``module`` (a chosen call, or a module inside one)."""
+        return id(module) in self._paths
+
     def begin_pass(self) -> None:
         """A new pass of the model: calls and operations are counted afresh."""
         self._calls.clear()
@@ -252,6 +260,8 @@ class OpWatch:
     def _pre(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if self.paused or self.thread != get_ident() or self._closed:
             return
+        if not self.stack and self.on_first is not None:
+            self.on_first()
         n = self._calls[id(module)] = self._calls.get(id(module), 0) + 1
         path = self._paths[id(module)]
         base = path or self.root
@@ -403,3 +413,18 @@ def _check_replacement(key: str, out: Any, new: Any, item: str = "") -> Any:
             return type(out)(items)
         return new
     return new
+
+
+def check_rec_patterns(rec: Graph, rules: list[OpRule]) -> None:
+    """Raise :class:`UnknownLayerError` for a rule that chooses none of ``rec``'s operations."""
+    ops = [n for n in rec.nodes.values() if isinstance(n, OpNode) and isinstance(n.key, str)]
+    for rule in rules:
+        for op in ops:
+            call = rec.nodes.get(op.parent_key)
+            path = call.path if isinstance(call, LayerNode) else ""
+            if rule.matches_call(path, str(op.parent_key), rec.name) and \
+                    rule.matches_op(op.op, str(op.key).rpartition("/")[2]):
+                break
+        else:
+            raise UnknownLayerError(f"ops pattern {rule.pattern!r} chooses no operation of the "
+                                    "recording; " + nearest_ops(rule, [str(o.key) for o in ops]))

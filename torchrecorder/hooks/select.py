@@ -26,17 +26,19 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatchcase
 from typing import Any, Optional, Union
 
 from torch import Tensor, nn
 from torch.jit import ScriptModule
 
+from .._fused import checks_hooks
 from ..graph import Graph
 from ..summary import label_paths
 
-__all__ = ["UnknownLayerError", "check_types", "is_pattern", "match_names", "module_labels", "select_modules"]
+__all__ = ["UnknownLayerError", "canonical_call", "check_types", "is_pattern", "match_names", "module_labels",
+           "modules_above", "select_modules"]
 
 Names = Union[str, Iterable[str], None]
 _CALL = re.compile(r"^(.*)#([0-9]+)$")
@@ -95,14 +97,38 @@ def as_names(names: Names, what: str = "names") -> list[str]:
         return []
     if isinstance(names, str):
         return [names]
+    if not isinstance(names, Iterable) or isinstance(names, (type, nn.Module)):
+        raise TypeError(f"{what} must be a string or a list of strings (dotted paths or glob "
+                        f"patterns), got {_what_it_is(names)}" + _hint(names, what))
     out = list(names)
     bad = [n for n in out if not isinstance(n, str)]
     if bad:
         raise TypeError(f"{what} must be strings (dotted paths or glob patterns), got "
                         + ("a tensor: the model's inputs go to the model, called inside the block: "
                            "`with capture(model, names) as cap: model(x)`"
-                           if isinstance(names, Tensor) or isinstance(bad[0], Tensor) else repr(bad[0])))
+                           if isinstance(names, Tensor) or isinstance(bad[0], Tensor)
+                           else repr(bad[0]) + _hint(bad[0], what)))
     return out
+
+
+def _what_it_is(value: Any) -> str:
+    if isinstance(value, type):
+        return f"the class {value.__qualname__}"
+    if isinstance(value, nn.Module):
+        return f"a module ({type(value).__name__})"
+    return f"{value!r}" if isinstance(value, (int, float)) else f"a {type(value).__name__}"
+
+
+def _hint(value: Any, what: str) -> str:
+    """How to say with a string what a user meant by ``value``."""
+    if isinstance(value, type):
+        return f": choose layers by class with types={value.__qualname__}"
+    if isinstance(value, nn.Module):
+        return ": name it by its dotted path, as model.named_modules() gives it"
+    if callable(value):
+        return (f": to filter names with a function, pass "
+                f"{what}=[p for p, _ in model.named_modules() if f(p)]")
+    return ""
 
 
 def match_names(names: Iterable[str], available: Sequence[str], what: str = "layer") -> list[str]:
@@ -133,6 +159,12 @@ def split_call(name: str) -> tuple[str, int]:
     if m is None:
         return name, 1
     return m.group(1), int(m.group(2))
+
+
+def canonical_call(name: str) -> str:
+    """A call's name as the graph writes it: the first call without ``#1`` (``"enc#1"`` ->
+    ``"enc"``, ``"attn#1/softmax"`` -> ``"attn/softmax"``); ``"enc#2"`` stays."""
+    return re.sub(r"#1(?=/|$)", "", name)
 
 
 def module_labels(net: nn.Module, rec: Optional[Graph] = None) -> dict[str, str]:
@@ -254,3 +286,20 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
                 or (index_set is not None and i in index_set)):
             out.append((path, module))
     return out
+
+
+def modules_above(model: nn.Module, paths: list[str],
+                  watched: Optional[Callable[[nn.Module], bool]] = None) -> list[nn.Module]:
+    """The modules above ``paths`` (and above the modules ``watched`` says yes to) that are
+    none of them, nor ``model`` itself, nor inside a fused fast path that a hook would turn
+    off (``nn.TransformerEncoderLayer``): where a capture notes a call made outside a pass."""
+    mods = dict(model.named_modules())
+    if watched is not None:
+        paths = paths + [p for p, m in mods.items() if watched(m)]
+    above = {".".join(p.split(".")[:i]) for p in paths for i in range(1, p.count(".") + 1)}
+    skip = {id(mods.get(p) or model.get_submodule(p)) for p in paths} | {id(model)}
+    for a in mods.values():
+        if checks_hooks(a):
+            skip.update(id(m) for m in a.modules())
+    out = {id(m): m for m in (mods.get(p) or model.get_submodule(p) for p in sorted(above))}
+    return [m for i, m in out.items() if i not in skip]
