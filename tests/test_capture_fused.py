@@ -187,6 +187,7 @@ def test_capturing_a_fused_module_by_name_keeps_its_fast_path(name: str) -> None
     assert hook_count(model) == 0
     assert not torch.nn.modules.module._global_forward_hooks
     assert not torch.nn.modules.module._global_forward_pre_hooks
+    assert not torch.nn.modules.module._global_forward_hooks_with_kwargs  # (torch's handle leaves it)
 
 
 def test_an_encoder_layer_chosen_by_name_runs_fused_with_a_padding_mask() -> None:

@@ -179,3 +179,23 @@ def test_modules_and_parameters_that_forward_registers_are_recorded() -> None:
     assert not any(m._forward_pre_hooks or m._forward_hooks for m in net.modules())
     assert registration_hooks == (len(torch.nn.modules.module._global_module_registration_hooks),
                                   len(torch.nn.modules.module._global_parameter_registration_hooks))
+
+
+def test_what_a_modules_own_pre_hooks_compute_is_inside_its_call() -> None:
+    """torch's pruning makes a module's weight in a forward pre-hook of the module
+    (``weight = weight_orig * weight_mask``), and a user's pre-hook may scale the input: that work
+    is part of the call, as the module runs it, not of the caller; the hooks stay as they were."""
+    import torch.nn.utils.prune as prune
+
+    net = nn.Sequential(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), nn.Linear(4, 2))
+    prune.l1_unstructured(net[0][0], "weight", amount=0.5)
+    net[1].register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+    before = [list(m._forward_pre_hooks.values()) for m in net.modules()]
+    rec = torchrecorder.record(net, "net", (2, 4))
+    nodes = rec.nodes
+    assert nodes["0.0/mul"].parent_key == "0.0"  # the pruning hook's product, in the Linear's call
+    assert nodes["0.0.weight_orig"].parent_key == "0.0"
+    assert ("0.0.weight_orig", "0.0/mul") in rec.links and ("0.0/mul", "0.0/linear") in rec.links
+    assert nodes["1/mul"].parent_key == "1"  # the user's pre-hook scaling the input
+    check_invariants(rec)
+    assert [list(m._forward_pre_hooks.values()) for m in net.modules()] == before

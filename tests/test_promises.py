@@ -208,10 +208,10 @@ def test_an_error_in_a_users_pre_hook_names_the_module_whose_hook_raised() -> No
     with pytest.raises(ValueError) as info:
         torchrecorder.record(net, "net", (2, 3))
     assert info.value.__notes__ == [
-        "torchrecorder: raised in module '1.1' (Linear), in a forward pre-hook before its forward ran "
-        "(inside '1' (Sequential) called with input shapes [2×4]); the partial recording is in the "
-        "exception's 'recording' attribute"]
-    assert info.value.recording.failed_key == "1"  # the call it was made in (its own never opened)
+        "torchrecorder: raised in module '1.1' (Linear) called with input shapes [2×4], in a forward "
+        "pre-hook before its forward ran; the partial recording is in the exception's 'recording' "
+        "attribute"]
+    assert info.value.recording.failed_key == "1.1"  # its call opens before the user's pre-hooks run
     assert dict(net[1][1]._forward_pre_hooks) == {handle.id: refuse}
     assert not net[1][1]._forward_hooks
 

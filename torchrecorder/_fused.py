@@ -26,6 +26,7 @@ from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
+from torch.nn.modules import module as _torch_module
 from torch.nn.modules.module import register_module_forward_hook
 from torch.overrides import has_torch_function
 
@@ -51,6 +52,26 @@ def _global_post_hook_support() -> bool:
 #: whether one global forward hook can close every call, also one that raised; without it, a
 #: call whose observer's hooks had to leave its module could not be closed
 GLOBAL_POST_HOOK = _global_post_hook_support()
+
+
+class _KwargsHookHandle:
+    """Takes a global forward hook registered with ``with_kwargs=True`` off, its entry in
+    torch's ``_global_forward_hooks_with_kwargs`` too (torch's handle leaves that behind)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def remove(self) -> None:
+        self.handle.remove()
+        getattr(_torch_module, "_global_forward_hooks_with_kwargs", {}).pop(self.handle.id, None)
+
+
+def global_forward_hook_with_kwargs(hook: Callable[..., Any]) -> Any:
+    """``register_module_forward_hook(hook, with_kwargs=True)``, with a handle that removes all
+    it registered."""
+    return _KwargsHookHandle(register_module_forward_hook(hook, with_kwargs=True))
 
 
 def _fastpath_enabled() -> bool:

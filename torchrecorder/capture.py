@@ -30,7 +30,7 @@ from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.utils.hooks import RemovableHandle
 
-from ._fused import GLOBAL_POST_HOOK, checks_hooks
+from ._fused import GLOBAL_POST_HOOK, checks_hooks, global_forward_hook_with_kwargs
 from .graph import Graph
 from .hooks._values import Device, add_note, check_device, inputs_value, keep_value, leaves, reduce_values
 from .hooks.opcapture import (
@@ -193,7 +193,7 @@ class Capture(KeptOutputs):
             return None if hook is None else hook(module, args, output, kwargs)
 
         self._handles.append(register_module_forward_pre_hook(pre))
-        self._handles.append(register_module_forward_hook(post, with_kwargs=True))
+        self._handles.append(global_forward_hook_with_kwargs(post))
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.remove()

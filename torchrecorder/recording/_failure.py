@@ -95,24 +95,25 @@ def module_frames(exc: BaseException) -> list[tuple[Any, str]]:
 
 
 def raised_in(exc: BaseException, innermost: LayerNode, nodes: Mapping[Any, BaseNode],
-              modules: Mapping[int, Any]) -> tuple[LayerNode, Any]:
+              modules: Mapping[int, Any]) -> tuple[LayerNode, Any, bool]:
     """The call ``exc`` came from: ``innermost`` (the deepest call still open when it was
     raised), or a call inside it that had returned when one of its forward hooks raised (the
-    user's own hook, ``StopForward``), read from the traceback; and the
+    user's own hook, ``StopForward``), read from the traceback; the
     :class:`~torchrecorder.recording.meta.ModuleInfo` of a module called from there whose
-    forward pre-hook raised before its call was opened (else ``None``).  ``modules`` maps
-    ``id(module)`` to its ``ModuleInfo`` (``last``: its latest call)."""
+    forward pre-hook raised before its call was opened (else ``None``); and whether a forward
+    pre-hook of the call itself raised, after the call opened and before its ``forward`` ran.
+    ``modules`` maps ``id(module)`` to its ``ModuleInfo`` (``last``: its latest call)."""
     chain: set[Any] = set()
     node: BaseNode = innermost
     while isinstance(node, LayerNode):
         chain.add(node.key)
         node = nodes[node.parent_key]
-    failed = innermost
+    failed, last = innermost, ""
     for module, stage in module_frames(exc):
         info = modules.get(id(module))
         call = info.last if info is not None else None
         if call is None or not (call.key in chain or (stage == "post" and call.parent_key in chain)):
-            # a call not opened: a pre-hook (the user's, run before the recorder's) raised
-            return failed, (info if stage == "pre" else None)
-        failed = call
-    return failed, None
+            # a call not opened: a pre-hook run before the recorder's raised
+            return failed, (info if stage == "pre" else None), False
+        failed, last = call, stage
+    return failed, None, last == "pre" and failed is innermost

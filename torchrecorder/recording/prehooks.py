@@ -22,6 +22,8 @@ from typing import Any
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from .._fused import has_fast_path
+
 __all__ = ["PreHookHandle", "add_pre_hook", "add_pre_hooks", "new_hook_id"]
 
 #: whether modules keep their pre-hooks as torch 2 does (else torch's method is used)
@@ -65,8 +67,14 @@ def add_pre_hook(handles: list[Any], module: nn.Module, hook: Callable[..., Any]
         handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
         return
     handles.append(PreHookHandle(module, hid))
-    module._forward_pre_hooks[hid] = hook
+    hooks = module._forward_pre_hooks
+    hooks[hid] = hook
     module._forward_pre_hooks_with_kwargs[hid] = True
+    if len(hooks) > 1 and isinstance(hooks, OrderedDict) and not has_fast_path(module):
+        # first of the module's pre-hooks: what the others compute (torch's pruning makes the
+        # weight from weight_orig and the mask in one) belongs to the call, as in a plain call;
+        # a module with a fused fast path keeps its hook last, where it sees what forward gets
+        hooks.move_to_end(hid, last=False)
 
 
 def add_pre_hooks(handles: list[Any], modules: list[nn.Module], hook: Callable[..., Any], hid: int) -> None:
