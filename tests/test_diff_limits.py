@@ -6,7 +6,6 @@ import json
 import os
 import re
 import stat
-import threading
 import tracemalloc
 import warnings
 from pathlib import Path
@@ -19,6 +18,8 @@ from torch import nn
 
 import torchrecorder
 from torchrecorder.diff import render_diff
+
+from .fifo import fifo_reader
 
 
 def _linear_stack(n: int) -> tuple[torchrecorder.Recorder, torchrecorder.Recorder]:
@@ -178,14 +179,9 @@ def test_diff_command_writes_into_a_fifo_and_devices(tmp_path: Path) -> None:
     fifo = tmp_path / "out.txt"
     os.mkfifo(fifo)
     got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
-    reader.start()
-    try:
-        assert main([a, b, "-o", str(fifo)]) == 0
-        reader.join(timeout=30)
-    finally:
-        if reader.is_alive() and stat.S_ISFIFO(os.lstat(fifo).st_mode):
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # let the reader go
+    reader = fifo_reader(fifo, got)
+    assert main([a, b, "-o", str(fifo)]) == 0
+    reader.join(timeout=30)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert got and got[0].decode("utf-8").startswith("diff 'net' → 'net': the models differ")
     assert main([a, b, "-o", "/dev/null"]) == 0

@@ -10,7 +10,6 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 import warnings
 from pathlib import Path
 
@@ -21,21 +20,12 @@ from torch import nn
 import torchrecorder
 from torchrecorder.hooks import UnknownLayerError
 
+from .fifo import fifo_reader
+
 
 def _net() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
-
-
-def _reader(fifo: Path, got: list[bytes]) -> threading.Thread:
-    """A thread that reads the named pipe ``fifo`` to its end into ``got``."""
-    def read() -> None:
-        with open(fifo, "rb") as fh:
-            got.append(fh.read())
-
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
-    return thread
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
@@ -45,7 +35,7 @@ def test_a_named_pipe_at_the_target_is_written_to_and_stays_a_pipe(tmp_path: Pat
     fifo = tmp_path / ("net-1.svg" if write == "render_network" else "out")
     os.mkfifo(fifo)
     got: list[bytes] = []
-    thread = _reader(fifo, got)
+    thread = fifo_reader(fifo, got)
     if write == "render_network":
         torchrecorder.render_network(net, "net", (1, 3), tmp_path)
     else:
