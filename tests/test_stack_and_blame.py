@@ -11,6 +11,7 @@ from torch import nn
 from torch.overrides import _get_current_function_mode_stack
 
 import torchrecorder
+from torchrecorder import OpNode
 from torchrecorder.recording._failure import NOTE_PREFIX
 
 
@@ -178,17 +179,19 @@ def test_a_hook_error_after_a_second_call_names_that_call() -> None:
     assert _blamed(exc) == ("lin#2", "lin")
 
 
-def test_a_pre_hook_error_of_a_call_not_yet_open_names_the_caller() -> None:
-    """A pre-hook registered before ``record`` runs before the recorder's: that call never
-    opened, so the call around it is the innermost one the recording has."""
+def test_a_pre_hook_error_names_the_call_whose_pre_hook_raised() -> None:
+    """A pre-hook registered before ``record`` runs after the recorder's (the recorder's goes
+    first): the call has opened, and it is the one blamed, its forward not run."""
     net = Net()
     handle = net.head.register_forward_pre_hook(lambda m, a: 1 / 0)
     try:
         exc = _failure(net, ZeroDivisionError)
     finally:
         handle.remove()
-    assert exc.recording.failed_key == "n"
-    assert "head" not in exc.recording.nodes
+    assert exc.recording.failed_key == "head"
+    inside = [exc.recording.nodes[k] for k in exc.recording.nodes["head"].subnet_keys]
+    assert not [n for n in inside if isinstance(n, OpNode)]  # nothing of its forward ran
+    assert "in a forward pre-hook before its forward ran" in exc.__notes__[-1]
 
 
 def test_stop_forward_names_the_module_it_stopped_after() -> None:
