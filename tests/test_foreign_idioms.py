@@ -199,3 +199,41 @@ def test_what_a_modules_own_pre_hooks_compute_is_inside_its_call() -> None:
     assert nodes["1/mul"].parent_key == "1"  # the user's pre-hook scaling the input
     check_invariants(rec)
     assert [list(m._forward_pre_hooks.values()) for m in net.modules()] == before
+
+
+class _Transformed(nn.Module):
+    """torch.vmap and torch.func.grad called from forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8))
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = torch.vmap(lambda r: torch.tanh(self.w @ r))(self.fc(x))
+        g = torch.func.grad(lambda v: (v * v).sum())(y)
+        return y.relu() + g
+
+
+def test_operations_inside_torch_func_transforms_are_joined_to_the_network() -> None:
+    """The function a transform runs gets wrapped tensors (new objects around the ones outside):
+    its operations are fed by what the wrappers wrap, and what it returns comes from them; a note
+    says their shapes are one sample's; cost() does not count them with one sample's shapes."""
+    net = _Transformed()
+    before = snapshot(net)
+    rec = torchrecorder.record(net, "t", (5, 8))
+    links = set(rec.links)
+    assert {("fc:out", "t/matmul"), ("w", "t/matmul"), ("t/matmul", "t/tanh")} <= links, sorted(links)
+    assert rec.nodes["t/matmul"].output_shapes == [(8,)]  # one sample
+    reached, todo = set(), ["t/tanh"]
+    while todo:  # vmap's result reaches the network's output, through grad's function too
+        a = todo.pop()
+        for x, b in links:
+            if x == a and b not in reached:
+                reached.add(b)
+                todo.append(b)
+    assert {"t/grad", "t/relu", "t:out"} <= reached, sorted(links)
+    assert any("torch.vmap" in note for note in rec.notes)
+    assert "matmul" in torchrecorder.cost(rec).uncounted
+    check_invariants(rec)
+    check_state_unchanged(before, net)

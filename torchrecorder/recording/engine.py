@@ -65,6 +65,31 @@ _HIGHER_ORDER_HINT = (". torch.cond and torch's other higher-order operators com
                       "in one graph, which cannot be done while a recording watches every operation: "
                       "record the model with the branch chosen by a Python `if` (or `while`) instead")
 
+# torch.func's transforms (vmap, grad, ...) hand the function they transform wrapped tensors,
+# new objects around the ones outside; functorch's own (private) functions read the level of a
+# wrapper and what it wraps.  Without them nothing is matched across a transform.
+_functorch = getattr(torch._C, "_functorch", None)
+_LEVEL: Optional[Callable[[Tensor], int]] = getattr(_functorch, "maybe_get_level", None)
+_UNWRAPPED: Optional[Callable[[Tensor], Tensor]] = getattr(_functorch, "get_unwrapped", None)
+_IS_BATCHED: Optional[Callable[[Tensor], bool]] = getattr(_functorch, "is_batchedtensor", None)
+_TRANSFORM_NOTE = ("{where} ran operations inside torch.vmap or another torch.func transform: they "
+                   "are drawn with the shapes the transformed function sees (one sample under vmap)")
+
+
+def _wrapped_chain(t: Tensor) -> list[Tensor]:
+    """The tensors a torch.func wrapper ``t`` wraps, outermost first (empty for a plain tensor)."""
+    chain: list[Tensor] = []
+    if _LEVEL is None or _UNWRAPPED is None:
+        return chain
+    try:
+        while _LEVEL(t) != -1 and len(chain) < 64:
+            t = _UNWRAPPED(t)
+            chain.append(t)
+    except Exception:  # not a functorch wrapper after all, or a torch that reads them otherwise
+        pass
+    return chain
+
+
 # Calls are closed by ONE global forward hook where torch has one that is always called
 # (GLOBAL_POST_HOOK; it returns at once for modules not recorded): two hooks per module cost
 # much on models of many small modules.  Pre-hooks stay per module (global ones get no
@@ -113,6 +138,7 @@ class Engine(ModuleCalls):
         self._failure: Optional[tuple[BaseException, LayerNode]] = None
         self._popped_exc: Optional[BaseException] = None
         self._modules: dict[int, ModuleInfo] = {}
+        self._wrapped = False  # a torch.func transform's wrapped tensor was met (see _wrapped_chain)
         self._other_threads: set[int] = set()  # threads other than ours that ran a module
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
@@ -234,6 +260,7 @@ class Engine(ModuleCalls):
         self._stack_exc.clear()
         self._failure = None
         self._modules.clear()
+        self._wrapped = False
         self._other_threads.clear()
         self._params.clear()
         self.aliases.clear()
@@ -427,7 +454,16 @@ class Engine(ModuleCalls):
         mode did not see (see :class:`~torchrecorder.recording.untraced.Untraced`)."""
         key = self.known_source(t, scope)
         if key is None:
-            return self.untraced.recover(t, scope)
+            chain = _wrapped_chain(t)  # inside a torch.func transform: what the wrapper wraps
+            if chain and not self._wrapped:
+                self._wrapped = True
+                self.untraced.note(_TRANSFORM_NOTE.format(where=self.untraced.where(scope)))
+            for inner in chain:
+                key = self.known_source(inner, scope)
+                if key is not None:
+                    return key
+            # (made where the mode did not see it: autograd knows the plain tensor's maker)
+            return self.untraced.recover(chain[-1] if chain else t, scope)
         if self.untraced.pending and type(t.grad_fn) in self.untraced.pending:
             return self.untraced.function_output(t, key, scope)
         return key
@@ -522,6 +558,12 @@ class Engine(ModuleCalls):
                 ogf = o.grad_fn
                 if ogf is not None:
                     grad_fns[id(ogf)] = (ogf, key)
+        if self._wrapped:  # (a torch.func transform was met) what a wrapper wraps stands for it too
+            for o in outs:
+                for inner in _wrapped_chain(o):
+                    self.bind(inner, key)  # (its grad_fn too: what the transform returns reads it)
+            if _IS_BATCHED is not None and any(map(_IS_BATCHED, outs)):
+                self.op_args.pop(key, None)  # one sample's shapes: cost() lists it as uncounted
         if inplace:
             target = outs[-1]
             base = target._base
