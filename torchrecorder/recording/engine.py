@@ -347,11 +347,7 @@ class Engine(ModuleCalls):
         path = f"{info.path}.{name}" if info.path else name
         new = index_modules(sub, name, path, self._modules, self._params, self.untraced.buffers)
         for module in new:
-            if isinstance(module, torch.jit.ScriptModule):
-                continue  # takes no hooks: its calls are not recorded as calls
-            if GLOBAL_POST_HOOK:
-                add_pre_hook(self._handles, module, self._hook_fns[0], self._hook_id)
-            else:
+            if not isinstance(module, torch.jit.ScriptModule):  # (one takes no hooks: no calls)
                 self.hook(module)
 
     def _param_registered(self, module: nn.Module, name: str, param: Optional[nn.Parameter]) -> None:
@@ -411,12 +407,12 @@ class Engine(ModuleCalls):
         forward that hands branches to a thread pool): the recording follows one thread, so
         it lacks that call and what it computed.  Said once per thread and recording, in the
         graph's notes and as a :class:`RuntimeWarning`, naming the first module met there."""
-        info = self._modules.get(id(module))
-        path = info.path if info is not None and info.path else type(module).__name__
         thread = get_ident()
         if thread in self._other_threads:
             return
         self._other_threads.add(thread)
+        info = self._modules.get(id(module))
+        path = info.path if info is not None and info.path else type(module).__name__
         text = (f"'{path}' ({type(module).__name__}) and what it called ran in another thread than "
                 "the one recording: the recording follows one thread, and lacks those calls and "
                 "what they computed")
