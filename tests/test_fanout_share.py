@@ -149,3 +149,33 @@ def test_the_unfolded_8b_llama_shares_the_rotary_embeddings_edges(llama8b: torch
     nodes = [n for n in dot.nodes if n != NOTE and not n.endswith(TITLE_SUFFIX)]
     assert len(nodes) + len(dot.clusters) <= MAX_NODES
     _lays_out(source)
+
+
+class _Body(nn.Module):
+    """The value fed to every block is an operation inside a module (``body``), not a box."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(Block() for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pos = x.sin()
+        for block in self.blocks:
+            x = block(x, pos)
+        return x
+
+
+def test_the_note_names_a_shared_operation_with_its_module_live_and_loaded() -> None:
+    """The note named the shared ``sin`` after the module it ran in only for a graph loaded
+    from JSON: on a live recording it looked the scope up by the module object (``parent``,
+    the 1.0.3 view) and found none (redteam12; SAM's backward drawing said ``CatBackward0`` live
+    and ``CatBackward0 in mask_decoder`` loaded)."""
+    net = nn.Sequential()
+    net.add_module("body", _Body(30))
+    rec = torchrecorder.record(net, "net", input_data=(torch.randn(2, 4),))
+    notes = []
+    for r in (rec, torchrecorder.load_json(rec.to_json())):
+        _, said = _dot(r, 3, fold_repeats=False, max_nodes=80)
+        notes.append(said[0])
+    assert "the edges of sin in body to the boxes each feeds" in notes[0]
+    assert notes[0] == notes[1]

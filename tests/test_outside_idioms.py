@@ -290,3 +290,58 @@ def test_an_object_returned_beside_tensors_adds_no_outputs() -> None:
     rec = torchrecorder.record(WithCache(), "net", input_data=torch.randn(1, 4))
     outputs = [n.name for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "output"]
     assert len(outputs) == 1
+
+
+class _SameTensorTwice(nn.Module):
+    """Returns one tensor at several places: a dataclass-like output with the last layer's
+    state both as ``emb`` and at the end of ``per_layer`` (redteam12)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mix = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)])
+
+    def forward(self, x: Tensor) -> dict[str, Any]:
+        outs = []
+        for m in self.mix:
+            x = m(x)
+            outs.append(x)
+        return {"emb": x, "per_layer": outs, "scaled": (x * 2, x)}
+
+
+def test_a_tensor_returned_at_several_places_is_named_after_each() -> None:
+    """The output node of a tensor returned twice was named after its first place only:
+    the picture showed ``output.emb`` and no ``output.per_layer[1]``, as if the list held one
+    tensor.  It is one node (one tensor), named after every place it is returned at."""
+    net = _SameTensorTwice()
+    rec = torchrecorder.record(net, "net", (2, 4))
+    outputs = {n.name: n for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "output"}
+    assert set(outputs) == {"output.emb, output.per_layer[1], output.scaled[1]", "output.per_layer[0]",
+                            "output.scaled[0]"}
+    check_invariants(rec)
+    source = torchrecorder.make_dot(rec).source
+    assert "output.emb, output.per_layer[1], output.scaled[1]" in source
+    # past three places the name counts the rest
+    many = torchrecorder.record(nn.Sequential(nn.Linear(4, 4), _Repeat(5)), "net", (2, 4))
+    names = [n.name for n in many.nodes.values() if isinstance(n, TensorNode) and n.role == "output"]
+    assert names == ["output[0], output[1], output[2] and 2 more"]
+    # inputs keep their names (one node for a tensor given twice, named after its first place)
+    twice = torchrecorder.record(_TwoInputs(), "net", input_data=(torch.ones(2, 4),) * 2)
+    assert [n.name for n in twice.nodes.values() if isinstance(n, TensorNode) and n.role == "input"] == ["a"]
+
+
+class _Repeat(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def forward(self, x: Tensor) -> list[Tensor]:
+        return [x.relu()] * self.n
+
+
+class _TwoInputs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        return self.fc(a) + b

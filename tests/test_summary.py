@@ -340,3 +340,66 @@ def test_optional_columns_mult_adds_and_trainable() -> None:
     cut = rec.summary(columns=["mult_adds"], depth=1)
     row = next(line for line in cut.splitlines() if "─4 (Sequential)" in line)
     assert row.split()[-1] == f"{2 * 30 + 2 * 12:,}"
+
+
+class _MomentumEncoder(nn.Module):
+    """MoCo/BYOL: the key encoder's parameters are updated (EMA) in the network's own
+    ``forward`` before the key encoder runs, so they are first read outside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Linear(8, 4))
+        self.k = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.Linear(8, 4))
+        self.k.requires_grad_(False)
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        q = self.q(a)
+        with torch.no_grad():
+            for pq, pk in zip(self.q.parameters(), self.k.parameters(), strict=True):
+                pk.data.mul_(0.9).add_(pq.data, alpha=0.1)
+            k = self.k(b)
+        return q @ k.T
+
+
+def _qat_conv_bn() -> nn.Module:
+    """``ConvBnReLU2d`` of quantization-aware training reads ``bn.weight`` in its own ``forward``
+    (to fold it into the convolution's weight) before it calls ``bn``."""
+    from torch.ao.quantization import fuse_modules_qat, get_default_qat_qconfig, prepare_qat
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(64, 5))
+    net.train()
+    net.qconfig = get_default_qat_qconfig("x86")  # type: ignore[assignment]
+    fuse_modules_qat(net, [["0", "1", "2"]], inplace=True)
+    return prepare_qat(net, inplace=True)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.ao.quantization
+@pytest.mark.parametrize("build", [_MomentumEncoder, _qat_conv_bn], ids=["momentum-encoder", "qat-convbn"])
+def test_parameters_read_before_their_module_runs_count_on_their_module(build) -> None:  # type: ignore[no-untyped-def]
+    """A parameter first read outside its module (recorded in that call) counts on the module
+    that holds it, as in torchinfo: the row of ``k.0`` showed ``--`` and the network the key
+    encoder's parameters; ``0.bn`` said ``tied: 0.bn.weight`` (its own) and counted half of them,
+    its mult-adds counted ``bn.weight`` as an RNN's weight.  Rows and totals equal torchinfo's."""
+    torchinfo = pytest.importorskip("torchinfo")
+    net = build()
+    torch.manual_seed(0)
+    two = isinstance(net, _MomentumEncoder)
+    args = [torch.randn(4, 6), torch.randn(4, 6)] if two else [torch.randn(2, 3, 6, 6)]
+    with restored(net):
+        theirs = torchinfo.summary(net, input_data=args, verbose=0, depth=99)
+    rec = torchrecorder.record(net, "net", input_data=tuple(args))
+    stats = Stats(rec)
+    rows = layer_rows(rec)
+    infos = theirs.summary_list
+    assert [row.label for row in rows] == [f"{info.depth}-{info.depth_index}" for info in infos]
+    assert [stats.mult_adds(row) for row in rows] == [
+        info.macs if info.is_leaf_layer else 0 for info in infos]
+    assert sum(stats.mult_adds(row) for row in rows) == theirs.total_mult_adds > 0
+    assert [stats.subtree(row) for row, info in zip(rows, infos, strict=True) if info.is_leaf_layer] == [
+        info.num_params for info in infos if info.is_leaf_layer]
+    text = rec.summary(columns=["params", "mult_adds"], fold=False)
+    assert "tied:" not in text
+    root = text.splitlines()[3]
+    assert root.startswith("net (") and root.split()[-2:] == ["--", "--"]  # the network holds none
+    assert f"Total params: {sum(p.numel() for p in net.parameters()):,}" in text

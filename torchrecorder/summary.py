@@ -202,6 +202,9 @@ def summary_table(rec: Graph, *, columns: Optional[Iterable[str]] = None, depth:
 
     A module whose parameter was recorded on an earlier module (an output
     projection tied to the embedding) says ``tied: <that parameter's path>``.
+    A parameter counts on the module that holds it, also when it was read
+    before that module ran (outside it); only one of a module never called
+    counts on the call that read it.
     Totals count every parameter once (shared weights once), trainable or
     not, their memory and the memory of the activations passed between
     modules (every tensor a module returned), in MB of 10^6 bytes, as torchinfo.

@@ -145,11 +145,14 @@ class Stats:
         self.own: dict[Key, int] = {}
         self.total = self.trainable = self.param_bytes = self.act_bytes = 0
         self._params: dict[Key, list[ParamNode]] = {}  # first call -> its parameters, tied ones too
+        self._local: dict[Key, str] = {}  # parameter -> its name in the module counted as its owner
         nodes = rec.nodes
+        owners = self._owners(rec)
         for node in nodes.values():
             if isinstance(node, ParamNode):
-                self.own[node.parent_key] = self.own.get(node.parent_key, 0) + node.numel
-                self._params.setdefault(node.parent_key, []).append(node)
+                owner = owners.get(node.key, node.parent_key)
+                self.own[owner] = self.own.get(owner, 0) + node.numel
+                self._params.setdefault(owner, []).append(node)
                 self.total += node.numel
                 self.trainable += node.numel if node.requires_grad else 0
                 self.param_bytes += node.numel * itemsize(node.dtype)
@@ -186,6 +189,32 @@ class Stats:
             first = self.first_call(layer)
             self._leaf[layer.key] = first.num_params_total <= first.num_params and not any(
                 isinstance(nodes.get(k), LayerNode) for k in layer.subnet_keys)
+
+    def _owners(self, rec: Graph) -> dict[Key, Key]:
+        """Parameter key -> the first call of the module that holds it, where that is not the
+        call that recorded it.
+
+        A parameter is recorded in the first call that reads it, which is not always a call
+        of its own module: ``ConvBn2d`` of quantization-aware training reads ``bn.weight`` in
+        its own ``forward`` before it calls ``bn``, a momentum encoder's parameters are
+        updated in the network's ``forward`` before the encoder runs.  The table counts a
+        parameter on the module that holds it, as torchinfo does, where that module was
+        called; a parameter of a module never called (DeBERTa's ``rel_embeddings``) stays
+        on the call that read it, and a tied one (named after the module that recorded it)
+        on that module.
+        """
+        first: dict[str, Key] = {}
+        for layer in rec.layers():
+            first.setdefault(layer.path, layer.key)
+        owners: dict[Key, Key] = {}
+        for node in rec.nodes.values():
+            if isinstance(node, ParamNode) and node.path:
+                holder, _, name = node.path.rpartition(".")
+                owner = first.get(holder)
+                if owner is not None and owner != node.parent_key:
+                    owners[node.key] = owner
+                    self._local[node.key] = name
+        return owners
 
     @staticmethod
     def _ident(layer: LayerNode) -> str:
@@ -249,7 +278,7 @@ class Stats:
         first = self.first_call(layer)
         macs = 0
         for param in self._params.get(first.key, ()):
-            name = param.name
+            name = self._local.get(param.key, param.name)
             if name in ("weight", "bias"):
                 if "Conv" in layer.type_name:
                     macs += param.numel * math.prod(shape[:1] + shape[2:])

@@ -340,7 +340,7 @@ class Fit:
             return str(key)
         if isinstance(node, LayerNode):
             return node.call_title(dotted=True)
-        scope = nodes.get(node.parent)
+        scope = nodes.get(node.parent_key)
         if isinstance(scope, LayerNode) and scope.path:
             return f"{node.name} in {scope.call_title(dotted=True)}"
         return node.name

@@ -80,44 +80,64 @@ def _attributes(obj: Any) -> Any:
     return {k: v for k, v in attrs.items() if not isinstance(v, Parameter)}
 
 
-def named_tensors(obj: Any, prefix: str, objects: bool = False) -> Iterator[tuple[str, Tensor]]:
-    """Yield ``(name, tensor)`` for every tensor in ``obj``; names show where it sits.
+def named_tensors(obj: Any, prefix: str, objects: bool = False,
+                  join: bool = False) -> Iterator[tuple[str, Tensor]]:
+    """Yield ``(name, tensor)`` for every tensor in ``obj``, once; names show where it sits.
 
     With ``objects``, the attributes of other objects are searched too (a key/value
-    cache such as transformers' ``DynamicCache`` holds its tensors as attributes).
+    cache such as transformers' ``DynamicCache`` holds its tensors as attributes).  With
+    ``join``, a tensor found at several places of the containers (``return h, h * 2, h``)
+    is named after them (``out[0], out[2]``; the first three and a count), where it was
+    found first; one found again among an object's attributes keeps the name it had.
+    Without ``join``, only the first place names it.
 
     >>> import torch
     >>> [n for n, _ in named_tensors({"logits": torch.zeros(1), "past": (torch.zeros(1),)}, "out")]
     ['out.logits', 'out.past[0]']
+    >>> h = torch.zeros(1)
+    >>> [n for n, _ in named_tensors((h, h + 1, h), "out", join=True)]
+    ['out[0], out[2]', 'out[1]']
+    >>> [n for n, _ in named_tensors((h, h + 1, h), "out")]
+    ['out[0]', 'out[1]']
     """
     seen: set[int] = set()
-    stack: list[tuple[str, Any]] = [(prefix, obj)]
+    found: dict[int, tuple[list[str], Tensor, bool]] = {}  # id -> names, tensor, found in an object
+    stack: list[tuple[str, Any, bool]] = [(prefix, obj, False)]
     budget = _MAX_ITEMS
     while stack and budget > 0:
-        name, item = stack.pop()
+        name, item, in_object = stack.pop()
         budget -= 1
         if isinstance(item, Tensor):
-            if id(item) not in seen:
-                seen.add(id(item))
-                yield name, item
+            got = found.get(id(item))
+            if got is None:
+                found[id(item)] = ([name], item, in_object)
+            elif join and not (in_object or got[2]):
+                got[0].append(name)
             continue
         if id(item) in seen:
             continue
         if isinstance(item, (list, tuple)):
             seen.add(id(item))
-            stack.extend((f"{name}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+            stack.extend((f"{name}[{i}]", v, in_object) for i, v in reversed(list(enumerate(item))))
         elif isinstance(item, Mapping):
             seen.add(id(item))
-            stack.extend((f"{name}.{k}", v) for k, v in reversed(list(item.items())))
+            stack.extend((f"{name}.{k}", v, in_object) for k, v in reversed(list(item.items())))
         elif dataclasses.is_dataclass(item) and not isinstance(item, type):
             seen.add(id(item))
-            fields = [(f"{name}.{f.name}", getattr(item, f.name, None)) for f in dataclasses.fields(item)]
+            fields = [(f"{name}.{f.name}", getattr(item, f.name, None), in_object)
+                      for f in dataclasses.fields(item)]
             stack.extend(reversed(fields))
         elif objects and item is not None and not isinstance(item, (int, float, bool, str, bytes)):
             attrs = _attributes(item)
             if attrs is not None:
                 seen.add(id(item))
-                stack.extend((f"{name}.{k}", v) for k, v in reversed(list(attrs.items())))
+                stack.extend((f"{name}.{k}", v, True) for k, v in reversed(list(attrs.items())))
+    for names, tensor, _ in found.values():
+        more = len(names) - _MAX_NAMES
+        yield ", ".join(names[:_MAX_NAMES]) + (f" and {more} more" if more > 0 else ""), tensor
+
+
+_MAX_NAMES = 3  # a tensor returned at more places is named after its first three and a count
 
 
 _MAX_DEPTH = 64  # containers nested deeper than this are not rebuilt (replace_tensors raises)

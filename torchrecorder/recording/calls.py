@@ -200,8 +200,8 @@ class ModuleCalls(LiveObjects):
         if at_root:
             # (a forward that returns an object, such as a torch.distributions.Normal, and no tensor
             # in containers: the tensors the object holds are the network's outputs)
-            tensors: Any = (list(named_tensors(outputs, "output"))
-                            or list(named_tensors(outputs, "output", objects=True)))
+            tensors: Any = (list(named_tensors(outputs, "output", join=True))
+                            or list(named_tensors(outputs, "output", objects=True, join=True)))
         elif type(outputs) is Tensor:
             tensors = ((None, outputs),)
         else:
