@@ -12,10 +12,12 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from torch import nn
+from torch.nn.utils import prune
 
 import torchrecorder
 from torchrecorder.hooks import UnknownLayerError
@@ -141,6 +143,44 @@ def test_a_submodule_that_forward_replaces_or_deletes_is_put_back() -> None:
         assert dict(net.named_modules()) == {**before, "a.extra": net.a.extra}
         assert all(p is params[n] for n, p in net.named_parameters())
         del net.a.extra
+
+
+class _KeepsState(nn.Module):
+    """A forward that rebinds, deletes and adds plain attributes (truncated backpropagation's
+    hidden state, a step counter, a cache), beside torch's pruning, whose pre-hook rebinds
+    the plain attribute ``weight`` before every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.LSTM(3, 3, batch_first=True)
+        self.out = nn.Linear(3, 3)
+        prune.l1_unstructured(self.out, "weight", amount=0.5)
+        self.hidden: Any = None
+        self.steps = 0
+        self.cache: Any = "old"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, h = self.rnn(x, self.hidden)
+        self.hidden = tuple(t.detach() for t in h)
+        self.steps += 1
+        del self.cache
+        self.head = nn.Linear(3, 2)  # a plain attribute turned into a submodule: stays
+        self.seen = True  # added: stays, as documented
+        return self.out(y)
+
+
+def test_plain_attributes_that_forward_rebinds_or_deletes_are_put_back() -> None:
+    net = _KeepsState()
+    net(torch.randn(2, 4, 3))  # a hidden state from an earlier step
+    del net.head, net.seen
+    net.cache = "old"
+    hidden, steps, weight = net.hidden, net.steps, net.out.weight
+    for _ in range(2):  # the second recording reads the kept layout of the first
+        torchrecorder.record(net, "net", (2, 4, 3))
+        assert net.hidden is hidden and net.steps == steps and net.cache == "old"
+        assert net.out.weight is weight
+        assert net.seen is True and isinstance(net.head, nn.Linear)
+        del net.head, net.seen
 
 
 @pytest.mark.parametrize("bad", [5, torch.ones(2, 3), "mask", [("x", 1)], {1: torch.ones(2, 3)}])

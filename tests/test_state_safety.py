@@ -120,15 +120,15 @@ class _Cycles(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.fc = nn.Linear(4, 4)
-        self.collected = 0
+        self.collected = [0]  # (a list: a rebound attribute is put back after a recording)
         self.enabled: list[bool] = []
 
     def forward(self, x: Tensor) -> Tensor:
         self.enabled.append(gc.isenabled())
-        self.collected = 0
+        self.collected[0] = 0
 
         def gone() -> None:
-            self.collected += 1
+            self.collected[0] += 1
 
         for _ in range(3000):
             node: dict[str, Any] = {}
@@ -151,7 +151,7 @@ def test_garbage_collector_runs_while_the_forward_pass_runs() -> None:
         net = _Cycles()
         torchrecorder.record(net, "cycles", (1, 4))
         assert net.enabled == [True]
-        assert net.collected > 0  # cycles left by the forward were freed during the pass
+        assert net.collected[0] > 0  # cycles left by the forward were freed during the pass
         assert gc.isenabled()
     finally:
         gc.enable() if was else gc.disable()

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.parameter import is_lazy
 
+from .attrs import Attributes, attribute_slots
 from .meta import ModelWalk, picker
 from .ops import write_info, writes_arguments
 from .rng import random_state_kept
@@ -239,11 +240,15 @@ class _Layout:
     distinct parameters and buffers with what each is, for a warning: ``("parameter", "fc",
     "weight")``."""
 
-    __slots__ = ("buffers", "modules", "params", "slot_attrs", "slot_modules", "slot_names", "slot_objects",
-                 "tensors", "whats")
+    __slots__ = ("attr_lens", "attr_names", "attr_owners", "buffers", "modules", "params", "slot_attrs",
+                 "slot_modules", "slot_names", "slot_objects", "tensors", "whats")
 
     def __init__(self) -> None:
         self.modules: list[Any] = []
+        # the modules' plain attributes (:mod:`~.attrs`): module positions, names, ``__dict__`` sizes
+        self.attr_owners: list[int] = []
+        self.attr_names: list[str] = []
+        self.attr_lens: list[int] = []
         self.slot_modules: list[Any] = []  # the module of each slot
         self.slot_attrs: list[str] = []  # "_parameters", "_buffers" or "_modules"
         self.slot_names: list[str] = []
@@ -289,6 +294,9 @@ class _Layout:
                     attrs.append("_modules")
                     names.append(cname)
                     objects.append(child)
+        dicts = [m.__dict__ for m in modules]
+        layout.attr_owners, layout.attr_names = attribute_slots(dicts)
+        layout.attr_lens = list(map(len, dicts))
         return layout
 
     def positions(self, objects: list[Any]) -> _KeptLayout:
@@ -304,8 +312,8 @@ class _KeptLayout:
     model's memo, it keeps nothing of the model alive and is valid for any walk of the same
     stamp."""
 
-    __slots__ = ("buffers", "modules", "none", "params", "slot_attrs", "slot_modules", "slot_names",
-                 "slot_objects", "tensors", "whats")
+    __slots__ = ("attr_lens", "attr_names", "attr_owners", "buffers", "modules", "none", "params",
+                 "slot_attrs", "slot_modules", "slot_names", "slot_objects", "tensors", "whats")
 
     def __init__(self, layout: _Layout, objects: list[Any]) -> None:
         at = {id(o): i for i, o in reversed(list(enumerate(objects)))}  # first position of each
@@ -313,6 +321,8 @@ class _KeptLayout:
         # names, kinds and positions in ``tensors`` (no object of the model)
         self.slot_attrs, self.slot_names = layout.slot_attrs, layout.slot_names
         self.whats, self.params, self.buffers = layout.whats, layout.params, layout.buffers
+        self.attr_owners, self.attr_names = layout.attr_owners, layout.attr_names
+        self.attr_lens = layout.attr_lens
         self.modules = picker([at[id(m)] for m in layout.modules])
         self.slot_modules = picker([at[id(m)] for m in layout.slot_modules])
         self.none = any(o is None for o in layout.slot_objects)
@@ -329,6 +339,7 @@ class _KeptLayout:
         got.tensors = self.tensors(objects)
         got.slot_attrs, got.slot_names = self.slot_attrs, self.slot_names
         got.whats, got.params, got.buffers = self.whats, self.params, self.buffers
+        got.attr_owners, got.attr_names, got.attr_lens = self.attr_owners, self.attr_names, self.attr_lens
         return got
 
 
@@ -366,6 +377,7 @@ class ModelState:
         layout = _layout(net, walk)
         self.modules = modules = layout.modules
         self.training = list(map(_TRAINING, modules))
+        self.attrs = Attributes(modules, layout.attr_owners, layout.attr_names, layout.attr_lens)
         self.slot_dicts: list[Any] = list(map(getattr, layout.slot_modules, layout.slot_attrs))
         self.slot_names, self.slot_objects = layout.slot_names, layout.slot_objects
         # the tracked tensors: the distinct parameters and buffers, then each existing .grad
@@ -477,6 +489,7 @@ class ModelState:
                 for d, n, obj, got in zip(dicts, names, objects, now, strict=True):
                     if got is not obj:
                         d[n] = obj
+            self.attrs.restore()
             now_versions = _versions(aliases)  # before anything below writes
             moved = set(self._moved())
             todo = moved.union(self._saved_at)
@@ -523,6 +536,7 @@ class ModelState:
         """Forget every tensor and copy (the recording may live much longer than the pass)."""
         self.tensors, self.aliases, self.saved, self._saved_at, self._by_storage = [], [], [], [], {}
         self.params, self.grads, self.modules, self.training = [], [], [], []
+        self.attrs.close()
         self.slot_dicts, self.slot_objects = [], []
 
     # a class, not a contextlib generator: the user's exception passes through untouched
@@ -544,7 +558,8 @@ def model_state_kept(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]
     """A ``with`` block that puts back what a forward pass of ``net`` may change, whatever it
     raised; ``as`` gives the :class:`ModelState`.
 
-    Put back: the objects registered as parameters, buffers and submodules, the values (buffers up to
+    Put back: the objects registered as parameters, buffers and submodules, those the modules'
+    plain attributes held (:mod:`~.attrs`; one ``forward`` adds stays), the values (buffers up to
     :data:`EAGER_COPY_BYTES` in all are copied beforehand; any other tensor is copied when the
     forward is about to write it, as seen through :meth:`ModelState.before_write`), what
     ``.data = x`` rebinds, ``requires_grad`` flags, ``.grad`` (the same object, and its values
