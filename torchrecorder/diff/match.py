@@ -244,7 +244,9 @@ def _pair_wrapped_outputs(m: Matching, prod_a: dict[Key, Key], prod_b: dict[Key,
     """A tensor made inside a wrapped module is, on the other side, the wrapper's output: pair it
     with the tensor that the paired consumer reads in its place (same position among its inputs)."""
     inner: dict[tuple[str, Key], None] = {}
-    for ka, (tag, _) in m.wrapped.items():
+    for ka, (tag, wrapper) in m.wrapped.items():
+        if (m.b if tag == "b" else m.a).graph.nodes[wrapper].depth == 0:
+            continue  # a wrapper of the whole model (PeftModel): its tensors pair through their makers
         inner[("a", ka) if tag == "b" else ("b", m.pairs[ka])] = None
     if not inner:
         return
