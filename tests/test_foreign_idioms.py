@@ -237,3 +237,34 @@ def test_operations_inside_torch_func_transforms_are_joined_to_the_network() -> 
     assert "matmul" in torchrecorder.cost(rec).uncounted
     check_invariants(rec)
     check_state_unchanged(before, net)
+
+
+class _VmappedModule(nn.Module):
+    """A module called inside torch.vmap from forward (``torch.vmap(self.fc)(h)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = nn.Linear(6, 8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.pre(x)
+        return torch.vmap(self.fc)(h) * 2
+
+
+def test_a_module_called_inside_vmap_is_fed_by_the_network() -> None:
+    """The call's input is a wrapper around ``pre``'s output: its edge comes from that output,
+    as an operation's inside vmap does, and what vmap returns comes from the call's output (no
+    operation made up from autograd's record, no note of a tensor from nowhere)."""
+    net = _VmappedModule()
+    before = snapshot(net)
+    rec = torchrecorder.record(net, "v", (5, 6))
+    links = set(rec.links)
+    into_fc = {u for u, v in links if v in ("fc:in", "fc/linear") and not u.startswith("fc.")}
+    assert into_fc == {"pre:out"}, sorted(links)
+    assert ("fc:out", "v/mul") in links, sorted(links)
+    assert sorted(k for k in rec.nodes if k and k.startswith("v/")) == ["v/mul"]
+    assert not any("no recorded operation made" in note for note in rec.notes), rec.notes
+    assert rec.nodes["fc"].input_shapes == [(8,)]  # one sample
+    check_invariants(rec)
+    check_state_unchanged(before, net)
