@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import warnings
+from typing import Any
 
 import pytest
 import torch
@@ -267,4 +268,36 @@ def test_a_module_called_inside_vmap_is_fed_by_the_network() -> None:
     assert not any("no recorded operation made" in note for note in rec.notes), rec.notes
     assert rec.nodes["fc"].input_shapes == [(8,)]  # one sample
     check_invariants(rec)
+    check_state_unchanged(before, net)
+
+
+def test_a_causal_mask_torch_does_not_read_draws_no_edge() -> None:
+    """``nn.Transformer(...)(src, tgt, tgt_mask=m, tgt_is_causal=True)``: torch hands attention
+    its causal flag and drops ``m`` (its values change nothing), so no edge runs from ``m``;
+    with ``tgt_is_causal=False``, or with a padding mask merged into it, ``m`` is read."""
+    torch.manual_seed(0)
+    net = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                         dim_feedforward=16, dropout=0.0)
+    src, tgt = torch.randn(5, 2, 8), torch.randn(4, 2, 8)
+    mask = nn.Transformer.generate_square_subsequent_mask(4)
+    pad = torch.zeros(2, 4, dtype=torch.bool)
+    pad[1, 3] = True
+    with torch.no_grad():  # the oracle: torch ignores the values of the mask, or reads them
+        junk = torch.randn(4, 4) * 100
+        assert torch.equal(net(src, tgt, tgt_mask=mask, tgt_is_causal=True),
+                           net(src, tgt, tgt_mask=junk, tgt_is_causal=True))
+        assert not torch.allclose(net(src, tgt, tgt_mask=mask, tgt_key_padding_mask=pad, tgt_is_causal=True),
+                                  net(src, tgt, tgt_mask=junk, tgt_key_padding_mask=pad, tgt_is_causal=True))
+    before = snapshot(net)
+
+    def read_from_mask(**kwargs: Any) -> list[tuple[str, str]]:
+        rec = torchrecorder.record(net, "t", input_data=(src, tgt), input_kwargs={"tgt_mask": mask, **kwargs})
+        check_invariants(rec)
+        assert "multi_head_attention_forward" not in torchrecorder.cost(rec).uncounted
+        return [(u, v) for u, v in rec.links if u == "input:tgt_mask"]
+
+    assert read_from_mask(tgt_is_causal=True) == []
+    assert read_from_mask(tgt_is_causal=False) == [("input:tgt_mask", "decoder.layers.0.self_attn/"
+                                                                       "multi_head_attention_forward")]
+    assert read_from_mask(tgt_is_causal=True, tgt_key_padding_mask=pad) != []
     check_state_unchanged(before, net)

@@ -423,6 +423,13 @@ class Engine(ModuleCalls):
     def _post_hook(self, module: nn.Module, args: Any, kwargs: Any, outputs: Any) -> Any:
         return self._global_post_hook(module, args, outputs)
 
+    def unlink(self, value: Tensor, out: Tensor) -> None:
+        """Take back the edge from ``value`` to the operation that made ``out``: an argument
+        the operation was given but does not read (see :func:`~.ops.unread_attention_mask`)."""
+        src, key = self.lookup(value), self.lookup(out)
+        if src is not None and key is not None:
+            self.graph.links.discard((src, key))
+
     def _bind_inner(self, outputs: Any) -> None:
         """Let what each torch.func wrapper among a call's ``outputs`` wraps stand for the node
         the wrapper stands for (its output tensor node), as :meth:`record_op` does for an op."""
