@@ -247,6 +247,8 @@ class ModuleCalls(LiveObjects):
                 alias = None
                 if existed:
                     alias, why = make_alias(t)
+                    if alias is not None and self.autograd is not None:
+                        self.autograd.alias(alias)  # (its ViewBackward0 is the recorder's)
                     if alias is None:
                         untraced.note(f"{untraced.where(call)} returned a tensor that existed before "
                                       f"the call, and {why}: later reads of that object are drawn "
