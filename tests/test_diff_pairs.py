@@ -154,6 +154,25 @@ def test_peft_ia3_scaling_an_input_adds_nothing_outside_its_wrapper() -> None:
     assert wrapped == sorted(f"transformer.h.{i}.{m}" for i in range(2) for m in targets)
 
 
+def test_a_pruned_weight_pairs_with_what_prune_keeps_of_it() -> None:
+    """``torch.nn.utils.prune`` keeps a module's ``weight`` as the parameter ``weight_orig``
+    (``weight`` is it times a mask, made before each call): the two pair as parametrize's
+    ``original`` does, and what the diff says is the product by the mask, not a weight removed
+    and another added."""
+    from torch.nn.utils import prune
+
+    torch.manual_seed(0)
+    base = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    pruned = copy.deepcopy(base)
+    prune.l1_unstructured(pruned[0], "weight", amount=0.5)
+    a, b = _record(base, "net", torch.randn(2, 4)), _record(pruned, "net", torch.randn(2, 4))
+    d, back = torchrecorder.diff(a, b), torchrecorder.diff(b, a)
+    assert [(e.a, e.b, e.status) for e in d.entries if e.status != "same"] == [(None, "0/mul", "added")]
+    assert [(e.a, e.b, e.status) for e in back.entries if e.status != "same"] == [("0/mul", None, "removed")]
+    assert d.entry_of("a", "0.weight").b == "0.weight_orig"
+    assert back.entry_of("a", "0.weight_orig").b == "0.weight"
+
+
 def test_one_block_more() -> None:
     torch.manual_seed(0)
     short = _gpt2(2)
