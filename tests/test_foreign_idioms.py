@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 import torchrecorder
-from torchrecorder import OpNode, ParamNode
+from torchrecorder import OpNode, ParamNode, TensorNode
 
 from .graph_checks import check_invariants, check_state_unchanged, snapshot
 from .oracle import recorded_relation
@@ -241,34 +241,43 @@ def test_operations_inside_torch_func_transforms_are_joined_to_the_network() -> 
 
 
 class _VmappedModule(nn.Module):
-    """A module called inside torch.vmap from forward (``torch.vmap(self.fc)(h)``)."""
+    """A module called inside torch.vmap from forward (``torch.vmap(self.fc)(h)``), its result
+    used (``scale``) or returned as it is."""
 
-    def __init__(self) -> None:
+    def __init__(self, scale: bool = True) -> None:
         super().__init__()
         self.pre = nn.Linear(6, 8)
         self.fc = nn.Linear(8, 4)
+        self.scale = scale
 
     def forward(self, x: Tensor) -> Tensor:
         h = self.pre(x)
-        return torch.vmap(self.fc)(h) * 2
+        y = torch.vmap(self.fc)(h)
+        return y * 2 if self.scale else y
 
 
 def test_a_module_called_inside_vmap_is_fed_by_the_network() -> None:
     """The call's input is a wrapper around ``pre``'s output: its edge comes from that output,
-    as an operation's inside vmap does, and what vmap returns comes from the call's output (no
-    operation made up from autograd's record, no note of a tensor from nowhere)."""
+    as an operation's inside vmap does, and what vmap returns comes from the call (no
+    operation made up from autograd's record, no note of a tensor from nowhere); returned as it
+    is, it is the network's output with its own shape, not one sample's."""
     net = _VmappedModule()
     before = snapshot(net)
     rec = torchrecorder.record(net, "v", (5, 6))
     links = set(rec.links)
     into_fc = {u for u, v in links if v in ("fc:in", "fc/linear") and not u.startswith("fc.")}
     assert into_fc == {"pre:out"}, sorted(links)
-    assert ("fc:out", "v/mul") in links, sorted(links)
+    assert ("fc/linear", "v/mul") in links, sorted(links)
     assert sorted(k for k in rec.nodes if k and k.startswith("v/")) == ["v/mul"]
     assert not any("no recorded operation made" in note for note in rec.notes), rec.notes
     assert rec.nodes["fc"].input_shapes == [(8,)]  # one sample
     check_invariants(rec)
     check_state_unchanged(before, net)
+    rec = torchrecorder.record(_VmappedModule(scale=False), "v", (5, 6))
+    outputs = [n for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "output"]
+    assert [n.shape for n in outputs] == [(5, 4)] and rec.nodes["v"].output_shapes == [(5, 4)]
+    assert not any("no recorded operation made" in note for note in rec.notes), rec.notes
+    check_invariants(rec)
 
 
 def test_a_causal_mask_torch_does_not_read_draws_no_edge() -> None:

@@ -38,7 +38,6 @@ from ..graph import Graph
 from ..nodes import Key, LayerNode, OpNode, ScopeNode, shape_str
 from ..opargs import COUNTED_OPS
 from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
-from ._walk import iter_tensors
 from .aliases import STORAGE_ALIAS_OPS, Aliases
 from .backward import AutogradTrace, storages_of
 from .calls import GROW_AT, ModuleCalls
@@ -413,10 +412,7 @@ class Engine(ModuleCalls):
             with _no_torch_function():
                 if self.fast.closed:
                     self.fast.closing(module, outputs)
-                handed = self._exit(module, outputs)
-                if self._wrapped:  # (a module called inside torch.vmap) its outputs' inner tensors
-                    self._bind_inner(outputs if handed is None else handed)
-                return handed
+                return self._exit(module, outputs)
         finally:
             self.paused -= 1
 
@@ -429,16 +425,6 @@ class Engine(ModuleCalls):
         src, key = self.lookup(value), self.lookup(out)
         if src is not None and key is not None:
             self.graph.links.discard((src, key))
-
-    def _bind_inner(self, outputs: Any) -> None:
-        """Let what each torch.func wrapper among a call's ``outputs`` wraps stand for the node
-        the wrapper stands for (its output tensor node), as :meth:`record_op` does for an op."""
-        live = self.live
-        for t in iter_tensors(outputs):
-            entry = live.get(id(t))
-            if entry is not None and entry[0]() is t:
-                for inner in wrapped_chain(t):
-                    self.bind(inner, entry[1])
 
     # --------------------------------------------------------------- recording
     def _source_of(self, t: Tensor, scope: ScopeNode) -> Key:
