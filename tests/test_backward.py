@@ -350,3 +350,17 @@ def test_parameters_of_the_backward_view_keep_their_dtype_and_size() -> None:
         assert (p.dtype, p.device, p.numel, p.shape) == ("float64", "cpu", f.numel, f.shape) and p.numel > 0
     page = torchrecorder.make_html(rec, backward=True).text
     assert '[\\"weight\\",\\"6×4\\",\\"float64\\",24]' in page.replace("\\u00d7", "×")
+
+
+def test_the_views_that_give_a_pass_through_output_its_own_node_are_not_drawn() -> None:
+    """A call that returns its input (``nn.Identity``, dropout in ``eval()``) gets a view of it
+    from the recorder, so that its output has its own node; that view's ``ViewBackward0`` is the
+    recorder's: the backward graph is the one a plain run builds."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.5), nn.Identity(), nn.Tanh(), nn.Linear(6, 3)).eval()
+    x = torch.randn(2, 4)
+    plain = autograd_walk([model(x)])
+    rec = torchrecorder.record(model, "net", input_data=x, backward=True)
+    assert recorded_walk(rec) == plain
+    assert "ViewBackward0" not in plain[0]
+    assert {"1", "2"} <= {str(n.key) for n in rec.nodes.values() if isinstance(n, LayerNode)}

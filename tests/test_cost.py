@@ -247,6 +247,55 @@ class _Packed(nn.Module):
 
 
 # ------------------------------------------------------------------ bytes, calls, what is not counted
+class _Vmapped(nn.Module):
+    """Operations and module calls inside torch.vmap: nested, ``in_dims``, ``chunk_size``, two
+    batched operands, and a weight used unbatched inside."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+        self.conv = nn.Conv1d(3, 5, 3)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        a = torch.vmap(torch.vmap(self.fc))(x)
+        b = torch.vmap(lambda u, v: u @ v, in_dims=(1, 0))(y, y.transpose(0, 1))
+        c = torch.vmap(self.conv, chunk_size=2)(z)
+        d = torch.vmap(lambda u: torch.einsum("i,ij->j", u, self.fc.weight.T), in_dims=1)(x[0].T)
+        e = torch.vmap(lambda u: self.fc.weight @ u)(x[1])  # one sample: mv (no formula); vmap: mm
+        return a.sum() + b.sum() + c.sum() + d.sum() + e.sum()
+
+
+@pytest.mark.parametrize("grad_mode", ["grad", "no_grad"])
+def test_operations_inside_vmap_count_once_per_sample(grad_mode: str) -> None:
+    """An operation inside torch.vmap is recorded with one sample's shapes; it is counted again
+    under the same vmaps, so its FLOPs are those of the batched kernels vmap ran, as
+    FlopCounterMode counts them, module by module; with a backward graph its backward pass
+    likewise."""
+    torch.manual_seed(0)
+    net = _Vmapped()
+    args = (torch.randn(2, 3, 8), torch.randn(6, 7, 6), torch.randn(5, 3, 10))
+    c = _check(net, args, {}, grad_mode)
+    assert {"linear", "matmul", "conv1d", "einsum"}.isdisjoint(c.uncounted)
+    if grad_mode == "grad":
+        mb = nn.Sequential(nn.Linear(8, 4))
+        xb = torch.randn(5, 8)
+
+        class _B(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.m = mb
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return torch.vmap(self.m)(x).sum()
+
+        out = _B()(xb)
+        with FlopCounterMode(display=False) as counter:
+            out.backward()
+        mb.zero_grad(set_to_none=True)
+        got = torchrecorder.cost(torchrecorder.record(_B(), "b", input_data=xb, backward=True))
+        assert got.total.backward_flops == counter.get_total_flops() > 0
+
+
 def test_parameters_count_once_at_their_first_call_and_outputs_in_their_dtype() -> None:
     lin = nn.Linear(4, 4).half()
     net = nn.Sequential(lin, nn.ReLU(), lin)

@@ -192,3 +192,23 @@ def test_html_page_escapes_names(insert_pair: tuple[torchrecorder.Recorder, torc
     assert page.count("</script>") == 2  # the data element and the script element close once each
     data = page.split('id="diff-data">')[1].split("</script>")[0]
     assert json.loads(data)["a"] == evil.name
+
+
+def test_a_leaf_module_holding_changes_opens() -> None:
+    """A pruned ``Linear`` (``torch.nn.utils.prune``: ``weight_orig`` times a mask) holds an added
+    ``mul``: with ``changes_only`` it opens so the change shows; a leaf whose only change is its
+    one operation (ReLU → GELU) stays one box, whose label already says so."""
+    from torch import nn
+    from torch.nn.utils import prune
+
+    torch.manual_seed(0)
+    base = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    a = torchrecorder.record(base, "net", (2, 4))
+    pruned = copy.deepcopy(base)
+    prune.l1_unstructured(pruned[0], "weight", amount=0.5)
+    pruned[1] = nn.GELU()
+    d = torchrecorder.diff(a, torchrecorder.record(pruned, "net", (2, 4)))
+    source = torchrecorder.make_dot(d).source
+    assert "subgraph cluster_0 " in source and '"0/mul"' in source and "diff-added" in source
+    assert "cluster_1 " not in source and "cluster_2 " not in source  # GELU: one box; 2: unchanged
+    assert "cluster_0 " not in torchrecorder.make_dot(d, changes_only=False).source  # the default rule

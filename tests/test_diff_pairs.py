@@ -134,6 +134,45 @@ def test_peft_lora_reports_exactly_the_targets_as_wrapped(arch: str) -> None:
     assert sorted(map(repr, d.mirrored())) == sorted(repr((e.a, e.b, e.kind, e.status)) for e in back.entries)
 
 
+def test_peft_ia3_scaling_an_input_adds_nothing_outside_its_wrapper() -> None:
+    """IA3 on a feed-forward layer scales the layer's input inside its wrapper: the tensor the
+    previous layer made pairs with its own counterpart (through the paired producer), and the
+    scaled input is a part of the wrapper, not an added tensor with added and removed edges."""
+    torch.manual_seed(0)
+    base = _gpt2()
+    a = _record(base, "gpt2", _IDS)
+    ia3 = peft.get_peft_model(copy.deepcopy(base), peft.IA3Config(
+        target_modules=["c_attn", "mlp.c_proj"], feedforward_modules=["mlp.c_proj"]))
+    b = _record(ia3, "gpt2", _IDS)
+    for d in (torchrecorder.diff(a, b), torchrecorder.diff(b, a)):
+        assert [(e.a, e.b) for e in d.entries if e.status in ("added", "removed")] == []
+        assert "edges: +0 −0" in str(d)
+        acts = [e for e in d.entries if e.kind == "tensor" and (e.a or "").endswith("mlp.act:out")]
+        assert len(acts) == 2 and all((e.b or "").endswith("mlp.act:out") for e in acts)
+    wrapped = sorted(e.a for e in torchrecorder.diff(a, b).entries if e.status == "wrapped")
+    targets = ("attn.c_attn", "mlp.c_proj")
+    assert wrapped == sorted(f"transformer.h.{i}.{m}" for i in range(2) for m in targets)
+
+
+def test_a_pruned_weight_pairs_with_what_prune_keeps_of_it() -> None:
+    """``torch.nn.utils.prune`` keeps a module's ``weight`` as the parameter ``weight_orig``
+    (``weight`` is it times a mask, made before each call): the two pair as parametrize's
+    ``original`` does, and what the diff says is the product by the mask, not a weight removed
+    and another added."""
+    from torch.nn.utils import prune
+
+    torch.manual_seed(0)
+    base = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    pruned = copy.deepcopy(base)
+    prune.l1_unstructured(pruned[0], "weight", amount=0.5)
+    a, b = _record(base, "net", torch.randn(2, 4)), _record(pruned, "net", torch.randn(2, 4))
+    d, back = torchrecorder.diff(a, b), torchrecorder.diff(b, a)
+    assert [(e.a, e.b, e.status) for e in d.entries if e.status != "same"] == [(None, "0/mul", "added")]
+    assert [(e.a, e.b, e.status) for e in back.entries if e.status != "same"] == [("0/mul", None, "removed")]
+    assert d.entry_of("a", "0.weight").b == "0.weight_orig"
+    assert back.entry_of("a", "0.weight_orig").b == "0.weight"
+
+
 def test_one_block_more() -> None:
     torch.manual_seed(0)
     short = _gpt2(2)

@@ -277,3 +277,25 @@ def test_zoo_sample_edges_stay_inside_their_clusters(zoo: Zoo, font_sets: dict[s
 def test_every_zoo_model_edges_stay_inside_their_clusters(zoo: Zoo, font_sets: dict[str, dict[str, str]],
                                                           name: str, fonts: str) -> None:
     assert _skims(zoo.recorded(name).rec, font_sets[fonts]) == {}
+
+
+class _FlatScale(torch.nn.Module):
+    """A weight flattened before use: its edge is labelled by the ``flatten`` left out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(1, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.w.flatten()
+
+
+@pytest.mark.parametrize("tensor_nodes", [False, True])
+def test_a_parameters_labelled_edge_is_written_in_the_drawings_font(tensor_nodes: bool) -> None:
+    """The label of a parameter's edge (the ``param_edge`` style, which sets no font) is
+    written in the edge style's font, not in Graphviz's default Times."""
+    rec = torchrecorder.record(_FlatScale(), "s", (2, 8))
+    styler = torchrecorder.GraphvizStyler()
+    source = torchrecorder.make_dot(rec, render_depth=2, tensor_nodes=tensor_nodes).source
+    line = next(x for x in source.splitlines() if "flatten" in x)
+    assert f'fontname="{styler.styles["edge"]["fontname"]}"' in line, line

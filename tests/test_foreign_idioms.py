@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import concurrent.futures
 import warnings
+from typing import Any
 
 import pytest
 import torch
 from torch import Tensor, nn
 
 import torchrecorder
-from torchrecorder import OpNode, ParamNode
+from torchrecorder import OpNode, ParamNode, TensorNode
 
 from .graph_checks import check_invariants, check_state_unchanged, snapshot
 from .oracle import recorded_relation
@@ -218,7 +219,7 @@ class _Transformed(nn.Module):
 def test_operations_inside_torch_func_transforms_are_joined_to_the_network() -> None:
     """The function a transform runs gets wrapped tensors (new objects around the ones outside):
     its operations are fed by what the wrappers wrap, and what it returns comes from them; a note
-    says their shapes are one sample's; cost() does not count them with one sample's shapes."""
+    says their shapes are one sample's."""
     net = _Transformed()
     before = snapshot(net)
     rec = torchrecorder.record(net, "t", (5, 8))
@@ -234,6 +235,78 @@ def test_operations_inside_torch_func_transforms_are_joined_to_the_network() -> 
                 todo.append(b)
     assert {"t/grad", "t/relu", "t:out"} <= reached, sorted(links)
     assert any("torch.vmap" in note for note in rec.notes)
-    assert "matmul" in torchrecorder.cost(rec).uncounted
+    assert "matmul" not in torchrecorder.cost(rec).uncounted  # counted once per sample
     check_invariants(rec)
+    check_state_unchanged(before, net)
+
+
+class _VmappedModule(nn.Module):
+    """A module called inside torch.vmap from forward (``torch.vmap(self.fc)(h)``), its result
+    used (``scale``) or returned as it is."""
+
+    def __init__(self, scale: bool = True) -> None:
+        super().__init__()
+        self.pre = nn.Linear(6, 8)
+        self.fc = nn.Linear(8, 4)
+        self.scale = scale
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.pre(x)
+        y = torch.vmap(self.fc)(h)
+        return y * 2 if self.scale else y
+
+
+def test_a_module_called_inside_vmap_is_fed_by_the_network() -> None:
+    """The call's input is a wrapper around ``pre``'s output: its edge comes from that output,
+    as an operation's inside vmap does, and what vmap returns comes from the call (no
+    operation made up from autograd's record, no note of a tensor from nowhere); returned as it
+    is, it is the network's output with its own shape, not one sample's."""
+    net = _VmappedModule()
+    before = snapshot(net)
+    rec = torchrecorder.record(net, "v", (5, 6))
+    links = set(rec.links)
+    into_fc = {u for u, v in links if v in ("fc:in", "fc/linear") and not u.startswith("fc.")}
+    assert into_fc == {"pre:out"}, sorted(links)
+    assert ("fc/linear", "v/mul") in links, sorted(links)
+    assert sorted(k for k in rec.nodes if k and k.startswith("v/")) == ["v/mul"]
+    assert not any("no recorded operation made" in note for note in rec.notes), rec.notes
+    assert rec.nodes["fc"].input_shapes == [(8,)]  # one sample
+    check_invariants(rec)
+    check_state_unchanged(before, net)
+    rec = torchrecorder.record(_VmappedModule(scale=False), "v", (5, 6))
+    outputs = [n for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "output"]
+    assert [n.shape for n in outputs] == [(5, 4)] and rec.nodes["v"].output_shapes == [(5, 4)]
+    assert not any("no recorded operation made" in note for note in rec.notes), rec.notes
+    check_invariants(rec)
+
+
+def test_a_causal_mask_torch_does_not_read_draws_no_edge() -> None:
+    """``nn.Transformer(...)(src, tgt, tgt_mask=m, tgt_is_causal=True)``: torch hands attention
+    its causal flag and drops ``m`` (its values change nothing), so no edge runs from ``m``;
+    with ``tgt_is_causal=False``, or with a padding mask merged into it, ``m`` is read."""
+    torch.manual_seed(0)
+    net = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                         dim_feedforward=16, dropout=0.0)
+    src, tgt = torch.randn(5, 2, 8), torch.randn(4, 2, 8)
+    mask = nn.Transformer.generate_square_subsequent_mask(4)
+    pad = torch.zeros(2, 4, dtype=torch.bool)
+    pad[1, 3] = True
+    with torch.no_grad():  # the oracle: torch ignores the values of the mask, or reads them
+        junk = torch.randn(4, 4) * 100
+        assert torch.equal(net(src, tgt, tgt_mask=mask, tgt_is_causal=True),
+                           net(src, tgt, tgt_mask=junk, tgt_is_causal=True))
+        assert not torch.allclose(net(src, tgt, tgt_mask=mask, tgt_key_padding_mask=pad, tgt_is_causal=True),
+                                  net(src, tgt, tgt_mask=junk, tgt_key_padding_mask=pad, tgt_is_causal=True))
+    before = snapshot(net)
+
+    def read_from_mask(**kwargs: Any) -> list[tuple[str, str]]:
+        rec = torchrecorder.record(net, "t", input_data=(src, tgt), input_kwargs={"tgt_mask": mask, **kwargs})
+        check_invariants(rec)
+        assert "multi_head_attention_forward" not in torchrecorder.cost(rec).uncounted
+        return [(u, v) for u, v in rec.links if u == "input:tgt_mask"]
+
+    assert read_from_mask(tgt_is_causal=True) == []
+    assert read_from_mask(tgt_is_causal=False) == [("input:tgt_mask", "decoder.layers.0.self_attn/"
+                                                                       "multi_head_attention_forward")]
+    assert read_from_mask(tgt_is_causal=True, tgt_key_padding_mask=pad) != []
     check_state_unchanged(before, net)

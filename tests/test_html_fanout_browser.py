@@ -67,3 +67,37 @@ def test_the_pages_mark_of_shared_edges_is_in_the_drawings_font(tr_browser: Any,
     assert family == ["Arimo"], family
     assert w.page_errors == [] and w.console_errors == []
     page.close()
+
+
+class _LoudFanout(torchrecorder.GraphvizStyler):
+    """A styler with its own mark for shared edges (a red box naming the count)."""
+
+    def style_fanout(self, fnode: Any, tnodes: Any) -> dict[str, str]:
+        return {"shape": "box", "color": "#cc0000", "fontcolor": "#cc0000", "fontsize": "13",
+                "label": f"fans out to {len(tnodes)}", "tooltip": f"{fnode.name} feeds {len(tnodes)}"}
+
+
+def test_the_page_draws_a_stylers_own_mark_of_shared_edges(tr_browser: Any, tmp_path: Path) -> None:
+    """A styler's ``style_fanout`` draws the page's mark as it draws make_dot's (the page
+    wrote its own "→ N boxes" whatever the styler said)."""
+    from .test_fanout_share import _fan
+
+    rec = _fan(30)
+    options: dict[str, Any] = {"fold_repeats": False, "max_nodes": 60, "styler_cls": _LoudFanout}
+    with pytest.warns(LargeDrawingWarning):
+        svg_dot = torchrecorder.make_dot(rec, 1, **options).source
+    want = next(line for line in svg_dot.splitlines() if "::fanout\" [" in line or "::fanout [" in line)
+    path = tmp_path / "fan.html"
+    with pytest.warns(LargeDrawingWarning):
+        torchrecorder.make_html(rec, 1, **options).save(path)
+    page, w = open_page(tr_browser, path)
+    dot = str(page.evaluate("() => window.__tr.dot"))
+    mark = next(line for line in dot.splitlines() if "::fanout\" [" in line)
+    for part in ("shape=box", 'color="#cc0000"', 'fontcolor="#cc0000"', "fontsize=13",
+                 'label="fans out to 30"', 'tooltip="pos feeds 30"'):
+        assert part in want and part in mark, (part, want, mark)
+    texts = page.evaluate("() => [...document.querySelectorAll('#tr-canvas svg g.node text')]"
+                          ".map(t => t.textContent)")
+    assert "fans out to 30" in texts and not any(t.startswith("→") for t in texts)
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()

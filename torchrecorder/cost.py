@@ -237,12 +237,15 @@ class _Counter:
         self.memo: dict[Any, Optional[int]] = {}
 
     def flops(self, func: Any, args: tuple[Any, ...], kwargs: Optional[dict[str, Any]],
+              vmap: Optional[tuple[tuple[Optional[int], ...], ...]] = None,
               backward: bool = False) -> Optional[int]:
         """The FLOPs ``FlopCounterMode`` counts for ``func(*args, **kwargs)`` (with
         ``backward``, for the gradients of the arguments that required them, the outputs'
-        gradients given), or ``None`` when the call cannot be made again on ``meta`` tensors."""
+        gradients given), or ``None`` when the call cannot be made again on ``meta`` tensors.
+        With ``vmap`` (the ``in_dims`` of each level, outermost first) ``func`` runs inside
+        those ``torch.vmap`` s, as it ran in the model."""
         try:
-            key: Any = (func, _frozen(args), _frozen(kwargs), backward)
+            key: Any = (func, _frozen(args), _frozen(kwargs), vmap, backward)
         except TypeError:  # an argument that cannot be a dict key: counted, not remembered
             key = None
         if key is not None and key in self.memo:
@@ -250,9 +253,12 @@ class _Counter:
         got: Optional[int] = None
         # kept values on the CPU, else every tensor on meta; then the same with one floating
         # dtype, for an operation that autocast gave mixed dtypes
+        call = func
+        for dims in reversed(vmap or ()):  # the innermost level first: the outermost wraps all
+            call = torch.vmap(call, in_dims=dims)
         for values, unify in ((True, False), (False, False), (True, True), (False, True)):
             try:
-                got = self._count(func, args, kwargs or {}, values, backward, unify)
+                got = self._count(call, args, kwargs or {}, values, backward, unify)
             except Exception:  # no meta kernel, a nested tensor: the operation is not counted
                 continue
             break
@@ -431,7 +437,9 @@ def op_backward_flops(rec: Graph) -> Optional[list[tuple[Key, Key, int]]]:
     counter = _Counter()
     known = _param_specs(rec)
     with counter.mode:
-        rec.op_backward_flops = [(key, op[0], counter.flops(*unpack(op, known)[1:], backward=True) or 0)
+        vmaps = getattr(rec, "op_vmap", None) or {}
+        rec.op_backward_flops = [(key, op[0], counter.flops(*_batched(unpack(op, known), vmaps.get(key)),
+                                                            backward=True) or 0)
                                  for key, op in args.items()]
     return rec.op_backward_flops
 
@@ -489,9 +497,25 @@ def op_flops(rec: Graph) -> list[tuple[Key, Key, int]]:
     counter = _Counter()
     with torch.no_grad(), counter.mode:
         known = _param_specs(rec)
-        rec.op_flops = [(key, kept[0], counter.flops(*unpack(kept, known)[1:]) or 0)
+        vmaps = getattr(rec, "op_vmap", None) or {}  # (operations run inside torch.vmap)
+        rec.op_flops = [(key, kept[0], counter.flops(*_batched(unpack(kept, known), vmaps.get(key))) or 0)
                         for key, kept in args.items()]
     return rec.op_flops
+
+
+def _batched(op: tuple[Any, Any, tuple[Any, ...], Optional[dict[str, Any]]], plan: Any
+             ) -> tuple[Any, tuple[Any, ...], Optional[dict[str, Any]], Any]:
+    """``(callable, args, kwargs, vmap levels)`` of an unpacked operation: for one run inside
+    ``torch.vmap`` (``plan``, see ``Graph.op_vmap``) its tensors with their batch dimensions
+    and the ``in_dims`` of each level, so that it is counted as vmap ran it."""
+    _, func, args, kwargs = op
+    if plan is None:
+        return func, args, kwargs, None
+    in_dims, shapes = plan
+    args = tuple(TensorSpec(tuple(shape), a.dtype, None, a.requires_grad)
+                 if shape is not None and isinstance(a, TensorSpec) else a
+                 for a, shape in zip(args, shapes, strict=False))
+    return func, args, kwargs, tuple(tuple(level) for level in in_dims)
 
 
 def _output_bytes(layer: LayerNode, dtypes: Optional[list[str]]) -> int:

@@ -317,6 +317,13 @@ class Graph:
             by hand).
         output_dtypes: call key -> the dtype names of the call's outputs, in the order of
             ``output_shapes`` (``None`` for a graph not recorded).
+        op_vmap: op key -> how an operation of ``op_args`` run inside ``torch.vmap`` (kept
+            with one sample's shapes) was batched: ``(in_dims, shapes)``, ``in_dims`` the
+            ``in_dims`` of each vmap level around it, outermost first (one entry per
+            positional argument, ``None`` where not batched), ``shapes`` the shape of each
+            positional tensor argument with its batch dimensions (``None`` for the others).
+            :func:`torchrecorder.cost` counts it again under those vmaps.  Empty for other
+            graphs.
         op_flops: ``(op key, key of the call that ran it, FLOPs)`` for each operation of
             ``op_args``, once :func:`torchrecorder.cost` counted them (saved in JSON, so a
             loaded graph has its cost too); else ``None``.
@@ -342,6 +349,7 @@ class Graph:
         # filled by the recording engine (see the class docstring)
         self.op_args: Optional[dict[Key, tuple[Any, ...]]] = None
         self.output_dtypes: Optional[dict[Key, list[str]]] = None
+        self.op_vmap: dict[Key, tuple[tuple[tuple[Optional[int], ...], ...], tuple[Any, ...]]] = {}
         self.op_flops: Optional[list[tuple[Key, Key, int]]] = None
         # record(..., timing=True): call key -> seconds (see recording.timing)
         self.op_backward_flops: Optional[list[tuple[Key, Key, int]]] = None

@@ -21,6 +21,7 @@ import graphviz
 from .._text import html_text
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OrderedSet, ScopeNode, TensorNode
+from ..projection.drawn import default_expanded
 from ..renderer.base import DEFAULT_RENDER_DEPTH
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from ..renderer.labels import count_str, stacked_label
@@ -389,14 +390,19 @@ class DiffRenderer(GraphvizRenderer):
         self.legend = legend
 
     def is_expanded(self, node: BaseNode) -> bool:
-        """The default rule, and (with ``changes_only``) only modules holding changes."""
-        if not super().is_expanded(node):
-            return False
+        """The default rule, and (with ``changes_only``) only modules holding changes.
+
+        With ``changes_only``, a leaf module (one box in a model's drawing) that holds changes
+        and ran more than one operation opens too, so that what changed in it shows: the
+        ``mul`` by its mask that ``torch.nn.utils.prune`` adds to a pruned ``Linear``."""
         if not self.changes_only or node.key is None:
-            return True
+            return super().is_expanded(node)
         info = getattr(self.styler, "info", {})
         e = info.get(node.key)
-        return e is not None and bool(e.rollup)
+        if e is None or not e.rollup:
+            return False
+        return super().is_expanded(node) or default_expanded(
+            node, self.render_depth, self.rec.nodes, expand_leaves=True)
 
     def finish(self, g: graphviz.Digraph) -> graphviz.Digraph:
         """Inputs first, outputs last, and the legend (the same in every view)."""

@@ -223,7 +223,9 @@ def _pair_scope(m: Matching, ka: Key, kb: Key) -> None:
 
 def _pair_parametrized(m: Matching, ka: Key, kb: Key) -> None:
     """A parameter that ``torch.nn.utils.parametrize`` moved on one side (``weight`` kept as
-    ``parametrizations.weight.original`` of the same module) pairs with the other side's."""
+    ``parametrizations.weight.original`` of the same module), or that ``torch.nn.utils.prune``
+    keeps as ``weight_orig`` (the module's ``weight`` being it times a mask), pairs with the
+    other side's."""
     la, lb = m.a.graph.nodes[ka], m.b.graph.nodes[kb]
     if not isinstance(la, LayerNode) or not isinstance(lb, LayerNode):
         return
@@ -232,7 +234,8 @@ def _pair_parametrized(m: Matching, ka: Key, kb: Key) -> None:
         if not there.parametrized or not other.path:
             continue
         for p in here.params.get(layer.key, []):
-            q = there.parametrized.get(f"{other.path}.parametrizations.{p.name}.original")
+            q = (there.parametrized.get(f"{other.path}.parametrizations.{p.name}.original")
+                 or there.parametrized.get(f"{other.path}.{p.name}_orig"))
             if q is not None and p.key not in paired and q.key not in other_paired:
                 if forward:
                     m.pair(p.key, q.key, "scope")
@@ -244,7 +247,9 @@ def _pair_wrapped_outputs(m: Matching, prod_a: dict[Key, Key], prod_b: dict[Key,
     """A tensor made inside a wrapped module is, on the other side, the wrapper's output: pair it
     with the tensor that the paired consumer reads in its place (same position among its inputs)."""
     inner: dict[tuple[str, Key], None] = {}
-    for ka, (tag, _) in m.wrapped.items():
+    for ka, (tag, wrapper) in m.wrapped.items():
+        if (m.b if tag == "b" else m.a).graph.nodes[wrapper].depth == 0:
+            continue  # a wrapper of the whole model (PeftModel): its tensors pair through their makers
         inner[("a", ka) if tag == "b" else ("b", m.pairs[ka])] = None
     if not inner:
         return

@@ -59,9 +59,11 @@ class Side:
             if got is None:
                 got = interned[item] = len(interned)
             self.sig[k] = got
-        # parameters that torch.nn.utils.parametrize moved (``x.parametrizations.weight.original``)
+        # parameters that torch.nn.utils.parametrize moved (``x.parametrizations.weight.original``),
+        # or torch.nn.utils.prune (``x.weight_orig``, times the buffer ``x.weight_mask``)
         self.parametrized: dict[str, ParamNode] = {
-            n.path: n for n in nodes.values() if isinstance(n, ParamNode) and ".parametrizations." in n.path}
+            n.path: n for n in nodes.values() if isinstance(n, ParamNode)
+            and (".parametrizations." in n.path or n.path.endswith("_orig"))}
         self.norm: dict[Key, str] = {layer.key: layer.path for layer in self.layers}
         self.types: dict[Key, str] = {layer.key: layer.type_name for layer in self.layers}
         self.prefix = ""

@@ -37,13 +37,23 @@ ParamLookup = Callable[[Tensor], Optional[tuple[str, Key]]]
 class AutogradTrace:
     """What the engine learns about ``grad_fn`` s during one pass (see the module docstring)."""
 
-    __slots__ = ("made", "roots")
+    __slots__ = ("made", "plumbing", "roots")
 
     def __init__(self) -> None:
         # id(grad_fn) -> (grad_fn, scope key, forward op key); the grad_fn is held so that
         # its id stays its own until the pass ends (the outputs hold the graph anyway)
         self.made: dict[int, tuple[Any, Key, Key]] = {}
         self.roots: list[tuple[Any, int, Key]] = []  # (grad_fn, output number, tensor node)
+        # id(grad_fn) -> grad_fn of the recorder's own views (see alias), passed like hooks'
+        self.plumbing: dict[int, Any] = {}
+
+    def alias(self, t: Tensor) -> None:
+        """``t`` is a view the recorder made of a module's output that existed before the call
+        (``recording.aliases.make_alias``): its ``ViewBackward0`` is the recorder's, not the
+        model's, and the walk passes it as it passes torch's backward-hook plumbing."""
+        gf = t.grad_fn
+        if gf is not None:
+            self.plumbing[id(gf)] = gf
 
     def op(self, outs: Iterable[Tensor], scope: Key, key: Key) -> None:
         """The operation ``key`` in ``scope`` made ``outs``."""
@@ -98,6 +108,7 @@ class AutogradTrace:
         finally:
             self.made.clear()
             self.roots.clear()
+            self.plumbing.clear()
 
     def build(self, grad_enabled: bool, param_of: ParamLookup,
               model_storages: Optional[set[int]] = None) -> AutogradGraph:
@@ -137,7 +148,7 @@ class AutogradTrace:
 
         roots: list[tuple[int, Key]] = []
         for gf, nr, key in self.roots:
-            gf, _ = _past_hooks(gf, nr)
+            gf, _ = _past_hooks(gf, nr, self.plumbing)
             if gf is None:
                 continue
             i = index.get(id(gf))
@@ -148,7 +159,7 @@ class AutogradTrace:
             gf = stack.pop()
             i = index[id(gf)]
             for nxt, nr in gf.next_functions:
-                nxt, nr = _past_hooks(nxt, nr)
+                nxt, nr = _past_hooks(nxt, nr, self.plumbing)
                 if nxt is None:
                     continue
                 j = index.get(id(nxt))
@@ -170,10 +181,12 @@ class AutogradTrace:
 _HOOK_PLUMBING = "BackwardHookFunctionBackward"
 
 
-def _past_hooks(gf: Any, nr: int) -> tuple[Any, int]:
+def _past_hooks(gf: Any, nr: int, plumbing: Optional[dict[int, Any]] = None) -> tuple[Any, int]:
     """The autograd node (and its output number) that ``gf``'s output ``nr`` comes from once
-    torch's backward-hook plumbing is passed (each of its outputs is its input of that number)."""
-    while gf is not None and gf.name() == _HOOK_PLUMBING:
+    torch's backward-hook plumbing is passed (each of its outputs is its input of that number),
+    and the recorder's own views (``plumbing``, by id: one input, one output)."""
+    while gf is not None and (gf.name() == _HOOK_PLUMBING
+                              or (plumbing and plumbing.get(id(gf)) is gf)):
         nexts = gf.next_functions
         if nr >= len(nexts):
             break

@@ -55,6 +55,9 @@ class ModuleCalls(LiveObjects):
     def module_info(self, module: nn.Module, path: str = "", name: str = "") -> ModuleInfo:
         raise NotImplementedError  # the engine's (it indexes modules met outside the root)
 
+    def _source_of(self, t: Tensor, scope: ScopeNode) -> Key:
+        raise NotImplementedError  # the engine's (a torch.func wrapper read as what it wraps)
+
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         # once per module call: OrderedSet.add and the common case of one
         # tensor argument inlined
@@ -118,7 +121,8 @@ class ModuleCalls(LiveObjects):
                 if at_root:
                     pass
                 elif id(t) not in self._params:
-                    src = untraced.recover(t, scope)  # made by code the function mode cannot see
+                    # (a torch.func wrapper: what it wraps; else made where the mode cannot see)
+                    src = self._source_of(t, scope)
                 else:  # a parameter handed to the call (the weight of a module never called)
                     src = self.known_source(t, scope)
             elif untraced.pending and type(t.grad_fn) in untraced.pending:
@@ -243,6 +247,8 @@ class ModuleCalls(LiveObjects):
                 alias = None
                 if existed:
                     alias, why = make_alias(t)
+                    if alias is not None and self.autograd is not None:
+                        self.autograd.alias(alias)  # (its ViewBackward0 is the recorder's)
                     if alias is None:
                         untraced.note(f"{untraced.where(call)} returned a tensor that existed before "
                                       f"the call, and {why}: later reads of that object are drawn "

@@ -42,6 +42,7 @@ from .aliases import STORAGE_ALIAS_OPS, Aliases
 from .backward import AutogradTrace, storages_of
 from .calls import GROW_AT, ModuleCalls
 from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
+from .functorch import IS_BATCHED, TRANSFORM_NOTE, vmap_plan, wrapped_chain
 from .memo import ModelMemo
 from .meta import ModelWalk, shape_tuple
 from .modules import ModuleInfo, index_modules
@@ -64,31 +65,6 @@ _no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction"
 _HIGHER_ORDER_HINT = (". torch.cond and torch's other higher-order operators compile their branches "
                       "in one graph, which cannot be done while a recording watches every operation: "
                       "record the model with the branch chosen by a Python `if` (or `while`) instead")
-
-# torch.func's transforms (vmap, grad, ...) hand the function they transform wrapped tensors,
-# new objects around the ones outside; functorch's own (private) functions read the level of a
-# wrapper and what it wraps.  Without them nothing is matched across a transform.
-_functorch = getattr(torch._C, "_functorch", None)
-_LEVEL: Optional[Callable[[Tensor], int]] = getattr(_functorch, "maybe_get_level", None)
-_UNWRAPPED: Optional[Callable[[Tensor], Tensor]] = getattr(_functorch, "get_unwrapped", None)
-_IS_BATCHED: Optional[Callable[[Tensor], bool]] = getattr(_functorch, "is_batchedtensor", None)
-_TRANSFORM_NOTE = ("{where} ran operations inside torch.vmap or another torch.func transform: they "
-                   "are drawn with the shapes the transformed function sees (one sample under vmap)")
-
-
-def _wrapped_chain(t: Tensor) -> list[Tensor]:
-    """The tensors a torch.func wrapper ``t`` wraps, outermost first (empty for a plain tensor)."""
-    chain: list[Tensor] = []
-    if _LEVEL is None or _UNWRAPPED is None:
-        return chain
-    try:
-        while _LEVEL(t) != -1 and len(chain) < 64:
-            t = _UNWRAPPED(t)
-            chain.append(t)
-    except Exception:  # not a functorch wrapper after all, or a torch that reads them otherwise
-        pass
-    return chain
-
 
 # Calls are closed by ONE global forward hook where torch has one that is always called
 # (GLOBAL_POST_HOOK; it returns at once for modules not recorded): two hooks per module cost
@@ -138,7 +114,7 @@ class Engine(ModuleCalls):
         self._failure: Optional[tuple[BaseException, LayerNode]] = None
         self._popped_exc: Optional[BaseException] = None
         self._modules: dict[int, ModuleInfo] = {}
-        self._wrapped = False  # a torch.func transform's wrapped tensor was met (see _wrapped_chain)
+        self._wrapped = False  # a torch.func transform's wrapped tensor was met (see wrapped_chain)
         self._other_threads: set[int] = set()  # threads other than ours that ran a module
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
@@ -443,6 +419,13 @@ class Engine(ModuleCalls):
     def _post_hook(self, module: nn.Module, args: Any, kwargs: Any, outputs: Any) -> Any:
         return self._global_post_hook(module, args, outputs)
 
+    def unlink(self, value: Tensor, out: Tensor) -> None:
+        """Take back the edge from ``value`` to the operation that made ``out``: an argument
+        the operation was given but does not read (see :func:`~.ops.unread_attention_mask`)."""
+        src, key = self.lookup(value), self.lookup(out)
+        if src is not None and key is not None:
+            self.graph.links.discard((src, key))
+
     # --------------------------------------------------------------- recording
     def _source_of(self, t: Tensor, scope: ScopeNode) -> Key:
         """Key of the node that produced ``t``, read in ``scope``: a live object, a parameter
@@ -450,10 +433,10 @@ class Engine(ModuleCalls):
         mode did not see (see :class:`~torchrecorder.recording.untraced.Untraced`)."""
         key = self.known_source(t, scope)
         if key is None:
-            chain = _wrapped_chain(t)  # inside a torch.func transform: what the wrapper wraps
+            chain = wrapped_chain(t)  # inside a torch.func transform: what the wrapper wraps
             if chain and not self._wrapped:
                 self._wrapped = True
-                self.untraced.note(_TRANSFORM_NOTE.format(where=self.untraced.where(scope)))
+                self.untraced.note(TRANSFORM_NOTE.format(where=self.untraced.where(scope)))
             for inner in chain:
                 key = self.known_source(inner, scope)
                 if key is not None:
@@ -556,10 +539,15 @@ class Engine(ModuleCalls):
                     grad_fns[id(ogf)] = (ogf, key)
         if self._wrapped:  # (a torch.func transform was met) what a wrapper wraps stands for it too
             for o in outs:
-                for inner in _wrapped_chain(o):
+                for inner in wrapped_chain(o):
                     self.bind(inner, key)  # (its grad_fn too: what the transform returns reads it)
-            if _IS_BATCHED is not None and any(map(_IS_BATCHED, outs)):
-                self.op_args.pop(key, None)  # one sample's shapes: cost() lists it as uncounted
+            if key in self.op_args and IS_BATCHED is not None and any(map(IS_BATCHED, outs)):
+                # kept with one sample's shapes: cost() runs it again under the same vmaps
+                plan = vmap_plan(args, kwargs)
+                if plan is None:
+                    self.op_args.pop(key, None)  # (listed as uncounted)
+                else:
+                    graph.op_vmap[key] = plan
         if inplace:
             target = outs[-1]
             base = target._base

@@ -57,11 +57,43 @@ class OpSink(Protocol):
 
     def bind(self, obj: Any, key: Any) -> None: ...
 
+    def unlink(self, value: Any, out: Any) -> None: ...
+
 
 # ``x.view_as(x)``: what autograd makes of a tensor that a custom autograd Function returns
 # as it got it (torch's own BackwardHookFunction, which a module with a full backward hook
 # runs around each call): the same values under a new object, not an operation of the model
 _VIEW_AS = Tensor.view_as
+
+_MHA_FORWARD = torch.nn.functional.multi_head_attention_forward
+_MHA_SIGNATURE: list[Any] = []  # (inspect.signature of it, read on first use)
+
+
+def unread_attention_mask(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[Tensor]:
+    """The ``attn_mask`` that a call of ``F.multi_head_attention_forward`` is given but does
+    not read, else ``None``.
+
+    With ``is_causal`` set, no ``key_padding_mask`` and ``need_weights`` off (as
+    ``nn.TransformerDecoderLayer`` calls it with ``tgt_is_causal=True``), torch drops the
+    mask and hands ``scaled_dot_product_attention`` its causal flag alone
+    (``torch/nn/functional.py``): the output does not depend on the mask's values, so no
+    edge runs from it.  The operation keeps it among its arguments (its cost is counted with
+    them).
+    """
+    if not _MHA_SIGNATURE:
+        import inspect
+
+        _MHA_SIGNATURE.append(inspect.signature(_MHA_FORWARD))
+    try:
+        bound = _MHA_SIGNATURE[0].bind(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    mask = bound.get("attn_mask")
+    if (isinstance(mask, Tensor) and bound.get("is_causal", False) is True
+            and bound.get("key_padding_mask") is None and bound.get("need_weights", True) is False):
+        return mask
+    return None
+
 
 # torch callables that write tensors they are given without a trailing ``_`` or ``out=``,
 # unless one argument says not to: name -> (its position, its keyword, the value that turns the
@@ -176,6 +208,10 @@ class OpMode(TorchFunctionMode):
         outs, inplace = op_outputs(info[:3], args, kwargs, out)
         if outs:
             engine.record_op(func, info[0], args, kwargs, outs, inplace)
+            if func is _MHA_FORWARD:  # (returns a tuple: never on the common path above)
+                mask = unread_attention_mask(args, kwargs)
+                if mask is not None:
+                    engine.unlink(mask, outs[0])
         elif info[0] in TO_PYTHON_OPS:  # .item(), .tolist(): values leave the tensors
             engine.to_python(info[0])
         return out

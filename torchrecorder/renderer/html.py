@@ -36,6 +36,7 @@ from ..projection.budget import VIEW_DEPTH, MaxNodes, budget_limits
 from ._cluster_titles import cluster_attr_list, title_attrs
 from ._edge_paths import label_node_attrs, via_point_attrs
 from ._html_cost import colourings, recorded_cost
+from ._html_fanout import fanout_marks
 from ._html_info import boundary_tensors, panel_info
 from ._html_loops import loop_rows
 from ._once import render_once
@@ -274,11 +275,10 @@ class HtmlRenderer(GraphvizRenderer):
             "attrs": attrs.items, "nodes": rows, "edges": edges, "runs": runs,
             "budget": budget_limits(self._max_nodes),  # "ranked": as GraphvizRenderer._unranked_fanout
             "ranked": budget_limits(self._max_nodes) or budget_limits("auto"),
+            **({"loops": loops} if loops else {}),
+            **({"colour": colourings(costs, order)} if costs is not None else {}),
+            **fanout_marks(self, rec, opens, index, strings.add),  # (a styler's own style_fanout)
         }
-        if loops:
-            data["loops"] = loops
-        if costs is not None:
-            data["colour"] = colourings(costs, order)
         return data
 
     def _parts(self, attrs: Any, method: str, strings: _Interner) -> tuple[int, int, int]:

@@ -268,7 +268,17 @@ class GraphvizStyler:
         ops = self._edge_ops_text(fnode, tnode)
         if ops:
             attrs["label"] = edge_label([self._tiny.format(self._text(ops))])
+            self._label_font(attrs)
         return attrs
+
+    def _label_font(self, attrs: dict[str, str]) -> None:
+        """Give an edge with a label the font of the edge style where its own style has none
+        (a parameter's edge, ``param_edge``, labelled by the ``flatten`` it went through):
+        Graphviz would write it in its default Times."""
+        for key in ("fontname", "fontsize", "fontcolor"):
+            value = self.styles["edge"].get(key)
+            if value is not None:
+                attrs.setdefault(key, value)
 
     def style_tensor_edge(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> dict[str, str]:
         """Attributes of an edge that carries ``tensor`` (drawn with ``tensor_nodes=False``): its
@@ -296,6 +306,7 @@ class GraphvizStyler:
             lines.append(self._tiny.format(self._text(ops)))
         if lines:
             attrs["label"] = edge_label(lines)
+            self._label_font(attrs)
         attrs["tooltip"] = tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
         return attrs
 

@@ -246,8 +246,18 @@
       // in the font of its edge, as make_dot's style_fanout writes it (without one Graphviz
       // would draw the mark in its default Times)
       const edge = attrText(t.attrs), font = /(?:^|\s)fontname=("(?:[^"\\]|\\.)*"|[^\s\]]+)/.exec(edge);
-      out.push("\t" + mark + ' [shape=plain fontsize=10 label="' + label + '" tooltip="' + tip + '" id="f' + a + '"' +
-        (font ? " fontname=" + font[1] : "") + "]");
+      // a styler's own style_fanout (page data "fanout_marks", renderer/_html_fanout.py): its
+      // mark for these very boxes, else its attributes around the page's label and tooltip
+      const own = D.fanout_marks && D.fanout_marks[a];
+      const exact = own ? own.exact[t.to.slice().sort(function (x, y) { return x - y; }).join(",")] : undefined;
+      if (exact !== undefined) {
+        out.push("\t" + mark + " [" + S[exact] + ' id="f' + a + '"]');
+      } else if (own) {
+        out.push("\t" + mark + " [" + S[own.rest] + ' label="' + label + '" tooltip="' + tip + '" id="f' + a + '"]');
+      } else {
+        out.push("\t" + mark + ' [shape=plain fontsize=10 label="' + label + '" tooltip="' + tip + '" id="f' + a + '"' +
+          (font ? " fontname=" + font[1] : "") + "]");
+      }
       out.push("\t" + S[N[a][2]] + " -> " + mark + " [" + edge + "]");
       sources.push(a);
     });
