@@ -36,10 +36,14 @@ class Counted(nn.Module):
         super().__init__()
         self.fc = nn.Linear(3, 4)
         self.act = nn.ReLU()
-        self.calls = 0
+        self.runs: list[int] = []  # (a list: a rebound attribute is put back after a recording)
+
+    @property
+    def calls(self) -> int:
+        return len(self.runs)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.calls += 1
+        self.runs.append(1)
         return self.act(self.fc(x))
 
 
