@@ -37,14 +37,18 @@ class Waits(nn.Module):
     def __init__(self, raises: Optional[BaseException] = None) -> None:
         super().__init__()
         self.raises = raises
-        self.waited = False
+        self.seen = {"waited": False}  # (a dict: a rebound attribute is put back after a recording)
+
+    @property
+    def waited(self) -> bool:
+        return self.seen["waited"]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _progress.ENABLED is not False:
             deadline = time.monotonic() + 30
             while not _shown() and time.monotonic() < deadline:
                 time.sleep(0.01)
-            self.waited = _shown()
+            self.seen["waited"] = _shown()
             time.sleep(3 * _progress.POLL)  # the bar is updated meanwhile
         if self.raises is not None:
             raise self.raises
