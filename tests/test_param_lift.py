@@ -153,3 +153,9 @@ def test_folded_blocks_each_reading_their_parameter() -> None:
                 (f"blocks.{i}.fc.weight", f"blocks.{i}/mul")} <= edges
     edges, nodes = _drawn(rec, 1, fold_repeats=True)  # the blocks read it inside: hidden
     assert not [k for k in nodes if k.endswith("fc.weight")]
+
+
+def test_mermaid_draws_it_too() -> None:
+    text = torchrecorder.make_mermaid(_rec(NestedRead()), 1)
+    assert 'n_enc_fc_weight[("enc.fc.weight<br>4×4")]' in text
+    assert "n_enc_fc_weight -.-> n_enc\n" in text and "n_enc_fc_weight -.-> n_NestedRead_mul" in text

@@ -240,6 +240,25 @@ class Projection:
         box = self.nodes.get(self._beside.get(node.key))
         return box if isinstance(box, LayerNode) else None
 
+    def param_name(self, node: ParamNode) -> str:
+        """The name of the parameter ``node`` where it is drawn: as recorded (relative to the
+        module call that first read it), or, drawn :meth:`beside` a collapsed module's box,
+        prefixed with the names of the modules from the box down (``fc.weight``), as a
+        parameter read before its module's call is named."""
+        box = self.beside(node)
+        if box is None:
+            return node.name
+        names = [node.name]
+        nodes = self.nodes
+        key: Key = node.parent_key
+        while key is not None and key != box.parent_key:
+            layer = nodes.get(key)
+            if layer is None:
+                break
+            names.append(layer.name)
+            key = layer.parent_key
+        return ".".join(reversed(names))
+
     # ---------------------------------------------------------- drawn keys
     def drawn_key(self, key: Key) -> Optional[Key]:
         """The key of the drawn node that stands for ``key``: itself, or the collapsed module

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Optional, TypeVar
 from .._text import html_text, shorten
 from ..backend import GRAPHVIZ_ATTRIBUTES
 from ..graph import Graph
-from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
 from ..seed import SeedName
@@ -400,26 +400,12 @@ class GraphvizStyler:
         return got
 
     def _param_name(self, node: ParamNode) -> str:
-        """The parameter's name where it is drawn: as recorded (relative to the module call
-        that first read it), or, drawn beside a collapsed module's box because something
-        outside the module reads it, prefixed with the names of the modules from the box
-        down (``fc.weight``), as a parameter read before its module's call is named."""
+        """The parameter's name where the renderer draws it (see
+        :meth:`~torchrecorder.projection.Projection.param_name`)."""
         renderer = self.renderer
         if renderer is None or renderer.rec is not self.rec:
             return node.name
-        box = renderer.projection.beside(node)
-        if box is None:
-            return node.name
-        names = [node.name]
-        nodes = renderer.rec.nodes
-        key: Key = node.parent_key
-        while key is not None and key != box.parent_key:
-            layer = nodes.get(key)
-            if layer is None:
-                break
-            names.append(layer.name)
-            key = layer.parent_key
-        return ".".join(reversed(names))
+        return renderer.projection.param_name(node)
 
     def label(self, node: BaseNode) -> str:
         """The HTML-like label of ``node``; all text in it is escaped.

@@ -52,6 +52,15 @@
     r.later.forEach(function (i) { loopOf[i] = k; laterIteration[i] = 1; });
     r.anchor = r.first.length ? r.first[0] : r.later[0];  // where the folded loop is drawn
   });
+  // the nodes each parameter feeds (a parameter inside a closed module that something outside
+  // it reads is drawn beside the module's box: see resolve)
+  const paramReaders = new Map();
+  for (let e = 0; e < E.length; e++) {
+    const a = E[e][0];
+    if (kind[a] !== PARAM) continue;
+    if (!paramReaders.has(a)) paramReaders.set(a, []);
+    paramReaders.get(a).push(E[e][1]);
+  }
   const infos = new Array(n);
   function info(i) { if (infos[i] === undefined) infos[i] = JSON.parse(S[N[i][6]]); return infos[i]; }
 
@@ -107,7 +116,39 @@
         rep[i] = i; lvl[i] = 0; closedAt[i] = kind[i] === LAYER && !isOpen(i) ? i : -1;
       }
     }
+    liftParams(closedAt);
     return hiddenEdges;
+  }
+  // a parameter inside closed module c that a node drawn outside c reads (not inside another call
+  // of c's module or of a module in it: a module called three times reads its parameters, made
+  // in its first call, in each) is drawn as itself, beside c's box (P.lifted: c -> parameters),
+  // as make_dot draws it (Projection.children)
+  P.lifted = new Map();
+  function liftParams(closedAt) {
+    P.lifted = new Map();
+    paramReaders.forEach(function (readers, i) {
+      const c = closedAt[i];
+      if (c < 0 || rep[i] >= 0) return;
+      const path = info(c).path || "";
+      for (let j = 0; j < readers.length; j++) {
+        const t = readers[j], r = rep[t];
+        if (r < 0 || r === c || inModule(t, path)) continue;
+        rep[i] = i; lvl[i] = 0;
+        if (!P.lifted.has(c)) P.lifted.set(c, []);
+        P.lifted.get(c).push(i);
+        return;
+      }
+    });
+  }
+  // whether node i ran inside a call of the module at ``path`` or of a module inside it
+  function inModule(i, path) {
+    if (!path) return true;
+    for (let p = i; p >= 0; p = parent[p]) {
+      if (kind[p] !== LAYER) continue;
+      const q = info(p).path || "";
+      if (q === path || q.startsWith(path + ".")) return true;
+    }
+    return false;
   }
 
   function attrText(a) {

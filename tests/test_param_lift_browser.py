@@ -1,0 +1,69 @@
+"""The HTML page draws a parameter read outside its closed module beside the module's box, as
+make_dot does, at every depth and after opening and closing the module (headless Chromium)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+
+from .browser import launch, needs_chromium, open_page
+from .dot_parse import parse_dot
+from .test_html_browser import _click, _dot_at_depth, _index, _without_titles
+from .test_param_lift import Blocks, NestedRead, ReadAfter
+
+pytestmark = needs_chromium
+
+
+@pytest.fixture(scope="module")
+def tr_browser() -> Iterator[Any]:
+    yield from launch()
+
+
+def _same(ours: Any, want: Any, where: object) -> None:
+    """The page's DOT (parsed) has make_dot's nodes and edges."""
+    ours, want = _without_titles(ours), _without_titles(want)
+    assert set(ours.nodes) == set(want.nodes), where
+    assert sorted(ours.edges) == sorted(want.edges), where
+    assert len(ours.clusters) == len(want.clusters), where
+
+
+@pytest.mark.parametrize("net", [ReadAfter, NestedRead, Blocks])
+def test_every_depth_draws_the_parameter_as_make_dot(tr_browser: Any, tmp_path: Path,
+                                                     net: type[nn.Module]) -> None:
+    torch.manual_seed(0)
+    rec = torchrecorder.record(net(), net.__name__, input_data=torch.randn(2, 4))
+    path = tmp_path / "page.html"
+    torchrecorder.make_html(rec, 1, fold_repeats=True).save(path)
+    page, w = open_page(tr_browser, path)
+    for depth in range(4):
+        want = parse_dot(torchrecorder.make_dot(rec, depth, fold_repeats=True).source)
+        _same(_dot_at_depth(page, depth), want, depth)
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()
+
+
+def test_opening_and_closing_the_module_moves_the_parameter(tr_browser: Any, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    rec = torchrecorder.record(NestedRead(), "net", input_data=torch.randn(2, 4))
+    path = tmp_path / "page.html"
+    torchrecorder.make_html(rec, 1).save(path)
+    page, w = open_page(tr_browser, path)
+    first = page.evaluate("__tr.dot")
+    dot = parse_dot(first)
+    assert {("enc.fc.weight", "enc"), ("enc.fc.weight", "net/mul")} <= set(dot.edges)
+    enc = _index(page, "enc")
+    _click(page, f"#n{enc}")  # open enc: the parameter goes beside fc, inside enc's cluster
+    dot = parse_dot(page.evaluate("__tr.dot"))
+    _same(dot, parse_dot(torchrecorder.make_dot(rec, 2).source), "opened")
+    assert {("enc.fc.weight", "enc.fc"), ("enc.fc.weight", "net/mul")} <= set(dot.edges)
+    _click(page, f"#t{enc} text")  # closed again: beside enc's box once more
+    assert page.evaluate("__tr.dot") == first
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()
