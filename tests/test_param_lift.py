@@ -159,3 +159,33 @@ def test_mermaid_draws_it_too() -> None:
     text = torchrecorder.make_mermaid(_rec(NestedRead()), 1)
     assert 'n_enc_fc_weight[("enc.fc.weight<br>4×4")]' in text
     assert "n_enc_fc_weight -.-> n_enc\n" in text and "n_enc_fc_weight -.-> n_NestedRead_mul" in text
+
+
+class TiedHead(nn.Module):
+    """An output projection tied to the embedding (GPT-2's lm_head): the head holds the weight."""
+
+    def __init__(self, functional: bool = False) -> None:
+        super().__init__()
+        self.functional = functional
+        self.emb = nn.Embedding(10, 4)
+        self.mix = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids: Tensor) -> Tensor:
+        h = self.mix(self.emb(ids))
+        return h @ self.emb.weight.T if self.functional else self.head(h)
+
+
+def test_a_tied_head_holds_its_weight_and_a_functional_read_draws_it() -> None:
+    torch.manual_seed(0)
+    ids = torch.randint(0, 10, (2, 3))
+    tied = torchrecorder.record(TiedHead(), "tied", input_data=ids)
+    for depth in (1, 2, None):
+        _, nodes = _drawn(tied, depth)
+        assert "emb.weight" not in nodes, depth
+    assert "lift" not in torchrecorder.make_html(tied, 1)._data  # the page's data is as before
+    read = torchrecorder.record(TiedHead(functional=True), "read", input_data=ids)
+    edges, nodes = _drawn(read, 1)
+    assert {("emb.weight", "emb"), ("emb.weight", "read/T"), ("read/T", "read/matmul")} <= edges
+    assert ">emb.weight<" in nodes["emb.weight"]["label"]

@@ -16,7 +16,7 @@ import torchrecorder
 from .browser import launch, needs_chromium, open_page
 from .dot_parse import parse_dot
 from .test_html_browser import _click, _dot_at_depth, _index, _without_titles
-from .test_param_lift import Blocks, NestedRead, ReadAfter
+from .test_param_lift import Blocks, NestedRead, ReadAfter, TiedHead
 
 pytestmark = needs_chromium
 
@@ -34,11 +34,30 @@ def _same(ours: Any, want: Any, where: object) -> None:
     assert len(ours.clusters) == len(want.clusters), where
 
 
-@pytest.mark.parametrize("net", [ReadAfter, NestedRead, Blocks])
-def test_every_depth_draws_the_parameter_as_make_dot(tr_browser: Any, tmp_path: Path,
-                                                     net: type[nn.Module]) -> None:
+class TiedInside(nn.Module):
+    """An encoder that opens, holding the embedding; a head tied to it, and a read outside."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 4))
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.enc[0].weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        h = self.enc(ids)
+        return self.head(h) + (h @ self.enc[0].weight.T) * 0.5
+
+
+NETS = {"ReadAfter": ReadAfter, "NestedRead": NestedRead, "Blocks": Blocks, "TiedHead": TiedHead,
+        "TiedRead": lambda: TiedHead(functional=True), "TiedInside": TiedInside}
+
+
+@pytest.mark.parametrize("name", list(NETS))
+def test_every_depth_draws_the_parameter_as_make_dot(tr_browser: Any, tmp_path: Path, name: str) -> None:
     torch.manual_seed(0)
-    rec = torchrecorder.record(net(), net.__name__, input_data=torch.randn(2, 4))
+    net: nn.Module = NETS[name]()
+    x = torch.randn(2, 4) if name in ("ReadAfter", "NestedRead", "Blocks") else torch.randint(0, 10, (2, 3))
+    rec = torchrecorder.record(net, name, input_data=x)
     path = tmp_path / "page.html"
     torchrecorder.make_html(rec, 1, fold_repeats=True).save(path)
     page, w = open_page(tr_browser, path)

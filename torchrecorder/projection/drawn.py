@@ -323,7 +323,8 @@ class Projection:
         that a node drawn outside that box reads, listed before the box in :attr:`_lifted`.
         A node inside another call of the box's module (a module called three times reads its
         parameters, recorded in its first call, in each) or of a module inside it is not
-        outside it.
+        outside it, nor is an operation of a module that holds the parameter as its own (an
+        output projection tied to the embedding: its box stands for its weight).
 
         A parameter of a later block of a folded run or iteration of a folded loop stands
         for nothing (it is in ``fold.alias``, not in ``inside``); its counterpart in the first
@@ -335,7 +336,8 @@ class Projection:
             box = get(a)
             if box is not None and a not in lifted:
                 target = drawn.get(b)
-                if target is not None and target != box and not _in_module(nodes, b, _path(nodes[box])):
+                if (target is not None and target != box and not _in_module(nodes, b, _path(nodes[box]))
+                        and not held_by_reader(nodes, b, nodes[a])):
                     lifted[a] = None
         by_box = self._lifted
         for key in lifted:
@@ -442,3 +444,15 @@ def _in_module(nodes: Mapping[Key, BaseNode], key: Key, path: str) -> bool:
             return True
         node = nodes.get(node.parent_key) if node.parent_key is not None else None
     return False
+
+
+def held_by_reader(nodes: Mapping[Key, BaseNode], key: Key, param: BaseNode) -> bool:
+    """Whether the node ``key`` ran directly in the call of a module that holds ``param`` as its
+    own: one that owns at least as many parameter elements more than its call recorded (a
+    Linear whose weight is tied to an embedding that ran first records none of its own)."""
+    node = nodes.get(key)
+    layer = nodes.get(node.parent_key) if node is not None and node.parent_key is not None else None
+    if not isinstance(layer, LayerNode) or not layer.num_params or not isinstance(param, ParamNode):
+        return False
+    recorded = sum(p.numel for k in layer.subnet_keys if isinstance(p := nodes.get(k), ParamNode))
+    return layer.num_params - recorded >= param.numel

@@ -52,15 +52,11 @@
     r.later.forEach(function (i) { loopOf[i] = k; laterIteration[i] = 1; });
     r.anchor = r.first.length ? r.first[0] : r.later[0];  // where the folded loop is drawn
   });
-  // the nodes each parameter feeds (a parameter inside a closed module that something outside
-  // it reads is drawn beside the module's box: see resolve)
-  const paramReaders = new Map();
-  for (let e = 0; e < E.length; e++) {
-    const a = E[e][0];
-    if (kind[a] !== PARAM) continue;
-    if (!paramReaders.has(a)) paramReaders.set(a, []);
-    paramReaders.get(a).push(E[e][1]);
-  }
+  // the parameters something outside their module reads, each with the drawn nodes that read it
+  // (not those of a module holding it as its own: a tied output projection), and each node's
+  // module path (-1: not a layer); see liftParams
+  const paramReaders = new Map(), paths = D.paths || [];
+  (D.lift || []).forEach(function (r) { paramReaders.set(r[0], r.slice(1)); });
   const infos = new Array(n);
   function info(i) { if (infos[i] === undefined) infos[i] = JSON.parse(S[N[i][6]]); return infos[i]; }
 
@@ -129,7 +125,7 @@
     paramReaders.forEach(function (readers, i) {
       const c = closedAt[i];
       if (c < 0 || rep[i] >= 0) return;
-      const path = info(c).path || "";
+      const path = S[paths[c]] || "";
       for (let j = 0; j < readers.length; j++) {
         const t = readers[j], r = rep[t];
         if (r < 0 || r === c || inModule(t, path)) continue;
@@ -144,8 +140,8 @@
   function inModule(i, path) {
     if (!path) return true;
     for (let p = i; p >= 0; p = parent[p]) {
-      if (kind[p] !== LAYER) continue;
-      const q = info(p).path || "";
+      if (paths[p] < 0) continue;
+      const q = S[paths[p]];
       if (q === path || q.startsWith(path + ".")) return true;
     }
     return false;
