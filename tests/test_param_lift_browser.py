@@ -48,15 +48,29 @@ class TiedInside(nn.Module):
         return self.head(h) + (h @ self.enc[0].weight.T) * 0.5
 
 
+class LoopRead(nn.Module):
+    """A Python loop calling fc, each iteration reading fc's weight outside it (folds)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(4):
+            x = self.fc(x) * self.fc.weight.sum()
+        return x
+
+
 NETS = {"ReadAfter": ReadAfter, "NestedRead": NestedRead, "Blocks": Blocks, "TiedHead": TiedHead,
-        "TiedRead": lambda: TiedHead(functional=True), "TiedInside": TiedInside}
+        "TiedRead": lambda: TiedHead(functional=True), "TiedInside": TiedInside,
+        "LoopRead": LoopRead}
 
 
 @pytest.mark.parametrize("name", list(NETS))
 def test_every_depth_draws_the_parameter_as_make_dot(tr_browser: Any, tmp_path: Path, name: str) -> None:
     torch.manual_seed(0)
     net: nn.Module = NETS[name]()
-    x = torch.randn(2, 4) if name in ("ReadAfter", "NestedRead", "Blocks") else torch.randint(0, 10, (2, 3))
+    x = torch.randint(0, 10, (2, 3)) if name.startswith("Tied") else torch.randn(2, 4)
     rec = torchrecorder.record(net, name, input_data=x)
     path = tmp_path / "page.html"
     torchrecorder.make_html(rec, 1, fold_repeats=True).save(path)
@@ -64,6 +78,10 @@ def test_every_depth_draws_the_parameter_as_make_dot(tr_browser: Any, tmp_path: 
     for depth in range(4):
         want = parse_dot(torchrecorder.make_dot(rec, depth, fold_repeats=True).source)
         _same(_dot_at_depth(page, depth), want, depth)
+    if name in ("Blocks", "LoopRead"):  # (the control shows where something folds)
+        _click(page, "#tr-fold")  # every run and loop unfolded (at depth 3)
+        _same(parse_dot(page.evaluate("__tr.dot")),
+              parse_dot(torchrecorder.make_dot(rec, 3, fold_repeats=False).source), "unfolded")
     assert w.page_errors == [] and w.console_errors == []
     page.close()
 
