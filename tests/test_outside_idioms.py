@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import types
 import warnings
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 import torch
@@ -324,9 +324,35 @@ def test_a_tensor_returned_at_several_places_is_named_after_each() -> None:
     many = torchrecorder.record(nn.Sequential(nn.Linear(4, 4), _Repeat(5)), "net", (2, 4))
     names = [n.name for n in many.nodes.values() if isinstance(n, TensorNode) and n.role == "output"]
     assert names == ["output[0], output[1], output[2] and 2 more"]
-    # inputs keep their names (one node for a tensor given twice, named after its first place)
+    # inputs are named alike (one node for a tensor given twice, named after both arguments)
     twice = torchrecorder.record(_TwoInputs(), "net", input_data=(torch.ones(2, 4),) * 2)
-    assert [n.name for n in twice.nodes.values() if isinstance(n, TensorNode) and n.role == "input"] == ["a"]
+    inputs = [n.name for n in twice.nodes.values() if isinstance(n, TensorNode) and n.role == "input"]
+    assert inputs == ["a, b"]
+
+
+class _TwoArguments(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, a: Tensor, b: Tensor, c: Optional[Tensor] = None) -> Tensor:
+        return self.fc(a) + b + (0 if c is None else c)
+
+
+def test_a_tensor_passed_as_two_arguments_is_named_after_both() -> None:
+    """``net(x, x)``: one input node (one tensor), named after both arguments, as a tensor
+    returned at several places is named after each; it was named ``a`` only."""
+    x = torch.randn(2, 4)
+    rec = torchrecorder.record(_TwoArguments(), "net", input_data=(x, x))
+    inputs = [n for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "input"]
+    assert [n.name for n in inputs] == ["a, b"]
+    check_invariants(rec)
+    assert ">a, b<" in torchrecorder.make_dot(rec).source
+    # a keyword argument too; distinct tensors keep their own names
+    rec = torchrecorder.record(_TwoArguments(), "net", input_data=(x, torch.randn(2, 4)),
+                               input_kwargs={"c": x})
+    names = sorted(n.name for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "input")
+    assert names == ["a, c", "b"]
 
 
 class _Repeat(nn.Module):

@@ -151,6 +151,8 @@ class Projection:
         self._ops: dict[tuple[Key, Key], tuple[OpNode, ...]] = {}
         self._left_out: frozenset[Key] = frozenset()
         self._out_degree: dict[Key, int] = {}
+        self._lifted: dict[Key, list[Key]] = {}  # a collapsed module's box -> parameters beside it
+        self._beside: dict[Key, Key] = {}  # each of those parameters -> the box
 
     def is_expanded(self, node: BaseNode) -> bool:
         """The ``expanded`` rule's answer for ``node``, asked once per node."""
@@ -198,6 +200,12 @@ class Projection:
         fold = self.fold
         hidden = fold.hidden
         kids = [nodes[k] for k in node.subnet_keys if k in nodes and k not in hidden]
+        if self._drawn is None:
+            self._drawn_map()
+        if self._lifted:  # parameters read outside their collapsed module: beside its box
+            lifted = self._lifted
+            kids = [p for kid in kids for p in itertools.chain(
+                (nodes[k] for k in lifted.get(kid.key, ())), (kid,))]
         if fold.in_loop:  # a folded loop's group stands for the children of its first iteration
             in_loop = fold.in_loop
             grouped: list[BaseNode] = []
@@ -224,14 +232,45 @@ class Projection:
             self.edges  # noqa: B018 - decides what is left out
         return self._left_out
 
+    def beside(self, node: BaseNode) -> Optional[LayerNode]:
+        """The collapsed module whose box the parameter ``node`` is drawn beside (something
+        outside the module reads it, see :meth:`drawn_key`), or ``None``."""
+        if self._drawn is None:
+            self._drawn_map()
+        box = self.nodes.get(self._beside.get(node.key))
+        return box if isinstance(box, LayerNode) else None
+
+    def param_name(self, node: ParamNode) -> str:
+        """The name of the parameter ``node`` where it is drawn: as recorded (relative to the
+        module call that first read it), or, drawn :meth:`beside` a collapsed module's box,
+        prefixed with the names of the modules from the box down (``fc.weight``), as a
+        parameter read before its module's call is named."""
+        box = self.beside(node)
+        if box is None:
+            return node.name
+        names = [node.name]
+        nodes = self.nodes
+        key: Key = node.parent_key
+        while key is not None and key != box.parent_key:
+            layer = nodes.get(key)
+            if layer is None:
+                break
+            names.append(layer.name)
+            key = layer.parent_key
+        return ".".join(reversed(names))
+
     # ---------------------------------------------------------- drawn keys
     def drawn_key(self, key: Key) -> Optional[Key]:
         """The key of the drawn node that stands for ``key``: itself, or the collapsed module
         that holds it, or its counterpart in the first block of a folded run.
 
         ``None`` where nothing drawn stands for it: the context, a parameter
-        inside a collapsed module (its edges are not data flowing between
-        layers), a tensor passed between folded blocks.
+        inside a collapsed module that only operations of that module read (its edges are
+        not data flowing between layers), a tensor passed between folded blocks.  A
+        parameter of a collapsed module that something outside the module reads (a momentum
+        encoder's update, ``x @ self.emb.weight.T`` after ``self.emb(ids)``) is drawn as
+        itself, beside the module's box (:meth:`children` of the group holding the box),
+        as it is when it is read before the module's call.
         """
         drawn = self._drawn if self._drawn is not None else self._drawn_map()
         if key not in drawn:
@@ -245,6 +284,7 @@ class Projection:
         hidden, alias = fold.hidden, fold.alias
         expanded = self.is_expanded
         drawn: dict[Key, Optional[Key]] = {None: None}
+        inside: dict[Key, Key] = {}  # parameter made inside a collapsed module -> its box
         stack: list[ScopeNode] = [self.graph.context]
         while stack:
             layer = stack.pop()
@@ -257,7 +297,7 @@ class Projection:
                     if expanded(node):
                         stack.append(node)
                     else:
-                        _collapse(nodes, node, drawn)
+                        _collapse(nodes, node, drawn, inside)
         if alias:
             # a node drawn as another's counterpart is drawn as that node is; in bulk (map and
             # zip run in C): one step first (``drawn[None]`` is ``None``), then the few keys
@@ -273,8 +313,37 @@ class Projection:
                         if target is None:
                             break
                     drawn[key] = None if target is None else drawn.get(target)
+        if inside:
+            self._lift(inside, drawn)
         self._drawn = drawn
         return drawn
+
+    def _lift(self, inside: dict[Key, Key], drawn: dict[Key, Optional[Key]]) -> None:
+        """Draw as itself each parameter of ``inside`` (made inside a collapsed module: its box)
+        that a node drawn outside that box reads, listed before the box in :attr:`_lifted`.
+        A node inside another call of the box's module (a module called three times reads its
+        parameters, recorded in its first call, in each) or of a module inside it is not
+        outside it, nor is an operation of a module that holds the parameter as its own (an
+        output projection tied to the embedding: its box stands for its weight).
+
+        A parameter of a later block of a folded run or iteration of a folded loop stands
+        for nothing (it is in ``fold.alias``, not in ``inside``); its counterpart in the first
+        block is lifted when that one is read outside its module."""
+        lifted: dict[Key, None] = {}
+        get = inside.get
+        nodes = self.nodes
+        for a, b in self.graph.links:
+            box = get(a)
+            if box is not None and a not in lifted:
+                target = drawn.get(b)
+                if (target is not None and target != box and not _in_module(nodes, b, _path(nodes[box]))
+                        and not held_by_reader(nodes, b, nodes[a])):
+                    lifted[a] = None
+        by_box = self._lifted
+        for key in lifted:
+            drawn[key] = key
+            self._beside[key] = inside[key]
+            by_box.setdefault(inside[key], []).append(key)
 
     # --------------------------------------------------------------- edges
     @property
@@ -336,8 +405,11 @@ class Projection:
         return self._ops.get((fnode.key, tnode.key), ())
 
 
-def _collapse(nodes: Mapping[Key, BaseNode], layer: LayerNode, drawn: dict[Key, Optional[Key]]) -> None:
-    """Everything inside the collapsed ``layer`` is drawn as ``layer``; its parameters as nothing."""
+def _collapse(nodes: Mapping[Key, BaseNode], layer: LayerNode, drawn: dict[Key, Optional[Key]],
+              params: dict[Key, Key]) -> None:
+    """Everything inside the collapsed ``layer`` is drawn as ``layer``; its parameters as nothing
+    (each noted in ``params`` with ``layer``'s key: :meth:`Projection._lift` draws those read
+    outside it)."""
     key = layer.key
     stack = list(layer.subnet_keys)
     while stack:
@@ -347,7 +419,40 @@ def _collapse(nodes: Mapping[Key, BaseNode], layer: LayerNode, drawn: dict[Key, 
             continue
         if isinstance(node, ParamNode):
             drawn[k] = None
+            params[k] = key
             continue
         drawn[k] = key
         if isinstance(node, LayerNode):
             stack.extend(node.subnet_keys)
+
+
+def _path(node: BaseNode) -> str:
+    """The dotted path of the module ``node`` (a layer) is a call of."""
+    if not isinstance(node, LayerNode):
+        raise GraphError(f"{node.key!r} is drawn as a collapsed module but is not a layer")
+    return node.path
+
+
+def _in_module(nodes: Mapping[Key, BaseNode], key: Key, path: str) -> bool:
+    """Whether the node ``key`` ran inside a call of the module at ``path`` or of one inside it."""
+    if not path:
+        return True  # the network itself
+    inner = path + "."
+    node = nodes.get(key)
+    while node is not None:
+        if isinstance(node, LayerNode) and (node.path == path or node.path.startswith(inner)):
+            return True
+        node = nodes.get(node.parent_key) if node.parent_key is not None else None
+    return False
+
+
+def held_by_reader(nodes: Mapping[Key, BaseNode], key: Key, param: BaseNode) -> bool:
+    """Whether the node ``key`` ran directly in the call of a module that holds ``param`` as its
+    own: one that owns at least as many parameter elements more than its call recorded (a
+    Linear whose weight is tied to an embedding that ran first records none of its own)."""
+    node = nodes.get(key)
+    layer = nodes.get(node.parent_key) if node is not None and node.parent_key is not None else None
+    if not isinstance(layer, LayerNode) or not layer.num_params or not isinstance(param, ParamNode):
+        return False
+    recorded = sum(p.numel for k in layer.subnet_keys if isinstance(p := nodes.get(k), ParamNode))
+    return layer.num_params - recorded >= param.numel

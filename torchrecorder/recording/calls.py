@@ -99,7 +99,8 @@ class ModuleCalls(LiveObjects):
                 self.param_node(param, call, ppath, facts)
         if at_root:
             # (a cache object's tensors are inputs too: the keys of earlier decoding steps)
-            tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "", objects=True)
+            # (one tensor given as several arguments, net(x, x): one node named after each)
+            tensors: Any = named_tensors(bind_arguments(module, args, kwargs), "", objects=True, join=True)
             self.untraced.root_grad = torch.is_grad_enabled()
         elif not kwargs and len(args) == 1 and type(args[0]) is Tensor:  # the common case
             tensors = ((None, args[0]),)
@@ -131,7 +132,7 @@ class ModuleCalls(LiveObjects):
                 continue
             meta = (shape, *dtype_names(t))  # (the shape read once)
             if argname is not None:
-                label = argname.lstrip(".")
+                label = argname.lstrip(".").replace(", .", ", ")  # (each name of a joined one too)
                 node = self.tensor_node(t, scope, f"input:{label}", name=label, role="input", meta=meta)
             else:
                 node = self.tensor_node(t, scope, f"{key}:in", meta=meta)

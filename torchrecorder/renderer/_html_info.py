@@ -3,15 +3,19 @@ module call's boundary (with their dtypes), for :class:`~torchrecorder.renderer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Optional
 
 from ..cost import Cost, format_flops
+from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..projection import Projection
+from ..projection.drawn import held_by_reader
 from ._html_cost import cost_text
 from .labels import count_str
 
-__all__ = ["boundary_tensors", "panel_info"]
+__all__ = ["boundary_tensors", "lift_rows", "panel_info"]
 
 
 def boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[TensorNode]]]:
@@ -97,3 +101,49 @@ def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorN
             op["cost"] = format_flops(costs.ops[str(node.key)])
         return op
     return {"kind": type(node).__name__, "name": node.name}
+
+
+def lift_rows(rec: Graph, finest: Projection, order: list[BaseNode], parents: list[int],
+              index: dict[Key, int], add_string: Callable[[str], int]) -> dict[str, Any]:
+    """The page's parameters that a node outside the module holding them reads, for its
+    script to draw each beside that module's box while the module is closed (as
+    :meth:`~torchrecorder.projection.Projection.children` does): ``{"lift": rows, "paths":
+    paths}`` or, where there are none, ``{}``.  A row is ``[parameter, reader, ...]``
+    (positions in ``order``; a reader is the finest drawn node standing for a node that reads
+    the parameter and does not hold it as its own, see ``drawn.held_by_reader``), only for
+    parameters with a reader outside the layer ``parents`` puts them in; ``paths`` each
+    node's module path (``add_string``'s index; -1: not a layer)."""
+    nodes = rec.nodes
+    readers: dict[int, list[int]] = {}
+    for a, b in rec.links:
+        i = index.get(a)
+        param = nodes.get(a)
+        if i is None or not isinstance(param, ParamNode) or held_by_reader(nodes, b, param):
+            continue
+        try:
+            drawn = finest.drawn_key(b)
+        except GraphError:  # not reachable from the context
+            continue
+        t = index.get(drawn) if drawn is not None else None
+        if t is None or t == i:
+            continue
+        got = readers.setdefault(i, [])
+        if t not in got:
+            got.append(t)
+    rows = []
+    for i, got in readers.items():
+        holder = parents[i]
+        if holder >= 0 and any(not _under(t, holder, parents) for t in got):
+            rows.append([i, *got])
+    if not rows:
+        return {}
+    return {"lift": rows, "paths": [add_string(n.path) if isinstance(n, LayerNode) else -1 for n in order]}
+
+
+def _under(i: int, top: int, parents: list[int]) -> bool:
+    """Whether position ``i`` of the page's preorder lies inside the layer at ``top``."""
+    while i >= 0:
+        if i == top:
+            return True
+        i = parents[i]
+    return False

@@ -37,7 +37,7 @@ from ._cluster_titles import cluster_attr_list, title_attrs
 from ._edge_paths import label_node_attrs, via_point_attrs
 from ._html_cost import colourings, recorded_cost
 from ._html_fanout import fanout_marks
-from ._html_info import boundary_tensors, panel_info
+from ._html_info import boundary_tensors, lift_rows, panel_info
 from ._html_loops import loop_rows
 from ._once import render_once
 from .backward import BackwardRenderer
@@ -270,14 +270,14 @@ class HtmlRenderer(GraphvizRenderer):
             raise GraphError(f"unexpected DOT header from new_graph(): {header[-40:]!r}")
         data = {
             "version": 1, "name": rec.name, "header": header[:-1], "fanout": self.max_constraining_fanout,
-            "titles_entered": self.max_titles_entered,
-            "folded": bool(self.fold_min), "strings": strings.items,
-            "attrs": attrs.items, "nodes": rows, "edges": edges, "runs": runs,
+            "titles_entered": self.max_titles_entered, "folded": bool(self.fold_min),
+            "strings": strings.items, "attrs": attrs.items, "nodes": rows, "edges": edges, "runs": runs,
             "budget": budget_limits(self._max_nodes),  # "ranked": as GraphvizRenderer._unranked_fanout
             "ranked": budget_limits(self._max_nodes) or budget_limits("auto"),
             **({"loops": loops} if loops else {}),
             **({"colour": colourings(costs, order)} if costs is not None else {}),
             **fanout_marks(self, rec, opens, index, strings.add),  # (a styler's own style_fanout)
+            **lift_rows(rec, finest, order, parents, index, strings.add),  # (params read outside)
         }
         return data
 

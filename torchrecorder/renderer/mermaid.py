@@ -252,7 +252,7 @@ class MermaidRenderer(BaseRenderer):
                 lines.append("raised " + node.error.split(":")[0])
             return lines
         if isinstance(node, ParamNode):
-            return [node.name, shape_str(node.shape) + dtype_suffix(node.dtype)]
+            return [self.projection.param_name(node), shape_str(node.shape) + dtype_suffix(node.dtype)]
         if isinstance(node, TensorNode):
             shape = shape_str(node.shape) + dtype_suffix(node.dtype)
             return [node.name, shape] if node.role else [shape]

@@ -410,6 +410,14 @@ class GraphvizStyler:
             got = self._text_memo[key] = make()
         return got
 
+    def _param_name(self, node: ParamNode) -> str:
+        """The parameter's name where the renderer draws it (see
+        :meth:`~torchrecorder.projection.Projection.param_name`)."""
+        renderer = self.renderer
+        if renderer is None or renderer.rec is not self.rec:
+            return node.name
+        return renderer.projection.param_name(node)
+
     def label(self, node: BaseNode) -> str:
         """The HTML-like label of ``node``; all text in it is escaped.
 
@@ -425,7 +433,7 @@ class GraphvizStyler:
                 self._sibling_of, self._sibling_names = graph, {}
             return self._layer_label(node, call_name(graph, node, self._sibling_names))
         if isinstance(node, ParamNode):
-            return stacked_label(self._row_gap("param"), [self._text(node.name),
+            return stacked_label(self._row_gap("param"), [self._text(self._param_name(node)),
                              self._small.format(self._text(shape_str(node.shape)
                                                            + dtype_suffix(node.dtype)))])
         if isinstance(node, TensorNode):

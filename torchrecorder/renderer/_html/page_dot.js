@@ -90,7 +90,13 @@
     // depth first with an explicit stack (no recursion: any nesting depth) of [what, indent,
     // the cluster it is in]; -1 closes a cluster, n + k opens the cluster of loop k
     const todo = [];
-    function push(kids, ind, c) { for (let j = kids.length - 1; j >= 0; j--) todo.push([kids[j], ind, c]); }
+    function push(kids, ind, c) {
+      for (let j = kids.length - 1; j >= 0; j--) {
+        todo.push([kids[j], ind, c]);
+        const beside = P.lifted.get(kids[j]);  // parameters drawn beside the box, before it
+        if (beside) for (let k = beside.length - 1; k >= 0; k--) todo.push([beside[k], ind, c]);
+      }
+    }
     push(drawnKids(top), "\t", -1);
     while (todo.length) {
       const [i, ind, c] = todo.pop();

@@ -52,6 +52,11 @@
     r.later.forEach(function (i) { loopOf[i] = k; laterIteration[i] = 1; });
     r.anchor = r.first.length ? r.first[0] : r.later[0];  // where the folded loop is drawn
   });
+  // the parameters something outside their module reads, each with the drawn nodes that read it
+  // (not those of a module holding it as its own: a tied output projection), and each node's
+  // module path (-1: not a layer); see liftParams
+  const paramReaders = new Map(), paths = D.paths || [];
+  (D.lift || []).forEach(function (r) { paramReaders.set(r[0], r.slice(1)); });
   const infos = new Array(n);
   function info(i) { if (infos[i] === undefined) infos[i] = JSON.parse(S[N[i][6]]); return infos[i]; }
 
@@ -107,7 +112,39 @@
         rep[i] = i; lvl[i] = 0; closedAt[i] = kind[i] === LAYER && !isOpen(i) ? i : -1;
       }
     }
+    liftParams(closedAt);
     return hiddenEdges;
+  }
+  // a parameter inside closed module c that a node drawn outside c reads (not inside another call
+  // of c's module or of a module in it: a module called three times reads its parameters, made
+  // in its first call, in each) is drawn as itself, beside c's box (P.lifted: c -> parameters),
+  // as make_dot draws it (Projection.children)
+  P.lifted = new Map();
+  function liftParams(closedAt) {
+    P.lifted = new Map();
+    paramReaders.forEach(function (readers, i) {
+      const c = closedAt[i];
+      if (c < 0 || rep[i] >= 0) return;
+      const path = S[paths[c]] || "";
+      for (let j = 0; j < readers.length; j++) {
+        const t = readers[j], r = rep[t];
+        if (r < 0 || r === c || inModule(t, path)) continue;
+        rep[i] = i; lvl[i] = 0;
+        if (!P.lifted.has(c)) P.lifted.set(c, []);
+        P.lifted.get(c).push(i);
+        return;
+      }
+    });
+  }
+  // whether node i ran inside a call of the module at ``path`` or of a module inside it
+  function inModule(i, path) {
+    if (!path) return true;
+    for (let p = i; p >= 0; p = parent[p]) {
+      if (paths[p] < 0) continue;
+      const q = S[paths[p]];
+      if (q === path || q.startsWith(path + ".")) return true;
+    }
+    return false;
   }
 
   function attrText(a) {
