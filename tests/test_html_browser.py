@@ -335,3 +335,57 @@ def test_zoo_depths_draw_what_make_dot_draws(tr_browser: Any, tmp_path: Path, ca
             sorted((e, a.get("label")) for e, a in zip(want.edges, want.edge_attrs, strict=True)), depth
     assert w.page_errors == [] and w.console_errors == []
     page.close()
+
+
+def _contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two ``#rrggbb`` colours."""
+    from torchrecorder.renderer.activations import _contrast as contrast
+
+    return contrast(a, b)
+
+
+_NAMED = {"white": "#ffffff", "black": "#000000"}
+
+
+def test_coloured_boxes_keep_their_text_readable(tr_browser: Any, stack_file: Path) -> None:
+    """Under every colouring of the Colour menu, each text of a coloured box (its name, and
+    its grey type line too) keeps a contrast of 4.5 with the box's fill."""
+    page, w = _open(tr_browser, stack_file)
+    count = page.evaluate("__tr.layouts")
+    page.click("#tr-expand-all")
+    count = wait_layouts(page, count, settled=True)
+    options = page.eval_on_selector_all("#tr-colour option", "els => els.map(e => e.value)")
+    checked = 0
+    for stat in options[1:]:
+        page.select_option("#tr-colour", stat)
+        count = wait_layouts(page, count, settled=True)
+        boxes = page.evaluate("""() => [...document.querySelectorAll('#tr-canvas g.node')].map(g => {
+            const shape = g.querySelector('path, polygon');
+            return [shape ? shape.getAttribute('fill') : null,
+                    [...g.querySelectorAll('text')].map(t => t.getAttribute('fill') || '#000000')];
+        })""")
+        for fill, texts in boxes:
+            if not fill or fill in ("none", "white", "#ffffff", "transparent") or not texts:
+                continue
+            fill = _NAMED.get(fill, fill)
+            if fill.startswith("#") and len(fill) == 7:
+                for text in texts:
+                    assert _contrast(fill, _NAMED.get(text, text)) >= 4.5, (stat, fill, text)
+                    checked += 1
+    assert checked > 10
+    assert w.console_errors == [] and w.page_errors == []
+    page.close()
+
+
+@pytest.mark.parametrize("typed, shown", [("99", "3"), ("-3", "0"), ("1.5", "1"), ("", "0")])
+def test_the_depth_field_shows_the_depth_drawn(tr_browser: Any, stack_file: Path, typed: str,
+                                               shown: str) -> None:
+    """A depth out of range or not a whole number is drawn clamped, and the field says so."""
+    page, _ = _open(tr_browser, stack_file)
+    count = page.evaluate("__tr.layouts")
+    page.fill("#tr-depth", typed)
+    page.focus("#tr-depth")
+    page.dispatch_event("#tr-depth", "change")
+    wait_layouts(page, count, settled=True)
+    assert page.input_value("#tr-depth") == shown
+    page.close()

@@ -22,9 +22,11 @@ def recorded_cost(rec: Graph) -> Optional[Cost]:
 
 def colourings(costs: Cost, order: list[BaseNode]) -> dict[str, Any]:
     """For the page's colour menu, per cost statistic: its title, its legend (a DOT label) and
-    ``{node index: [colour, dark]}`` for the nodes it colours (the index as a string: the
-    page's data is JSON, and its object keys are strings)."""
-    from .activations import ActivationStyler, _dark  # (the drawing's colouring, reused)
+    ``{node index: [colour, text colour, colour of the second lines]}`` for the nodes it colours
+    (the index as a string: the page's data is JSON, and its object keys are strings; the text
+    colours as :func:`~torchrecorder.renderer.activations.text_colours` picks them, the second
+    lines' ``""`` where they keep their grey)."""
+    from .activations import SECOND_LINE_GREYS, ActivationStyler, text_colours  # (the drawing's colouring)
 
     out: dict[str, Any] = {}
     for stat, title in zip(COST_STATS, ("FLOPs", "output size", "parameter size", "saved for backward"),
@@ -38,7 +40,8 @@ def colourings(costs: Cost, order: list[BaseNode]) -> dict[str, Any]:
             value = styler.value_of(node)
             if value is not None:
                 colour = styler.colour(value)
-                fill[str(i)] = [colour, int(_dark(colour))]
+                main, second = text_colours(colour)
+                fill[str(i)] = [colour, main, "" if second == SECOND_LINE_GREYS[0] else second]
         out[stat] = {"title": title, "legend": styler.graph_attrs()["label"], "fill": fill}
     return out
 

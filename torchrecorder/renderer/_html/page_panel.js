@@ -154,6 +154,7 @@
   depthInput.max = String(maxDepth);
   depthInput.addEventListener("change", function () {
     const d = Math.max(0, Math.min(maxDepth, parseInt(depthInput.value, 10) || 0));
+    depthInput.value = String(d);  // the depth drawn, not what was typed (99, -3, 1.5, "")
     setDepth(d); layout();
   });
   const foldBox = $("tr-fold");
