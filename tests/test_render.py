@@ -7,6 +7,7 @@ import json
 import re
 import warnings
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import graphviz
@@ -159,6 +160,30 @@ def test_bad_styler_arguments_say_what_is_wrong() -> None:
         GraphvizStyler(layer_attrs="red")
     with pytest.raises(ValueError, match="preset"):
         GraphvizStyler(preset="poster")
+
+
+@pytest.mark.parametrize("kw, says", [
+    ({"layer_attrs": {"fillcolour": "red"}}, "'fillcolour' is not a Graphviz .* nodes.*'fillcolor'"),
+    ({"op_attrs": {"arrowhead": "dot"}}, "'arrowhead' is not a Graphviz attribute of nodes.*edges"),
+    ({"edge_attrs": {"arrowhed": "dot"}}, "edge_attrs: 'arrowhed' .* of edges.*'arrowhead'"),
+    ({"cluster_attrs": {"shape": "box"}}, "cluster_attrs: 'shape' is not a Graphviz attribute of clusters"),
+    ({"graph_attrs": {"rankdri": "LR"}}, "graph_attrs: 'rankdri' .*'rankdir'"),
+])
+def test_a_kind_attribute_graphviz_would_ignore_is_refused(kw: dict[str, Any], says: str,
+                                                            tmp_path: Path) -> None:
+    """Graphviz ignores an attribute it does not know (or that its element does not use)
+    without a word: a misspelt name in KIND_attrs is an error, before the model runs."""
+    with pytest.raises(ValueError, match=says):
+        GraphvizStyler(**kw)
+    net = nn.Sequential(nn.Linear(2, 2))
+    calls: list[int] = []
+    net.register_forward_hook(lambda *a: calls.append(1))
+    with pytest.raises(ValueError, match=says):
+        torchrecorder.render_network(net, "n", (1, 2), str(tmp_path), **kw)
+    assert calls == [] and list(tmp_path.iterdir()) == []
+    # what each kind uses passes: a cluster's pencolor, an edge's arrowhead, the graph's rankdir
+    GraphvizStyler(cluster_attrs={"pencolor": "red"}, edge_attrs={"arrowhead": "dot"},
+                   graph_attrs={"rankdir": "LR"}, failed_attrs={"fillcolor": "pink"})
 
 
 def test_styles_are_copies() -> None:
@@ -426,7 +451,8 @@ def _recordings() -> list[torchrecorder.Recorder]:
 @pytest.mark.parametrize("options", [
     {}, {"fold_repeats": False}, {"fold_repeats": True}, {"preset": "compact"}, {"preset": "print"},
     {"tensor_nodes": False, "fontname": "Times", "layer_attrs": {"color": "red", "label": "x"}},
-    {"edge_attrs": {"tooltip": "t", "constraint": "true"}, "cluster_attrs": {"zz": "1", "aa": "2"}},
+    {"edge_attrs": {"tooltip": "t", "constraint": "true"}, "cluster_attrs": {"pencolor": "red",
+                                                                       "bgcolor": "white"}},
 ])
 def test_one_pass_writes_what_the_hooks_write(options: dict[str, Any]) -> None:
     for rec in _recordings():
