@@ -389,3 +389,52 @@ def test_the_depth_field_shows_the_depth_drawn(tr_browser: Any, stack_file: Path
     wait_layouts(page, count, settled=True)
     assert page.input_value("#tr-depth") == shown
     page.close()
+
+
+def test_an_operation_is_headed_by_its_own_name(tr_browser: Any, stack_file: Path) -> None:
+    """The panel of an operation names the operation, and the module call it ran in below."""
+    page, w = _open(tr_browser, stack_file)
+    count = page.evaluate("__tr.layouts")
+    page.click("#tr-expand-all")
+    wait_layouts(page, count, settled=True)
+    ops = page.evaluate("""() => [...document.querySelectorAll('#tr-canvas g.node')]
+        .filter(g => /^n\\d+$/.test(g.id) && g.querySelector('text')
+                     && ['add', 'relu'].includes(g.querySelector('text').textContent))
+        .map(g => [g.id, g.querySelector('text').textContent])""")
+    assert {name for _, name in ops} == {"add", "relu"}
+    for gid, name in ops:
+        page.click(f"#tr-canvas g#{gid}")
+        assert page.text_content("#tr-details h2") == name
+        sub = page.text_content("#tr-details .tr-sub")  # "operation in blocks.0", "... in stack"
+        assert sub.startswith("operation in ") and name not in sub
+    assert w.console_errors == [] and w.page_errors == []
+    page.close()
+
+
+def test_the_panel_of_a_module_collapse_all_hid_still_opens_it(tr_browser: Any, stack_file: Path) -> None:
+    """After a search and Collapse all, the module found stays in the panel: its Expand button
+    opens the modules around it and the module itself (no dead button), the search counter is
+    cleared, and Reset clears the panel."""
+    page, w = _open(tr_browser, stack_file)
+    count = page.evaluate("__tr.layouts")
+    page.fill("#tr-search", "blocks.4")
+    page.press("#tr-search", "Enter")
+    count = wait_layouts(page, count, settled=True)
+    assert page.text_content("#tr-found") == "1 of 4"
+    page.click("#tr-collapse-all")
+    count = wait_layouts(page, count, settled=True)
+    block = _index(page, "blocks.4")
+    assert page.query_selector(f"#n{block}, #c{block}") is None
+    assert page.text_content("#tr-details h2") == "blocks.4" and page.text_content("#tr-found") == ""
+    page.click("#tr-details button[data-action=toggle]")
+    count = wait_layouts(page, count, settled=True)
+    assert page.query_selector(f"#c{block}") is not None  # drawn, and open
+    assert page.text_content("#tr-details button[data-action=toggle]") == "Collapse"
+    page.fill("#tr-search", "blocks.4")
+    page.press("#tr-search", "Enter")
+    count = wait_layouts(page, count, settled=True)
+    page.click("#tr-reset")
+    wait_layouts(page, count, settled=True)
+    assert page.query_selector("#tr-details h2") is None and page.text_content("#tr-found") == ""
+    assert w.console_errors == [] and w.page_errors == []
+    page.close()

@@ -55,7 +55,8 @@
     if (i < 0) { details.replaceChildren(el("p", "Click a module to open or close it; hover or click any node for its details.", "tr-hint")); return; }
     if (i >= n) { showLoop(i - n); return; }
     const d = info(i), run = runOfLead.has(i) ? runs[runOfLead.get(i)] : null;
-    parts.push(el("h2", d.path || d.name));
+    // (an operation's path is the module call it ran in: its heading is its own name)
+    parts.push(el("h2", d.kind === "operation" ? d.name : d.path || d.name));
     let sub = d.kind;
     if (d.type) sub = d.type + " · " + d.kind;
     if (d.kind === "operation" && d.path) sub = "operation in " + d.path;
@@ -113,9 +114,14 @@
   // --------------------------------------------------------------- actions
   function toggle(i) {
     if (!isLayerThatOpens(i)) return;
+    // a module the view does not show (the panel still holds it after Collapse all): its
+    // enclosing modules open and its run unfolds first, so that Expand shows it opened
+    const hidden = !P.open[i] && !elementOf(i);
+    if (hidden) reveal(i);
     P.open[i] = P.open[i] ? 0 : 1;
     select(i);
-    layout(i);
+    if (hidden) layout(-1, function () { const e = elementOf(i); if (e) bringIntoView(e); }, { keep: i });
+    else layout(i);
   }
   // fold or unfold loop k; its first child stays where it is on screen
   function toggleLoop(k) {
@@ -149,7 +155,7 @@
   // Collapse all and Reset end a layout under way first: they get the reader out of a view
   // that takes long
   function stopLayout() { if (P.current) failed(P.current, "", true); }
-  $("tr-collapse-all").addEventListener("click", function () { stopLayout(); setDepth(1); P.hit = -1; layout(anchorOfSelection()); });
+  $("tr-collapse-all").addEventListener("click", function () { stopLayout(); setDepth(1); endSearch(); layout(anchorOfSelection()); });
   const depthInput = $("tr-depth");
   depthInput.max = String(maxDepth);
   depthInput.addEventListener("change", function () {
@@ -183,7 +189,8 @@
   $("tr-fit").addEventListener("click", function () { P.autoFit = true; fit(); });
   $("tr-reset").addEventListener("click", function () {
     stopLayout();
-    P.open = firstOpen.slice(); P.folded = runs.map(function () { return D.folded; }); P.hit = -1;
+    P.open = firstOpen.slice(); P.folded = runs.map(function () { return D.folded; }); endSearch();
+    select(-1);  // the first view: nothing selected, the panel's hint
     P.loopFolded = loops.map(function () { return D.folded; });
     P.pending = null;
     layout(-1, function () { P.autoFit = true; fit(); });
@@ -212,6 +219,9 @@
     if (b && b[1] > 0) P.folded[b[0]] = false;
     for (let c = i; c >= 0; c = parent[c]) if (laterIteration[c]) P.loopFolded[loopOf[c]] = false;
   }
+  // the search's hit is no longer shown (Collapse all, Reset): no highlight, no "2 of 5";
+  // Enter starts again at the first match
+  function endSearch() { P.hit = -1; at = -1; found.textContent = ""; }
   function goTo(q) {
     if (q !== lastQuery) { matches = q ? findAll(q) : []; at = -1; lastQuery = q; }
     if (!matches.length) { found.textContent = q ? "no match" : ""; P.hit = -1; mark(); return; }
