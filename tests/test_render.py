@@ -147,6 +147,19 @@ def test_per_kind_overrides_touch_only_that_kind(rec: torchrecorder.Recorder) ->
     assert "style=filled" in source
 
 
+def test_fontname_sets_every_text_of_the_drawing() -> None:
+    """``fontname=`` is the typeface of the whole figure, as in 1.0.3 (which set it on the
+    graph too): cluster titles, edge labels and the graph, not the boxes alone."""
+    net = nn.Sequential(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Flatten(0), nn.Linear(16, 2))
+    rec = torchrecorder.record(net, "net", (2, 4))
+    source = torchrecorder.make_dot(rec, None, fontname="Times").source
+    fonts = re.findall(r'fontname=("[^"]*"|\S+?)[\s\]]', source)
+    assert len(fonts) > 5 and set(fonts) == {"Times"}, set(fonts)
+    assert "::title" in source and "::label" in source  # titles and edge labels were drawn
+    kept = torchrecorder.make_dot(rec, None, fontname="Times", cluster_attrs={"fontname": "Courier"}).source
+    assert set(re.findall(r'fontname=("[^"]*"|\S+?)[\s\]]', kept)) == {"Times", "Courier"}
+
+
 def test_plain_keywords_apply_to_every_node(rec: torchrecorder.Recorder) -> None:
     source = full_dot(rec, fontname="Times")
     for key in ("fc", "fc@out", "input@x", "scale.gain", "scale/mul"):

@@ -85,7 +85,8 @@ class GraphvizStyler:
             ``edge_attrs``, ``graph_attrs``, ...) override one kind (each name an attribute
             that Graphviz uses on that kind, else ``ValueError``); any other
             keyword is a Graphviz node attribute applied to every node, as in the
-            original torchrecorder (``fontname="Times"``), except the
+            original torchrecorder (``fontname="Times"``, which sets the font of cluster
+            titles, edge labels and the graph too), except the
             attributes of the whole graph (:data:`GRAPH_ATTRIBUTES`:
             ``rankdir``, ``dpi``, ``size``, ``ranksep``, ...), which go to it;
             any other keyword (a misspelt option such as ``render_dept``, or
@@ -180,6 +181,12 @@ class GraphvizStyler:
                 self._check_attribute(arg)
                 for node_kind in ("layer", "tensor", "io", "param", "op"):
                     self.styles[node_kind][arg] = str(value)
+        # fontname= sets the typeface of the whole drawing (cluster titles, edge labels, the
+        # legend too), as 1.0.3 set it on the graph as well; a KIND_attrs fontname stays
+        if styler_args.get("fontname") is not None:
+            for kind in ("cluster", "folded_cluster", "edge", "param_edge", "graph"):
+                if "fontname" not in (styler_args.get(f"{kind}_attrs") or {}):
+                    self.styles[kind]["fontname"] = str(styler_args["fontname"])
         # the sizes of a box's second lines follow the size of its name (11 points: 9, 8, 7),
         # never under 6 points
         try:
