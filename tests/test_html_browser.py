@@ -228,6 +228,13 @@ def test_downloads_are_the_current_view(tr_browser: Any, stack_file: Path, tmp_p
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     texts = {t.text for t in root.iter("{http://www.w3.org/2000/svg}text")}
     assert {"0 … 8", "×9", "embed", "head"} <= texts  # a folded box: its blocks as their boxes read
+    # it carries the web font it is drawn in (few machines have Arimo: without it a browser drew
+    # the file in its default serif), and names fonts of the same widths after it
+    families = {t.get("font-family") for t in root.iter("{http://www.w3.org/2000/svg}text")}
+    assert families == {"Arimo, Liberation Sans, Arial, Helvetica, sans-serif"}
+    style = "".join(e.text or "" for e in root.iter("{http://www.w3.org/2000/svg}style"))
+    assert style.count("@font-face") == 2 and 'font-family: "Arimo"' in style
+    assert "data:font/woff2;base64," in style and "Tinos" not in style  # the families it uses
     with page.expect_download() as got:
         page.click("#tr-png")
     png_path = tmp_path / "view.png"

@@ -245,7 +245,30 @@
     const copy = svg.cloneNode(true);
     copy.querySelectorAll(".tr-sel, .tr-hit, .tr-can-open").forEach(function (g) { g.classList.remove("tr-sel", "tr-hit", "tr-can-open"); });
     copy.setAttribute("xmlns", "http://www.w3.org/2000/svg");
+    carryFonts(copy);
     return '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + new XMLSerializer().serializeToString(copy);
+  }
+  // the web fonts the view is drawn in (Arimo, Tinos: few machines have them) go with the file,
+  // as @font-face rules of the families it uses, each family followed by the fonts of the same
+  // widths and a generic one: opened elsewhere, or drawn into the PNG, it looks as on screen
+  const FALLBACK = { Arimo: "Arimo, Liberation Sans, Arial, Helvetica, sans-serif",
+    Tinos: "Tinos, Liberation Serif, Times New Roman, Times, serif" };
+  function carryFonts(svg) {
+    const used = new Set();
+    svg.querySelectorAll("[font-family]").forEach(function (e) {
+      const family = e.getAttribute("font-family");
+      used.add(family);
+      if (FALLBACK[family]) e.setAttribute("font-family", FALLBACK[family]);
+    });
+    const fonts = document.getElementById("tr-fonts");
+    const rules = (fonts ? fonts.textContent : "").split("\n").filter(function (rule) {
+      const m = /font-family: "([^"]+)"/.exec(rule);
+      return m && used.has(m[1]);
+    });
+    if (!rules.length) return;
+    const style = document.createElementNS("http://www.w3.org/2000/svg", "style");
+    style.textContent = rules.join("\n");
+    svg.insertBefore(style, svg.firstChild);
   }
   function save(blob, ext) {
     const a = document.createElement("a");
