@@ -263,6 +263,8 @@ def test_a_failing_forward_names_the_module_once_prefixed(tmp_path: Path) -> Non
     assert proc.returncode == 1
     assert _clean_error(proc)
     assert "torchrecorder: raised in module '0.0' (Linear)" in proc.stderr
+    # no exception object reaches a shell: the note does not point at its attribute
+    assert "'recording' attribute" not in proc.stderr and "input shapes [1×5]" in proc.stderr
 
 
 # ---- issue 21: a factory's lazy modules are initialized by one pass before recording

@@ -23,6 +23,7 @@ from .backend import check_format
 from .errors import GraphvizNotFoundError
 from .factory import ModelSpecError, initialize_lazy, load_model, match_input_dtype, parse_dtype, parse_shape
 from .projection.budget import default_depth
+from .recording._failure import PARTIAL_RECORDING
 from .summary import COLUMNS, DEFAULT_COLUMNS
 
 __all__ = ["build_parser", "load_model", "main"]
@@ -150,8 +151,8 @@ def _report(exc: BaseException) -> None:
     plain = (ModelSpecError, ValueError, TypeError, OSError)
     text = str(exc) if isinstance(exc, plain) and str(exc) else f"{type(exc).__name__}: {exc}"
     print(f"{_PREFIX}error: {_one_line(text)}", file=sys.stderr)
-    for note in getattr(exc, "__notes__", []):
-        note = _one_line(str(note))
+    for note in getattr(exc, "__notes__", []):  # (no exception object here to read .recording of)
+        note = _one_line(str(note).replace(PARTIAL_RECORDING, ""))
         print(note if note.startswith(_PREFIX) else _PREFIX + note, file=sys.stderr)
 
 

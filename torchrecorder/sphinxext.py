@@ -73,6 +73,7 @@ from .api import make_dot, record
 from .backend import render_source
 from .factory import ModelSpecError, initialize_lazy, load_model, match_input_dtype, parse_dtype, parse_shape
 from .projection.budget import default_depth
+from .recording._failure import PARTIAL_RECORDING
 
 __all__ = ["TorchrecorderDirective", "setup", "torchrecorder_figure"]
 
@@ -207,7 +208,7 @@ class TorchrecorderDirective(SphinxDirective):
             spec, opts = self._options()
             data, name = self._draw(spec, opts)
         except Exception as exc:  # a broken model must not stop the documentation build
-            notes = "".join(f" ({str(note).removeprefix('torchrecorder: ')})"
+            notes = "".join(f" ({str(note).removeprefix('torchrecorder: ').replace(PARTIAL_RECORDING, '')})"
                             for note in getattr(exc, "__notes__", []))
             kind = "" if isinstance(exc, ModelSpecError) else f"{type(exc).__name__}: "
             logger.warning("torchrecorder: cannot draw %r: %s%s%s", self.arguments[0].splitlines()[0],

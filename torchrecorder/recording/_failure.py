@@ -12,9 +12,12 @@ from torch import nn
 
 from ..nodes import BaseNode, LayerNode
 
-__all__ = ["NOTE_PREFIX", "annotate", "exception_text", "module_frames", "raised_in"]
+__all__ = ["NOTE_PREFIX", "PARTIAL_RECORDING", "annotate", "exception_text", "module_frames", "raised_in"]
 
 NOTE_PREFIX = "torchrecorder: raised in module"
+#: the end of that note, for a caller that gets the exception object (the command line and the
+#: Sphinx directive, whose users do not, leave it out)
+PARTIAL_RECORDING = "; the partial recording is in the exception's 'recording' attribute"
 
 
 def exception_text(exc: BaseException) -> str:

@@ -37,7 +37,7 @@ from .._stack import StackRoom
 from ..graph import Graph
 from ..nodes import Key, LayerNode, OpNode, ScopeNode, shape_str
 from ..opargs import COUNTED_OPS
-from ._failure import NOTE_PREFIX, annotate, exception_text, raised_in
+from ._failure import NOTE_PREFIX, PARTIAL_RECORDING, annotate, exception_text, raised_in
 from .aliases import STORAGE_ALIAS_OPS, Aliases
 from .backward import AutogradTrace, storages_of
 from .calls import GROW_AT, ModuleCalls
@@ -291,8 +291,7 @@ class Engine(ModuleCalls):
         if before is not None:  # no node of that call: its caller is marked
             where = (f"'{before.path or before.name}' ({before.type_name}), in a forward pre-hook before "
                      f"its forward ran (inside {where})")
-        annotate(exc, graph, f"{NOTE_PREFIX} {where}; the partial recording is in the exception's "
-                 "'recording' attribute"
+        annotate(exc, graph, f"{NOTE_PREFIX} {where}{PARTIAL_RECORDING}"
                  + _HIGHER_ORDER_HINT * (type(exc).__name__ == "UncapturedHigherOrderOpError"))
 
     # ------------------------------------------------------------ hooks
