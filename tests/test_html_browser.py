@@ -445,3 +445,27 @@ def test_the_panel_of_a_module_collapse_all_hid_still_opens_it(tr_browser: Any, 
     assert page.query_selector("#tr-details h2") is None and page.text_content("#tr-found") == ""
     assert w.console_errors == [] and w.page_errors == []
     page.close()
+
+
+def test_a_page_made_with_a_cost_stat_opens_on_that_menu_choice(
+        tr_browser: Any, stack_rec: torchrecorder.Recorder, tmp_path: Path) -> None:
+    """``make_html(rec, stat="flops")`` opens coloured by the Colour menu's "FLOPs", which the
+    menu shows: "as drawn" takes it off and another choice replaces it (the colouring was drawn
+    into every view, so another choice kept the FLOPs notes under its own legend)."""
+    path = tmp_path / "flops.html"
+    torchrecorder.make_html(stack_rec, stat="flops").save(path)
+    page, w = _open(tr_browser, path)
+    count = page.evaluate("__tr.layouts")
+    assert page.input_value("#tr-colour") == "flops" and "FLOPs per call" in page.text_content("#tr-canvas")
+    page.select_option("#tr-colour", "param_bytes")
+    count = wait_layouts(page, count, settled=True)
+    text = page.text_content("#tr-canvas")
+    assert "parameter size" in text and "FLOPs" not in text
+    page.select_option("#tr-colour", "")
+    count = wait_layouts(page, count, settled=True)
+    assert "log scale" not in page.text_content("#tr-canvas")
+    page.click("#tr-reset")
+    wait_layouts(page, count, settled=True)
+    assert page.input_value("#tr-colour") == "flops" and "FLOPs per call" in page.text_content("#tr-canvas")
+    assert w.console_errors == [] and w.page_errors == []
+    page.close()

@@ -9,7 +9,7 @@ from ..cost import COST_STATS, CallCost, Cost, cost, format_bytes, format_flops
 from ..graph import Graph
 from ..nodes import BaseNode
 
-__all__ = ["colourings", "cost_text", "recorded_cost"]
+__all__ = ["colourings", "cost_text", "page_colouring", "recorded_cost"]
 
 
 def recorded_cost(rec: Graph) -> Optional[Cost]:
@@ -54,3 +54,33 @@ def cost_text(entry: CallCost) -> str:
     if entry.saved_bytes is not None:
         text += f" · saved {format_bytes(entry.saved_bytes)}"
     return text
+
+
+#: options of :class:`~torchrecorder.renderer.activations.ActivationStyler` that the Colour menu's
+#: colourings do not take: a ``stat=`` given with one of them is drawn into the page as asked
+_STYLER_ONLY = ("scale", "vmin", "vmax", "annotate", "legend", "title", "log")
+
+
+def page_colouring(rec: Graph, options: dict[str, Any], styler_cls: Any) -> tuple[Any, Optional[str]]:
+    """How ``make_html(rec, stat=...)`` colours the page: ``(styler class, menu choice)``.
+
+    A cost the Colour menu offers (``"flops"``, ...), with the default styler, is that menu's
+    choice when the page opens (taken out of ``options``): the menu says it, and "as drawn"
+    takes it off.  Any other ``stat`` (``"time"``, a styler's own, or one given with the
+    colouring's options such as ``scale=``) is drawn into every view by
+    :class:`~torchrecorder.renderer.activations.ActivationStyler`, as ``make_dot`` draws it.
+
+    Raises:
+        ValueError: the recording cannot give ``stat`` (``"saved_bytes"`` without ``backward=True``).
+    """
+    from .activations import ActivationStyler, cost_values  # (the activation colouring, fed the costs)
+
+    stat = options.get("stat")
+    if stat is None or "activations" in options or not (styler_cls is None or stat in (*COST_STATS, "time")):
+        return styler_cls, None
+    values = cost_values(rec, stat)  # a stat the recording cannot give: ValueError
+    if styler_cls is None and stat in COST_STATS and values and not any(k in options for k in _STYLER_ONLY):
+        del options["stat"]
+        return None, stat
+    options["activations"] = values
+    return styler_cls or ActivationStyler, None

@@ -26,7 +26,6 @@ from typing import Any, Optional, Union
 
 from .._files import write_atomically
 from .._text import utf8_safe
-from ..cost import COST_STATS
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, Source, TensorNode
@@ -35,7 +34,7 @@ from ..projection.backward import backward_view
 from ..projection.budget import VIEW_DEPTH, MaxNodes, budget_limits
 from ._cluster_titles import cluster_attr_list, title_attrs
 from ._edge_paths import label_node_attrs, via_point_attrs
-from ._html_cost import colourings, recorded_cost
+from ._html_cost import colourings, page_colouring, recorded_cost
 from ._html_info import boundary_tensors, panel_info
 from ._html_loops import loop_rows
 from ._once import render_once
@@ -150,6 +149,8 @@ class HtmlRenderer(GraphvizRenderer):
     whose loops make thousands of operations opens at the depth asked for
     when its folded drawing fits the budget.
     """
+
+    colour_start: Optional[str] = None  # the cost the Colour menu colours by when the page opens
 
     def __init__(self, rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
@@ -277,8 +278,8 @@ class HtmlRenderer(GraphvizRenderer):
         }
         if loops:
             data["loops"] = loops
-        if costs is not None:
-            data["colour"] = colourings(costs, order)
+        if costs is not None:  # (and the colouring of the Colour menu the page opens with)
+            data.update(colour=colourings(costs, order), colour_start=self.colour_start or "")
         return data
 
     def _parts(self, attrs: Any, method: str, strings: _Interner) -> tuple[int, int, int]:
@@ -590,11 +591,7 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
     if show_saved:
         raise ValueError("show_saved=True shows the tensors saved for the backward pass: "
                          "pass backward=True too")
-    stat = options.get("stat")
-    if stat is not None and "activations" not in options and (
-            styler_cls is None or stat in (*COST_STATS, "time")):
-        from .activations import ActivationStyler, cost_values  # (the activation colouring, fed the costs)
-
-        options["activations"] = cost_values(rec, stat)  # a stat the recording cannot give: ValueError
-        styler_cls = styler_cls or ActivationStyler
-    return render_once(HtmlRenderer(rec, render_depth, styler_cls, **options))
+    styler_cls, start = page_colouring(rec, options, styler_cls)  # stat=: the Colour menu's, or baked in
+    renderer = HtmlRenderer(rec, render_depth, styler_cls, **options)
+    renderer.colour_start = start
+    return render_once(renderer)

@@ -178,6 +178,12 @@
     o.value = stat; o.textContent = D.colour[stat].title; colourMenu.appendChild(o);
   });
   colourMenu.addEventListener("change", function () { P.colourBy = colourMenu.value; layout(); });
+  // make_html(rec, stat="flops"): the page opens coloured by that menu choice (Reset goes back to it)
+  function startColour() {
+    P.colourBy = D.colour && D.colour[D.colour_start] ? D.colour_start : "";
+    colourMenu.value = P.colourBy;
+  }
+  startColour();
   function syncControls() {
     let d = 0;
     for (let i = 0; i < n; i++) if (isOpen(i) && depth[i] + 1 > d) d = depth[i] + 1;
@@ -192,6 +198,7 @@
     P.open = firstOpen.slice(); P.folded = runs.map(function () { return D.folded; }); endSearch();
     select(-1);  // the first view: nothing selected, the panel's hint
     P.loopFolded = loops.map(function () { return D.folded; });
+    startColour();
     P.pending = null;
     layout(-1, function () { P.autoFit = true; fit(); });
   });
