@@ -68,7 +68,8 @@ def page_colouring(rec: Graph, options: dict[str, Any], styler_cls: Any) -> tupl
     choice when the page opens (taken out of ``options``): the menu says it, and "as drawn"
     takes it off.  Any other ``stat`` (``"time"``, a styler's own, or one given with the
     colouring's options such as ``scale=``) is drawn into every view by
-    :class:`~torchrecorder.renderer.activations.ActivationStyler`, as ``make_dot`` draws it.
+    :class:`~torchrecorder.renderer.activations.ActivationStyler`, as ``make_dot`` draws it, and
+    so are ``activations=`` (a capture made with ``stats=True``, or a mapping of call to number).
 
     Raises:
         ValueError: the recording cannot give ``stat`` (``"saved_bytes"`` without ``backward=True``).
@@ -76,7 +77,9 @@ def page_colouring(rec: Graph, options: dict[str, Any], styler_cls: Any) -> tupl
     from .activations import ActivationStyler, cost_values  # (the activation colouring, fed the costs)
 
     stat = options.get("stat")
-    if stat is None or "activations" in options or not (styler_cls is None or stat in (*COST_STATS, "time")):
+    if "activations" in options:  # a capture's statistics (or a mapping), as make_dot takes them
+        return styler_cls or ActivationStyler, None
+    if stat is None or not (styler_cls is None or stat in (*COST_STATS, "time")):
         return styler_cls, None
     values = cost_values(rec, stat)  # a stat the recording cannot give: ValueError
     if styler_cls is None and stat in COST_STATS and values and not any(k in options for k in _STYLER_ONLY):

@@ -151,6 +151,7 @@ class HtmlRenderer(GraphvizRenderer):
     """
 
     colour_start: Optional[str] = None  # the cost the Colour menu colours by when the page opens
+    colour_menu: bool = True  # False: a colouring drawn into every view, the menu's left out
 
     def __init__(self, rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
@@ -278,7 +279,7 @@ class HtmlRenderer(GraphvizRenderer):
         }
         if loops:
             data["loops"] = loops
-        if costs is not None:  # (and the colouring of the Colour menu the page opens with)
+        if costs is not None and self.colour_menu:  # (and the menu's choice the page opens with)
             data.update(colour=colourings(costs, order), colour_start=self.colour_start or "")
         return data
 
@@ -593,5 +594,5 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
                          "pass backward=True too")
     styler_cls, start = page_colouring(rec, options, styler_cls)  # stat=: the Colour menu's, or baked in
     renderer = HtmlRenderer(rec, render_depth, styler_cls, **options)
-    renderer.colour_start = start
+    renderer.colour_start, renderer.colour_menu = start, "activations" not in options  # (one colouring)
     return render_once(renderer)
