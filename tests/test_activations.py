@@ -185,3 +185,22 @@ def test_the_coloured_graph_renders(tmp_path) -> None:  # type: ignore[no-untype
                                         stat="zeros")
     svg = open(path, encoding="utf-8").read()
     assert "fraction of zeros" in svg and "zeros 50%" in svg
+
+
+@pytest.mark.parametrize("scale", ["warm", "cool", "diverging"])
+def test_every_fill_of_a_scale_keeps_its_text_readable(scale: str) -> None:
+    """Whatever colour of the scale a box gets, its name and its grey type line keep a
+    contrast of 4.5 (WCAG AA) with the fill: white on dark fills, and no grey on a mid tone."""
+    from torchrecorder.renderer.activations import _contrast
+
+    net = nn.Sequential(*[nn.Linear(4, 4) for _ in range(11)])
+    rec = torchrecorder.record(net, "net", (2, 4))
+    values = {str(i): float(i) for i in range(11)}  # one box per tenth of the scale
+    dot = torchrecorder.make_dot(rec, 1, activations=values, stat="mean", scale=scale).source
+    named = {"white": "#ffffff", "black": "#000000"}
+    for i in range(11):
+        attrs = _node_attrs(dot, str(i))
+        fill = attrs["fillcolor"]
+        texts = [attrs.get("fontcolor", "black"), *re.findall(r'COLOR="([^"]+)"', attrs["label"])]
+        for text in texts:
+            assert _contrast(fill, named.get(text, text)) >= 4.5, (i, fill, text)

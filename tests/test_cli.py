@@ -183,6 +183,17 @@ def test_token_id_model_with_input_dtype_int64(tmp_path: Path) -> None:
                 if getattr(n, "role", "") == "input").shape == (1, 5)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
+def test_a_floating_input_dtype_draws_the_model_in_that_dtype(tmp_path: Path, dtype: str) -> None:
+    """``--input-dtype float16`` (the help's example) converts the model the command line built:
+    a float32 model refused half inputs (``Input type (c10::Half) and bias type (float)``)."""
+    out = tmp_path / "net.json"
+    assert main(["tests.core_models:TinyMLP", "-s", "2,4", "--input-dtype", dtype, "-o", str(out)]) == 0
+    rec = torchrecorder.load_json(str(out))
+    dtypes = {n.dtype for n in rec.nodes.values() if getattr(n, "dtype", None) is not None}
+    assert dtypes == {f"torch.{dtype}"} or dtypes == {dtype}, dtypes
+
+
 def test_py_path_factory_and_the_text_formats(tmp_path: Path) -> None:
     folder = _factory_dir(tmp_path)
     other = tmp_path / "elsewhere"
@@ -252,6 +263,8 @@ def test_a_failing_forward_names_the_module_once_prefixed(tmp_path: Path) -> Non
     assert proc.returncode == 1
     assert _clean_error(proc)
     assert "torchrecorder: raised in module '0.0' (Linear)" in proc.stderr
+    # no exception object reaches a shell: the note does not point at its attribute
+    assert "'recording' attribute" not in proc.stderr and "input shapes [1×5]" in proc.stderr
 
 
 # ---- issue 21: a factory's lazy modules are initialized by one pass before recording

@@ -178,6 +178,37 @@ def test_partial_recording_draws_with_the_failure_marked() -> None:
         GraphvizRenderer(rec, depth).drawn_edges()
 
 
+class _TwoInputs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 8)
+        self.b = nn.Bilinear(8, 3, 2)  # takes 8 and 3 features; it gets 8 and 5
+
+    def forward(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.b(torch.relu(self.a(x)), y * 2)
+
+
+@pytest.mark.parametrize("tensor_nodes", [False, True])
+def test_the_call_that_raised_is_drawn_with_what_it_was_given(tensor_nodes: bool) -> None:
+    """A call that raised before any of its operations ran (a layer given the wrong width)
+    is joined to its inputs: the relu and the mul it was given no longer end nowhere."""
+    exc, rec = _record_failing(_TwoInputs(), torch.randn(2, 4), torch.randn(2, 5))
+    assert rec.failed_key == "b" and "input shapes [2×8, 2×5]" in _notes(exc)
+    rec.lint()
+    for depth in (1, None):
+        renderer = GraphvizRenderer(rec, depth, tensor_nodes=tensor_nodes)
+        edges = {(a.key, b.key) for a, b in renderer.drawn_edges()}
+        into_b = {a for a, b in edges if b == "b"}
+        if tensor_nodes:  # each through the tensor node of the value passed
+            assert into_b == {"b:in", "b:in_1"}, edges
+            assert {a for a, b in edges if b in into_b} == {"net/relu", "net/mul"}
+        else:
+            assert into_b == {"net/relu", "net/mul"}, edges
+    loaded = torchrecorder.load_json(rec.to_json())  # the links are kept
+    loaded_edges = GraphvizRenderer(loaded, 1).drawn_edges()
+    assert {a.key for a, b in loaded_edges if b.key == "b"} == {"net/relu", "net/mul"}
+
+
 @needs_backend
 @pytest.mark.dot
 def test_partial_recording_renders_svg() -> None:

@@ -210,3 +210,21 @@ def test_save(tmp_path: Path) -> None:
     target = tmp_path / "fc.html"
     assert page.save(target) == str(target)
     assert target.read_text(encoding="utf-8") == page.text == str(page)
+
+
+def test_a_capture_colours_the_page_as_it_colours_make_dot() -> None:
+    """``make_html(rec, activations=cap, stat=...)`` (and ``render_network(fmt="html", ...)``)
+    takes a capture's statistics as ``make_dot`` does (it raised ``TypeError``); that colouring
+    is in every view, so the page leaves out the Colour menu, whose choices would have drawn
+    their legend over the capture's notes.  A cost ``stat=`` is the menu's choice instead."""
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    with torchrecorder.capture(net, stats=True, record=False) as cap:
+        net(torch.randn(16, 4))
+    rec = torchrecorder.record(net, "net", (2, 4))
+    page = torchrecorder.make_html(rec, activations=cap, stat="dead")
+    assert "dead-unit fraction" in page.text and "colour" not in page._data
+    by_mapping = torchrecorder.make_html(rec, activations={"0": 1.0, "2": 3.0}, stat="mean")
+    assert "mean activation" in by_mapping.text and "colour" not in by_mapping._data
+    flops = torchrecorder.make_html(rec, stat="flops")
+    assert flops._data["colour_start"] == "flops" and "flops" in flops._data["colour"]
+    assert "FLOPs per call" not in "".join(flops._data["strings"])  # not drawn into the views

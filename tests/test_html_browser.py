@@ -228,6 +228,13 @@ def test_downloads_are_the_current_view(tr_browser: Any, stack_file: Path, tmp_p
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     texts = {t.text for t in root.iter("{http://www.w3.org/2000/svg}text")}
     assert {"0 … 8", "×9", "embed", "head"} <= texts  # a folded box: its blocks as their boxes read
+    # it carries the web font it is drawn in (few machines have Arimo: without it a browser drew
+    # the file in its default serif), and names fonts of the same widths after it
+    families = {t.get("font-family") for t in root.iter("{http://www.w3.org/2000/svg}text")}
+    assert families == {"Arimo, Liberation Sans, Arial, Helvetica, sans-serif"}
+    style = "".join(e.text or "" for e in root.iter("{http://www.w3.org/2000/svg}style"))
+    assert style.count("@font-face") == 2 and 'font-family: "Arimo"' in style
+    assert "data:font/woff2;base64," in style and "Tinos" not in style  # the families it uses
     with page.expect_download() as got:
         page.click("#tr-png")
     png_path = tmp_path / "view.png"
@@ -334,4 +341,131 @@ def test_zoo_depths_draw_what_make_dot_draws(tr_browser: Any, tmp_path: Path, ca
         assert sorted((e, a.get("label")) for e, a in zip(ours.edges, ours.edge_attrs, strict=True)) == \
             sorted((e, a.get("label")) for e, a in zip(want.edges, want.edge_attrs, strict=True)), depth
     assert w.page_errors == [] and w.console_errors == []
+    page.close()
+
+
+def _contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two ``#rrggbb`` colours."""
+    from torchrecorder.renderer.activations import _contrast as contrast
+
+    return contrast(a, b)
+
+
+_NAMED = {"white": "#ffffff", "black": "#000000"}
+
+
+def test_coloured_boxes_keep_their_text_readable(tr_browser: Any, stack_file: Path) -> None:
+    """Under every colouring of the Colour menu, each text of a coloured box (its name, and
+    its grey type line too) keeps a contrast of 4.5 with the box's fill."""
+    page, w = _open(tr_browser, stack_file)
+    count = page.evaluate("__tr.layouts")
+    page.click("#tr-expand-all")
+    count = wait_layouts(page, count, settled=True)
+    options = page.eval_on_selector_all("#tr-colour option", "els => els.map(e => e.value)")
+    checked = 0
+    for stat in options[1:]:
+        page.select_option("#tr-colour", stat)
+        count = wait_layouts(page, count, settled=True)
+        boxes = page.evaluate("""() => [...document.querySelectorAll('#tr-canvas g.node')].map(g => {
+            const shape = g.querySelector('path, polygon');
+            return [shape ? shape.getAttribute('fill') : null,
+                    [...g.querySelectorAll('text')].map(t => t.getAttribute('fill') || '#000000')];
+        })""")
+        for fill, texts in boxes:
+            if not fill or fill in ("none", "white", "#ffffff", "transparent") or not texts:
+                continue
+            fill = _NAMED.get(fill, fill)
+            if fill.startswith("#") and len(fill) == 7:
+                for text in texts:
+                    assert _contrast(fill, _NAMED.get(text, text)) >= 4.5, (stat, fill, text)
+                    checked += 1
+    assert checked > 10
+    assert w.console_errors == [] and w.page_errors == []
+    page.close()
+
+
+@pytest.mark.parametrize("typed, shown", [("99", "3"), ("-3", "0"), ("1.5", "1"), ("", "0")])
+def test_the_depth_field_shows_the_depth_drawn(tr_browser: Any, stack_file: Path, typed: str,
+                                               shown: str) -> None:
+    """A depth out of range or not a whole number is drawn clamped, and the field says so."""
+    page, _ = _open(tr_browser, stack_file)
+    count = page.evaluate("__tr.layouts")
+    page.fill("#tr-depth", typed)
+    page.focus("#tr-depth")
+    page.dispatch_event("#tr-depth", "change")
+    wait_layouts(page, count, settled=True)
+    assert page.input_value("#tr-depth") == shown
+    page.close()
+
+
+def test_an_operation_is_headed_by_its_own_name(tr_browser: Any, stack_file: Path) -> None:
+    """The panel of an operation names the operation, and the module call it ran in below."""
+    page, w = _open(tr_browser, stack_file)
+    count = page.evaluate("__tr.layouts")
+    page.click("#tr-expand-all")
+    wait_layouts(page, count, settled=True)
+    ops = page.evaluate("""() => [...document.querySelectorAll('#tr-canvas g.node')]
+        .filter(g => /^n\\d+$/.test(g.id) && g.querySelector('text')
+                     && ['add', 'relu'].includes(g.querySelector('text').textContent))
+        .map(g => [g.id, g.querySelector('text').textContent])""")
+    assert {name for _, name in ops} == {"add", "relu"}
+    for gid, name in ops:
+        page.click(f"#tr-canvas g#{gid}")
+        assert page.text_content("#tr-details h2") == name
+        sub = page.text_content("#tr-details .tr-sub")  # "operation in blocks.0", "... in stack"
+        assert sub.startswith("operation in ") and name not in sub
+    assert w.console_errors == [] and w.page_errors == []
+    page.close()
+
+
+def test_the_panel_of_a_module_collapse_all_hid_still_opens_it(tr_browser: Any, stack_file: Path) -> None:
+    """After a search and Collapse all, the module found stays in the panel: its Expand button
+    opens the modules around it and the module itself (no dead button), the search counter is
+    cleared, and Reset clears the panel."""
+    page, w = _open(tr_browser, stack_file)
+    count = page.evaluate("__tr.layouts")
+    page.fill("#tr-search", "blocks.4")
+    page.press("#tr-search", "Enter")
+    count = wait_layouts(page, count, settled=True)
+    assert page.text_content("#tr-found") == "1 of 4"
+    page.click("#tr-collapse-all")
+    count = wait_layouts(page, count, settled=True)
+    block = _index(page, "blocks.4")
+    assert page.query_selector(f"#n{block}, #c{block}") is None
+    assert page.text_content("#tr-details h2") == "blocks.4" and page.text_content("#tr-found") == ""
+    page.click("#tr-details button[data-action=toggle]")
+    count = wait_layouts(page, count, settled=True)
+    assert page.query_selector(f"#c{block}") is not None  # drawn, and open
+    assert page.text_content("#tr-details button[data-action=toggle]") == "Collapse"
+    page.fill("#tr-search", "blocks.4")
+    page.press("#tr-search", "Enter")
+    count = wait_layouts(page, count, settled=True)
+    page.click("#tr-reset")
+    wait_layouts(page, count, settled=True)
+    assert page.query_selector("#tr-details h2") is None and page.text_content("#tr-found") == ""
+    assert w.console_errors == [] and w.page_errors == []
+    page.close()
+
+
+def test_a_page_made_with_a_cost_stat_opens_on_that_menu_choice(
+        tr_browser: Any, stack_rec: torchrecorder.Recorder, tmp_path: Path) -> None:
+    """``make_html(rec, stat="flops")`` opens coloured by the Colour menu's "FLOPs", which the
+    menu shows: "as drawn" takes it off and another choice replaces it (the colouring was drawn
+    into every view, so another choice kept the FLOPs notes under its own legend)."""
+    path = tmp_path / "flops.html"
+    torchrecorder.make_html(stack_rec, stat="flops").save(path)
+    page, w = _open(tr_browser, path)
+    count = page.evaluate("__tr.layouts")
+    assert page.input_value("#tr-colour") == "flops" and "FLOPs per call" in page.text_content("#tr-canvas")
+    page.select_option("#tr-colour", "param_bytes")
+    count = wait_layouts(page, count, settled=True)
+    text = page.text_content("#tr-canvas")
+    assert "parameter size" in text and "FLOPs" not in text
+    page.select_option("#tr-colour", "")
+    count = wait_layouts(page, count, settled=True)
+    assert "log scale" not in page.text_content("#tr-canvas")
+    page.click("#tr-reset")
+    wait_layouts(page, count, settled=True)
+    assert page.input_value("#tr-colour") == "flops" and "FLOPs per call" in page.text_content("#tr-canvas")
+    assert w.console_errors == [] and w.page_errors == []
     page.close()

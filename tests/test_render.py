@@ -7,6 +7,7 @@ import json
 import re
 import warnings
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import graphviz
@@ -146,6 +147,19 @@ def test_per_kind_overrides_touch_only_that_kind(rec: torchrecorder.Recorder) ->
     assert "style=filled" in source
 
 
+def test_fontname_sets_every_text_of_the_drawing() -> None:
+    """``fontname=`` is the typeface of the whole figure, as in 1.0.3 (which set it on the
+    graph too): cluster titles, edge labels and the graph, not the boxes alone."""
+    net = nn.Sequential(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), nn.Flatten(0), nn.Linear(16, 2))
+    rec = torchrecorder.record(net, "net", (2, 4))
+    source = torchrecorder.make_dot(rec, None, fontname="Times").source
+    fonts = re.findall(r'fontname=("[^"]*"|\S+?)[\s\]]', source)
+    assert len(fonts) > 5 and set(fonts) == {"Times"}, set(fonts)
+    assert "::title" in source and "::label" in source  # titles and edge labels were drawn
+    kept = torchrecorder.make_dot(rec, None, fontname="Times", cluster_attrs={"fontname": "Courier"}).source
+    assert set(re.findall(r'fontname=("[^"]*"|\S+?)[\s\]]', kept)) == {"Times", "Courier"}
+
+
 def test_plain_keywords_apply_to_every_node(rec: torchrecorder.Recorder) -> None:
     source = full_dot(rec, fontname="Times")
     for key in ("fc", "fc@out", "input@x", "scale.gain", "scale/mul"):
@@ -159,6 +173,30 @@ def test_bad_styler_arguments_say_what_is_wrong() -> None:
         GraphvizStyler(layer_attrs="red")
     with pytest.raises(ValueError, match="preset"):
         GraphvizStyler(preset="poster")
+
+
+@pytest.mark.parametrize("kw, says", [
+    ({"layer_attrs": {"fillcolour": "red"}}, "'fillcolour' is not a Graphviz .* nodes.*'fillcolor'"),
+    ({"op_attrs": {"arrowhead": "dot"}}, "'arrowhead' is not a Graphviz attribute of nodes.*edges"),
+    ({"edge_attrs": {"arrowhed": "dot"}}, "edge_attrs: 'arrowhed' .* of edges.*'arrowhead'"),
+    ({"cluster_attrs": {"shape": "box"}}, "cluster_attrs: 'shape' is not a Graphviz attribute of clusters"),
+    ({"graph_attrs": {"rankdri": "LR"}}, "graph_attrs: 'rankdri' .*'rankdir'"),
+])
+def test_a_kind_attribute_graphviz_would_ignore_is_refused(kw: dict[str, Any], says: str,
+                                                            tmp_path: Path) -> None:
+    """Graphviz ignores an attribute it does not know (or that its element does not use)
+    without a word: a misspelt name in KIND_attrs is an error, before the model runs."""
+    with pytest.raises(ValueError, match=says):
+        GraphvizStyler(**kw)
+    net = nn.Sequential(nn.Linear(2, 2))
+    calls: list[int] = []
+    net.register_forward_hook(lambda *a: calls.append(1))
+    with pytest.raises(ValueError, match=says):
+        torchrecorder.render_network(net, "n", (1, 2), str(tmp_path), **kw)
+    assert calls == [] and list(tmp_path.iterdir()) == []
+    # what each kind uses passes: a cluster's pencolor, an edge's arrowhead, the graph's rankdir
+    GraphvizStyler(cluster_attrs={"pencolor": "red"}, edge_attrs={"arrowhead": "dot"},
+                   graph_attrs={"rankdir": "LR"}, failed_attrs={"fillcolor": "pink"})
 
 
 def test_styles_are_copies() -> None:
@@ -426,7 +464,8 @@ def _recordings() -> list[torchrecorder.Recorder]:
 @pytest.mark.parametrize("options", [
     {}, {"fold_repeats": False}, {"fold_repeats": True}, {"preset": "compact"}, {"preset": "print"},
     {"tensor_nodes": False, "fontname": "Times", "layer_attrs": {"color": "red", "label": "x"}},
-    {"edge_attrs": {"tooltip": "t", "constraint": "true"}, "cluster_attrs": {"zz": "1", "aa": "2"}},
+    {"edge_attrs": {"tooltip": "t", "constraint": "true"}, "cluster_attrs": {"pencolor": "red",
+                                                                       "bgcolor": "white"}},
 ])
 def test_one_pass_writes_what_the_hooks_write(options: dict[str, Any]) -> None:
     for rec in _recordings():

@@ -162,6 +162,23 @@ def test_an_interactive_view_a_block_made_is_embedded_as_html(tmp_path: Path) ->
     assert ".. raw:: html" not in shown
 
 
+def test_a_view_on_the_last_line_is_shown_under_the_documented_configuration(tmp_path: Path) -> None:
+    """With the configuration the docs give (``ignore_repr_types`` matching torchrecorder's
+    types) sphinx-gallery does not show ``rec.show()`` ending a block: the scraper embeds it,
+    once; where sphinx-gallery shows its ``_repr_html_`` itself, the scraper does not."""
+    ex = Example(tmp_path, "shown")
+    ex.conf["ignore_repr_types"] = r"graphviz\.|torchrecorder\."
+    ex.run(SETUP + "rec = torchrecorder.record(net, 'mlp', (1, 4))\n")
+    rst = ex.run("rec.show()\n")
+    assert rst.count(".. raw:: html") == 1 and "tr-data" in rst
+    plain = Example(tmp_path / "plain", "plain")  # sphinx-gallery's defaults: it shows the view
+    plain.run(SETUP + "rec = torchrecorder.record(net, 'mlp', (1, 4))\n")
+    assert ".. raw:: html" not in plain.run("rec.show()\n")
+    # a block that asks for the text repr: the view is not shown by sphinx-gallery, so here
+    asked = plain.run("# sphinx_gallery_capture_repr_block = ('__repr__',)\nrec.show()\n")
+    assert asked.count(".. raw:: html") == 1
+
+
 def test_an_html_file_a_block_wrote_is_embedded_in_an_iframe(tmp_path: Path) -> None:
     from torchrecorder._files import write_atomically
 

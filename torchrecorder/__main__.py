@@ -21,8 +21,9 @@ from ._files import is_stream, write_output
 from .api import _check_directory, _check_drawing, _picture, _target_path, record
 from .backend import check_format
 from .errors import GraphvizNotFoundError
-from .factory import ModelSpecError, initialize_lazy, load_model, parse_dtype, parse_shape
+from .factory import ModelSpecError, initialize_lazy, load_model, match_input_dtype, parse_dtype, parse_shape
 from .projection.budget import default_depth
+from .recording._failure import PARTIAL_RECORDING
 from .summary import COLUMNS, DEFAULT_COLUMNS
 
 __all__ = ["build_parser", "load_model", "main"]
@@ -97,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                         action="append", required=True,
                         metavar="SHAPE", help="shape of an input, e.g. 1,3,224,224 (repeat for more inputs)")
     parser.add_argument("--input-dtype", "--dtype", dest="input_dtype", default=None, metavar="DTYPE",
-                        help="dtype of the inputs, e.g. float16 (default: the model's); an integer dtype "
-                             "such as int64 makes valid token ids, bool makes masks")
+                        help="dtype of the inputs, e.g. float16 (default: the model's); a floating dtype "
+                             "converts the model to it too, an integer dtype such as int64 makes valid "
+                             "token ids, bool makes masks")
     parser.add_argument("-o", "--output", default=None,
                         help="file to write, exactly this path ('-' for standard output; an existing "
                              "directory is an error); default: NAME.FMT in the current directory, "
@@ -149,8 +151,8 @@ def _report(exc: BaseException) -> None:
     plain = (ModelSpecError, ValueError, TypeError, OSError)
     text = str(exc) if isinstance(exc, plain) and str(exc) else f"{type(exc).__name__}: {exc}"
     print(f"{_PREFIX}error: {_one_line(text)}", file=sys.stderr)
-    for note in getattr(exc, "__notes__", []):
-        note = _one_line(str(note))
+    for note in getattr(exc, "__notes__", []):  # (no exception object here to read .recording of)
+        note = _one_line(str(note).replace(PARTIAL_RECORDING, ""))
         print(note if note.startswith(_PREFIX) else _PREFIX + note, file=sys.stderr)
 
 
@@ -220,6 +222,7 @@ def _run(args: argparse.Namespace) -> Optional[str]:
         drawing["dpi"] = args.dpi
     _check_drawing(name, args.depth, args.fold, drawing)
     net = load_model(args.model)
+    match_input_dtype(net, dtype)  # float16 inputs: the model in float16 too
     initialize_lazy(net, shapes, dtype=dtype, device=args.device)  # the command line owns the model
     rec = record(net, name, shapes, dtype=dtype, device=args.device)
     breaks = None

@@ -24,7 +24,8 @@ from torch.nn.parameter import is_lazy
 
 from .recording import InputShapes, integer_inputs, is_integer_dtype, make_inputs
 
-__all__ = ["ModelSpecError", "initialize_lazy", "load_model", "parse_dtype", "parse_shape"]
+__all__ = ["ModelSpecError", "initialize_lazy", "load_model", "match_input_dtype", "parse_dtype",
+           "parse_shape"]
 
 
 class ModelSpecError(ValueError):
@@ -144,6 +145,18 @@ def _lazy_tensors(net: nn.Module) -> list[str]:
     """Dotted names of the uninitialized parameters and buffers of ``net``."""
     return [name for name, t in (*net.named_parameters(remove_duplicate=False),
                                  *net.named_buffers(remove_duplicate=False)) if is_lazy(t)]
+
+
+def match_input_dtype(net: nn.Module, dtype: Optional[torch.dtype]) -> None:
+    """Convert ``net``'s floating parameters and buffers to a floating ``dtype`` given for its
+    inputs (``float16``, ``bfloat16``, ``float64``); other dtypes (token ids, masks) leave it.
+
+    Only for models the caller built itself (the command line and the directive): asked for
+    half-precision inputs, they draw the model in half precision, where a model left in
+    ``float32`` would refuse them (``Input type (c10::Half) and bias type (float)``).
+    """
+    if dtype is not None and dtype.is_floating_point:
+        net.to(dtype)
 
 
 def initialize_lazy(net: nn.Module, input_shapes: InputShapes, *, dtype: Optional[torch.dtype] = None,

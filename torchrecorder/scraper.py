@@ -42,8 +42,10 @@ with a ``_repr_html_()`` method whose class belongs to torchrecorder (the page
 that :func:`torchrecorder.make_html` returns) or sets ``_torchrecorder_view_ =
 True``, made by the block, or an HTML file the block wrote.  Its HTML goes into
 the page in a ``.. raw:: html`` block, as sphinx-gallery embeds a displayed
-object's ``_repr_html_`` (so a view that is the block's last expression is left
-to sphinx-gallery's own ``capture_repr``, and not embedded twice).
+object's ``_repr_html_``.  A view that is the block's last expression is left to
+sphinx-gallery's own ``capture_repr`` where that shows it (not embedded twice), and
+embedded here where it does not: with the documented ``ignore_repr_types``, which
+matches torchrecorder's types, or a ``capture_repr`` that asks for text first.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from __future__ import annotations
 import ast
 import html
 import os
+import re
 import shutil
 import subprocess
 import textwrap
@@ -136,6 +139,32 @@ def _last_expression(block: Any, namespace: dict[str, Any]) -> Any:
     return None
 
 
+def _gallery_shows_html(shown: Any, block: Any, block_vars: dict[str, Any],
+                        gallery_conf: Optional[dict[str, Any]]) -> bool:
+    r"""Whether sphinx-gallery itself puts the ``_repr_html_`` of ``shown``, the block's last
+    expression, in the page: its ``capture_repr`` (the block's, the file's or the gallery's)
+    names ``_repr_html_`` before any other method ``shown`` has, and ``ignore_repr_types``
+    (which the documented configuration sets to ``r"graphviz\.|torchrecorder\."``) does not
+    match its type."""
+    if gallery_conf is None:
+        return True
+    ignore = gallery_conf.get("ignore_repr_types")
+    if ignore and re.search(ignore, str(type(shown))):
+        return False
+    capture = (block_vars.get("file_conf") or {}).get("capture_repr", gallery_conf.get("capture_repr", ()))
+    content = block[1] if isinstance(block, tuple) else getattr(block, "content", "")
+    found = re.search(r"^[ \t]*#\s*sphinx_gallery_capture_repr_block\s*=\s*(.+)$", content, re.MULTILINE)
+    if found:
+        try:
+            capture = ast.literal_eval(found.group(1).strip())
+        except (ValueError, SyntaxError):
+            pass
+    for method in capture or ():
+        if callable(getattr(shown, method, None)):
+            return bool(method == "_repr_html_")
+    return False
+
+
 class _Example:
     """What one example's earlier blocks drew: each object kept (so ids stay unique)."""
 
@@ -204,8 +233,11 @@ class Scraper:
             self._example = _Example(src, self._serial)
         return self._example
 
-    def collect(self, block: Any, block_vars: dict[str, Any]) -> tuple[list[Any], list[str]]:
-        """The objects (recordings, Digraphs, views) and files the block drew, in order."""
+    def collect(self, block: Any, block_vars: dict[str, Any],
+                gallery_conf: Optional[dict[str, Any]] = None) -> tuple[list[Any], list[str]]:
+        """The objects (recordings, Digraphs, views) and files the block drew, in order; a view
+        that is the block's last expression only where sphinx-gallery does not show it itself
+        (with ``gallery_conf``: see :func:`_gallery_shows_html`)."""
         state = self._state(block_vars)
         namespace: dict[str, Any] = block_vars.get("example_globals") or {}
         made = [(obj, kind) for obj in _candidates(namespace)
@@ -214,9 +246,12 @@ class Scraper:
         shown_kind = _figure_kind(shown)
         if shown_kind is not None:
             state.is_new(shown, shown_kind)
-            if shown_kind != "view" and all(obj is not shown for obj, _ in made):
+            gallery_shows = (shown_kind == "view"
+                             and _gallery_shows_html(shown, block, block_vars, gallery_conf))
+            if not gallery_shows and all(obj is not shown for obj, _ in made):
                 made.append((shown, shown_kind))
-            made = [(o, k) for o, k in made if not (k == "view" and o is shown)]  # sphinx-gallery shows it
+            if gallery_shows:  # sphinx-gallery shows it: not twice
+                made = [(o, k) for o, k in made if o is not shown]
         self._serial, paths = files_written_after(state.serial)
         state.serial = self._serial
         files = [p for p in paths if p.rsplit(".", 1)[-1].lower() in IMAGE_EXTENSIONS + HTML_EXTENSIONS
@@ -252,7 +287,7 @@ class Scraper:
         return their reST (sphinx-gallery's scraper contract)."""
         from sphinx_gallery.scrapers import figure_rst
 
-        objects, files = self.collect(block, block_vars)
+        objects, files = self.collect(block, block_vars, gallery_conf)
         paths = block_vars["image_path_iterator"]
         src_dir = gallery_conf["src_dir"]
         thumb = self._thumbnail_number(block_vars)

@@ -28,8 +28,8 @@ line; ``:input-shape:`` may be repeated, once per input):
     the shape of an input, ``1,3,224,224`` (several inputs: repeat the option,
     or separate shapes with ``;``).  Required.
 ``:input-dtype:``
-    the inputs' dtype, ``float16``; an integer dtype (``int64``) makes valid
-    token ids, ``bool`` masks.
+    the inputs' dtype, ``float16`` (a floating dtype converts the model to it
+    too); an integer dtype (``int64``) makes valid token ids, ``bool`` masks.
 ``:depth:``
     the render depth (default 1); ``all`` opens every module.
 ``:preset:``, ``:direction:``, ``:fold:``
@@ -71,8 +71,9 @@ from sphinx.util.docutils import SphinxDirective
 from . import renderer as _renderer
 from .api import make_dot, record
 from .backend import render_source
-from .factory import ModelSpecError, initialize_lazy, load_model, parse_dtype, parse_shape
+from .factory import ModelSpecError, initialize_lazy, load_model, match_input_dtype, parse_dtype, parse_shape
 from .projection.budget import default_depth
+from .recording._failure import PARTIAL_RECORDING
 
 __all__ = ["TorchrecorderDirective", "setup", "torchrecorder_figure"]
 
@@ -181,6 +182,7 @@ class TorchrecorderDirective(SphinxDirective):
             self.env.note_dependency(os.path.abspath(source_file))
         name = opts["name"] or spec.rpartition(":")[2]
         shapes = opts["shapes"][0] if len(opts["shapes"]) == 1 else opts["shapes"]
+        match_input_dtype(net, opts["dtype"])  # float16 inputs: the model in float16 too
         initialize_lazy(net, shapes, dtype=opts["dtype"])  # the directive owns the model
         style: dict[str, Any] = {"preset": opts["preset"], "direction": opts["direction"],
                                  "fold_repeats": opts["fold"]}
@@ -206,7 +208,7 @@ class TorchrecorderDirective(SphinxDirective):
             spec, opts = self._options()
             data, name = self._draw(spec, opts)
         except Exception as exc:  # a broken model must not stop the documentation build
-            notes = "".join(f" ({str(note).removeprefix('torchrecorder: ')})"
+            notes = "".join(f" ({str(note).removeprefix('torchrecorder: ').replace(PARTIAL_RECORDING, '')})"
                             for note in getattr(exc, "__notes__", []))
             kind = "" if isinstance(exc, ModelSpecError) else f"{type(exc).__name__}: "
             logger.warning("torchrecorder: cannot draw %r: %s%s%s", self.arguments[0].splitlines()[0],

@@ -12,9 +12,13 @@ from torch import nn
 
 from ..nodes import BaseNode, LayerNode
 
-__all__ = ["NOTE_PREFIX", "annotate", "exception_text", "module_frames", "raised_in"]
+__all__ = ["NOTE_PREFIX", "PARTIAL_RECORDING", "annotate", "call_arguments", "exception_text",
+           "module_frames", "raised_in"]
 
 NOTE_PREFIX = "torchrecorder: raised in module"
+#: the end of that note, for a caller that gets the exception object (the command line and the
+#: Sphinx directive, whose users do not, leave it out)
+PARTIAL_RECORDING = "; the partial recording is in the exception's 'recording' attribute"
 
 
 def exception_text(exc: BaseException) -> str:
@@ -117,3 +121,22 @@ def raised_in(exc: BaseException, innermost: LayerNode, nodes: Mapping[Any, Base
             return failed, (info if stage == "pre" else None), False
         failed, last = call, stage
     return failed, None, last == "pre" and failed is innermost
+
+
+def call_arguments(exc: BaseException, module: Any) -> tuple[Any, ...]:
+    """The arguments (``args``, ``kwargs``) of the innermost call of ``module`` that ``exc``
+    left, read from the frames of its traceback (``nn.Module._call_impl``'s); ``()`` where
+    they cannot be read.  Never raises."""
+    found: tuple[Any, ...] = ()
+    if _CALL_IMPL is None:
+        return found
+    try:
+        tb = exc.__traceback__
+        while tb is not None:
+            frame = tb.tb_frame
+            if frame.f_code is _CALL_IMPL and frame.f_locals.get("self") is module:
+                found = (frame.f_locals.get("args"), frame.f_locals.get("kwargs"))
+            tb = tb.tb_next
+    except Exception:  # read for the drawing only: never fail over the user's error
+        return ()
+    return found

@@ -100,9 +100,56 @@ def _mix(scale: Sequence[str], t: float) -> str:
     return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(a, b, strict=True))
 
 
-def _dark(colour: str) -> bool:
+def _luminance(colour: str) -> float:
+    """The relative luminance of ``#rrggbb`` (WCAG 2: 0 black, 1 white)."""
+    def linear(c: int) -> float:
+        x = c / 255
+        return x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4
     r, g, b = _rgb(colour)
-    return 0.299 * r + 0.587 * g + 0.114 * b < 128
+    return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
+
+
+def _contrast(a: str, b: str) -> float:
+    """The WCAG contrast ratio of two colours, from 1 (alike) to 21 (black on white)."""
+    la, lb = sorted((_luminance(a), _luminance(b)))
+    return (lb + 0.05) / (la + 0.05)
+
+
+#: the grey of a box's second lines (its type and parameter count, an operation's shape), as
+#: the stylers write them into labels (``COLOR="#555555"``), and the light grey that stands
+#: for it on a dark fill
+SECOND_LINE_GREYS = ("#555555", "#666666")
+_LIGHT_GREY = "#e0e0e0"
+#: the least contrast a text keeps with the fill under it (WCAG's AA level for normal text)
+MIN_CONTRAST = 4.5
+
+
+def text_colours(fill: str) -> tuple[str, str]:
+    """The colours of the text on a box filled with ``fill``: ``(name, second lines)``.
+
+    White where white stands out more than black, else black; the second lines keep their
+    grey (light grey on a dark fill) where it keeps :data:`MIN_CONTRAST` with the fill, else
+    they take the name's colour.
+
+    >>> text_colours("#fff7ec"), text_colours("#fc8d59"), text_colours("#7f0000")
+    (('black', '#555555'), ('black', 'black'), ('white', '#e0e0e0'))
+    """
+    dark = _contrast(fill, "#ffffff") > _contrast(fill, "#000000")
+    main, grey = ("white", _LIGHT_GREY) if dark else ("black", SECOND_LINE_GREYS[0])
+    return main, grey if _contrast(fill, grey) >= MIN_CONTRAST else main
+
+
+def _dark(colour: str) -> bool:
+    """Whether text on ``colour`` is white (see :func:`text_colours`)."""
+    return text_colours(colour)[0] == "white"
+
+
+def recolour_second_lines(label: str, colour: str) -> str:
+    """``label`` (DOT HTML-like text) with its grey second lines (:data:`SECOND_LINE_GREYS`)
+    drawn in ``colour``."""
+    for grey in SECOND_LINE_GREYS:
+        label = label.replace(f'COLOR="{grey}"', f'COLOR="{colour}"')
+    return label
 
 
 def _fmt(value: float, stat: str) -> str:
@@ -263,9 +310,12 @@ class ActivationStyler(GraphvizStyler):
             attrs["fillcolor"] = colour
             if "filled" not in attrs.get("style", ""):
                 attrs["style"] = (attrs.get("style", "") + ",filled").lstrip(",")
-            if _dark(colour):  # white text, the grey second line a light grey
-                attrs["fontcolor"] = "white"
-                attrs["label"] = str(attrs.get("label", "")).replace('COLOR="#555555"', 'COLOR="#e0e0e0"')
+            # text that stands out from the fill: white on a dark one, the grey second lines
+            # light grey, or as dark as the name where their grey would fade into the fill
+            main, second = text_colours(colour)
+            attrs["fontcolor"] = main
+            if second != SECOND_LINE_GREYS[0]:
+                attrs["label"] = recolour_second_lines(str(attrs.get("label", "")), second)
         else:
             attrs["color"] = colour
             attrs["penwidth"] = "2.5"

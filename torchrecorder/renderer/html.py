@@ -26,7 +26,6 @@ from typing import Any, Optional, Union
 
 from .._files import write_atomically
 from .._text import utf8_safe
-from ..cost import COST_STATS
 from ..errors import GraphError
 from ..graph import Graph
 from ..nodes import BaseNode, Key, LayerNode, OpNode, Source, TensorNode
@@ -35,7 +34,7 @@ from ..projection.backward import backward_view
 from ..projection.budget import VIEW_DEPTH, MaxNodes, budget_limits
 from ._cluster_titles import cluster_attr_list, title_attrs
 from ._edge_paths import label_node_attrs, via_point_attrs
-from ._html_cost import colourings, recorded_cost
+from ._html_cost import colourings, page_colouring, recorded_cost
 from ._html_fanout import fanout_marks
 from ._html_info import boundary_tensors, lift_rows, panel_info
 from ._html_loops import loop_rows
@@ -151,6 +150,9 @@ class HtmlRenderer(GraphvizRenderer):
     whose loops make thousands of operations opens at the depth asked for
     when its folded drawing fits the budget.
     """
+
+    colour_start: Optional[str] = None  # the cost the Colour menu colours by when the page opens
+    colour_menu: bool = True  # False: a colouring drawn into every view, the menu's left out
 
     def __init__(self, rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
                  styler_cls: Optional[type[GraphvizStyler]] = None, *,
@@ -275,7 +277,8 @@ class HtmlRenderer(GraphvizRenderer):
             "budget": budget_limits(self._max_nodes),  # "ranked": as GraphvizRenderer._unranked_fanout
             "ranked": budget_limits(self._max_nodes) or budget_limits("auto"),
             **({"loops": loops} if loops else {}),
-            **({"colour": colourings(costs, order)} if costs is not None else {}),
+            **({"colour": colourings(costs, order), "colour_start": self.colour_start or ""}
+               if costs is not None and self.colour_menu else {}),  # (and the choice it opens with)
             **fanout_marks(self, rec, opens, index, strings.add),  # (a styler's own style_fanout)
             **lift_rows(rec, finest, order, parents, index, strings.add),  # (params read outside)
         }
@@ -590,11 +593,7 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
     if show_saved:
         raise ValueError("show_saved=True shows the tensors saved for the backward pass: "
                          "pass backward=True too")
-    stat = options.get("stat")
-    if stat is not None and "activations" not in options and (
-            styler_cls is None or stat in (*COST_STATS, "time")):
-        from .activations import ActivationStyler, cost_values  # (the activation colouring, fed the costs)
-
-        options["activations"] = cost_values(rec, stat)  # a stat the recording cannot give: ValueError
-        styler_cls = styler_cls or ActivationStyler
-    return render_once(HtmlRenderer(rec, render_depth, styler_cls, **options))
+    styler_cls, start = page_colouring(rec, options, styler_cls)  # stat=: the Colour menu's, or baked in
+    renderer = HtmlRenderer(rec, render_depth, styler_cls, **options)
+    renderer.colour_start, renderer.colour_menu = start, "activations" not in options  # (one colouring)
+    return render_once(renderer)

@@ -82,9 +82,11 @@ class GraphvizStyler:
             not drawn counts those of the calls inside it.
         **styler_args: ``KIND_attrs={...}`` (``layer_attrs``, ``tensor_attrs``,
             ``io_attrs``, ``param_attrs``, ``op_attrs``, ``cluster_attrs``,
-            ``edge_attrs``, ``graph_attrs``, ...) override one kind; any other
+            ``edge_attrs``, ``graph_attrs``, ...) override one kind (each name an attribute
+            that Graphviz uses on that kind, else ``ValueError``); any other
             keyword is a Graphviz node attribute applied to every node, as in the
-            original torchrecorder (``fontname="Times"``), except the
+            original torchrecorder (``fontname="Times"``, which sets the font of cluster
+            titles, edge labels and the graph too), except the
             attributes of the whole graph (:data:`GRAPH_ATTRIBUTES`:
             ``rankdir``, ``dpi``, ``size``, ``ranksep``, ...), which go to it;
             any other keyword (a misspelt option such as ``render_dept``, or
@@ -169,6 +171,8 @@ class GraphvizStyler:
                                     + ", ".join(f"{k}_attrs" for k in KIND_ARGS))
                 if not isinstance(value, Mapping):
                     raise TypeError(f"{arg} must be a mapping of Graphviz attributes")
+                for name in value:
+                    self._check_kind_attribute(arg, str(name))
                 self.styles[kind].update({str(k): str(v) for k, v in value.items()})
             else:
                 if arg in GRAPH_ATTRIBUTES:
@@ -177,6 +181,12 @@ class GraphvizStyler:
                 self._check_attribute(arg)
                 for node_kind in ("layer", "tensor", "io", "param", "op"):
                     self.styles[node_kind][arg] = str(value)
+        # fontname= sets the typeface of the whole drawing (cluster titles, edge labels, the
+        # legend too), as 1.0.3 set it on the graph as well; a KIND_attrs fontname stays
+        if styler_args.get("fontname") is not None:
+            for kind in ("cluster", "folded_cluster", "edge", "param_edge", "graph"):
+                if "fontname" not in (styler_args.get(f"{kind}_attrs") or {}):
+                    self.styles[kind]["fontname"] = str(styler_args["fontname"])
         # the sizes of a box's second lines follow the size of its name (11 points: 9, 8, 7),
         # never under 6 points
         try:
@@ -208,6 +218,23 @@ class GraphvizStyler:
         hint = _NAMED_ELSEWHERE.get(arg, f"did you mean {close[0]}?" if close else "")
         raise TypeError(f"unknown keyword argument {arg!r}: it is neither an option nor a "
                         "Graphviz node attribute" + (f" ({hint})" if hint else ""))
+
+    def _check_kind_attribute(self, arg: str, name: str) -> None:
+        """Raise ``ValueError`` unless ``name`` is a Graphviz attribute of the elements that
+        ``arg`` (``layer_attrs``, ``edge_attrs``, ...) styles; Graphviz itself ignores an
+        unknown one without a word, so ``layer_attrs={"fillcolour": ...}`` would change nothing."""
+        users = _KIND_USERS.get(arg[: -len("_attrs")], "N")
+        known = GRAPHVIZ_ATTRIBUTES.get(name, "")
+        if any(u in known for u in users) or ("N" in users and name in self.node_attributes):
+            return
+        what = " or ".join(_USERS[u] for u in users)
+        if known:
+            hint = f"it is an attribute of {', '.join(_USERS[u] for u in known)}"
+        else:
+            close = difflib.get_close_matches(name, [a for a, u in GRAPHVIZ_ATTRIBUTES.items()
+                                                     if any(x in u for x in users)], n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "see https://graphviz.org/doc/info/attrs.html"
+        raise ValueError(f"{arg}: {name!r} is not a Graphviz attribute of {what} ({hint})")
 
     def _row_gap(self, kind: str) -> int:
         """Points between the stacked lines of a ``kind`` node's label: Graphviz sets lines
@@ -535,6 +562,11 @@ _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
 # align= (the original torchrecorder's option) -> the clusters' labeljust
 _ALIGN = {"left": "l", "center": "c", "centre": "c", "right": "r"}
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
+#: the Graphviz components (letters of :data:`~torchrecorder.backend.GRAPHVIZ_ATTRIBUTES`) that
+#: each kind of ``KIND_attrs`` styles; the kinds not named style nodes (``failed`` and
+#: ``graph_break`` mark a box or a cluster)
+_KIND_USERS = {"graph": "G", "cluster": "C", "folded_cluster": "C", "edge": "E", "param_edge": "E",
+               "failed": "NC", "graph_break": "NC"}
 # the keywords that the drawing functions take beside the styler's (for "did you mean")
 # keywords of other tools (graphviz's ``render(format=...)``, torchview's ``draw_graph``,
 # torchviz's and torchinfo's) and the option of that meaning here

@@ -53,6 +53,7 @@
     document.body.appendChild(viz);
     if (typeof window.Viz === "undefined") { viz.remove(); refused(); return; }
     const style = document.createElement("style");
+    style.id = "tr-fonts";  // (the downloads carry the fonts from it)
     style.textContent = m.fonts;
     document.head.appendChild(style);
     const page = document.createElement("script");

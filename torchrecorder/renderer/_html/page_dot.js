@@ -59,7 +59,15 @@
   function paint(i, fill) {
     const c = P.colourBy && D.colour[P.colourBy].fill[i];
     if (!c) return "";
-    return fill ? ' fillcolor="' + c[0] + '"' + (c[1] ? " fontcolor=white" : "") : ' color="' + c[0] + '" penwidth=2.5';
+    return fill ? ' fillcolor="' + c[0] + '" fontcolor="' + c[1] + '"' : ' color="' + c[0] + '" penwidth=2.5';
+  }
+  // the attributes of box i, its grey second lines (type, parameter count: COLOR="#555555",
+  // "#666666") recoloured where the colouring's fill would swallow them (as the Python
+  // styler's text_colours decides)
+  function boxAttrs(i, a) {
+    const text = attrText(a), c = P.colourBy && D.colour[P.colourBy].fill[i];
+    if (!c || !c[2]) return text;
+    return text.split('COLOR="#555555"').join('COLOR="' + c[2] + '"').split('COLOR="#666666"').join('COLOR="' + c[2] + '"');
   }
   function openCluster(i, text, ind, titled, out) {
     const parts = text.split("\u0000");
@@ -118,7 +126,7 @@
         todo.push([-1, ind, -1]);
         push(drawnKids(children[i]), ind + "\t", i);
       } else {
-        out.push(ind + S[N[i][2]] + " [" + attrText(run ? run.box : N[i][3]) + paint(i, true) + ' id="n' + i + '"]');
+        out.push(ind + S[N[i][2]] + " [" + boxAttrs(i, run ? run.box : N[i][3]) + paint(i, true) + ' id="n' + i + '"]');
         boxes += 1;
       }
     }

@@ -55,7 +55,8 @@
     if (i < 0) { details.replaceChildren(el("p", "Click a module to open or close it; hover or click any node for its details.", "tr-hint")); return; }
     if (i >= n) { showLoop(i - n); return; }
     const d = info(i), run = runOfLead.has(i) ? runs[runOfLead.get(i)] : null;
-    parts.push(el("h2", d.path || d.name));
+    // (an operation's path is the module call it ran in: its heading is its own name)
+    parts.push(el("h2", d.kind === "operation" ? d.name : d.path || d.name));
     let sub = d.kind;
     if (d.type) sub = d.type + " · " + d.kind;
     if (d.kind === "operation" && d.path) sub = "operation in " + d.path;
@@ -113,9 +114,14 @@
   // --------------------------------------------------------------- actions
   function toggle(i) {
     if (!isLayerThatOpens(i)) return;
+    // a module the view does not show (the panel still holds it after Collapse all): its
+    // enclosing modules open and its run unfolds first, so that Expand shows it opened
+    const hidden = !P.open[i] && !elementOf(i);
+    if (hidden) reveal(i);
     P.open[i] = P.open[i] ? 0 : 1;
     select(i);
-    layout(i);
+    if (hidden) layout(-1, function () { const e = elementOf(i); if (e) bringIntoView(e); }, { keep: i });
+    else layout(i);
   }
   // fold or unfold loop k; its first child stays where it is on screen
   function toggleLoop(k) {
@@ -149,11 +155,12 @@
   // Collapse all and Reset end a layout under way first: they get the reader out of a view
   // that takes long
   function stopLayout() { if (P.current) failed(P.current, "", true); }
-  $("tr-collapse-all").addEventListener("click", function () { stopLayout(); setDepth(1); P.hit = -1; layout(anchorOfSelection()); });
+  $("tr-collapse-all").addEventListener("click", function () { stopLayout(); setDepth(1); endSearch(); layout(anchorOfSelection()); });
   const depthInput = $("tr-depth");
   depthInput.max = String(maxDepth);
   depthInput.addEventListener("change", function () {
     const d = Math.max(0, Math.min(maxDepth, parseInt(depthInput.value, 10) || 0));
+    depthInput.value = String(d);  // the depth drawn, not what was typed (99, -3, 1.5, "")
     setDepth(d); layout();
   });
   const foldBox = $("tr-fold");
@@ -171,6 +178,12 @@
     o.value = stat; o.textContent = D.colour[stat].title; colourMenu.appendChild(o);
   });
   colourMenu.addEventListener("change", function () { P.colourBy = colourMenu.value; layout(); });
+  // make_html(rec, stat="flops"): the page opens coloured by that menu choice (Reset goes back to it)
+  function startColour() {
+    P.colourBy = D.colour && D.colour[D.colour_start] ? D.colour_start : "";
+    colourMenu.value = P.colourBy;
+  }
+  startColour();
   function syncControls() {
     let d = 0;
     for (let i = 0; i < n; i++) if (isOpen(i) && depth[i] + 1 > d) d = depth[i] + 1;
@@ -182,8 +195,10 @@
   $("tr-fit").addEventListener("click", function () { P.autoFit = true; fit(); });
   $("tr-reset").addEventListener("click", function () {
     stopLayout();
-    P.open = firstOpen.slice(); P.folded = runs.map(function () { return D.folded; }); P.hit = -1;
+    P.open = firstOpen.slice(); P.folded = runs.map(function () { return D.folded; }); endSearch();
+    select(-1);  // the first view: nothing selected, the panel's hint
     P.loopFolded = loops.map(function () { return D.folded; });
+    startColour();
     P.pending = null;
     layout(-1, function () { P.autoFit = true; fit(); });
   });
@@ -211,6 +226,9 @@
     if (b && b[1] > 0) P.folded[b[0]] = false;
     for (let c = i; c >= 0; c = parent[c]) if (laterIteration[c]) P.loopFolded[loopOf[c]] = false;
   }
+  // the search's hit is no longer shown (Collapse all, Reset): no highlight, no "2 of 5";
+  // Enter starts again at the first match
+  function endSearch() { P.hit = -1; at = -1; found.textContent = ""; }
   function goTo(q) {
     if (q !== lastQuery) { matches = q ? findAll(q) : []; at = -1; lastQuery = q; }
     if (!matches.length) { found.textContent = q ? "no match" : ""; P.hit = -1; mark(); return; }
@@ -234,7 +252,30 @@
     const copy = svg.cloneNode(true);
     copy.querySelectorAll(".tr-sel, .tr-hit, .tr-can-open").forEach(function (g) { g.classList.remove("tr-sel", "tr-hit", "tr-can-open"); });
     copy.setAttribute("xmlns", "http://www.w3.org/2000/svg");
+    carryFonts(copy);
     return '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + new XMLSerializer().serializeToString(copy);
+  }
+  // the web fonts the view is drawn in (Arimo, Tinos: few machines have them) go with the file,
+  // as @font-face rules of the families it uses, each family followed by the fonts of the same
+  // widths and a generic one: opened elsewhere, or drawn into the PNG, it looks as on screen
+  const FALLBACK = { Arimo: "Arimo, Liberation Sans, Arial, Helvetica, sans-serif",
+    Tinos: "Tinos, Liberation Serif, Times New Roman, Times, serif" };
+  function carryFonts(svg) {
+    const used = new Set();
+    svg.querySelectorAll("[font-family]").forEach(function (e) {
+      const family = e.getAttribute("font-family");
+      used.add(family);
+      if (FALLBACK[family]) e.setAttribute("font-family", FALLBACK[family]);
+    });
+    const fonts = document.getElementById("tr-fonts");
+    const rules = (fonts ? fonts.textContent : "").split("\n").filter(function (rule) {
+      const m = /font-family: "([^"]+)"/.exec(rule);
+      return m && used.has(m[1]);
+    });
+    if (!rules.length) return;
+    const style = document.createElementNS("http://www.w3.org/2000/svg", "style");
+    style.textContent = rules.join("\n");
+    svg.insertBefore(style, svg.firstChild);
   }
   function save(blob, ext) {
     const a = document.createElement("a");
