@@ -3,7 +3,6 @@ its attributes, from :data:`DEFAULT_STYLES` and a named preset of :data:`PRESETS
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Optional, TypeVar
@@ -17,6 +16,7 @@ from ..projection import kind_of as _kind_of
 from ..seed import SeedName
 from ._cluster_titles import cluster_label, one_box_holds_all, title_lines
 from ._seedstyle import HtmlLabel, is_seed_styler
+from ._styler_args import KIND_ARGS, NAMED_ELSEWHERE, check_kind_attribute, check_node_attribute
 from ._styletable import StyleTable
 from .base import BaseRenderer
 from .breakmarks import BreakMarks
@@ -51,9 +51,6 @@ GRAPH_ATTRIBUTES = frozenset(name for name, users in GRAPHVIZ_ATTRIBUTES.items()
 
 #: the values of ``GraphvizStyler(edge_shapes=...)``
 EDGE_SHAPES = ("changed", "all", "none")
-
-KIND_ARGS = ("graph", "layer", "tensor", "io", "param", "op", "cluster", "edge", "param_edge",
-              "failed", "folded", "folded_cluster", "graph_break")
 
 
 class GraphvizStyler:
@@ -165,20 +162,20 @@ class GraphvizStyler:
             if arg.endswith("_attrs"):
                 kind = arg[: -len("_attrs")]
                 if kind not in KIND_ARGS:
-                    if arg in _NAMED_ELSEWHERE:
-                        raise TypeError(f"unknown keyword argument {arg!r} ({_NAMED_ELSEWHERE[arg]})")
+                    if arg in NAMED_ELSEWHERE:
+                        raise TypeError(f"unknown keyword argument {arg!r} ({NAMED_ELSEWHERE[arg]})")
                     raise TypeError(f"unknown styler argument {arg!r}; per-kind arguments are "
                                     + ", ".join(f"{k}_attrs" for k in KIND_ARGS))
                 if not isinstance(value, Mapping):
                     raise TypeError(f"{arg} must be a mapping of Graphviz attributes")
                 for name in value:
-                    self._check_kind_attribute(arg, str(name))
+                    check_kind_attribute(arg, str(name), self.node_attributes)
                 self.styles[kind].update({str(k): str(v) for k, v in value.items()})
             else:
                 if arg in GRAPH_ATTRIBUTES:
                     self.styles["graph"][arg] = str(value)
                     continue
-                self._check_attribute(arg)
+                check_node_attribute(arg, self.node_attributes)
                 for node_kind in ("layer", "tensor", "io", "param", "op"):
                     self.styles[node_kind][arg] = str(value)
         # fontname= sets the typeface of the whole drawing (cluster titles, edge labels, the
@@ -200,41 +197,6 @@ class GraphvizStyler:
         # the tensor style as made here: what code edits later through styles[TensorNode] is
         # applied to the network's inputs and outputs too, as in 1.0.3
         self._tensor_made = dict(self.styles["tensor"])
-
-    def _check_attribute(self, arg: str) -> None:
-        """Raise ``TypeError`` unless ``arg`` is one of :attr:`node_attributes`, with a hint."""
-        if arg in self.node_attributes:
-            return
-        users = GRAPHVIZ_ATTRIBUTES.get(arg)
-        if users:
-            where = {"G": "graph_attrs", "C": "cluster_attrs", "E": "edge_attrs"}
-            kinds = [f"{where[u]}={{{arg!r}: ...}}" for u in users if u in where]
-            raise TypeError(f"{arg!r} is a Graphviz attribute of "
-                            + ", ".join(_USERS[u] for u in users) + ", not of nodes"
-                            + (f": pass {' or '.join(kinds)}" if kinds else ""))
-        known = [*self.node_attributes, *(f"{k}_attrs" for k in KIND_ARGS), "preset",
-                 *_DRAWING_OPTIONS]
-        close = [repr(c) for c in difflib.get_close_matches(arg, known, n=1)]
-        hint = _NAMED_ELSEWHERE.get(arg, f"did you mean {close[0]}?" if close else "")
-        raise TypeError(f"unknown keyword argument {arg!r}: it is neither an option nor a "
-                        "Graphviz node attribute" + (f" ({hint})" if hint else ""))
-
-    def _check_kind_attribute(self, arg: str, name: str) -> None:
-        """Raise ``ValueError`` unless ``name`` is a Graphviz attribute of the elements that
-        ``arg`` (``layer_attrs``, ``edge_attrs``, ...) styles; Graphviz itself ignores an
-        unknown one without a word, so ``layer_attrs={"fillcolour": ...}`` would change nothing."""
-        users = _KIND_USERS.get(arg[: -len("_attrs")], "N")
-        known = GRAPHVIZ_ATTRIBUTES.get(name, "")
-        if any(u in known for u in users) or ("N" in users and name in self.node_attributes):
-            return
-        what = " or ".join(_USERS[u] for u in users)
-        if known:
-            hint = f"it is an attribute of {', '.join(_USERS[u] for u in known)}"
-        else:
-            close = difflib.get_close_matches(name, [a for a, u in GRAPHVIZ_ATTRIBUTES.items()
-                                                     if any(x in u for x in users)], n=1)
-            hint = f"did you mean {close[0]!r}?" if close else "see https://graphviz.org/doc/info/attrs.html"
-        raise ValueError(f"{arg}: {name!r} is not a Graphviz attribute of {what} ({hint})")
 
     def _row_gap(self, kind: str) -> int:
         """Points between the stacked lines of a ``kind`` node's label: Graphviz sets lines
@@ -561,41 +523,6 @@ class GraphvizStyler:
 _SMALL = '<FONT POINT-SIZE="8" COLOR="#444444">{}</FONT>'
 # align= (the original torchrecorder's option) -> the clusters' labeljust
 _ALIGN = {"left": "l", "center": "c", "centre": "c", "right": "r"}
-_USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}
-#: the Graphviz components (letters of :data:`~torchrecorder.backend.GRAPHVIZ_ATTRIBUTES`) that
-#: each kind of ``KIND_attrs`` styles; the kinds not named style nodes (``failed`` and
-#: ``graph_break`` mark a box or a cluster)
-_KIND_USERS = {"graph": "G", "cluster": "C", "folded_cluster": "C", "edge": "E", "param_edge": "E",
-               "failed": "NC", "graph_break": "NC"}
-# the keywords that the drawing functions take beside the styler's (for "did you mean")
-# keywords of other tools (graphviz's ``render(format=...)``, torchview's ``draw_graph``,
-# torchviz's and torchinfo's) and the option of that meaning here
-_NAMED_ELSEWHERE = {
-    "format": "the file format is render_network's fmt=, or the format= of make_dot(...).render()",
-    "depth": "did you mean 'render_depth'?",
-    "expand_nested": "torchview's expand_nested: modules above render_depth= are always drawn "
-                     "as clusters holding their children",
-    "show_shapes": "did you mean 'edge_shapes'?",
-    "input_size": "torchinfo's and torchview's input_size is input_shapes= here",
-    "dtypes": "torchinfo's and torchview's dtypes is dtype= here (one dtype for every input "
-              "made from input_shapes, or a list with one per shape)",
-    "graph_name": "the network's name is render_network's name argument",
-    "graph_dir": "torchview's graph_dir is direction= here ('TB', 'LR', ...)",
-    "roll": "torchview's roll is fold_repeats= here: True folds any run of 2 identical blocks "
-            "or loop iterations",
-    "hide_inner_tensors": "torchview's hide_inner_tensors=False is tensor_nodes=True here",
-    "hide_module_functions": "torchview's hide_module_functions=False is expand_leaves=True here",
-    "save_graph": "render_network writes the file; make_dot returns a graphviz.Digraph "
-                  "(its .render() writes one)",
-    "params": "torchviz's params is not needed: the recording names every parameter",
-    "show_attrs": "torchviz's show_attrs has no equivalent; make_dot(rec, backward=True, "
-                  "show_saved=True) draws the backward graph with its saved tensors",
-    "col_names": "torchinfo's col_names is the columns= of rec.summary(...)",
-    "batch_dim": "input_shapes= takes whole shapes, batch dimension included",
-}
-_DRAWING_OPTIONS = ("render_depth", "fold_repeats", "tensor_nodes", "styler_cls", "expand_leaves",
-                    "label_nodes", "all_ops", "direction", "margin", "param_shapes", "param_counts",
-                    "edge_shapes", "align", "max_nodes")
 _TYPE_LINE = '<FONT POINT-SIZE="9" COLOR="#555555">{}</FONT>'
 _TINY = '<FONT POINT-SIZE="7" COLOR="#666666">{}</FONT>'
 
