@@ -126,9 +126,10 @@ def test_fold_repeats_false_page_data_is_the_page_without_folding() -> None:
     rec = torchrecorder.record(Series(12), "series", (1, 4))
     _, folded = page_of(rec, fold_repeats=True)
     _, plain = page_of(rec, fold_repeats=False)
-    # (colour: the colour menu's costs)
+    # (colour: the colour menu's costs; colour_start: its choice when the page opens)
     assert set(plain) == {"version", "name", "header", "fanout", "titles_entered", "budget", "ranked",
-                          "folded", "strings", "attrs", "nodes", "edges", "runs", "colour"}
+                          "folded", "strings", "attrs", "nodes", "edges", "runs", "colour",
+                          "colour_start"}
     assert set(folded) == set(plain) | {"loops"}
 
     def rows(data: dict[str, Any]) -> list[Any]:
