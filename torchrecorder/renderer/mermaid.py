@@ -227,8 +227,11 @@ class MermaidRenderer(BaseRenderer):
     # --------------------------------------------------------------- labels
     def kind_of(self, node: BaseNode) -> str:
         """The node kinds of :data:`~torchrecorder.projection.NODE_KINDS` (``layer``, ``tensor``,
-        ``io``, ``param``, ``op``), with the states ``failed`` and ``folded`` for layers."""
+        ``io``, ``param``, ``op``), with the states ``failed`` and ``folded`` for layers
+        (``failed`` also for the operation a failed recording stopped in)."""
         kind = _kind_of(node)
+        if isinstance(node, OpNode) and node.error:  # the operation a failed recording stopped in
+            return "failed"
         if kind == "layer" and isinstance(node, LayerNode):
             if node.error:
                 return "failed"
@@ -257,7 +260,7 @@ class MermaidRenderer(BaseRenderer):
             shape = shape_str(node.shape) + dtype_suffix(node.dtype)
             return [node.name, shape] if node.role else [shape]
         if isinstance(node, OpNode):
-            return [node.op]
+            return [node.op, "raised " + node.error.split(":")[0]] if node.error else [node.op]
         return [node.name]
 
 

@@ -233,7 +233,7 @@ class GraphvizStyler:
         self.last_label = attrs["label"]  # (found again in a label a subclass formats it into)
         found = self.breaks.at(self.rec, node, inside=True) if isinstance(node, LayerNode) else []
         attrs["tooltip"] = tooltip_text(self.tooltip(node) + (self.breaks.tooltip(found)))
-        if isinstance(node, LayerNode) and node.error:
+        if isinstance(node, (LayerNode, OpNode)) and node.error:
             attrs.update(self.styles["failed"])
         return attrs | (self.styles["graph_break"] if found else {})
 
@@ -378,6 +378,8 @@ class GraphvizStyler:
             key: Any = ("tensor tooltip", node.shape, node.dtype, node.device)
             return self._memo(key, lambda: f"{shape_str(node.shape)} {node.dtype} on {node.device}")
         if isinstance(node, OpNode):
+            if node.error:
+                return f"{node.op} raised {node.error}" + self._code_at(node, " at ")
             key = ("op tooltip", node.op, node.source, *map(tuple, node.output_shapes))
             return self._memo(key, lambda: f"{node.op} -> " + ", ".join(map(shape_str, node.output_shapes))
                               + self._code_at(node, " at "))
@@ -433,6 +435,9 @@ class GraphvizStyler:
             return self._memo(
                 key, lambda: f"<{self._text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
         if isinstance(node, OpNode):
+            if node.error:  # the operation a failed recording stopped in: it made nothing
+                raised = self._small.format(self._text("raised " + node.error.split(":")[0]))
+                return stacked_label(self._row_gap("op"), [self._text(node.op), raised])
             new_shape = self._new_shape(node)
             if new_shape is None:
                 return f"<{self._text(node.op)}>"
