@@ -26,6 +26,7 @@ from .labels import (
     dtype_suffix,
     edge_label,
     listed_params,
+    ops_text,
     param_lines,
     params_text,
     run_title,
@@ -350,11 +351,7 @@ class GraphvizStyler:
         """``view · transpose``: the operations the drawn edge stands for (repeats once)."""
         if self.renderer is None:
             return ""
-        names: list[str] = []
-        for op in self.renderer.edge_ops(fnode, tnode):
-            if not names or names[-1] != op.op:
-                names.append(op.op)
-        return " · ".join(names)
+        return ops_text(self.renderer.edge_ops(fnode, tnode))
 
     def tooltip(self, node: BaseNode) -> str:
         """Plain text shown when hovering over ``node`` in an SVG."""
