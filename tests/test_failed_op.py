@@ -115,3 +115,39 @@ def test_an_input_unread_when_python_code_raised_is_joined_to_the_call(tensor_no
 def test_an_input_read_inside_the_call_is_not_joined_to_it() -> None:
     rec = _failing(_CatFails(), torch.randn(2, 8))
     assert ("pre:out", "enc") not in rec.links and ("p2:out", "enc") not in rec.links
+
+
+class _EinsumFails(nn.Module):
+    """``torch.einsum`` is Python code in torch: it raises below the op mode's call of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.einsum("ij,jk->ik", self.a(x), x)  # 2×4 by 2×4: j is 4 and 2
+
+
+class _HookFails(nn.Module):
+    """A forward hook of ``a`` raises in ``torch.cat`` after ``a``'s forward returned."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.a.register_forward_hook(lambda m, i, o: torch.cat([o, o.sum(0)], 0))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.a(x)
+
+
+def test_an_operation_in_python_code_of_torch_that_raised_is_drawn() -> None:
+    rec = _failing(_EinsumFails(), torch.randn(2, 4))
+    op = rec.nodes["net/einsum"]
+    assert isinstance(op, OpNode) and op.error is not None and op.parent_key == "net"
+    assert {a for a, b in rec.links if b == "net/einsum"} == {"a:out", "input:x"}
+
+
+def test_an_operation_of_a_hook_that_raised_is_not_drawn_inside_the_call() -> None:
+    rec = _failing(_HookFails(), torch.randn(2, 4))
+    assert rec.failed_key == "a"
+    assert not any(isinstance(n, OpNode) and n.error for n in rec.nodes.values())

@@ -228,18 +228,21 @@ def draw_failed_op(engine: Any, failed: LayerNode, exc: BaseException) -> None:
         return
     func, opname, args, kwargs = found
     graph, live = engine.graph, engine.live
+    srcs = []  # (read first: the node goes in whole or not at all)
+    for value in iter_tensors((args, dict(kwargs))):
+        entry = live.get(id(value))
+        src = entry[1] if entry is not None and entry[0]() is value else engine._source_of(value, failed)
+        if src is not None:
+            srcs.append(src)
     key = graph.keys(f"{failed.key}/{opname}" if failed.key else opname)
     node = OpNode(opname, func, failed.depth + 1, failed.key, key, opname, [])
     node.error = failed.error
     graph.nodes[key] = node
     failed.subnet_keys.add(key)
     edges = graph.links._items
-    for value in iter_tensors((args, dict(kwargs))):
-        entry = live.get(id(value))
-        src = entry[1] if entry is not None and entry[0]() is value else engine._source_of(value, failed)
-        if src is not None and src != key:
-            edges[(src, key)] = None
-            engine._sources.add(src)
+    for src in srcs:
+        edges[(src, key)] = None
+        engine._sources.add(src)
 
 
 def link_unread_inputs(engine: Any, failed: LayerNode, exc: BaseException) -> None:

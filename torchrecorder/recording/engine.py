@@ -268,9 +268,11 @@ class Engine(ModuleCalls):
         failed, before, in_pre_hook = raised_in(exc, failed, graph.nodes, self._modules)
         failed.error = failed.error or graph.error
         graph.failed_key = failed.key
-        # what ran before it raised: the operation that raised, and inputs nothing inside read
-        draw_failed_op(self, failed, exc)
-        link_unread_inputs(self, failed, exc)
+        try:  # what ran before it raised: the operation that raised, and inputs nothing inside read
+            draw_failed_op(self, failed, exc)
+            link_unread_inputs(self, failed, exc)
+        except Exception:  # (for the drawing only: the note below still reaches the user)
+            pass
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
         where = f"'{failed.path or failed.name}' ({failed.type_name}) called with input shapes [{shapes}]"
         if in_pre_hook:  # (the recorder's pre-hook runs first: the call had opened)
