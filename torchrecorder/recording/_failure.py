@@ -12,6 +12,7 @@ from torch import nn
 
 from ..nodes import BaseNode, LayerNode, OpNode
 from ._walk import iter_tensors
+from .ops import OpMode
 
 __all__ = ["NOTE_PREFIX", "PARTIAL_RECORDING", "annotate", "call_arguments", "exception_text",
            "draw_failed_op", "failed_operation", "link_unread_inputs", "module_frames", "raised_in",
@@ -78,8 +79,6 @@ _CALL_IMPL, _INNER, _FORWARD_LINE = _call_codes()
 def _mode_codes() -> tuple[Optional[CodeType], int]:
     """The code of the op mode's ``__torch_function__`` and the line on which it calls the
     operation (the first that stores ``out``; 0 where that cannot be read)."""
-    from .ops import OpMode  # (ops imports nothing of this module)
-
     code = getattr(OpMode.__torch_function__, "__code__", None)
     if not isinstance(code, CodeType):
         return None, 0
