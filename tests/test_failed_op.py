@@ -12,6 +12,7 @@ from torch import Tensor, nn
 import torchrecorder
 from torchrecorder import OpNode, Recorder
 from torchrecorder.renderer import GraphvizRenderer, GraphvizStyler
+from torchrecorder.renderer._html_info import boundary_tensors, panel_info
 
 
 class _Enc(nn.Module):
@@ -93,6 +94,8 @@ def test_the_operation_that_raised_is_drawn_with_its_inputs() -> None:
     assert "raised RuntimeError" in source.split('"enc/cat" [', 1)[1].split("\n", 1)[0]
     mermaid = torchrecorder.make_mermaid(rec)
     assert "class n_enc_cat failed" in mermaid and "n_p2_out --> n_enc_cat" in mermaid
+    info = panel_info(rec, cat, boundary_tensors(rec))  # the page's panel says it raised
+    assert info["kind"] == "operation" and info["error"] == cat.error
     loaded = torchrecorder.load_json(rec.to_json())  # the error and the links are kept
     kept = loaded.nodes["enc/cat"]
     assert isinstance(kept, OpNode) and kept.error == cat.error
