@@ -246,9 +246,9 @@ def draw_failed_op(engine: Any, failed: LayerNode, exc: BaseException) -> None:
 
 def link_unread_inputs(engine: Any, failed: LayerNode, exc: BaseException) -> None:
     """Join each input of the call that raised which nothing recorded inside the call read to
-    the call itself: a ``Linear`` given the wrong width, or a ``forward`` that raised in its own
-    Python code before it used its other arguments, so that the picture shows what the call
-    was given, not an edge that ends nowhere.  The arguments are read from the traceback (see
+    the call itself (a ``forward`` that raised in its own Python code, a shape check, before it
+    used them), so that the picture shows what the call was given, not an edge that ends
+    nowhere.  The arguments are read from the traceback (see
     :func:`call_arguments`): nothing is kept per call for a failure that seldom comes."""
     nodes, live = engine.graph.nodes, engine.live
     links = engine.graph.links._items
