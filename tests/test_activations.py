@@ -81,12 +81,14 @@ def test_the_legend_says_how_many_values_the_drawing_does_not_show() -> None:
 
     with torchrecorder.capture(net, ["0.0", "0.1", "1"], stats=True, record=False) as cap:
         net(x)
-    assert note(cap, 1) == ("2 of 3 values not in view: inside closed modules or left out "
-                            "(drawn with render_depth=2)")
+    # what would show them, said as such: not the depth this drawing was made at (1)
+    assert note(cap, 1) == ("2 of 3 values not in view: inside closed modules or left out; "
+                            "a drawing with render_depth=2 shows them")
     assert note(cap, 2) == ""
     with torchrecorder.capture(net, ops="0.1/relu", stats=True, record=False) as ops:
         net(x)
-    assert note(ops, 1).endswith("(drawn with render_depth=2)") and note(ops, 1).startswith("1 of 1 ")
+    assert note(ops, 1).endswith("; a drawing with render_depth=2 shows them")
+    assert note(ops, 1).startswith("1 of 1 ")
     # the ReLU module ran one operation: its box, drawn at every depth, stands for it
     opened = torchrecorder.make_dot(rec, 2, activations=ops, stat="mean").source
     assert "not in view" not in opened and "mean " in _node_attrs(opened, "0.1")["label"]
@@ -94,7 +96,7 @@ def test_the_legend_says_how_many_values_the_drawing_does_not_show() -> None:
     # an operation inside a leaf of several opens with expand_leaves
     with torchrecorder.capture(net, ops="0.2/sub", stats=True, record=False) as sub:
         net(x)
-    assert note(sub, 1).endswith("(drawn with render_depth=3, expand_leaves=True)")
+    assert note(sub, 1).endswith("; a drawing with render_depth=3, expand_leaves=True shows them")
     assert note(sub, 3, expand_leaves=True) == ""
 
 

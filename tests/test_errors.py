@@ -190,8 +190,9 @@ class _TwoInputs(nn.Module):
 
 @pytest.mark.parametrize("tensor_nodes", [False, True])
 def test_the_call_that_raised_is_drawn_with_what_it_was_given(tensor_nodes: bool) -> None:
-    """A call that raised before any of its operations ran (a layer given the wrong width)
-    is joined to its inputs: the relu and the mul it was given no longer end nowhere."""
+    """A call that raised in its first operation (a layer given the wrong width) is joined
+    to its inputs (through that operation, drawn failed inside it): the relu and the mul it
+    was given no longer end nowhere."""
     exc, rec = _record_failing(_TwoInputs(), torch.randn(2, 4), torch.randn(2, 5))
     assert rec.failed_key == "b" and "input shapes [2×8, 2×5]" in _notes(exc)
     rec.lint()

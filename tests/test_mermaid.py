@@ -182,3 +182,30 @@ def test_too_many_edges_for_mermaid_warns() -> None:
     with pytest.warns(UserWarning, match="maxEdges"):
         MermaidRenderer(rec, 1, fold_repeats=False).render()
     MermaidRenderer(rec, 1, fold_repeats=True).render()  # folded: a handful of edges, no warning
+
+
+class _Flattens(nn.Module):
+    """A conv whose output is flattened into a Linear, and a parameter flattened into a matmul."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = nn.Conv2d(1, 2, 3)
+        self.f = nn.Linear(32, 6)
+        self.w = nn.Parameter(torch.randn(2, 3, 6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(self.f(torch.flatten(self.c(x), 1)), torch.flatten(self.w, 0, 1).T)
+
+
+@pytest.mark.parametrize("tensor_nodes", [True, False])
+def test_edges_name_the_data_movement_ops_as_make_dot_does(tensor_nodes: bool) -> None:
+    rec = torchrecorder.record(_Flattens(), "net", (1, 1, 6, 6))
+    dot = torchrecorder.make_dot(rec, tensor_nodes=tensor_nodes).source
+    chart = torchrecorder.make_mermaid(rec, tensor_nodes=tensor_nodes)
+    assert "flatten" in dot  # the edge make_dot labels
+    conv_to_linear = re.search(r"n_c(_out)? -->\|\"([^\"]*)\"\| n_f(_in)?\n", chart)
+    assert conv_to_linear is not None, chart
+    assert conv_to_linear.group(2).split("<br>")[-1] == "flatten"
+    # a parameter's dotted edge too: the ops it went through before the matmul read it
+    param_edge = re.search(r"n_w -\.->\|\"([^\"]*)\"\| ", chart)
+    assert param_edge is not None and "flatten" in param_edge.group(1), chart

@@ -37,7 +37,8 @@ add:
 * ``param``: ``shape``, ``dtype``, ``device``, ``path``, ``numel``,
   ``requires_grad``;
 * ``op``: ``op`` (the function's name), ``output_shapes``, ``grad_fn`` (the class name of
-  the autograd node it made, ``""`` if none; optional).
+  the autograd node it made, ``""`` if none; optional), ``error`` (``"ExcType: message"``
+  for the operation a failed recording stopped in, which has no outputs; optional).
 
 A layer or op whose line of code is known (:attr:`~torchrecorder.nodes.BaseNode.source`)
 has ``source``: its index in the document's ``sources``, a list of ``[file, line,
@@ -117,6 +118,8 @@ def _node_dict(node: BaseNode, sources: dict[Source, int]) -> dict[str, Any]:
         out.update(op=node.op, output_shapes=[_shape(s) for s in node.output_shapes])
         if node.grad_fn:
             out["grad_fn"] = node.grad_fn
+        if node.error:
+            out["error"] = node.error
     src = node.source
     if isinstance(src, Source):
         out["source"] = sources.setdefault(src, len(sources))
@@ -262,7 +265,8 @@ _FIELDS: dict[str, dict[str, tuple[str, Any]]] = {
                "role": ("role", "")},
     "param": {"shape": ("shape", None), "dtype": ("str", ""), "device": ("str", ""),
               "path": ("str", ""), "numel": ("count", 0), "requires_grad": ("bool", True)},
-    "op": {"op": ("str", ""), "output_shapes": ("shapes", []), "grad_fn": ("str", "")},
+    "op": {"op": ("str", ""), "output_shapes": ("shapes", []), "grad_fn": ("str", ""),
+           "error": ("str?", None)},
 }
 
 
@@ -338,6 +342,7 @@ def _make_node(d: Any, index: int, sources: list[Source]) -> BaseNode:
                           device=f["device"], role=f["role"])
     else:
         node = OpNode(**common, op=f["op"], output_shapes=_shapes(f["output_shapes"]), grad_fn=f["grad_fn"])
+        node.error = f["error"]
     if "source" in d:
         at = d["source"]
         if not (_is_int(at, 0) and at < len(sources)):

@@ -542,11 +542,13 @@ class OpNode(BaseNode):
         output_shapes: shapes of the tensors the operation produced.
         grad_fn: the class name of the autograd node the operation made, where it made one
             (``"AddmmBackward0"``), else ``""``.
+        error: ``"ExcType: message"`` for the operation a failed recording stopped in (drawn
+            with the inputs it was given and no outputs), else ``None``.
     """
 
     kind = "op"
     # _seed: the Operation fn gave, made on first read
-    __slots__ = ("_seed", "grad_fn", "op", "output_shapes")
+    __slots__ = ("_seed", "error", "grad_fn", "op", "output_shapes")
 
     def __init__(
         self,
@@ -569,6 +571,7 @@ class OpNode(BaseNode):
         self.op = op or name
         self.output_shapes = output_shapes if output_shapes is not None else []
         self.grad_fn = grad_fn  # (_seed stays unset until fn is first read)
+        self.error: Optional[str] = None
 
     @property
     def fn(self) -> Any:

@@ -10,10 +10,13 @@ from typing import Any, Optional
 
 from torch import nn
 
-from ..nodes import BaseNode, LayerNode
+from ..nodes import BaseNode, LayerNode, OpNode
+from ._walk import iter_tensors
+from .ops import OpMode
 
 __all__ = ["NOTE_PREFIX", "PARTIAL_RECORDING", "annotate", "call_arguments", "exception_text",
-           "module_frames", "raised_in"]
+           "draw_failed_op", "failed_operation", "link_unread_inputs", "module_frames", "raised_in",
+           "scope_keys"]
 
 NOTE_PREFIX = "torchrecorder: raised in module"
 #: the end of that note, for a caller that gets the exception object (the command line and the
@@ -71,6 +74,24 @@ def _call_codes() -> tuple[Optional[CodeType], Optional[CodeType], int]:
 
 
 _CALL_IMPL, _INNER, _FORWARD_LINE = _call_codes()
+
+
+def _mode_codes() -> tuple[Optional[CodeType], int]:
+    """The code of the op mode's ``__torch_function__`` and the line on which it calls the
+    operation (the first that stores ``out``; 0 where that cannot be read)."""
+    code = getattr(OpMode.__torch_function__, "__code__", None)
+    if not isinstance(code, CodeType):
+        return None, 0
+    offset = next((ins.offset for ins in dis.get_instructions(code)
+                   if ins.opname == "STORE_FAST" and ins.argval == "out"), -1)
+    line = 0
+    for start, lineno in dis.findlinestarts(code):
+        if 0 <= start <= offset and lineno is not None:
+            line = lineno
+    return code, line
+
+
+_MODE_CODE, _MODE_CALL_LINE = _mode_codes()
 
 
 def module_frames(exc: BaseException) -> list[tuple[Any, str]]:
@@ -140,3 +161,106 @@ def call_arguments(exc: BaseException, module: Any) -> tuple[Any, ...]:
     except Exception:  # read for the drawing only: never fail over the user's error
         return ()
     return found
+
+
+def failed_operation(exc: BaseException, module: Any, engine: Any
+                     ) -> Optional[tuple[Any, str, tuple[Any, ...], Mapping[str, Any]]]:
+    """The torch operation that raised ``exc`` in ``forward`` of the innermost call of
+    ``module`` (``torch.cat`` of tensors that do not fit): ``(func, name, args, kwargs)`` as
+    ``engine``'s op mode was handed them, read from the traceback; ``None`` where ``exc`` came
+    from elsewhere (Python code of the model's own, a hook, a module called inside, the
+    recorder).  Never raises."""
+    if _CALL_IMPL is None or _MODE_CODE is None or not _MODE_CALL_LINE:
+        return None
+    try:
+        found = None
+        tb = exc.__traceback__
+        while tb is not None:
+            frame = tb.tb_frame
+            code = frame.f_code
+            if code is _CALL_IMPL:
+                found = None  # a module call: what raised below belongs to it
+                nxt = tb.tb_next
+                if frame.f_locals.get("self") is module and nxt is not None and \
+                        nxt.tb_frame.f_code is _INNER and nxt.tb_lineno == _FORWARD_LINE:
+                    found = frame  # (in forward, not in one of its hooks)
+            elif code is _MODE_CODE and found is not None:
+                local = frame.f_locals
+                mode = local.get("self")
+                if tb.tb_lineno != _MODE_CALL_LINE or getattr(mode, "engine", None) is not engine:
+                    return None  # raised by the recorder, or by another recording's mode
+                func, info = local.get("func"), local.get("info")
+                name = info[0] if isinstance(info, tuple) and info and isinstance(info[0], str) \
+                    else getattr(func, "__name__", type(func).__name__)
+                args, kwargs = local.get("args"), local.get("kwargs")
+                return (func, name, args if isinstance(args, tuple) else (),
+                        kwargs if isinstance(kwargs, Mapping) else {})
+            tb = tb.tb_next
+    except Exception:  # read for the drawing only: never fail over the user's error
+        return None
+    return None
+
+
+def scope_keys(call: LayerNode, nodes: Mapping[Any, BaseNode]) -> set[Any]:
+    """The keys of every node recorded inside ``call`` (its operations, calls, tensors and
+    parameters, at any depth), ``call``'s own key left out."""
+    found: set[Any] = set()
+    todo = list(call.subnet_keys)
+    while todo:
+        key = todo.pop()
+        if key in found:
+            continue
+        found.add(key)
+        node = nodes.get(key)
+        if isinstance(node, LayerNode):
+            todo.extend(node.subnet_keys)
+    return found
+
+
+def draw_failed_op(engine: Any, failed: LayerNode, exc: BaseException) -> None:
+    """Draw the torch operation that raised inside ``failed``'s ``forward``, if ``engine``'s op
+    mode saw it (see :func:`failed_operation`): an operation node in that call with the inputs
+    it was given, no outputs and the error, so that what the call computed before it raised
+    (and the arguments it had not used yet) do not end nowhere."""
+    found = failed_operation(exc, failed._fn, engine)
+    if found is None:
+        return
+    func, opname, args, kwargs = found
+    graph, live = engine.graph, engine.live
+    srcs = []  # (read first: the node goes in whole or not at all)
+    for value in iter_tensors((args, dict(kwargs))):
+        entry = live.get(id(value))
+        src = entry[1] if entry is not None and entry[0]() is value else engine._source_of(value, failed)
+        if src is not None:
+            srcs.append(src)
+    key = graph.keys(f"{failed.key}/{opname}" if failed.key else opname)
+    node = OpNode(opname, func, failed.depth + 1, failed.key, key, opname, [])
+    node.error = failed.error
+    graph.nodes[key] = node
+    failed.subnet_keys.add(key)
+    edges = graph.links._items
+    for src in srcs:
+        edges[(src, key)] = None
+        engine._sources.add(src)
+
+
+def link_unread_inputs(engine: Any, failed: LayerNode, exc: BaseException) -> None:
+    """Join each input of the call that raised which nothing recorded inside the call read to
+    the call itself (a ``forward`` that raised in its own Python code, a shape check, before it
+    used them), so that the picture shows what the call was given, not an edge that ends
+    nowhere.  The arguments are read from the traceback (see
+    :func:`call_arguments`): nothing is kept per call for a failure that seldom comes."""
+    nodes, live = engine.graph.nodes, engine.live
+    links = engine.graph.links._items
+    inside = scope_keys(failed, nodes)
+    read = {a for a, b in links if b in inside}
+    for t in iter_tensors(call_arguments(exc, failed._fn)):
+        entry = live.get(id(t))
+        if entry is None or entry[0]() is not t:
+            continue
+        src = entry[1]
+        if src in inside or src in read or src == failed.key:
+            continue  # read (or written in place) inside the call: drawn as it is
+        links[(src, failed.key)] = None
+        engine._sources.add(src)
+        read.add(src)

@@ -37,8 +37,15 @@ from .._stack import StackRoom
 from ..graph import Graph
 from ..nodes import Key, LayerNode, OpNode, ScopeNode, shape_str
 from ..opargs import COUNTED_OPS
-from ._failure import NOTE_PREFIX, PARTIAL_RECORDING, annotate, call_arguments, exception_text, raised_in
-from ._walk import iter_tensors
+from ._failure import (
+    NOTE_PREFIX,
+    PARTIAL_RECORDING,
+    annotate,
+    draw_failed_op,
+    exception_text,
+    link_unread_inputs,
+    raised_in,
+)
 from .aliases import STORAGE_ALIAS_OPS, Aliases
 from .backward import AutogradTrace, storages_of
 from .calls import GROW_AT, ModuleCalls
@@ -261,7 +268,11 @@ class Engine(ModuleCalls):
         failed, before, in_pre_hook = raised_in(exc, failed, graph.nodes, self._modules)
         failed.error = failed.error or graph.error
         graph.failed_key = failed.key
-        self._link_unread_inputs(failed, exc)
+        try:  # what ran before it raised: the operation that raised, and inputs nothing inside read
+            draw_failed_op(self, failed, exc)
+            link_unread_inputs(self, failed, exc)
+        except Exception:  # (for the drawing only: the note below still reaches the user)
+            pass
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
         where = f"'{failed.path or failed.name}' ({failed.type_name}) called with input shapes [{shapes}]"
         if in_pre_hook:  # (the recorder's pre-hook runs first: the call had opened)
@@ -271,19 +282,6 @@ class Engine(ModuleCalls):
                      f"its forward ran (inside {where})")
         annotate(exc, graph, f"{NOTE_PREFIX} {where}{PARTIAL_RECORDING}"
                  + _HIGHER_ORDER_HINT * (type(exc).__name__ == "UncapturedHigherOrderOpError"))
-
-    def _link_unread_inputs(self, failed: LayerNode, exc: BaseException) -> None:
-        """Join the inputs of a call that raised before anything inside it was recorded (a
-        ``Linear`` given the wrong width) to the call itself: no operation of its read them,
-        so that the picture shows what the call was given, not an edge that ends nowhere."""
-        nodes, live = self.graph.nodes, self.live
-        if any(isinstance(nodes.get(k), (LayerNode, OpNode)) for k in failed.subnet_keys):
-            return  # its own operations or calls read them: drawn as they are
-        links = self.graph.links._items
-        for t in iter_tensors(call_arguments(exc, failed._fn)):
-            entry = live.get(id(t))
-            if entry is not None and entry[0]() is t and entry[1] != failed.key:
-                links[(entry[1], failed.key)] = None
 
     # ------------------------------------------------------------ hooks
     def _index_modules(self, net: nn.Module, root_name: str, prefix: str, hook: bool) -> None:

@@ -99,6 +99,8 @@ def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorN
                               "out": [shape_str(s) for s in node.output_shapes]}
         if costs is not None and str(node.key) in costs.ops:
             op["cost"] = format_flops(costs.ops[str(node.key)])
+        if node.error:  # the operation a failed recording stopped in
+            op["error"] = node.error
         return op
     return {"kind": type(node).__name__, "name": node.name}
 

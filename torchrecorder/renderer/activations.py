@@ -386,7 +386,9 @@ class ActivationStyler(GraphvizStyler):
         shown_by = [f"render_depth={depth}"] if depth else []
         shown_by += ["expand_leaves=True"] if leaves else []
         shown_by += ["all_ops=True"] if left else []
-        how = f" (drawn with {', '.join(shown_by)})" if shown_by else ""
+        # what a new drawing needs, not what this one was drawn with: "drawn with render_depth=4"
+        # under a drawing made at depth 1 read as a statement about that drawing
+        how = f"; a drawing with {', '.join(shown_by)} shows them" if shown_by else ""
         return f"{hidden} of {len(valued)} values not in view: inside closed modules or left out{how}"
 
     def graph_attrs(self) -> dict[str, str]:

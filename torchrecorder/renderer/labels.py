@@ -122,6 +122,20 @@ def stacked_label(gap: int, lines: Sequence[str]) -> str:
     return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="{gap}" CELLPADDING="0">{rows}</TABLE>>'
 
 
+def ops_text(ops: Sequence[OpNode]) -> str:
+    """``"view · transpose"``: the names of the operations a drawn edge stands for, in the
+    order they ran, a name repeated at once written once; ``""`` for none.
+
+    >>> ops_text([OpNode("view"), OpNode("view"), OpNode("transpose")])
+    'view · transpose'
+    """
+    names: list[str] = []
+    for op in ops:
+        if not names or names[-1] != op.op:
+            names.append(op.op)
+    return " · ".join(names)
+
+
 def edge_label(lines: Sequence[str]) -> str:
     """The label of an edge: :func:`stacked_label` lines with a point of room around them, so that
     neither the edge nor a node beside it touches the text."""

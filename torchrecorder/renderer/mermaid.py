@@ -37,7 +37,7 @@ from ..projection import kind_of as _kind_of
 from ..projection.budget import MaxNodes
 from ._once import render_once
 from .base import DEFAULT_RENDER_DEPTH, BaseRenderer, follows_projection
-from .labels import dtype_suffix, param_lines, run_title
+from .labels import dtype_suffix, ops_text, param_lines, run_title
 
 __all__ = ["MERMAID_MAX_EDGES", "MERMAID_STYLES", "MermaidRenderer", "make_mermaid", "mermaid_id",
            "mermaid_text"]
@@ -195,19 +195,26 @@ class MermaidRenderer(BaseRenderer):
         g.add("end")
 
     def render_edge(self, g: _Chart, fnode: BaseNode, tnode: BaseNode) -> None:
-        """Draw an arrow from ``fnode`` to ``tnode``; dotted from a parameter."""
+        """Draw an arrow from ``fnode`` to ``tnode``; dotted from a parameter.  Its label, as
+        ``make_dot``'s: the shape it carries (see :attr:`edge_shapes`) above the names of the
+        data-movement operations it stands for (``flatten``; ``all_ops=False``)."""
         a, b = self.node_id(fnode), self.node_id(tnode)
         g.edges += 1
-        if isinstance(fnode, ParamNode):
-            g.add(f"{a} -.-> {b}")
-            return
-        tensor = self.edge_tensor(fnode, tnode)
-        shapes = [tensor.shape] if tensor is not None else getattr(fnode, "output_shapes", None)
-        if (tensor is not None or self.edge_shapes) and shapes and not isinstance(tnode, TensorNode):
-            text = mermaid_text(", ".join(shape_str(s) for s in shapes))
-            g.add(f'{a} -->|"{text}"| {b}')
+        lines = []
+        arrow = "-.->" if isinstance(fnode, ParamNode) else "-->"
+        if arrow == "-->":
+            tensor = self.edge_tensor(fnode, tnode)
+            shapes = [tensor.shape] if tensor is not None else getattr(fnode, "output_shapes", None)
+            if (tensor is not None or self.edge_shapes) and shapes and not isinstance(tnode, TensorNode):
+                lines.append(", ".join(shape_str(s) for s in shapes))
+        ops = ops_text(self.edge_ops(fnode, tnode))
+        if ops:
+            lines.append(ops)
+        if lines:
+            text = "<br>".join(mermaid_text(line) for line in lines)
+            g.add(f'{a} {arrow}|"{text}"| {b}')
         else:
-            g.add(f"{a} --> {b}")
+            g.add(f"{a} {arrow} {b}")
 
     def finish(self, g: _Chart) -> str:
         """The chart's text: nodes, subgraphs, edges, then a ``classDef`` and ``class`` line per kind."""
@@ -227,8 +234,11 @@ class MermaidRenderer(BaseRenderer):
     # --------------------------------------------------------------- labels
     def kind_of(self, node: BaseNode) -> str:
         """The node kinds of :data:`~torchrecorder.projection.NODE_KINDS` (``layer``, ``tensor``,
-        ``io``, ``param``, ``op``), with the states ``failed`` and ``folded`` for layers."""
+        ``io``, ``param``, ``op``), with the states ``failed`` and ``folded`` for layers
+        (``failed`` also for the operation a failed recording stopped in)."""
         kind = _kind_of(node)
+        if isinstance(node, OpNode) and node.error:  # the operation a failed recording stopped in
+            return "failed"
         if kind == "layer" and isinstance(node, LayerNode):
             if node.error:
                 return "failed"
@@ -257,7 +267,7 @@ class MermaidRenderer(BaseRenderer):
             shape = shape_str(node.shape) + dtype_suffix(node.dtype)
             return [node.name, shape] if node.role else [shape]
         if isinstance(node, OpNode):
-            return [node.op]
+            return [node.op, "raised " + node.error.split(":")[0]] if node.error else [node.op]
         return [node.name]
 
 

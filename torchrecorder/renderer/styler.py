@@ -26,6 +26,7 @@ from .labels import (
     dtype_suffix,
     edge_label,
     listed_params,
+    ops_text,
     param_lines,
     params_text,
     run_title,
@@ -233,7 +234,7 @@ class GraphvizStyler:
         self.last_label = attrs["label"]  # (found again in a label a subclass formats it into)
         found = self.breaks.at(self.rec, node, inside=True) if isinstance(node, LayerNode) else []
         attrs["tooltip"] = tooltip_text(self.tooltip(node) + (self.breaks.tooltip(found)))
-        if isinstance(node, LayerNode) and node.error:
+        if isinstance(node, (LayerNode, OpNode)) and node.error:
             attrs.update(self.styles["failed"])
         return attrs | (self.styles["graph_break"] if found else {})
 
@@ -350,11 +351,7 @@ class GraphvizStyler:
         """``view · transpose``: the operations the drawn edge stands for (repeats once)."""
         if self.renderer is None:
             return ""
-        names: list[str] = []
-        for op in self.renderer.edge_ops(fnode, tnode):
-            if not names or names[-1] != op.op:
-                names.append(op.op)
-        return " · ".join(names)
+        return ops_text(self.renderer.edge_ops(fnode, tnode))
 
     def tooltip(self, node: BaseNode) -> str:
         """Plain text shown when hovering over ``node`` in an SVG."""
@@ -378,6 +375,8 @@ class GraphvizStyler:
             key: Any = ("tensor tooltip", node.shape, node.dtype, node.device)
             return self._memo(key, lambda: f"{shape_str(node.shape)} {node.dtype} on {node.device}")
         if isinstance(node, OpNode):
+            if node.error:
+                return f"{node.op} raised {node.error}" + self._code_at(node, " at ")
             key = ("op tooltip", node.op, node.source, *map(tuple, node.output_shapes))
             return self._memo(key, lambda: f"{node.op} -> " + ", ".join(map(shape_str, node.output_shapes))
                               + self._code_at(node, " at "))
@@ -433,6 +432,9 @@ class GraphvizStyler:
             return self._memo(
                 key, lambda: f"<{self._text(shape_str(node.shape) + dtype_suffix(node.dtype))}>")
         if isinstance(node, OpNode):
+            if node.error:  # the operation a failed recording stopped in: it made nothing
+                raised = self._small.format(self._text("raised " + node.error.split(":")[0]))
+                return stacked_label(self._row_gap("op"), [self._text(node.op), raised])
             new_shape = self._new_shape(node)
             if new_shape is None:
                 return f"<{self._text(node.op)}>"

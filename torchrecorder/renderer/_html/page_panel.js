@@ -102,6 +102,7 @@
     } else if (d.kind === "operation") {
       parts.push.apply(parts, list("output shape", d.out));
       if (d.cost) parts.push(el("p", "cost: " + d.cost));
+      if (d.error) parts.push(el("p", "raised " + d.error, "tr-error-text"));  // (where a failed recording stopped)
     } else {
       parts.push.apply(parts, list("shape", [d.shape + " " + d.dtype]));
       if (d.device) parts.push(el("p", "on " + d.device));
