@@ -95,3 +95,61 @@ def test_a_styler_editing_the_default_label_as_text_edits_its_text(edit, want) -
               if "label" in attrs and "<B>net</B>" not in attrs["label"]]  # (the title: style_cluster)
     assert want in labels, labels
     assert not any("<" in label or "TABLE" in label for label in labels), labels
+
+
+class _Upper(GraphvizStyler):
+    """A styler written for 1.0.3 that renames layers (1.0.3 styled clusters with ``style_node``
+    too), naming no 1.0.3-only class: it draws today's picture."""
+
+    def style_node(self, node):
+        z = super().style_node(node)
+        if isinstance(node, LayerNode):
+            z["label"] = node.name.split("\n")[0].upper()
+        return z
+
+
+def test_a_layer_label_from_style_node_titles_the_layers_cluster_too() -> None:
+    """A label ``style_node`` gives a layer is the layer's name in the picture whether the layer
+    is drawn as a box or opened as a cluster, unless the styler has a ``style_cluster`` of its own."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.head(self.enc(x))
+
+    rec = torchrecorder.record(Net(), "net", (1, 3))
+    assert not is_seed_styler(_Upper)
+    dot = parse_dot(torchrecorder.make_dot(rec, 2, _Upper).source)
+    titles = sorted(attrs["label"].strip('"') for name, attrs in dot.node_attrs.items()
+                    if name.endswith("::title"))
+    assert titles == ["ENC", "NET"], titles  # the network and the open Sequential
+    boxes = sorted(attrs["label"].strip('"') for name, attrs in dot.node_attrs.items()
+                   if "::" not in name and "@" not in name)
+    assert boxes == ["0", "1", "HEAD"], boxes
+
+    class OwnClusters(_Upper):
+        def style_cluster(self, node):
+            return super().style_cluster(node)
+
+    dot = parse_dot(torchrecorder.make_dot(rec, 2, OwnClusters).source)
+    titles = [attrs["label"] for name, attrs in dot.node_attrs.items() if name.endswith("::title")]
+    assert all("<B>" in label for label in titles), titles  # today's titles: its own choice
+
+
+def test_a_default_label_formatted_into_text_titles_the_cluster_without_markup() -> None:
+    class Frozen(GraphvizStyler):
+        def style_node(self, node):
+            z = super().style_node(node)
+            if isinstance(node, LayerNode):
+                z["label"] = f"{z['label']} (frozen)"
+            return z
+
+    net = nn.Sequential(nn.Sequential(nn.Linear(3, 4), nn.Tanh()), nn.Linear(4, 2))
+    rec = torchrecorder.record(net, "net", (1, 3))
+    dot = parse_dot(torchrecorder.make_dot(rec, 2, Frozen).source)
+    titles = [attrs["label"] for name, attrs in dot.node_attrs.items() if name.endswith("::title")]
+    assert titles and all(label.startswith("<") and "(frozen)" in label for label in titles), titles
+    assert not any("&lt;" in label for label in titles), titles  # the markup is not shown as text
