@@ -153,3 +153,33 @@ def test_a_default_label_formatted_into_text_titles_the_cluster_without_markup()
     titles = [attrs["label"] for name, attrs in dot.node_attrs.items() if name.endswith("::title")]
     assert titles and all(label.startswith("<") and "(frozen)" in label for label in titles), titles
     assert not any("&lt;" in label for label in titles), titles  # the markup is not shown as text
+
+
+def test_input_data_as_a_list_of_positional_arguments() -> None:
+    """torchinfo's and torchview's ``input_data=[x, y]`` (a list: one item per positional
+    argument) records the two-input call; a model that takes one list keeps getting the list."""
+    import torch
+
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(3, 4), nn.Linear(5, 4)
+
+        def forward(self, x, y, scale=1.0):
+            return (self.a(x) + self.b(y)) * scale
+
+    class Pyramid(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 2)
+
+        def forward(self, features):
+            return sum(self.fc(f) for f in features)
+
+    rec = torchrecorder.record(Two(), "two", None, [torch.randn(2, 3), torch.randn(2, 5)])
+    assert sorted(n.name for n in rec.nodes.values() if getattr(n, "role", None) == "input") == ["x", "y"]
+    rec = torchrecorder.record(Two(), "two", None, [torch.randn(2, 3), torch.randn(2, 5)],
+                               input_kwargs={"scale": 2.0})
+    assert "two/mul" in rec.nodes  # the keyword argument reached forward with the two inputs
+    rec = torchrecorder.record(Pyramid(), "fpn", None, [torch.randn(1, 3), torch.randn(2, 3)])
+    assert [n.name for n in rec.layers()].count("fc") == 2
