@@ -183,3 +183,35 @@ def test_input_data_as_a_list_of_positional_arguments() -> None:
     assert "two/mul" in rec.nodes  # the keyword argument reached forward with the two inputs
     rec = torchrecorder.record(Pyramid(), "fpn", None, [torch.randn(1, 3), torch.randn(2, 3)])
     assert [n.name for n in rec.layers()].count("fc") == 2
+
+
+def test_the_manual_workflow_names_an_unnamed_network_after_its_class() -> None:
+    """1.0.3's ``Recorder().register_hooks(net)`` named the network's node after its class, as
+    ``add_node`` names any object it is not given a name for."""
+    import torch
+
+    from torchrecorder.recorder import Recorder
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    net = Tiny()
+    r = Recorder()
+    r.register_hooks(net)
+    net(torch.randn(1, 3))
+    r.remove_hooks()
+    assert r.nodes[net].name == "Tiny" and r.name == "Tiny"
+    named = Recorder("mine")
+    named.register_hooks(net)
+    net(torch.randn(1, 3))
+    named.remove_hooks()
+    assert named.nodes[net].name == "mine"  # a name given to the recorder is kept
+    again = Recorder()
+    again.register_hooks(net, name="net")
+    again.remove_hooks()
+    assert again.name == "net"
