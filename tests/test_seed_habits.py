@@ -215,3 +215,31 @@ def test_the_manual_workflow_names_an_unnamed_network_after_its_class() -> None:
     again.register_hooks(net, name="net")
     again.remove_hooks()
     assert again.name == "net"
+
+
+def test_a_later_call_in_the_1_0_3_view_shows_its_type_once() -> None:
+    """In the 1.0.3 view a module below the network is named ``"0\\n(Linear)"``; the default label
+    shows the type once, on its type line, for a module's second call (``0 #2``) as for its first."""
+    import torch
+
+    class Siamese(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+        def forward(self, a, b):
+            return torch.cat([self.enc(a), self.enc(b)], 1)
+
+    class Shapes(GraphvizStyler):
+        def style_node(self, node):
+            z = super().style_node(node)
+            if isinstance(node, ParamNode):
+                z["label"] = f"{node.name} {tuple(node.fn.shape)}"
+            return z
+
+    rec = torchrecorder.record(Siamese(), "siamese", [(1, 4), (1, 4)])
+    dot = parse_dot(torchrecorder.make_dot(rec, 2, Shapes).source)
+    labels = [attrs["label"] for attrs in dot.node_attrs.values() if "Linear" in attrs.get("label", "")]
+    assert len(labels) == 2, labels
+    assert not any("(Linear)" in label for label in labels), labels
+    assert any("<B>0 #2</B>" in label for label in labels), labels

@@ -493,6 +493,10 @@ class GraphvizStyler:
         total = node.num_params_total
         # 1.0.3's name of a module, "conv1\n(Conv2d)", given while 1.0.3 code draws: two lines
         first, *rest = title.split("\n") if isinstance(node.name, SeedName) else (title,)
+        if isinstance(node.name, SeedName) and title.startswith(node.name):
+            # a later call, "0\n(Linear) #2": the call's mark goes with the name, on the first line
+            first, *rest = node.name.split("\n")
+            first += title[len(node.name):]
         # its "(Conv2d)" line says what the type line below says: shown once
         rest = [r for r in rest if r != f"({type_name})"]
         lines = [f"<B>{self._text(first)}</B>", *(self._type_line.format(self._text(r)) for r in rest)]
