@@ -243,3 +243,14 @@ def test_a_later_call_in_the_1_0_3_view_shows_its_type_once() -> None:
     assert len(labels) == 2, labels
     assert not any("(Linear)" in label for label in labels), labels
     assert any("<B>0 #2</B>" in label for label in labels), labels
+
+
+def test_a_list_taken_as_one_argument_that_fails_says_how_to_pass_several() -> None:
+    """``input_data=[x]`` for ``forward(x)`` (torchinfo's habit) is one argument here, as a model
+    taking a list needs: the error the forward raises says so and how to pass the tensor."""
+    import torch
+
+    with pytest.raises(TypeError, match="must be Tensor") as info:
+        torchrecorder.record(nn.Sequential(nn.Linear(3, 2)), "net", None, [torch.randn(1, 3)])
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "input_data is a list" in notes and "input_data=(x,)" in notes, notes

@@ -26,6 +26,7 @@ from .recording import (
     integer_inputs,
     is_integer_dtype,
     keyword_inputs,
+    list_argument_hint,
     make_inputs,
     model_state_kept,
     normalise_shapes,
@@ -170,7 +171,8 @@ def record(
     with model_state_kept(net, walk) as kept, rec.engine.active(net, name, rec):
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write
         try:
-            net(*args, **kwargs)
+            with list_argument_hint(input_data, args):
+                net(*args, **kwargs)
         finally:
             rec.engine.write_guard = None
     return rec
@@ -437,8 +439,7 @@ def render_network(
         input_shapes: as in :func:`record`; leave it out (or pass ``None``)
             when ``input_data`` is given: ``render_network(net, "net",
             input_data=x)``.
-        directory: where to write (default: the current directory); created
-            if needed.
+        directory: where to write (default: the current directory); created if needed.
         filename: file name without extension (default: ``{name}-{render_depth}``,
             as torchrecorder 1.0.3 named it, ``{name}-all`` for ``render_depth=None``,
             so that one folder holds a network drawn at several depths; ``{name}``

@@ -3,14 +3,15 @@ given: input shapes (random tensors), ``input_data`` and ``input_kwargs``."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["InputShapes", "keyword_inputs", "make_inputs", "normalise_shapes"]
+__all__ = ["InputShapes", "keyword_inputs", "list_argument_hint", "make_inputs", "normalise_shapes"]
 
 Shape = Sequence[int]
 InputShapes = Union[None, Shape, list[Shape]]
@@ -101,6 +102,20 @@ def _takes_items_only(net: nn.Module, items: list[Any], kwargs: Mapping[str, Any
     except TypeError:
         return False
     return True
+
+
+@contextlib.contextmanager
+def list_argument_hint(input_data: Any, args: tuple[Any, ...]) -> Iterator[None]:
+    """Within the block, a ``TypeError`` raised while ``input_data``, a list, is the call's one
+    positional argument (``args``) gets a note: torchinfo and torchview read ``[x]`` as ``x``."""
+    try:
+        yield
+    except TypeError as exc:
+        adder = getattr(exc, "add_note", None)  # Python 3.11+
+        if isinstance(input_data, list) and len(args) == 1 and args[0] is input_data and adder:
+            adder("torchrecorder: input_data is a list, passed to forward as one argument (forward "
+                  "can take it as one); for one tensor pass input_data=(x,) or x, for several a tuple")
+        raise
 
 
 def keyword_inputs(input_kwargs: Any) -> dict[str, Any]:
