@@ -26,6 +26,7 @@ from .recording import (
     integer_inputs,
     is_integer_dtype,
     keyword_inputs,
+    list_argument_hint,
     make_inputs,
     model_state_kept,
     normalise_shapes,
@@ -98,8 +99,8 @@ def record(
             shape too, as torchinfo reads it), a list of tuples for several, ``None``
             when ``input_data`` is given.  Random inputs of
             these shapes are made on the model's device, in its dtype.
-        input_data: a tensor, or a tuple of positional arguments; used instead
-            of ``input_shapes`` (needed for integer token ids, for instance).
+        input_data: a tensor, or a tuple (or a list ``forward`` can only take item by item) of
+            positional arguments; instead of ``input_shapes`` (for token ids, for instance).
         input_kwargs: keyword arguments for ``net.forward``.
         device: device for inputs made from ``input_shapes``
             (default: where the model's parameters are).
@@ -163,14 +164,15 @@ def record(
         input_data = _mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
-    args = make_inputs(net, input_shapes, input_data, device, dtype)
+    args = make_inputs(net, input_shapes, input_data, device, dtype, kwargs)
     rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
                    backward=backward, source=source, timing=timing)
     rec.engine.walk = walk  # one walk of the model for the check, the state and the hooks
     with model_state_kept(net, walk) as kept, rec.engine.active(net, name, rec):
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write
         try:
-            net(*args, **kwargs)
+            with list_argument_hint(input_data, args):
+                net(*args, **kwargs)
         finally:
             rec.engine.write_guard = None
     return rec
@@ -437,8 +439,7 @@ def render_network(
         input_shapes: as in :func:`record`; leave it out (or pass ``None``)
             when ``input_data`` is given: ``render_network(net, "net",
             input_data=x)``.
-        directory: where to write (default: the current directory); created
-            if needed.
+        directory: where to write (default: the current directory); created if needed.
         filename: file name without extension (default: ``{name}-{render_depth}``,
             as torchrecorder 1.0.3 named it, ``{name}-all`` for ``render_depth=None``,
             so that one folder holds a network drawn at several depths; ``{name}``

@@ -143,7 +143,7 @@ def compile_breaks(model: nn.Module, input_shapes: Any = None, input_data: Any =
         raise ValueError("compile_breaks() needs input_shapes or input_data (as record() does)")
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(model, input_shapes, dtype, device)  # type: ignore[arg-type]
-    args = make_inputs(model, input_shapes, input_data, device, dtype)
+    args = make_inputs(model, input_shapes, input_data, device, dtype, kwargs)
     import torch._dynamo as dynamo  # seconds: only here
 
     walk = check_model(model)

@@ -47,7 +47,8 @@ class Recorder(Display, Graph):
     ``print(rec)`` shows its layer table.
 
     Attributes:
-        name: the name given to the root module.
+        name: the name given to the root module (``Recorder()``: "net" until
+            :meth:`register_hooks` names it after the network's class).
         nodes: dict from key to :class:`~torchrecorder.nodes.BaseNode`; the
             context node has the key ``None``.  As in the original
             torchrecorder, a recorded object finds its node by subscript while
@@ -73,10 +74,11 @@ class Recorder(Display, Graph):
         failed_key: key of the innermost module call that raised, if any.
     """
 
-    def __init__(self, name: str = "net", *, keep_tensors: bool = False,
+    def __init__(self, name: Optional[str] = None, *, keep_tensors: bool = False,
                  unfuse_fast_paths: bool = False, backward: bool = False, source: bool = True,
                  timing: bool = False) -> None:
-        super().__init__(name)
+        super().__init__(name if name is not None else "net")
+        self._name_given = name is not None
         self.record_source = source
         self.keep_tensors = keep_tensors
         self.unfuse_fast_paths = unfuse_fast_paths
@@ -153,10 +155,15 @@ class Recorder(Display, Graph):
             net: the root module.
             depth: unused; kept for compatibility (depths follow the calls).
             parent: unused; kept for compatibility.
-            name: display name of the root module (defaults to ``self.name``).
+            name: display name of the root module (defaults to the name the recorder was
+                made with, else, as in 1.0.3, the class name of ``net``); the recorder's
+                ``name`` too.
         """
         del depth, parent
-        self.engine.register_hooks(net, name if name is not None else self.name)
+        if name is None:
+            name = self.name if getattr(self, "_name_given", True) else type(net).__name__
+        self.name = name
+        self.engine.register_hooks(net, name)
         if self._manual is None:
             self._manual = _ManualMode(self.engine)
         self._manual.hook(net)

@@ -7,7 +7,8 @@ The five recorders work as in torchfunc (``torchfunc.hooks.recorders``):
 * :class:`ForwardOutput`: the output of a layer;
 * :class:`BackwardInput`: the gradient with respect to a layer's input;
 * :class:`BackwardOutput`: the gradient with respect to a layer's output
-  (both through full backward hooks, ``register_full_backward_hook``).
+  (both through tensor hooks on the layer's inputs and outputs, not
+  ``register_full_backward_hook``: in-place activations after a layer train as usual).
 
 Register one on layers with :meth:`~_Recorder.children` or
 :meth:`~_Recorder.modules`, by ``types`` and ``indices`` as in torchfunc, and

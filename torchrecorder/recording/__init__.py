@@ -6,8 +6,8 @@
   operation;
 * :mod:`~torchrecorder.recording.hooks`: the original torchrecorder's hook-level
   functions (``prehook``, ``posthook``, ``op_acc``, ...);
-* :mod:`~torchrecorder.recording.state`: inputs made from shapes, and the model's
-  state put back after the pass;
+* :mod:`~torchrecorder.recording.inputs`: the call's arguments, made from shapes or data;
+* :mod:`~torchrecorder.recording.state`: the model's state put back after the pass;
 * :mod:`~torchrecorder.recording.fastpath`: calls that run without the recorder
   inside (PyTorch's fused fast paths, TorchScript), drawn as closed boxes;
 * :mod:`~torchrecorder.recording.tokens`: integer inputs made from shapes (valid
@@ -16,7 +16,8 @@
 
 from .engine import Engine
 from .hooks import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
-from .state import InputShapes, gc_paused, keyword_inputs, make_inputs, model_state_kept, normalise_shapes
+from .inputs import InputShapes, keyword_inputs, list_argument_hint, make_inputs, normalise_shapes
+from .state import gc_paused, model_state_kept
 from .tokens import integer_inputs, is_integer_dtype
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "is_integer_dtype",
     "keyword_inputs",
     "leaf_dummy",
+    "list_argument_hint",
     "make_inputs",
     "model_state_kept",
     "normalise_shapes",

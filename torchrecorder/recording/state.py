@@ -7,9 +7,9 @@ import contextlib
 import gc
 import operator
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
-from typing import Any, Optional, Union, cast
+from typing import Any, Optional, cast
 
 import torch
 from torch import Tensor, nn
@@ -20,94 +20,7 @@ from .meta import ModelWalk, picker
 from .ops import write_info, writes_arguments
 from .rng import random_state_kept
 
-__all__ = ["EAGER_COPY_BYTES", "InputShapes", "ModelState", "gc_paused", "keyword_inputs", "make_inputs",
-           "model_state_kept", "normalise_shapes", "random_state_kept"]
-
-Shape = Sequence[int]
-InputShapes = Union[None, Shape, list[Shape]]
-
-
-def normalise_shapes(input_shapes: Any) -> list[tuple[int, ...]]:
-    """``(1, 3)`` -> ``[(1, 3)]``; ``[(1, 3), (1, 5)]`` -> itself; a list of ints is one shape,
-    as torchinfo reads it (``[1, 3]`` -> ``[(1, 3)]``); anything else is an error.
-
-    >>> normalise_shapes((1, 3)), normalise_shapes([(1, 3), [2]]), normalise_shapes([1, 3])
-    ([(1, 3)], [(1, 3), (2,)], [(1, 3)])
-    """
-    def as_shape(s: Any) -> tuple[int, ...]:
-        if isinstance(s, (tuple, list, torch.Size)) and all(
-            isinstance(d, int) and not isinstance(d, bool) for d in s
-        ):
-            if any(d < 0 for d in s):
-                raise ValueError(f"input shape {tuple(s)} has a negative dimension")
-            return tuple(s)
-        if isinstance(s, Tensor):  # data given as shapes: name it without printing its values
-            raise TypeError(f"input_shapes holds a tensor ({tuple(s.shape)}): pass tensors as "
-                            "input_data=, shapes (tuples of ints) as input_shapes")
-        raise TypeError(
-            "input_shapes must be a tuple of ints for one input, or a list of such tuples "
-            f"for several, got {input_shapes!r}"
-        )
-
-    if isinstance(input_shapes, (tuple, torch.Size)) and all(isinstance(d, int) for d in input_shapes):
-        return [as_shape(input_shapes)]
-    if isinstance(input_shapes, list) and input_shapes and all(
-            isinstance(d, int) and not isinstance(d, bool) for d in input_shapes):
-        return [as_shape(input_shapes)]  # [1, 3, 32, 32]: one shape, as torchinfo reads it
-    if isinstance(input_shapes, (list, tuple)) and input_shapes:
-        return [as_shape(s) for s in input_shapes]
-    return [as_shape(input_shapes)]
-
-
-def _default_device_dtype(net: nn.Module) -> tuple[torch.device, torch.dtype]:
-    device, dtype = torch.device("cpu"), torch.get_default_dtype()
-    for t in (*net.parameters(), *net.buffers()):
-        device = t.device
-        break
-    for p in net.parameters():
-        if p.is_floating_point():
-            dtype = p.dtype
-            break
-    return device, dtype
-
-
-def make_inputs(net: nn.Module, input_shapes: Any, input_data: Any, device: Any,
-                dtype: Optional[torch.dtype]) -> tuple[Any, ...]:
-    """The positional arguments of the recorded call: ``input_data`` as a tuple, or random
-    tensors of ``input_shapes`` on the model's device (or ``device``) in its dtype (or ``dtype``)."""
-    if input_data is not None:
-        return input_data if isinstance(input_data, tuple) else (input_data,)
-    if input_shapes is None:  # keyword inputs only
-        return ()
-    shapes = normalise_shapes(input_shapes)
-    dev, dt = _default_device_dtype(net)
-    dev = torch.device(device) if device is not None else dev
-    dt = dtype if dtype is not None else dt
-    gen = torch.Generator().manual_seed(0)
-    if dev.type == "meta":
-        return tuple(torch.empty(s, dtype=dt, device=dev) for s in shapes)
-    return tuple(torch.randn(s, generator=gen, dtype=dt).to(dev) for s in shapes)
-
-
-def keyword_inputs(input_kwargs: Any) -> dict[str, Any]:
-    """``input_kwargs`` (``None`` or a mapping of ``forward``'s argument names to values) as a
-    new dict.
-
-    Raises:
-        TypeError: ``input_kwargs`` is not a mapping, or one of its keys is not a string.
-    """
-    if input_kwargs is None:
-        return {}
-    if not isinstance(input_kwargs, Mapping):
-        hint = ("; positional inputs go in input_data" if isinstance(input_kwargs, (Tensor, tuple, list))
-                else "")
-        raise TypeError("input_kwargs must be a dict of forward's keyword arguments ({'attention_mask': "
-                        f"mask}}), got {type(input_kwargs).__name__}{hint}")
-    bad = [k for k in input_kwargs if not isinstance(k, str)]
-    if bad:
-        raise TypeError(f"input_kwargs' keys must be names of forward's arguments (strings), got {bad[0]!r}")
-    return dict(input_kwargs)
-
+__all__ = ["EAGER_COPY_BYTES", "ModelState", "gc_paused", "model_state_kept", "random_state_kept"]
 
 # Buffers and existing ``.grad`` tensors up to this many bytes in all are copied before the
 # forward pass, so that even a change torchrecorder cannot see (a write through ``.numpy()``,

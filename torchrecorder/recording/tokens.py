@@ -14,7 +14,7 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from .state import normalise_shapes
+from .inputs import normalise_shapes
 
 __all__ = ["DEFAULT_ID_LIMIT", "id_limit", "integer_inputs", "is_integer_dtype"]
 

@@ -15,7 +15,7 @@ from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
 from ..seed import SeedName
 from ._cluster_titles import cluster_label, one_box_holds_all, title_lines
-from ._seedstyle import HtmlLabel, is_seed_styler
+from ._seedstyle import HtmlLabel, is_seed_styler, label_markup
 from ._styler_args import KIND_ARGS, NAMED_ELSEWHERE, check_kind_attribute, check_node_attribute
 from ._styletable import StyleTable
 from .base import BaseRenderer
@@ -245,11 +245,38 @@ class GraphvizStyler:
         title = node.call_title(dotted=True)
         attrs["label"] = cluster_label(self, node, title, count=count,
                                        lines=title_lines(self, node, title, count))
+        own = self._own_layer_label(node)
+        if own is not None:
+            attrs["label"] = own
         found = self.breaks.at(self.rec, node, inside=False)
         attrs["tooltip"] = tooltip_text(self.tooltip(node) + self.breaks.tooltip(found))
         if node.error:
             attrs.update({k: v for k, v in self.styles["failed"].items() if k != "fillcolor"})
         return attrs | (self.styles["graph_break"] if found else {})
+
+    def _own_layer_label(self, node: LayerNode) -> Optional[Any]:
+        """The label this styler's own ``style_node`` gives the layer ``node`` where it differs
+        from the default one, for the title of the layer's cluster; ``None`` for a styler that
+        keeps the default label, or that has a ``style_cluster`` of its own.
+
+        A layer is named the same whether it is drawn as a box or opened as a cluster: a styler
+        that renames layers (as 1.0.3's did, whose ``style_node`` styled clusters too) renames
+        the clusters as well.
+        """
+        cls = type(self)
+        if (cls.style_node is GraphvizStyler.style_node
+                or cls.style_cluster is not GraphvizStyler.style_cluster):
+            return None
+        own = self.style_node(node)
+        label = own.get("label") if isinstance(own, Mapping) else None
+        made = getattr(self, "last_label", None)  # what its ``super().style_node(node)`` gave
+        if label is None or str(label) == str(GraphvizStyler.style_node(self, node).get("label")):
+            return None
+        if isinstance(label, str) and not isinstance(label, HtmlLabel):
+            marked = label_markup(label, made)  # the default label formatted into text
+            if marked is not label:
+                return HtmlLabel(marked)
+        return label
 
     def style_edge(self, fnode: BaseNode, tnode: BaseNode) -> dict[str, str]:
         """Attributes of the edge from ``fnode`` to ``tnode``; the data-movement operations
@@ -468,6 +495,10 @@ class GraphvizStyler:
         total = node.num_params_total
         # 1.0.3's name of a module, "conv1\n(Conv2d)", given while 1.0.3 code draws: two lines
         first, *rest = title.split("\n") if isinstance(node.name, SeedName) else (title,)
+        if isinstance(node.name, SeedName) and title.startswith(node.name):
+            # a later call, "0\n(Linear) #2": the call's mark goes with the name, on the first line
+            first, *rest = node.name.split("\n")
+            first += title[len(node.name):]
         # its "(Conv2d)" line says what the type line below says: shown once
         rest = [r for r in rest if r != f"({type_name})"]
         lines = [f"<B>{self._text(first)}</B>", *(self._type_line.format(self._text(r)) for r in rest)]
