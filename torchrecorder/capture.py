@@ -365,11 +365,13 @@ class Capture(KeptOutputs):
 
     def _summarise(self, name: str, output: Any) -> None:
         """Add the first floating (or boolean) tensor of ``output`` to ``name``'s statistics;
-        tensors of other layouts (sparse, nested) cannot be summarised and are noted instead."""
+        tensors of other layouts (sparse, nested) or without values (on ``meta``) cannot be
+        summarised and are noted instead."""
         for t in leaves(output):
             if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool):
                 continue
             if t.device.type == "meta":
+                self.unsummarised.setdefault(name, "a meta tensor, which has no values")
                 return
             if t.is_nested or t.layout != torch.strided:
                 kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
@@ -439,7 +441,7 @@ class Capture(KeptOutputs):
         else:
             missing = [f"{k!r} ({why})" for k, why in self.unsummarised.items() if k not in self._stats]
             if missing:
-                warnings.warn("stats(): not summarised (no tensor of the strided layout): "
+                warnings.warn("stats(): not summarised (no strided tensor with values): "
                               + ", ".join(missing), RuntimeWarning, stacklevel=2)
         out = {}
         for k, s in table.items():
