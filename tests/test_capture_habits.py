@@ -22,3 +22,28 @@ def test_stats_on_meta_say_why_nothing_was_summarised() -> None:
     with pytest.warns(RuntimeWarning, match=r"not summarised.*'0' \(a meta tensor"):
         assert cap.stats("mean") == {}
     assert hooks_left(net) == []
+
+
+def test_an_edit_that_changes_a_shape_is_named_when_the_model_then_fails() -> None:
+    """nnsight and baukit users replace outputs by hand; one of the wrong width fails in a later
+    layer, whose message alone does not say that an edit made the value."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x = torch.randn(3, 4)
+    want = net(x)
+    with pytest.raises(RuntimeError) as info:
+        with torchrecorder.capture(net, "1", edit=lambda name, out: out[:, :5]):
+            net(x)
+    assert "torchrecorder: edit changed the output of '1' from (3, 8) float32 to (3, 5) float32" \
+        in getattr(info.value, "__notes__", [])
+    assert hooks_left(net) == [] and torch.equal(net(x), want)
+    with pytest.raises(RuntimeError) as info:  # cap.run outside the block, a tuple of outputs
+        torchrecorder.capture(net, "0", edit=lambda name, out: torch.zeros(3, 2)).run(x)
+    assert "torchrecorder: edit changed the output of '0' from (3, 8) float32 to (3, 2) float32" \
+        in getattr(info.value, "__notes__", [])
+    # an edit that keeps the shape, and a later pass with no edit at all, add no note
+    with pytest.raises(RuntimeError) as info:
+        with torchrecorder.capture(net, "1", edit=lambda name, out: out * 2) as cap:
+            cap.run(x)
+            net(torch.randn(3, 5))
+    assert not any("torchrecorder" in n for n in getattr(info.value, "__notes__", []))

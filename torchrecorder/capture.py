@@ -32,6 +32,7 @@ from torch.utils.hooks import RemovableHandle
 
 from ._fused import GLOBAL_POST_HOOK, checks_hooks, global_forward_hook_with_kwargs
 from .graph import Graph
+from .hooks import _values
 from .hooks._values import Device, add_note, check_device, inputs_value, keep_value, leaves, reduce_values
 from .hooks.opcapture import (
     OpRule,
@@ -115,6 +116,7 @@ class Capture(KeptOutputs):
         self._stats: dict[str, RunningStats] = {}
         self._grad_stats: dict[str, GradStats] = {}
         self.unsummarised: dict[str, str] = {}
+        self._reshaped: dict[str, str] = {}  # this pass's edits that changed shapes: name -> how
         self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
         self._handles: list[RemovableHandle] = []
         self._tensor_hooks: list[RemovableHandle] = []
@@ -197,6 +199,9 @@ class Capture(KeptOutputs):
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.remove()
+        if exc is not None and self._reshaped:  # the model met a value of another shape: say whose
+            add_note(exc, "torchrecorder: edit changed the output of " + "; of ".join(
+                f"{name!r} from {how}" for name, how in self._reshaped.items()))
         return exc_type is not None and issubclass(exc_type, StopForward)
 
     def remove(self, grads: bool = False) -> None:
@@ -235,6 +240,7 @@ class Capture(KeptOutputs):
         if self._depth == 0:
             self.passes += 1
             self._calls.clear()
+            self._reshaped.clear()
             self._open.clear()
             self._tensor_hooks = [h for h in self._tensor_hooks if h.hooks_dict_ref() is not None]
             if self._watch is not None:
@@ -287,7 +293,7 @@ class Capture(KeptOutputs):
                 self._store(self.inputs, name, inputs_value(args, kwargs))
             start = 0.0
             if on and self._timing:
-                _sync(args, kwargs)
+                _values.sync(args, kwargs)
                 start = time.perf_counter()
             self._open.setdefault(path, []).append((name, on, start))
 
@@ -302,11 +308,14 @@ class Capture(KeptOutputs):
             if on and inputs and self._record and self._want_inputs:
                 self._store(self.inputs, name, inputs_value(args, kwargs))
             if on and self._timing:
-                _sync(output)
+                _values.sync(output)
                 total = self._times.setdefault(name, [0.0, 0])
                 total[0] += time.perf_counter() - start
                 total[1] += 1
-            return self._finish(name, on, output)
+            replaced = self._finish(name, on, output)
+            if replaced is not None and (how := _values.reshaped(output, replaced)) is not None:
+                self._reshaped[name] = how  # (an operation's edit must keep its shape: OpWatch checks)
+            return replaced
 
         return hook
 
@@ -471,14 +480,6 @@ class Capture(KeptOutputs):
 
     def __repr__(self) -> str:
         return f"<Capture of {len(self.names)} layers, {self.passes} passes, {len(self.outputs)} outputs>"
-
-
-def _sync(*values: Any) -> None:
-    """Wait for an accelerator that holds any of ``values`` (so a timing measures the work)."""
-    for t in leaves(values):
-        if t.device.type == "cuda":
-            torch.cuda.synchronize(t.device)
-            return
 
 
 def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels: Names = None,

@@ -234,3 +234,25 @@ def inputs_value(args: tuple[Any, ...], kwargs: Optional[Mapping[str, Any]]) -> 
     if kwargs:
         return (tuple(args), dict(kwargs))
     return args[0] if len(args) == 1 else tuple(args)
+
+
+def _signature(value: Any) -> str:
+    """``(2, 7, 32) float32``, or the shapes of every tensor in a structure, for messages."""
+    parts = [f"{'nested' if t.is_nested else tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
+             for t in leaves(value)]
+    return parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+
+
+def reshaped(old: Any, new: Any) -> Optional[str]:
+    """How an edit's replacement ``new`` differs from the output ``old`` in its tensors' shapes
+    and dtypes (``"(2, 7, 32) float32 to (2, 7, 5) float32"``), or ``None`` where it keeps them."""
+    was, now = _signature(old), _signature(new)
+    return None if was == now else f"{was} to {now}"
+
+
+def sync(*values: Any) -> None:
+    """Wait for an accelerator that holds any of ``values`` (so a timing measures the work)."""
+    for t in leaves(values):
+        if t.device.type == "cuda":
+            torch.cuda.synchronize(t.device)
+            return
