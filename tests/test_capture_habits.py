@@ -41,6 +41,10 @@ def test_an_edit_that_changes_a_shape_is_named_when_the_model_then_fails() -> No
         torchrecorder.capture(net, "0", edit=lambda name, out: torch.zeros(3, 2)).run(x)
     assert "torchrecorder: edit changed the output of '0' from (3, 8) float32 to (3, 2) float32" \
         in getattr(info.value, "__notes__", [])
+    with pytest.raises(TypeError) as info:  # a number where the model wants a tensor
+        torchrecorder.capture(net, "1", edit=lambda name, out: 0.5).run(x)
+    assert "torchrecorder: edit changed the output of '1' from (3, 8) float32 to a float (no tensor)" \
+        in getattr(info.value, "__notes__", [])
     # an edit that keeps the shape, and a later pass with no edit at all, add no note
     with pytest.raises(RuntimeError) as info:
         with torchrecorder.capture(net, "1", edit=lambda name, out: out * 2) as cap:

@@ -240,6 +240,8 @@ def _signature(value: Any) -> str:
     """``(2, 7, 32) float32``, or the shapes of every tensor in a structure, for messages."""
     parts = [f"{'nested' if t.is_nested else tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
              for t in leaves(value)]
+    if not parts:
+        return f"a {type(value).__name__} (no tensor)"
     return parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
 
 
