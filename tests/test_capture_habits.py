@@ -51,3 +51,24 @@ def test_an_edit_that_changes_a_shape_is_named_when_the_model_then_fails() -> No
             cap.run(x)
             net(torch.randn(3, 5))
     assert not any("torchrecorder" in n for n in getattr(info.value, "__notes__", []))
+
+
+def test_a_stop_operation_never_reached_warns_with_the_nearest_keys() -> None:
+    """``stop=`` on an operation's key with a typo let every pass run to its end silently; a
+    layer's name never reached warns, and so does an operation's now."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.softmax(self.lin(x), -1)
+
+    net = Net()
+    with pytest.warns(RuntimeWarning, match=r"stop='net/sofmax' was not reached.*nearest: 'net/softmax'"):
+        with torchrecorder.capture(net, ops="*/softmax", stop="net/sofmax") as cap:
+            assert cap.run(torch.randn(2, 4)) is not None
+    with torchrecorder.capture(net, ops="*/softmax", stop="net/softmax") as cap:
+        assert cap.run(torch.randn(2, 4)) is None  # reached: the pass ends there, no warning
+    assert hooks_left(net) == []

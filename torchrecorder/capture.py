@@ -275,9 +275,13 @@ class Capture(KeptOutputs):
             raise UnknownLayerError(f"ops pattern {rule.pattern!r} chose no operation in a whole "
                                     "forward pass; " + nearest_ops(rule, list(watch.seen)))
         stop = self._stop
-        if self._depth == 0 and stop is not None and "/" not in stop and sys.exc_info()[1] is None:
+        if self._depth == 0 and stop is not None and sys.exc_info()[1] is None:
             path, n = split_call(stop)
-            if self._calls.get(path, 0) < n:  # the pass ran to its end: stop= never came
+            if "/" in stop:  # an operation's key: reaching it would have ended the pass
+                warnings.warn(f"stop={stop!r} was not reached: the pass ran to its end without that "
+                              "operation (stop= ends a pass at an operation that ops= chooses); "
+                              + nearest(stop, [*(watch.seen if watch else ())]), RuntimeWarning, stacklevel=2)
+            elif self._calls.get(path, 0) < n:  # the pass ran to its end: stop= never came
                 warnings.warn(f"stop={stop!r} was not reached: the pass ran to its end, calling "
                               f"{path!r} {self._calls.get(path, 0)} times", RuntimeWarning, stacklevel=2)
 
@@ -373,9 +377,8 @@ class Capture(KeptOutputs):
                     self._tensor_hooks.append(t.register_hook(self._grad_hook(key)))
 
     def _summarise(self, name: str, output: Any) -> None:
-        """Add the first floating (or boolean) tensor of ``output`` to ``name``'s statistics;
-        tensors of other layouts (sparse, nested) or without values (on ``meta``) cannot be
-        summarised and are noted instead."""
+        """Add the first floating (or boolean) tensor of ``output`` to ``name``'s statistics; one
+        of another layout (sparse, nested) or on ``meta`` cannot be: it is noted instead."""
         for t in leaves(output):
             if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool):
                 continue
