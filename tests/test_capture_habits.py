@@ -72,3 +72,14 @@ def test_a_stop_operation_never_reached_warns_with_the_nearest_keys() -> None:
     with torchrecorder.capture(net, ops="*/softmax", stop="net/softmax") as cap:
         assert cap.run(torch.randn(2, 4)) is None  # reached: the pass ends there, no warning
     assert hooks_left(net) == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a torch without a usable CUDA device")
+def test_to_a_device_torch_cannot_use_is_refused_before_the_model_runs() -> None:
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    ran: list[int] = []
+    net.register_forward_hook(lambda *args: ran.append(1))
+    with pytest.raises(ValueError, match=r"to='cuda' is not a device this torch can use"):
+        with torchrecorder.capture(net, "0", to="cuda"):
+            net(torch.randn(2, 4))
+    assert ran == [] and len(net[0]._forward_hooks) == 0

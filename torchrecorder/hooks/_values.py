@@ -33,9 +33,14 @@ def check_device(to: Device) -> Optional[torch.device]:
     if to is None:
         return None
     try:
-        return torch.device(to)
+        device = torch.device(to)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"to= must be a device such as 'cpu' or 'cuda:0', got {to!r}") from exc
+    try:  # one this torch cannot use fails here, before the model runs, not after a layer
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as exc:
+        raise ValueError(f"to={to!r} is not a device this torch can use: {exc}") from exc
+    return device
 
 
 def _is_structseq(value: Any) -> bool:
