@@ -32,6 +32,7 @@ from torch.utils.hooks import RemovableHandle
 
 from ._fused import GLOBAL_POST_HOOK, checks_hooks, global_forward_hook_with_kwargs
 from .graph import Graph
+from .hooks import _values
 from .hooks._values import Device, add_note, check_device, inputs_value, keep_value, leaves, reduce_values
 from .hooks.opcapture import (
     OpRule,
@@ -115,6 +116,7 @@ class Capture(KeptOutputs):
         self._stats: dict[str, RunningStats] = {}
         self._grad_stats: dict[str, GradStats] = {}
         self.unsummarised: dict[str, str] = {}
+        self._reshaped: dict[str, str] = {}  # this pass's edits that changed shapes: name -> how
         self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
         self._handles: list[RemovableHandle] = []
         self._tensor_hooks: list[RemovableHandle] = []
@@ -197,6 +199,9 @@ class Capture(KeptOutputs):
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.remove()
+        if exc is not None and self._reshaped:  # the model met a value of another shape: say whose
+            add_note(exc, "torchrecorder: edit changed the output of " + "; of ".join(
+                f"{name!r} from {how}" for name, how in self._reshaped.items()))
         return exc_type is not None and issubclass(exc_type, StopForward)
 
     def remove(self, grads: bool = False) -> None:
@@ -235,6 +240,7 @@ class Capture(KeptOutputs):
         if self._depth == 0:
             self.passes += 1
             self._calls.clear()
+            self._reshaped.clear()
             self._open.clear()
             self._tensor_hooks = [h for h in self._tensor_hooks if h.hooks_dict_ref() is not None]
             if self._watch is not None:
@@ -269,9 +275,13 @@ class Capture(KeptOutputs):
             raise UnknownLayerError(f"ops pattern {rule.pattern!r} chose no operation in a whole "
                                     "forward pass; " + nearest_ops(rule, list(watch.seen)))
         stop = self._stop
-        if self._depth == 0 and stop is not None and "/" not in stop and sys.exc_info()[1] is None:
+        if self._depth == 0 and stop is not None and sys.exc_info()[1] is None:
             path, n = split_call(stop)
-            if self._calls.get(path, 0) < n:  # the pass ran to its end: stop= never came
+            if "/" in stop:  # an operation's key: reaching it would have ended the pass
+                warnings.warn(f"stop={stop!r} was not reached: the pass ran to its end without that "
+                              "operation (stop= ends a pass at an operation that ops= chooses); "
+                              + nearest(stop, [*(watch.seen if watch else ())]), RuntimeWarning, stacklevel=2)
+            elif self._calls.get(path, 0) < n:  # the pass ran to its end: stop= never came
                 warnings.warn(f"stop={stop!r} was not reached: the pass ran to its end, calling "
                               f"{path!r} {self._calls.get(path, 0)} times", RuntimeWarning, stacklevel=2)
 
@@ -287,7 +297,7 @@ class Capture(KeptOutputs):
                 self._store(self.inputs, name, inputs_value(args, kwargs))
             start = 0.0
             if on and self._timing:
-                _sync(args, kwargs)
+                _values.sync(args, kwargs)
                 start = time.perf_counter()
             self._open.setdefault(path, []).append((name, on, start))
 
@@ -302,11 +312,14 @@ class Capture(KeptOutputs):
             if on and inputs and self._record and self._want_inputs:
                 self._store(self.inputs, name, inputs_value(args, kwargs))
             if on and self._timing:
-                _sync(output)
+                _values.sync(output)
                 total = self._times.setdefault(name, [0.0, 0])
                 total[0] += time.perf_counter() - start
                 total[1] += 1
-            return self._finish(name, on, output)
+            replaced = self._finish(name, on, output)
+            if replaced is not None and (how := _values.reshaped(output, replaced)) is not None:
+                self._reshaped[name] = how  # (an operation's edit must keep its shape: OpWatch checks)
+            return replaced
 
         return hook
 
@@ -364,12 +377,13 @@ class Capture(KeptOutputs):
                     self._tensor_hooks.append(t.register_hook(self._grad_hook(key)))
 
     def _summarise(self, name: str, output: Any) -> None:
-        """Add the first floating (or boolean) tensor of ``output`` to ``name``'s statistics;
-        tensors of other layouts (sparse, nested) cannot be summarised and are noted instead."""
+        """Add the first floating (or boolean) tensor of ``output`` to ``name``'s statistics; one
+        of another layout (sparse, nested) or on ``meta`` cannot be: it is noted instead."""
         for t in leaves(output):
             if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool):
                 continue
             if t.device.type == "meta":
+                self.unsummarised.setdefault(name, "a meta tensor, which has no values")
                 return
             if t.is_nested or t.layout != torch.strided:
                 kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
@@ -439,7 +453,7 @@ class Capture(KeptOutputs):
         else:
             missing = [f"{k!r} ({why})" for k, why in self.unsummarised.items() if k not in self._stats]
             if missing:
-                warnings.warn("stats(): not summarised (no tensor of the strided layout): "
+                warnings.warn("stats(): not summarised (no strided tensor with values): "
                               + ", ".join(missing), RuntimeWarning, stacklevel=2)
         out = {}
         for k, s in table.items():
@@ -469,14 +483,6 @@ class Capture(KeptOutputs):
 
     def __repr__(self) -> str:
         return f"<Capture of {len(self.names)} layers, {self.passes} passes, {len(self.outputs)} outputs>"
-
-
-def _sync(*values: Any) -> None:
-    """Wait for an accelerator that holds any of ``values`` (so a timing measures the work)."""
-    for t in leaves(values):
-        if t.device.type == "cuda":
-            torch.cuda.synchronize(t.device)
-            return
 
 
 def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels: Names = None,

@@ -270,6 +270,59 @@ def _count_parts(d: Diff, kind: str, c: dict[str, int]) -> list[str]:
     return out
 
 
+def _flag_lines(d: Diff, most: int = 8) -> list[str]:
+    """``frozen: 0.{weight,bias}``: the parameters whose only change is ``requires_grad``, which
+    the tree leaves out (a module whose parameters were only frozen changed nothing else), by
+    their names folded as the tree's lines are; ``all 21 parameters the models share`` when
+    every shared one flipped (peft freezing the base model), ``all 20 of the 21 parameters the
+    models share but lm_head.weight`` when fewer did not."""
+    names: dict[str, list[str]] = {}
+    shared: list[Entry] = []
+    for e in d.entries:
+        if e.kind != "param" or e.a is None or e.b is None or e.status == "wrapper":
+            continue
+        shared.append(e)
+        if e.status == "changed" and list(e.changes) == ["requires_grad"]:
+            word = "frozen" if e.changes["requires_grad"] == ("True", "False") else "unfrozen"
+            names.setdefault(word, []).append(title_of(d, e))
+    out = []
+    for word, titles in names.items():
+        if len(titles) == len(shared) and len(titles) > 1:
+            out.append(f"  {word}: all {len(shared)} parameters the models share")
+            continue
+        if len(titles) > 2 * (len(shared) - len(titles)):  # say the fewer names
+            chosen = set(titles)
+            rest = [title_of(d, e) for e in shared if title_of(d, e) not in chosen]
+            out.append(f"  {word}: all {len(titles)} of the {len(shared)} parameters the models share "
+                       f"but {_folded(rest, most)}")
+        else:
+            out.append(f"  {word}: {_folded(titles, most)}")
+    return out
+
+
+def _folded(titles: list[str], most: int) -> str:
+    """Names equal but for their numbers as one (``2 × blocks.*.weight``), the first ``most``."""
+    groups: dict[str, list[str]] = {}
+    for t in titles:  # the numbers all of a group share are kept
+        groups.setdefault(_DIGITS.sub("*", t), []).append(t)
+    folded = [group[0] if len(group) == 1 else f"{len(group)} × {_star_differing(group)}"
+              for group in groups.values()]
+    more = f", … ({len(folded) - most} more)" if len(folded) > most else ""
+    return ", ".join(folded[:most]) + more
+
+
+def _star_differing(names: list[str]) -> str:
+    """``["2.0.weight", "2.1.weight"]`` -> ``2.*.weight``: names of one shape but for their
+    numbers, with ``*`` for each number that differs among them."""
+    runs = [_DIGITS.findall(n) for n in names]
+    pieces = _DIGITS.split(names[0])
+    out = pieces[0]
+    for i, piece in enumerate(pieces[1:]):
+        values = {r[i] for r in runs}
+        out += (values.pop() if len(values) == 1 else "*") + piece
+    return out
+
+
 def summary_text(d: Diff) -> str:
     """The text of :meth:`~torchrecorder.diff.Diff.summary`."""
     head = [f"diff {d.a.name!r} → {d.b.name!r}: "
@@ -293,6 +346,7 @@ def summary_text(d: Diff) -> str:
         if d.wrapper_edges:
             parts.append(f"{len(d.wrapper_edges)} inside wrappers")
         head.append("  edges: " + ", ".join(parts))
+    head.extend(_flag_lines(d))
     head.extend(f"  note: {n}" for n in d.notes)
     body = []
     for line in _fold(_lines(d)):

@@ -33,9 +33,14 @@ def check_device(to: Device) -> Optional[torch.device]:
     if to is None:
         return None
     try:
-        return torch.device(to)
+        device = torch.device(to)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"to= must be a device such as 'cpu' or 'cuda:0', got {to!r}") from exc
+    try:  # one this torch cannot use fails here, before the model runs, not after a layer
+        torch.empty(0, device=device)
+    except (RuntimeError, AssertionError) as exc:
+        raise ValueError(f"to={to!r} is not a device this torch can use: {exc}") from exc
+    return device
 
 
 def _is_structseq(value: Any) -> bool:
@@ -234,3 +239,27 @@ def inputs_value(args: tuple[Any, ...], kwargs: Optional[Mapping[str, Any]]) -> 
     if kwargs:
         return (tuple(args), dict(kwargs))
     return args[0] if len(args) == 1 else tuple(args)
+
+
+def _signature(value: Any) -> str:
+    """``(2, 7, 32) float32``, or the shapes of every tensor in a structure, for messages."""
+    parts = [f"{'nested' if t.is_nested else tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
+             for t in leaves(value)]
+    if not parts:
+        return f"a {type(value).__name__} (no tensor)"
+    return parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+
+
+def reshaped(old: Any, new: Any) -> Optional[str]:
+    """How an edit's replacement ``new`` differs from the output ``old`` in its tensors' shapes
+    and dtypes (``"(2, 7, 32) float32 to (2, 7, 5) float32"``), or ``None`` where it keeps them."""
+    was, now = _signature(old), _signature(new)
+    return None if was == now else f"{was} to {now}"
+
+
+def sync(*values: Any) -> None:
+    """Wait for an accelerator that holds any of ``values`` (so a timing measures the work)."""
+    for t in leaves(values):
+        if t.device.type == "cuda":
+            torch.cuda.synchronize(t.device)
+            return

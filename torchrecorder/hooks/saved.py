@@ -287,6 +287,8 @@ def load_capture(path: Union[str, os.PathLike[str]]) -> SavedCapture:
 
     Only a regular file is read, and only its header until the header says it is a
     capture this package reads: another file is refused before the rest is read.
+    Containers read back as plain tuples, lists and dicts: a dataclass (``transformers``'
+    ``ModelOutput``) is a dict of its fields and a named tuple a tuple, no class being imported.
 
     Raises:
         ValueError: the file is not a saved capture (another safetensors file, any other

@@ -1,0 +1,85 @@
+"""Habits of baukit, nnsight and TransformerLens users that broke a capture: statistics asked of
+a model on ``meta``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+
+from .hook_checks import hooks_left
+
+
+def test_stats_on_meta_say_why_nothing_was_summarised() -> None:
+    with torch.device("meta"):
+        net = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+    with torchrecorder.capture(net, ["0", "1"], stats=True, record=False) as cap:
+        net(torch.randn(3, 4, device="meta"))
+    assert cap.unsummarised == {"0": "a meta tensor, which has no values",
+                                "1": "a meta tensor, which has no values"}
+    with pytest.warns(RuntimeWarning, match=r"not summarised.*'0' \(a meta tensor"):
+        assert cap.stats("mean") == {}
+    assert hooks_left(net) == []
+
+
+def test_an_edit_that_changes_a_shape_is_named_when_the_model_then_fails() -> None:
+    """nnsight and baukit users replace outputs by hand; one of the wrong width fails in a later
+    layer, whose message alone does not say that an edit made the value."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x = torch.randn(3, 4)
+    want = net(x)
+    with pytest.raises(RuntimeError) as info:
+        with torchrecorder.capture(net, "1", edit=lambda name, out: out[:, :5]):
+            net(x)
+    assert "torchrecorder: edit changed the output of '1' from (3, 8) float32 to (3, 5) float32" \
+        in getattr(info.value, "__notes__", [])
+    assert hooks_left(net) == [] and torch.equal(net(x), want)
+    with pytest.raises(RuntimeError) as info:  # cap.run outside the block, a tuple of outputs
+        torchrecorder.capture(net, "0", edit=lambda name, out: torch.zeros(3, 2)).run(x)
+    assert "torchrecorder: edit changed the output of '0' from (3, 8) float32 to (3, 2) float32" \
+        in getattr(info.value, "__notes__", [])
+    with pytest.raises(TypeError) as info:  # a number where the model wants a tensor
+        torchrecorder.capture(net, "1", edit=lambda name, out: 0.5).run(x)
+    assert "torchrecorder: edit changed the output of '1' from (3, 8) float32 to a float (no tensor)" \
+        in getattr(info.value, "__notes__", [])
+    # an edit that keeps the shape, and a later pass with no edit at all, add no note
+    with pytest.raises(RuntimeError) as info:
+        with torchrecorder.capture(net, "1", edit=lambda name, out: out * 2) as cap:
+            cap.run(x)
+            net(torch.randn(3, 5))
+    assert not any("torchrecorder" in n for n in getattr(info.value, "__notes__", []))
+
+
+def test_a_stop_operation_never_reached_warns_with_the_nearest_keys() -> None:
+    """``stop=`` on an operation's key with a typo let every pass run to its end silently; a
+    layer's name never reached warns, and so does an operation's now."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.softmax(self.lin(x), -1)
+
+    net = Net()
+    with pytest.warns(RuntimeWarning, match=r"stop='net/sofmax' was not reached.*nearest: 'net/softmax'"):
+        with torchrecorder.capture(net, ops="*/softmax", stop="net/sofmax") as cap:
+            assert cap.run(torch.randn(2, 4)) is not None
+    with torchrecorder.capture(net, ops="*/softmax", stop="net/softmax") as cap:
+        assert cap.run(torch.randn(2, 4)) is None  # reached: the pass ends there, no warning
+    assert hooks_left(net) == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a torch without a usable CUDA device")
+def test_to_a_device_torch_cannot_use_is_refused_before_the_model_runs() -> None:
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    ran: list[int] = []
+    net.register_forward_hook(lambda *args: ran.append(1))
+    with pytest.raises(ValueError, match=r"to='cuda' is not a device this torch can use"):
+        with torchrecorder.capture(net, "0", to="cuda"):
+            net(torch.randn(2, 4))
+    assert ran == [] and len(net[0]._forward_hooks) == 0
