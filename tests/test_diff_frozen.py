@@ -43,3 +43,17 @@ def test_every_shared_parameter_frozen_is_one_phrase() -> None:
     d = torchrecorder.diff(torchrecorder.record(net, "net", (1, 4)),
                            torchrecorder.record(copy.deepcopy(net).requires_grad_(False), "net", (1, 4)))
     assert "  frozen: all 8 parameters the models share" in str(d).splitlines()
+
+
+def test_the_drawing_names_the_frozen_parameters_under_its_legend() -> None:
+    """No box changes when parameters were only frozen: the legend says which were."""
+    net = _net()
+    tuned = copy.deepcopy(net)
+    tuned[0].requires_grad_(False)
+    d = torchrecorder.diff(_rec(net), _rec(tuned))
+    source = torchrecorder.make_dot(d).source
+    legend = next(line for line in source.splitlines() if '"diff legend"' in line)
+    assert "frozen: 0.weight, 0.bias" in legend
+    assert "frozen" not in torchrecorder.make_dot(d, legend=False).source
+    plain = torchrecorder.diff(_rec(net), _rec(copy.deepcopy(net)))
+    assert "frozen" not in torchrecorder.make_dot(plain).source

@@ -26,7 +26,7 @@ from ..renderer.base import DEFAULT_RENDER_DEPTH
 from ..renderer.graphviz import GraphvizRenderer, GraphvizStyler
 from ..renderer.labels import count_str, stacked_label
 from .model import MARKS, Diff, Entry
-from .text import describe, rollup_text
+from .text import describe, flag_lines, rollup_text
 
 __all__ = ["DIFF_STYLES", "VIEWS", "DiffRenderer", "DiffStyler", "UnionGraph", "make_diff_dot",
            "union_graph"]
@@ -405,7 +405,8 @@ class DiffRenderer(GraphvizRenderer):
             node, self.render_depth, self.rec.nodes, expand_leaves=True)
 
     def finish(self, g: graphviz.Digraph) -> graphviz.Digraph:
-        """Inputs first, outputs last, and the legend (the same in every view)."""
+        """Inputs first, outputs last, and the legend (the same in every view), with the
+        parameters that were only frozen or unfrozen named under it (they change no box)."""
         g = super().finish(g)
         if self.legend:
             rows = []
@@ -414,6 +415,10 @@ class DiffRenderer(GraphvizRenderer):
                 mark = MARKS[status] if status != "same" else "="
                 rows.append(f'<TR><TD BGCOLOR="{look["fillcolor"]}" COLOR="{look["color"]}" BORDER="1">'
                             f'<B>{html_text(mark)}</B></TD><TD ALIGN="LEFT">{_WORDS[status]}</TD></TR>')
+            # parameters whose only change is requires_grad change no box: said under the legend
+            diff = getattr(self.styler, "diff", None)
+            for line in flag_lines(diff) if diff is not None else ():
+                rows.append(f'<TR><TD COLSPAN="2" ALIGN="LEFT">{html_text(line.strip())}</TD></TR>')
             table = ('<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">'
                      + "".join(rows) + "</TABLE>>")
             g.body.append(f'\t"diff legend" [label={table} shape=plaintext fontsize=9 '

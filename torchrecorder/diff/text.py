@@ -13,7 +13,7 @@ from .status import MARKS
 Diff = Any
 Entry = Any
 
-__all__ = ["describe", "patterns", "side_title", "summary_text", "title_of"]
+__all__ = ["describe", "flag_lines", "patterns", "side_title", "summary_text", "title_of"]
 
 _DIGITS = re.compile(r"\d+")
 _WORDS = {"layer": "modules", "op": "operations", "param": "parameters", "tensor": "tensors"}
@@ -270,7 +270,7 @@ def _count_parts(d: Diff, kind: str, c: dict[str, int]) -> list[str]:
     return out
 
 
-def _flag_lines(d: Diff, most: int = 8) -> list[str]:
+def flag_lines(d: Diff, most: int = 8) -> list[str]:
     """``frozen: 0.{weight,bias}``: the parameters whose only change is ``requires_grad``, which
     the tree leaves out (a module whose parameters were only frozen changed nothing else), by
     their names folded as the tree's lines are; ``all 21 parameters the models share`` when
@@ -346,7 +346,7 @@ def summary_text(d: Diff) -> str:
         if d.wrapper_edges:
             parts.append(f"{len(d.wrapper_edges)} inside wrappers")
         head.append("  edges: " + ", ".join(parts))
-    head.extend(_flag_lines(d))
+    head.extend(flag_lines(d))
     head.extend(f"  note: {n}" for n in d.notes)
     body = []
     for line in _fold(_lines(d)):
