@@ -3,9 +3,8 @@ given: input shapes (random tensors), ``input_data`` and ``input_kwargs``."""
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
 import torch
@@ -104,18 +103,36 @@ def _takes_items_only(net: nn.Module, items: list[Any], kwargs: Mapping[str, Any
     return True
 
 
-@contextlib.contextmanager
-def list_argument_hint(input_data: Any, args: tuple[Any, ...]) -> Iterator[None]:
-    """Within the block, a ``TypeError`` raised while ``input_data``, a list, is the call's one
-    positional argument (``args``) gets a note: torchinfo and torchview read ``[x]`` as ``x``."""
-    try:
-        yield
-    except TypeError as exc:
-        adder = getattr(exc, "add_note", None)  # Python 3.11+
-        if isinstance(input_data, list) and len(args) == 1 and args[0] is input_data and adder:
-            adder("torchrecorder: input_data is a list, passed to forward as one argument (forward "
-                  "can take it as one); for one tensor pass input_data=(x,) or x, for several a tuple")
-        raise
+class _ListArgumentHint:
+    """See :func:`list_argument_hint` (a class, not a contextlib generator: the user's
+    exception passes through untouched, also one whose attributes cannot be set)."""
+
+    __slots__ = ("args", "input_data")
+
+    def __init__(self, input_data: Any, args: tuple[Any, ...]) -> None:
+        self.input_data, self.args = input_data, args
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, typ: Any, exc: Optional[BaseException], tb: Any) -> None:
+        data, args = self.input_data, self.args
+        if isinstance(exc, TypeError) and isinstance(data, list) and len(args) == 1 and args[0] is data:
+            adder = getattr(exc, "add_note", None)  # (Python 3.11+)
+            try:  # (an exception that refuses notes goes on as it is)
+                if adder is not None:
+                    adder("torchrecorder: input_data is a list, passed to forward as one argument "
+                          "(forward can take it as one); for one tensor pass input_data=(x,) or x, "
+                          "for several a tuple")
+            except Exception:
+                pass
+
+
+def list_argument_hint(input_data: Any, args: tuple[Any, ...]) -> _ListArgumentHint:
+    """A ``with`` block in which a ``TypeError`` raised while ``input_data``, a list, is the
+    call's one positional argument (``args``) gets a note: torchinfo and torchview read ``[x]``
+    as ``x``."""
+    return _ListArgumentHint(input_data, args)
 
 
 def keyword_inputs(input_kwargs: Any) -> dict[str, Any]:
