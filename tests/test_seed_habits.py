@@ -254,3 +254,20 @@ def test_a_list_taken_as_one_argument_that_fails_says_how_to_pass_several() -> N
         torchrecorder.record(nn.Sequential(nn.Linear(3, 2)), "net", None, [torch.randn(1, 3)])
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "input_data is a list" in notes and "input_data=(x,)" in notes, notes
+
+
+def test_an_input_the_user_renamed_keeps_its_name_in_the_1_0_3_view() -> None:
+    """1.0.3 named the network's input ``Input``, and a name set on the node afterwards was
+    the one drawn: the 1.0.3 view keeps a name the user gave, and names the others as 1.0.3."""
+
+    class Seed(GraphvizStyler):
+        seed_view = True
+
+    net = nn.Sequential(nn.Linear(3, 2))
+    rec = torchrecorder.record(net, "n", (1, 3))
+    (node,) = [n for n in rec.nodes.values() if getattr(n, "role", None) == "input"]
+    source = torchrecorder.make_dot(rec, 1, Seed).source
+    assert "Input" in source and "features" not in source
+    node.name = "features"
+    source = torchrecorder.make_dot(rec, 1, Seed).source
+    assert "features" in source and ">Input<" not in source and node.name == "features"

@@ -133,7 +133,10 @@ def seed_names(graph: Any) -> dict[Any, str]:
     for role, title in (("input", "Input"), ("output", "Output")):
         group = [n for n in nodes if n.kind == "tensor" and n.role == role]
         for i, node in enumerate(group, 1):
-            out[node.key] = title if len(group) == 1 else f"{title}-{i}"
+            if role == "input" and node.key != f"input:{node.name}":
+                out[node.key] = node.name  # named by the user after the recording: kept, as in 1.0.3
+            else:
+                out[node.key] = title if len(group) == 1 else f"{title}-{i}"
     for node in nodes:
         if node.kind == "layer":
             out[node.key] = node.name if node.depth <= 0 else SeedName(f"{node.name}\n({node.type_name})")
