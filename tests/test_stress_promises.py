@@ -8,6 +8,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+import torch
+from torch import Tensor, nn
+
+import torchrecorder
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -30,3 +36,37 @@ def test_releasing_the_grad_fns_of_a_long_chain_does_not_crash() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0 and proc.stdout.strip() == "released", (proc.returncode, proc.stderr[-500:])
+
+
+class _Prunes(nn.Module):
+    """A forward that takes modules out of its ``Sequential`` as it runs: ``del seq[i]`` and
+    ``seq.pop(i)`` build a new ``_modules`` dict, ``delattr`` takes a slot out of the old one."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+        self.seq = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 2))
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = self.seq(x)
+        if self.how == "del":
+            del self.seq[1]
+        elif self.how == "pop":
+            self.seq.pop(0)
+            self.seq.insert(0, nn.Sigmoid())
+        elif self.how == "delattr":
+            delattr(self.seq, "1")
+        else:
+            self.seq._modules = {k: v for k, v in self.seq._modules.items() if k != "3"}
+        return y
+
+
+@pytest.mark.parametrize("how", ["del", "pop", "delattr", "rebind"])
+def test_a_sequential_that_forward_prunes_is_put_back_in_its_order(how: str) -> None:
+    net = _Prunes(how)
+    before = list(net.seq.named_children())
+    x = torch.randn(3, 4)
+    expected = net.seq(x)
+    torchrecorder.record(net, "net", input_data=x)
+    assert list(net.seq.named_children()) == before
+    assert torch.equal(net.seq(x), expected)
