@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -70,3 +72,42 @@ def test_a_sequential_that_forward_prunes_is_put_back_in_its_order(how: str) -> 
     torchrecorder.record(net, "net", input_data=x)
     assert list(net.seq.named_children()) == before
     assert torch.equal(net.seq(x), expected)
+
+
+class _Meets(nn.Module):
+    """Two threads recording it meet inside ``forward``: both recordings' hooks are then on
+    its submodules while each thread calls them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.meet = threading.Barrier(2, timeout=30)
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+
+    def forward(self, x: Tensor) -> Tensor:
+        self.meet.wait()
+        y = self.body(x)
+        self.meet.wait()
+        return y
+
+
+def test_two_threads_recording_one_model_at_once_warn_of_no_other_thread() -> None:
+    net = _Meets()
+    alone = torchrecorder.record(net.body, "body", (2, 4))
+    got: list[object] = [None, None]
+
+    def run(i: int) -> None:
+        got[i] = torchrecorder.record(net, f"t{i}", (2, 4))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    with warnings.catch_warnings(record=True) as caught:  # one catcher: it is not thread-safe
+        warnings.simplefilter("always")
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert not any("another thread" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    for rec in got:
+        assert isinstance(rec, torchrecorder.Recorder)
+        assert not rec.notes, rec.notes
+        assert len([n for n in rec.nodes.values() if n.kind == "op"]) == len(
+            [n for n in alone.nodes.values() if n.kind == "op"])

@@ -64,6 +64,9 @@ from .untraced import Untraced
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 
+#: id -> engine, for every engine whose hooks are on (two threads may record one model at once)
+_OPEN: dict[int, Engine] = {}
+
 # Inside the hooks every ``t.shape`` or ``p.numel()`` would otherwise go through OpMode (about
 # 10 calls per module call) just to be ignored; without DisableTorchFunction only slower.
 _no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
@@ -196,6 +199,7 @@ class Engine(ModuleCalls):
         the graph gets a note.
         """
         self.closed = False
+        _OPEN[id(self)] = self
         try:
             self._index_modules(net, name, "", hook=True)
         except BaseException:
@@ -207,6 +211,7 @@ class Engine(ModuleCalls):
         meanwhile (a second Ctrl-C) goes on once every hook is gone; a hook left anyway
         records nothing and removes the rest when it is next called."""
         self.closed = True
+        _OPEN.pop(id(self), None)
         handles = self._handles
         pending: Optional[BaseException] = None
         while handles:
@@ -398,6 +403,8 @@ class Engine(ModuleCalls):
         thread = get_ident()
         if thread in self._other_threads:
             return
+        if any(e.thread == thread and id(module) in e._modules for e in list(_OPEN.values())):
+            return  # that thread records the model itself: its call is not one of this pass
         self._other_threads.add(thread)
         info = self._modules.get(id(module))
         path = info.path if info is not None and info.path else type(module).__name__
