@@ -111,3 +111,25 @@ def test_two_threads_recording_one_model_at_once_warn_of_no_other_thread() -> No
         assert not rec.notes, rec.notes
         assert len([n for n in rec.nodes.values() if n.kind == "op"]) == len(
             [n for n in alone.nodes.values() if n.kind == "op"])
+
+
+class _Sized(nn.Sequential):
+    """A container whose length cannot be told before it ran (as a streaming dataset's)."""
+
+    def __len__(self) -> int:
+        raise TypeError("length unknown until the stream is read")
+
+
+def test_a_layer_inside_a_module_with_no_truth_value_is_captured() -> None:
+    net = nn.Sequential(_Sized(nn.Linear(4, 4), nn.ReLU()), nn.Linear(4, 2))
+    with torchrecorder.capture(net, "0.0") as cap:
+        net(torch.randn(3, 4))
+    assert list(cap.keys()) == ["0.0"] and cap["0.0"].shape == (3, 4)
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in net._modules.values())
+
+
+@pytest.mark.parametrize("dest", ["net.svg", None])
+def test_a_renderer_given_a_path_instead_of_a_digraph_says_so(dest: object) -> None:
+    rec = torchrecorder.record(nn.Linear(2, 2), "fc", (1, 2))
+    with pytest.raises(TypeError, match=r"draws into a graphviz\.Digraph, not (None|'net\.svg')"):
+        torchrecorder.GraphvizRenderer(rec)(dest)
