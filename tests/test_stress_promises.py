@@ -133,3 +133,17 @@ def test_a_renderer_given_a_path_instead_of_a_digraph_says_so(dest: object) -> N
     rec = torchrecorder.record(nn.Linear(2, 2), "fc", (1, 2))
     with pytest.raises(TypeError, match=r"draws into a graphviz\.Digraph, not (None|'net\.svg')"):
         torchrecorder.GraphvizRenderer(rec)(dest)
+
+
+def test_recording_a_compiled_module_does_not_blame_global_hooks_on_the_user() -> None:
+    """torch warns that ``torch.compile(module)`` fires global module hooks twice; the only
+    global hook is the recorder's, which records both calls as they are."""
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    compiled = torch.compile(net, backend="eager")
+    filters = list(warnings.filters)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rec = torchrecorder.record(compiled, "net", (2, 4))
+    assert not [str(w.message) for w in caught if "global hooks" in str(w.message)]
+    assert [layer.path for layer in rec.layers()] == ["", "_orig_mod", "_orig_mod.0", "_orig_mod.1"]
+    assert warnings.filters == filters  # the user's own global hooks are warned of again

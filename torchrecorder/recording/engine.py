@@ -67,6 +67,21 @@ __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 #: id -> engine, for every engine whose hooks are on (two threads may record one model at once)
 _OPEN: dict[int, Engine] = {}
 
+
+class _CompileHooksQuiet:
+    """A hook handle of sorts: while on, torch's warning that ``torch.compile(module)`` fires
+    global module hooks twice is not shown; the global hook is the recorder's, which records
+    the compiled wrapper's call and its module's as they are (the user registered none)."""
+
+    def __init__(self) -> None:
+        warnings.filterwarnings("ignore", r"Using `torch\.compile\(module\)` when there are global hooks")
+        self.entry = warnings.filters[0]
+
+    def remove(self) -> None:
+        filters = warnings.filters  # a list (typed as a Sequence)
+        if isinstance(filters, list) and self.entry in filters:
+            filters.remove(self.entry)
+
 # Inside the hooks every ``t.shape`` or ``p.numel()`` would otherwise go through OpMode (about
 # 10 calls per module call) just to be ignored; without DisableTorchFunction only slower.
 _no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
@@ -300,6 +315,7 @@ class Engine(ModuleCalls):
         if not self._hook_fns:  # what dynamo must not compile: it mis-traces the recorder's hooks
             self._hook_fns = (eager(self._pre_hook), eager(self._post_hook))
         inside_script: set[int] = set()
+        compiled = any(type(m).__name__ == "OptimizedModule" for m in new)  # torch.compile(module)
         if GLOBAL_POST_HOOK and not any(isinstance(m, torch.jit.ScriptModule) for m in new):
             add_pre_hooks(self._handles, new, self._hook_fns[0], self._hook_id)  # the common case
             new = []
@@ -319,6 +335,8 @@ class Engine(ModuleCalls):
             # closing a call reads only the outputs
             self._handles.append(_register_module_forward_hook(eager(self._global_post_hook),
                                                                always_call=True))
+            if compiled:
+                self._handles.append(_CompileHooksQuiet())
         # what forward registers on a module of the model (a head made on first use) is indexed then
         self._handles.append(_torch_module.register_module_module_registration_hook(
             eager(self._module_registered)))
