@@ -147,3 +147,21 @@ def test_recording_a_compiled_module_does_not_blame_global_hooks_on_the_user() -
     assert not [str(w.message) for w in caught if "global hooks" in str(w.message)]
     assert [layer.path for layer in rec.layers()] == ["", "_orig_mod", "_orig_mod.0", "_orig_mod.1"]
     assert warnings.filters == filters  # the user's own global hooks are warned of again
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"with_kwargs": True}, {"always_call": True}])
+def test_an_error_in_a_users_forward_hook_is_said_to_come_from_the_hook(kwargs: dict[str, bool]) -> None:
+    net = nn.Sequential(nn.Linear(4, 4), nn.Sequential(nn.Linear(4, 4), nn.ReLU()))
+
+    def hook(*args: object, **more: object) -> None:
+        raise KeyError("the hook's own bug")
+
+    handle = net[1][0].register_forward_hook(hook, **kwargs)
+    try:
+        with pytest.raises(KeyError) as info:
+            torchrecorder.record(net, "net", (2, 4))
+    finally:
+        handle.remove()
+    note = info.value.__notes__[-1]
+    assert "'1.0' (Linear) called with input shapes [2×4], in a forward hook after its forward returned" \
+        in note

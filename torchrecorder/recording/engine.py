@@ -285,7 +285,7 @@ class Engine(ModuleCalls):
         else:
             annotate(exc, graph)
             return  # raised outside the model's forward
-        failed, before, in_pre_hook = raised_in(exc, failed, graph.nodes, self._modules)
+        failed, before, in_hook = raised_in(exc, failed, graph.nodes, self._modules)
         failed.error = failed.error or graph.error
         graph.failed_key = failed.key
         try:  # what ran before it raised: the operation that raised, and inputs nothing inside read
@@ -295,8 +295,9 @@ class Engine(ModuleCalls):
             pass
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
         where = f"'{failed.path or failed.name}' ({failed.type_name}) called with input shapes [{shapes}]"
-        if in_pre_hook:  # (the recorder's pre-hook runs first: the call had opened)
-            where += ", in a forward pre-hook before its forward ran"
+        if in_hook:  # (the recorder's pre-hook runs first: the call had opened)
+            where += (", in a forward pre-hook before its forward ran" if in_hook == "pre"
+                      else ", in a forward hook after its forward returned")
         if before is not None:  # no node of that call: its caller is marked
             where = (f"'{before.path or before.name}' ({before.type_name}), in a forward pre-hook before "
                      f"its forward ran (inside {where})")
