@@ -165,3 +165,16 @@ def test_an_error_in_a_users_forward_hook_is_said_to_come_from_the_hook(kwargs: 
     note = info.value.__notes__[-1]
     assert "'1.0' (Linear) called with input shapes [2×4], in a forward hook after its forward returned" \
         in note
+
+
+@pytest.mark.parametrize("value", ["red\\", "a\\\\\\"])
+def test_a_styler_value_ending_in_a_lone_backslash_is_refused_before_the_model_runs(
+        value: str, tmp_path: Path) -> None:
+    net = nn.Sequential(nn.Linear(2, 2))
+    calls: list[int] = []
+    net.register_forward_pre_hook(lambda *args: calls.append(1))
+    with pytest.raises(ValueError, match=r"'color' of .* ends in a lone backslash"):
+        torchrecorder.render_network(net, "net", (1, 2), str(tmp_path), color=value)
+    assert calls == [] and list(tmp_path.iterdir()) == []
+    rec = torchrecorder.record(net, "net", (1, 2))
+    assert torchrecorder.make_dot(rec, color="red\\\\").source  # an even run is a backslash
