@@ -9,10 +9,12 @@ import textwrap
 import threading
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 import torchrecorder
 
@@ -178,3 +180,29 @@ def test_a_styler_value_ending_in_a_lone_backslash_is_refused_before_the_model_r
     assert calls == [] and list(tmp_path.iterdir()) == []
     rec = torchrecorder.record(net, "net", (1, 2))
     assert torchrecorder.make_dot(rec, color="red\\\\").source  # an even run is a backslash
+
+
+class _Names(TorchFunctionMode):
+    """The caller's own function mode: the names of the functions it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_callers_function_mode_is_handed_the_models_functions_not_the_recorders() -> None:
+    """A mode that counts what the model calls (around ``record``) is handed the model's
+    functions; the recorder's reading and putting back of the model's state (``detach``,
+    ``clone``, ``numel``, the random state's ``numpy``) is kept from it.  (Reading the results
+    of the model's operations, ``__get__`` of ``shape``, still reaches it.)"""
+    net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
+    x = torch.randn(3, 4)
+    with _Names() as plain:
+        net(x)
+    with _Names() as seen:
+        torchrecorder.record(net, "net", input_data=x)
+    assert set(seen.names) - {"__get__"} == set(plain.names) - {"__get__"}

@@ -78,9 +78,8 @@ class _CompileHooksQuiet:
         self.entry = warnings.filters[0]
 
     def remove(self) -> None:
-        filters = warnings.filters  # a list (typed as a Sequence)
-        if isinstance(filters, list) and self.entry in filters:
-            filters.remove(self.entry)
+        if isinstance(warnings.filters, list) and self.entry in warnings.filters:  # (typed a Sequence)
+            warnings.filters.remove(self.entry)
 
 # Inside the hooks every ``t.shape`` or ``p.numel()`` would otherwise go through OpMode (about
 # 10 calls per module call) just to be ignored; without DisableTorchFunction only slower.
@@ -216,7 +215,8 @@ class Engine(ModuleCalls):
         self.closed = False
         _OPEN[id(self)] = self
         try:
-            self._index_modules(net, name, "", hook=True)
+            with _no_torch_function():  # reading the model is kept from the caller's function modes
+                self._index_modules(net, name, "", hook=True)
         except BaseException:
             self.remove_hooks()
             raise

@@ -29,6 +29,9 @@ __all__ = ["EAGER_COPY_BYTES", "ModelState", "gc_paused", "model_state_kept", "r
 EAGER_COPY_BYTES = 32 << 20
 
 _MISSING = object()
+# what is read and written here is the recorder's own business: kept from the function modes
+# and tensor subclasses of the caller (a mode counting operations, a logging subclass)
+_NO_TORCH_FUNCTION: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", contextlib.nullcontext)
 
 
 def _label(what: tuple[str, str, str]) -> str:
@@ -357,7 +360,15 @@ class ModelState:
         if stats is not None and not writes_arguments(stats, args, kwargs):
             stats = None  # batch norm in eval, an embedding without max_norm: writes nothing
         # (the storage index is made only for a call that may write: most passes have none)
-        if not (positions or stats or (kwargs and "out" in kwargs)) or not self.by_storage:
+        if not (positions or stats or (kwargs and "out" in kwargs)):
+            return
+        with _NO_TORCH_FUNCTION():  # the copies: none of the caller's function modes' business
+            self._copy_written(positions, stats, args, kwargs)
+
+    def _copy_written(self, positions: Any, stats: Any, args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> None:
+        """:meth:`before_write`'s copies, for a call that may write."""
+        if not self.by_storage:
             return
         written: list[Any] = [args[i] for i in positions if i < len(args)]
         if kwargs and any(i >= len(args) for i in positions):
@@ -488,14 +499,17 @@ class ModelState:
 
     # a class, not a contextlib generator: the user's exception passes through untouched
     def __enter__(self) -> ModelState:
-        self.rng.__enter__()
+        with _NO_TORCH_FUNCTION():
+            self.rng.__enter__()
         return self
 
     def __exit__(self, typ: Any, exc: Optional[BaseException], tb: Any) -> None:
         try:
-            self.rng.__exit__(typ, exc, tb)
+            with _NO_TORCH_FUNCTION():
+                self.rng.__exit__(typ, exc, tb)
         finally:
-            problems = self.restore()
+            with _NO_TORCH_FUNCTION():
+                problems = self.restore()
             self.close()
             for problem in problems:
                 warnings.warn(f"torchrecorder: {problem}", RuntimeWarning, stacklevel=3)
@@ -516,7 +530,8 @@ def model_state_kept(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]
     counter shows it (a write through ``.numpy()`` does not).  ``walk``: the model's
     ``named_modules(remove_duplicate=False)`` as a list, when the caller has it already.
     """
-    return ModelState(net, walk)
+    with _NO_TORCH_FUNCTION():
+        return ModelState(net, walk)
 
 
 @contextlib.contextmanager
