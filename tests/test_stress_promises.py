@@ -206,3 +206,16 @@ def test_the_callers_function_mode_is_handed_the_models_functions_not_the_record
     with _Names() as seen:
         torchrecorder.record(net, "net", input_data=x)
     assert set(seen.names) - {"__get__"} == set(plain.names) - {"__get__"}
+
+
+@pytest.mark.parametrize("cut", [0, 1, 2])
+def test_a_saved_recording_cut_short_is_named_as_not_valid_json(cut: int, tmp_path: Path) -> None:
+    rec = torchrecorder.record(nn.Sequential(nn.Linear(4, 4), nn.ReLU()), "net", (2, 4))
+    text = rec.to_json()
+    path = tmp_path / "net.json"
+    path.write_text(text[: [0, len(text) // 2, len(text) - 2][cut]])
+    with pytest.raises(ValueError) as info:
+        torchrecorder.load_json(path)
+    message = str(info.value)
+    assert str(path) in message and "not a torchrecorder graph: the text" in message
+    assert ("is empty" if cut == 0 else "is not valid JSON (a file cut short") in message
