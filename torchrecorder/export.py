@@ -525,6 +525,10 @@ def loads(text: Union[str, bytes], graph_cls: type[G] = Graph) -> G:  # type: ig
     except RecursionError:
         raise ValueError("not a torchrecorder graph: the JSON nests arrays or objects too "
                          "deeply to read") from None
+    except json.JSONDecodeError as exc:  # (json's message gives only where it stopped)
+        what = "is not valid JSON (a file cut short, or edited by hand?)" if exc.doc.strip() else "is empty"
+        raise json.JSONDecodeError(f"not a torchrecorder graph: the text {what}: {exc.msg}",
+                                   exc.doc, exc.pos) from None
     return from_dict(data, graph_cls)
 
 
@@ -571,4 +575,7 @@ def load(path: Union[str, os.PathLike[str]], graph_cls: type[G] = Graph,  # type
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{os.fspath(path)!r} is not UTF-8 text: {exc}") from None
-    return loads(text, graph_cls)
+    try:
+        return loads(text, graph_cls)
+    except json.JSONDecodeError as exc:
+        raise json.JSONDecodeError(f"{os.fspath(path)!r}: {exc.msg}", exc.doc, exc.pos) from None

@@ -297,9 +297,13 @@ def modules_above(model: nn.Module, paths: list[str],
     if watched is not None:
         paths = paths + [p for p, m in mods.items() if watched(m)]
     above = {".".join(p.split(".")[:i]) for p in paths for i in range(1, p.count(".") + 1)}
-    skip = {id(mods.get(p) or model.get_submodule(p)) for p in paths} | {id(model)}
+    def at(path: str) -> nn.Module:  # not ``mods.get(p) or ...``: a module may define __len__/__bool__
+        found = mods.get(path)
+        return model.get_submodule(path) if found is None else found
+
+    skip = {id(at(p)) for p in paths} | {id(model)}
     for a in mods.values():
         if checks_hooks(a):
             skip.update(id(m) for m in a.modules())
-    out = {id(m): m for m in (mods.get(p) or model.get_submodule(p) for p in sorted(above))}
+    out = {id(m): m for m in map(at, sorted(above))}
     return [m for i, m in out.items() if i not in skip]

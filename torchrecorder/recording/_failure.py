@@ -120,13 +120,14 @@ def module_frames(exc: BaseException) -> list[tuple[Any, str]]:
 
 
 def raised_in(exc: BaseException, innermost: LayerNode, nodes: Mapping[Any, BaseNode],
-              modules: Mapping[int, Any]) -> tuple[LayerNode, Any, bool]:
+              modules: Mapping[int, Any]) -> tuple[LayerNode, Any, str]:
     """The call ``exc`` came from: ``innermost`` (the deepest call still open when it was
     raised), or a call inside it that had returned when one of its forward hooks raised (the
     user's own hook, ``StopForward``), read from the traceback; the
     :class:`~torchrecorder.recording.meta.ModuleInfo` of a module called from there whose
-    forward pre-hook raised before its call was opened (else ``None``); and whether a forward
-    pre-hook of the call itself raised, after the call opened and before its ``forward`` ran.
+    forward pre-hook raised before its call was opened (else ``None``); and ``"pre"`` where a
+    forward pre-hook of the call itself raised, after the call opened and before its ``forward``
+    ran, ``"post"`` where one of its forward hooks raised after ``forward`` returned, else ``""``.
     ``modules`` maps ``id(module)`` to its ``ModuleInfo`` (``last``: its latest call)."""
     chain: set[Any] = set()
     node: BaseNode = innermost
@@ -139,9 +140,9 @@ def raised_in(exc: BaseException, innermost: LayerNode, nodes: Mapping[Any, Base
         call = info.last if info is not None else None
         if call is None or not (call.key in chain or (stage == "post" and call.parent_key in chain)):
             # a call not opened: a pre-hook run before the recorder's raised
-            return failed, (info if stage == "pre" else None), False
+            return failed, (info if stage == "pre" else None), ""
         failed, last = call, stage
-    return failed, None, last == "pre" and failed is innermost
+    return failed, None, last if last == "post" or (last == "pre" and failed is innermost) else ""
 
 
 def call_arguments(exc: BaseException, module: Any) -> tuple[Any, ...]:

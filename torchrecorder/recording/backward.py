@@ -27,6 +27,7 @@ from torch import Tensor
 
 from ..graph import AutogradGraph, AutogradNode, Graph
 from ..nodes import Key, OpNode
+from .untraced import release_newest_first
 
 __all__ = ["AutogradTrace", "storage_id", "storages_of"]
 
@@ -105,10 +106,10 @@ class AutogradTrace:
         try:
             if graph.error is None:
                 graph.backward = self.build(grad_enabled, param_of, model_storages())
-        finally:
-            self.made.clear()
+        finally:  # autograd nodes: the newest first (see release_newest_first)
+            release_newest_first(self.made)
             self.roots.clear()
-            self.plumbing.clear()
+            release_newest_first(self.plumbing)
 
     def build(self, grad_enabled: bool, param_of: ParamLookup,
               model_storages: Optional[set[int]] = None) -> AutogradGraph:

@@ -64,6 +64,23 @@ from .untraced import Untraced
 
 __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 
+#: id -> engine, for every engine whose hooks are on (two threads may record one model at once)
+_OPEN: dict[int, Engine] = {}
+
+
+class _CompileHooksQuiet:
+    """A hook handle of sorts: while on, torch's warning that ``torch.compile(module)`` fires
+    global module hooks twice is not shown; the global hook is the recorder's, which records
+    the compiled wrapper's call and its module's as they are (the user registered none)."""
+
+    def __init__(self) -> None:
+        warnings.filterwarnings("ignore", r"Using `torch\.compile\(module\)` when there are global hooks")
+        self.entry = warnings.filters[0]
+
+    def remove(self) -> None:
+        if isinstance(warnings.filters, list) and self.entry in warnings.filters:  # (typed a Sequence)
+            warnings.filters.remove(self.entry)
+
 # Inside the hooks every ``t.shape`` or ``p.numel()`` would otherwise go through OpMode (about
 # 10 calls per module call) just to be ignored; without DisableTorchFunction only slower.
 _no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
@@ -196,8 +213,10 @@ class Engine(ModuleCalls):
         the graph gets a note.
         """
         self.closed = False
+        _OPEN[id(self)] = self
         try:
-            self._index_modules(net, name, "", hook=True)
+            with _no_torch_function():  # reading the model is kept from the caller's function modes
+                self._index_modules(net, name, "", hook=True)
         except BaseException:
             self.remove_hooks()
             raise
@@ -207,6 +226,7 @@ class Engine(ModuleCalls):
         meanwhile (a second Ctrl-C) goes on once every hook is gone; a hook left anyway
         records nothing and removes the rest when it is next called."""
         self.closed = True
+        _OPEN.pop(id(self), None)
         handles = self._handles
         pending: Optional[BaseException] = None
         while handles:
@@ -265,7 +285,7 @@ class Engine(ModuleCalls):
         else:
             annotate(exc, graph)
             return  # raised outside the model's forward
-        failed, before, in_pre_hook = raised_in(exc, failed, graph.nodes, self._modules)
+        failed, before, in_hook = raised_in(exc, failed, graph.nodes, self._modules)
         failed.error = failed.error or graph.error
         graph.failed_key = failed.key
         try:  # what ran before it raised: the operation that raised, and inputs nothing inside read
@@ -275,8 +295,9 @@ class Engine(ModuleCalls):
             pass
         shapes = ", ".join(shape_str(s) for s in failed.input_shapes) or "no tensors"
         where = f"'{failed.path or failed.name}' ({failed.type_name}) called with input shapes [{shapes}]"
-        if in_pre_hook:  # (the recorder's pre-hook runs first: the call had opened)
-            where += ", in a forward pre-hook before its forward ran"
+        if in_hook:  # (the recorder's pre-hook runs first: the call had opened)
+            where += (", in a forward pre-hook before its forward ran" if in_hook == "pre"
+                      else ", in a forward hook after its forward returned")
         if before is not None:  # no node of that call: its caller is marked
             where = (f"'{before.path or before.name}' ({before.type_name}), in a forward pre-hook before "
                      f"its forward ran (inside {where})")
@@ -295,6 +316,7 @@ class Engine(ModuleCalls):
         if not self._hook_fns:  # what dynamo must not compile: it mis-traces the recorder's hooks
             self._hook_fns = (eager(self._pre_hook), eager(self._post_hook))
         inside_script: set[int] = set()
+        compiled = any(type(m).__name__ == "OptimizedModule" for m in new)  # torch.compile(module)
         if GLOBAL_POST_HOOK and not any(isinstance(m, torch.jit.ScriptModule) for m in new):
             add_pre_hooks(self._handles, new, self._hook_fns[0], self._hook_id)  # the common case
             new = []
@@ -314,6 +336,8 @@ class Engine(ModuleCalls):
             # closing a call reads only the outputs
             self._handles.append(_register_module_forward_hook(eager(self._global_post_hook),
                                                                always_call=True))
+            if compiled:
+                self._handles.append(_CompileHooksQuiet())
         # what forward registers on a module of the model (a head made on first use) is indexed then
         self._handles.append(_torch_module.register_module_module_registration_hook(
             eager(self._module_registered)))
@@ -398,6 +422,8 @@ class Engine(ModuleCalls):
         thread = get_ident()
         if thread in self._other_threads:
             return
+        if any(e.thread == thread and id(module) in e._modules for e in list(_OPEN.values())):
+            return  # that thread records the model itself: its call is not one of this pass
         self._other_threads.add(thread)
         info = self._modules.get(id(module))
         path = info.path if info is not None and info.path else type(module).__name__

@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import operator
 from collections.abc import Callable
+from contextlib import nullcontext
 from itertools import chain
 from typing import Any, Generic, Optional, TypeVar
 
@@ -19,6 +20,9 @@ from .memo import ModelMemo, kept_memo, new_memo
 __all__ = ["Memo", "ModelWalk", "ModuleInfo", "ParamFacts", "bind_arguments", "check_model", "dtype_names",
            "grad_fn_op_name", "lazy_error", "own_tensors", "picker", "shape_name", "shape_of", "shape_tuple",
            "tensor_meta", "type_name"]
+
+# the walk is the recorder's own: kept from the caller's function modes and tensor subclasses
+_NO_TORCH_FUNCTION: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -265,6 +269,11 @@ def check_model(net: nn.Module) -> ModelWalk:
     Raises:
         TypeError: a parameter or buffer is uninitialized (a lazy module not called yet).
     """
+    with _NO_TORCH_FUNCTION():  # the caller's function modes and tensor subclasses see none of it
+        return _checked(net)
+
+
+def _checked(net: nn.Module) -> ModelWalk:
     walk = ModelWalk(_walk(net))
     modules: list[Any] = list(map(_MODULE, walk))
     pdicts = list(map(_PARAMETERS, modules))

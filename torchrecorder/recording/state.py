@@ -29,6 +29,9 @@ __all__ = ["EAGER_COPY_BYTES", "ModelState", "gc_paused", "model_state_kept", "r
 EAGER_COPY_BYTES = 32 << 20
 
 _MISSING = object()
+# what is read and written here is the recorder's own business: kept from the function modes
+# and tensor subclasses of the caller (a mode counting operations, a logging subclass)
+_NO_TORCH_FUNCTION: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", contextlib.nullcontext)
 
 
 def _label(what: tuple[str, str, str]) -> str:
@@ -291,6 +294,7 @@ class ModelState:
         self.modules = modules = layout.modules
         self.training = list(map(_TRAINING, modules))
         self.attrs = Attributes(modules, layout.attr_owners, layout.attr_names, layout.attr_lens)
+        self.slot_modules, self.slot_attrs = layout.slot_modules, layout.slot_attrs
         self.slot_dicts: list[Any] = list(map(getattr, layout.slot_modules, layout.slot_attrs))
         self.slot_names, self.slot_objects = layout.slot_names, layout.slot_objects
         # the tracked tensors: the distinct parameters and buffers, then each existing .grad
@@ -356,7 +360,15 @@ class ModelState:
         if stats is not None and not writes_arguments(stats, args, kwargs):
             stats = None  # batch norm in eval, an embedding without max_norm: writes nothing
         # (the storage index is made only for a call that may write: most passes have none)
-        if not (positions or stats or (kwargs and "out" in kwargs)) or not self.by_storage:
+        if not (positions or stats or (kwargs and "out" in kwargs)):
+            return
+        with _NO_TORCH_FUNCTION():  # the copies: none of the caller's function modes' business
+            self._copy_written(positions, stats, args, kwargs)
+
+    def _copy_written(self, positions: Any, stats: Any, args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> None:
+        """:meth:`before_write`'s copies, for a call that may write."""
+        if not self.by_storage:
             return
         written: list[Any] = [args[i] for i in positions if i < len(args)]
         if kwargs and any(i >= len(args) for i in positions):
@@ -398,10 +410,9 @@ class ModelState:
                 now = list(map(dict.get, dicts, names, repeat(_MISSING)))
             except TypeError:  # a ScriptModule's dicts (no .get)
                 now = [d[n] if n in d else _MISSING for d, n in zip(dicts, names, strict=True)]
-            if not all(map(operator.is_, now, objects)):
-                for d, n, obj, got in zip(dicts, names, objects, now, strict=True):
-                    if got is not obj:
-                        d[n] = obj
+            current = list(map(getattr, self.slot_modules, self.slot_attrs))
+            if not all(map(operator.is_, now, objects)) or not all(map(operator.is_, current, dicts)):
+                self._restore_slots(now, current)
             self.attrs.restore()
             now_versions = _versions(aliases)  # before anything below writes
             moved = set(self._moved())
@@ -445,23 +456,60 @@ class ModelState:
         torch.set_grad_enabled(self.grad_mode)
         return problems
 
+    def _restore_slots(self, now: list[Any], current: list[Any]) -> None:
+        """Put back the objects of the registries' slots that ``forward`` replaced or deleted
+        (``now`` holds what the slots hold, ``current`` each slot's registry as its module has it
+        now).  A registry ``forward`` rebound (``del seq[1]`` and ``seq.pop(0)`` build a new
+        ``_modules``) is put back on its module; one that lost a slot gets it back in its place
+        (a ``Sequential`` runs its modules in that order); what ``forward`` added stays, after."""
+        groups: dict[int, tuple[Any, str, Any, Any, list[str], list[Any]]] = {}
+        changed: set[int] = set()
+        for module, attr, d, cur, name, obj, got in zip(self.slot_modules, self.slot_attrs, self.slot_dicts,
+                                                        current, self.slot_names, self.slot_objects, now,
+                                                        strict=True):
+            group = groups.get(id(d))
+            if group is None:
+                group = groups[id(d)] = (module, attr, d, cur, [], [])
+            group[4].append(name)
+            group[5].append(obj)
+            if got is not obj or cur is not d:
+                changed.add(id(d))
+        for key in changed:
+            module, attr, d, cur, names, objects = groups[key]
+            if type(d) is not dict:  # a ScriptModule's registry: slot by slot
+                for name, obj in zip(names, objects, strict=True):
+                    d[name] = obj
+                continue
+            kept = set(names)
+            added = [(k, v) for k, v in d.items() if k not in kept]
+            if cur is not d:
+                added += [(k, v) for k, v in cur.items() if k not in kept]
+            d.clear()
+            d.update(zip(names, objects, strict=True))
+            d.update(added)
+            if cur is not d:
+                module.__dict__[attr] = d
+
     def close(self) -> None:
         """Forget every tensor and copy (the recording may live much longer than the pass)."""
         self.tensors, self.aliases, self.saved, self._saved_at, self._by_storage = [], [], [], [], {}
         self.params, self.grads, self.modules, self.training = [], [], [], []
         self.attrs.close()
-        self.slot_dicts, self.slot_objects = [], []
+        self.slot_dicts, self.slot_objects, self.slot_modules = [], [], []
 
     # a class, not a contextlib generator: the user's exception passes through untouched
     def __enter__(self) -> ModelState:
-        self.rng.__enter__()
+        with _NO_TORCH_FUNCTION():
+            self.rng.__enter__()
         return self
 
     def __exit__(self, typ: Any, exc: Optional[BaseException], tb: Any) -> None:
         try:
-            self.rng.__exit__(typ, exc, tb)
+            with _NO_TORCH_FUNCTION():
+                self.rng.__exit__(typ, exc, tb)
         finally:
-            problems = self.restore()
+            with _NO_TORCH_FUNCTION():
+                problems = self.restore()
             self.close()
             for problem in problems:
                 warnings.warn(f"torchrecorder: {problem}", RuntimeWarning, stacklevel=3)
@@ -482,7 +530,8 @@ def model_state_kept(net: nn.Module, walk: Optional[list[tuple[str, nn.Module]]]
     counter shows it (a write through ``.numpy()`` does not).  ``walk``: the model's
     ``named_modules(remove_duplicate=False)`` as a list, when the caller has it already.
     """
-    return ModelState(net, walk)
+    with _NO_TORCH_FUNCTION():
+        return ModelState(net, walk)
 
 
 @contextlib.contextmanager

@@ -42,13 +42,25 @@ from ..nodes import Key, LayerNode, OpNode, ScopeNode
 from .meta import grad_fn_op_name
 from .source import caller
 
-__all__ = ["TO_PYTHON_OPS", "Untraced"]
+__all__ = ["TO_PYTHON_OPS", "Untraced", "release_newest_first"]
 
 #: operations that turn tensor values into Python objects (the function mode sees them)
 TO_PYTHON_OPS = frozenset({"item", "tolist", "numpy", "int", "float", "index", "complex"})
 
 _WALK_BUDGET = 20_000  # autograd nodes visited at most per recovered tensor
 _FUNCTION_FILE = os.path.join("autograd", "function.py")
+
+
+def release_newest_first(held: dict[Any, Any]) -> None:
+    """Empty ``held``, a dict of autograd nodes (``grad_fn`` s, or what holds them) in the
+    order they were made, the newest first.  A node whose ``grad_fn`` was read from Python
+    keeps that Python object while it lives, and torch frees a chain of such nodes by one
+    nested call per node: released oldest first, every node stays held by the next until the
+    newest lets the whole chain go at once, which overflows the stack on a long chain (a
+    Python loop of some 50,000 operations: a segfault).  Newest first, each node released is
+    freed alone."""
+    while held:
+        held.popitem()
 
 
 class Untraced:
@@ -85,9 +97,9 @@ class Untraced:
         """Forget the live objects of the recording that ended."""
         self.pending.clear()
         self.buffers.clear()
-        self.grad_fns.clear()
-        self._joined.clear()
-        self._inputs.clear()
+        release_newest_first(self.grad_fns)
+        release_newest_first(self._joined)
+        release_newest_first(self._inputs)
         self._done.clear()
         self._constants = None
         self._noted.clear()

@@ -46,7 +46,9 @@ def _numbers(name: str, text: str) -> list[str]:
 def check_attribute_values(styles: Mapping[str, Mapping[str, object]]) -> None:
     """Raise ``ValueError`` for a numeric attribute (:data:`NUMERIC_ATTRIBUTES`) in ``styles``
     (kind -> attributes, as :attr:`~torchrecorder.renderer.GraphvizStyler.styles` holds
-    them) whose value is not a finite number in range; other attributes are not looked at.
+    them) whose value is not a finite number in range, and for any value that ends in a
+    lone backslash (``color="red\\"``): it would escape the closing quote, and ``dot``
+    would fail on the whole file with a syntax error.
 
     >>> check_attribute_values({"graph": {"dpi": "300", "size": "3.5,8!"}})
     >>> check_attribute_values({"graph": {"dpi": "inf"}})
@@ -56,6 +58,11 @@ def check_attribute_values(styles: Mapping[str, Mapping[str, object]]) -> None:
     """
     for kind, attrs in styles.items():
         for name, value in attrs.items():
+            text = str(value)
+            if text.endswith("\\") and (len(text) - len(text.rstrip("\\"))) % 2:
+                where = "the graph" if kind == "graph" else f"{kind} elements"
+                raise ValueError(f"Graphviz attribute {name!r} of {where} is {text!r}: it ends in a lone "
+                                 "backslash, which escapes DOT's closing quote; double it for a backslash")
             rule = NUMERIC_ATTRIBUTES.get(name)
             if rule is None:
                 continue

@@ -198,9 +198,9 @@ class GraphvizRenderer(BaseRenderer):
     def __call__(self, dest: Any) -> Any:
         """Draw into the Digraph ``dest`` and return it; graph attributes it does not set
         come from the styler (see :meth:`BaseRenderer.__call__`)."""
-        if isinstance(dest, graphviz.Graph):
-            raise TypeError(f"{type(self).__name__} draws directed edges: give it a graphviz.Digraph, "
-                            "not a graphviz.Graph")
+        if isinstance(dest, graphviz.Graph) or not hasattr(dest, "body"):  # a path: make_dot writes files
+            raise TypeError(f"{type(self).__name__} draws into a graphviz.Digraph, not "
+                            f"{'a graphviz.Graph' if hasattr(dest, 'body') else repr(dest)}; files: make_dot")
         if isinstance(dest, graphviz.Digraph):
             for key, value in self.styler.graph_attrs().items():
                 dest.graph_attr.setdefault(key, value)
