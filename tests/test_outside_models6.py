@@ -1,0 +1,81 @@
+"""Architectures and idioms from outside the test zoo that once recorded wrongly (redteam17).
+
+Each test builds a tiny hand-written model with the idiom of a real architecture and
+checks the recording against an independent oracle or against what the model does.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+import torchrecorder
+from torchrecorder import OpNode
+
+from .graph_checks import check_invariants, check_state_unchanged, snapshot
+from .oracle import compare, export_relation, fx_relation, recorded_relation
+
+
+class _LinearBN(nn.Module):
+    """LeViT's ``MLPLayerWithBN``: the batch norm's result takes the linear's shape with
+    ``reshape_as``, which reads no value of the linear's output."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(n, n)
+        self.batch_norm = nn.BatchNorm1d(n)
+
+    def forward(self, h: Tensor) -> Tensor:
+        h = self.linear(h)
+        return self.batch_norm(h.flatten(0, 1)).reshape_as(h)
+
+
+class _ShapeFrom(nn.Module):
+    """``other`` of ``reshape_as`` / ``view_as`` / ``expand_as`` made by a call of its own."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+        self.a, self.b, self.c = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        shape, g = self.a(x), self.b(x)
+        if self.how == "expand_as":
+            y = g[:, :1].expand_as(shape)
+        else:
+            y = getattr(g.flatten(), self.how)(shape)
+        return self.c(y)
+
+
+@pytest.mark.parametrize("how", ["reshape_as", "view_as", "expand_as"])
+def test_the_tensor_an_operation_takes_only_its_shape_from_feeds_nothing(how: str) -> None:
+    torch.manual_seed(0)
+    net = _ShapeFrom(how)
+    x = torch.randn(2, 4)
+    before = snapshot(net)
+    rec = torchrecorder.record(net, "net", input_data=x)
+    check_state_unchanged(before, net)
+    check_invariants(rec)
+    got = recorded_relation(rec)
+    assert ("a#1", "c#1") not in got, f"{how}'s shape argument draws an edge"
+    assert {("INPUT", "a#1"), ("INPUT", "b#1"), ("b#1", "c#1"), ("c#1", "OUTPUT")} == got
+    op = next(n for n in rec.nodes.values() if isinstance(n, OpNode) and n.op == how)
+    assert [a for a, b in rec.links if b == op.key] != [], "the reshaped tensor still feeds it"
+    assert compare(fx_relation(net, (x,), {}), got)[2:] == (set(), set())
+
+
+def test_levit_linear_batch_norm_feeds_the_next_call_through_its_batch_norm() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(_LinearBN(4), nn.Hardswish(), _LinearBN(4)).eval()
+    x = torch.randn(2, 3, 4)
+    rec = torchrecorder.record(net, "net", input_data=x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected, visible = export_relation(net, (x,), {})
+    got = recorded_relation(rec, visible)
+    _, _, missing, extra = compare(expected, got)
+    assert (missing, extra) == (set(), set())
+    assert ("0.linear#1", "1#1") not in recorded_relation(rec)
