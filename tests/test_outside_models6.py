@@ -79,3 +79,26 @@ def test_levit_linear_batch_norm_feeds_the_next_call_through_its_batch_norm() ->
     _, _, missing, extra = compare(expected, got)
     assert (missing, extra) == (set(), set())
     assert ("0.linear#1", "1#1") not in recorded_relation(rec)
+
+
+class _Float64ScaleFirst(nn.Module):
+    """A float64 parameter registered before the float32 layers that take the input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(4, dtype=torch.float64))
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.b(self.a(x)) * self.scale.float()
+
+
+def test_random_inputs_take_the_dtype_of_most_of_the_parameters() -> None:
+    net = _Float64ScaleFirst()
+    rec = torchrecorder.record(net, "net", (2, 4))
+    inputs = [n for n in rec.nodes.values() if getattr(n, "role", None) == "input"]
+    assert [n.dtype for n in inputs] == ["float32"]
+    half = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2)).to(torch.float16)
+    rec = torchrecorder.record(half, "half", (2, 4))
+    assert [n.dtype for n in rec.nodes.values() if getattr(n, "role", None) == "input"] == ["float16"]

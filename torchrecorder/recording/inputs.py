@@ -53,10 +53,14 @@ def _default_device_dtype(net: nn.Module) -> tuple[torch.device, torch.dtype]:
     for t in (*net.parameters(), *net.buffers()):
         device = t.device
         break
+    # the floating dtype that holds most of the parameters' elements (the first one on a tie):
+    # a float64 scale registered before float32 layers does not make the input float64
+    count: dict[torch.dtype, int] = {}
     for p in net.parameters():
-        if p.is_floating_point():
-            dtype = p.dtype
-            break
+        if p.is_floating_point() and not isinstance(p, nn.parameter.UninitializedParameter):
+            count[p.dtype] = count.get(p.dtype, 0) + p.numel()
+    if count:
+        dtype = max(count, key=count.__getitem__)
     return device, dtype
 
 
