@@ -102,3 +102,32 @@ def test_random_inputs_take_the_dtype_of_most_of_the_parameters() -> None:
     half = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2)).to(torch.float16)
     rec = torchrecorder.record(half, "half", (2, 4))
     assert [n.dtype for n in rec.nodes.values() if getattr(n, "role", None) == "input"] == ["float16"]
+
+
+class _GaussianPolicy(nn.Module):
+    """A policy network returning its state-independent log-std parameter and its input as
+    they are (``return self.mu(x), self.log_std, x``), as many RL codebases do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mu = nn.Linear(4, 2)
+        self.log_std = nn.Parameter(torch.zeros(2))
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        return self.mu(x), self.log_std, x
+
+
+def test_a_parameter_or_input_the_network_returns_is_handed_back_as_it_is() -> None:
+    net = _GaussianPolicy()
+    x = torch.randn(3, 4)
+    before = snapshot(net)
+    with torchrecorder.recording(net, "pi") as rec:
+        _mu, log_std, same = net(x)
+    check_state_unchanged(before, net)
+    assert type(log_std) is nn.Parameter and log_std is net.log_std and same is x, (
+        "the caller got other objects than a plain call gives")
+    outputs = {n.name: n.key for n in rec.nodes.values() if getattr(n, "role", None) == "output"}
+    assert set(outputs) == {"output[0]", "output[1]", "output[2]"}
+    fed_by = {b: a for a, b in rec.links}
+    assert fed_by[fed_by[outputs["output[1]"]]] == "log_std"
+    assert fed_by[fed_by[outputs["output[2]"]]] == "input:x"
