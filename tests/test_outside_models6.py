@@ -7,6 +7,7 @@ checks the recording against an independent oracle or against what the model doe
 from __future__ import annotations
 
 import warnings
+from typing import Optional
 
 import pytest
 import torch
@@ -131,3 +132,42 @@ def test_a_parameter_or_input_the_network_returns_is_handed_back_as_it_is() -> N
     fed_by = {b: a for a, b in rec.links}
     assert fed_by[fed_by[outputs["output[1]"]]] == "log_std"
     assert fed_by[fed_by[outputs["output[2]"]]] == "input:x"
+
+
+class _KeywordModel(nn.Module):
+    """A Hugging Face-style forward: every input optional and named."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(10, 4)
+        self.out = nn.Linear(4, 2)
+
+    def forward(self, input_ids: Optional[Tensor] = None, attention_mask: Optional[Tensor] = None) -> Tensor:
+        assert isinstance(input_ids, Tensor)
+        h = self.embed(input_ids)
+        if attention_mask is not None:
+            h = h * attention_mask[..., None]
+        return self.out(h)
+
+
+class _BatchModel(nn.Module):
+    """A forward that takes one dict of features."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 2)
+
+    def forward(self, batch: dict[str, Tensor]) -> Tensor:
+        return self.a(batch["x"]) * batch["m"]
+
+
+def test_a_dict_of_forwards_argument_names_given_as_input_data_is_its_keyword_arguments() -> None:
+    ids = torch.randint(0, 10, (1, 5))
+    mask = torch.ones(1, 5)
+    rec = torchrecorder.record(_KeywordModel(), "lm", input_data={"input_ids": ids, "attention_mask": mask})
+    inputs = [n.name for n in rec.nodes.values() if getattr(n, "role", None) == "input"]
+    assert inputs == ["input_ids", "attention_mask"]
+    # a dict whose keys are not forward's argument names stays one argument
+    rec = torchrecorder.record(_BatchModel(), "b", input_data={"x": torch.randn(2, 4), "m": torch.ones(2, 2)})
+    names = [n.name for n in rec.nodes.values() if getattr(n, "role", None) == "input"]
+    assert names == ["batch.x", "batch.m"]

@@ -25,6 +25,7 @@ from .recording import (
     gc_paused,
     integer_inputs,
     is_integer_dtype,
+    keyword_data,
     keyword_inputs,
     list_argument_hint,
     make_inputs,
@@ -100,7 +101,9 @@ def record(
             when ``input_data`` is given.  Random inputs of
             these shapes are made on the model's device, in its dtype.
         input_data: a tensor, or a tuple (or a list ``forward`` can only take item by item) of
-            positional arguments; instead of ``input_shapes`` (for token ids, for instance).
+            positional arguments; instead of ``input_shapes`` (for token ids, for instance).  A
+            dict whose keys all name arguments of ``forward`` (``{"input_ids": ids}``, a
+            tokenizer's output) is its keyword arguments, as torchinfo reads a dict.
         input_kwargs: keyword arguments for ``net.forward``.
         device: device for inputs made from ``input_shapes``
             (default: where the model's parameters are).
@@ -159,6 +162,8 @@ def record(
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
+    if input_shapes is None:  # (torchinfo's input_data={...}: forward's keyword arguments)
+        input_data, kwargs = keyword_data(net, input_data, kwargs)
     dtype, per_input = _dtypes(dtype, input_shapes if input_data is None else None)
     if per_input:  # one dtype per input shape
         input_data = _mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)
