@@ -171,3 +171,21 @@ def test_a_dict_of_forwards_argument_names_given_as_input_data_is_its_keyword_ar
     rec = torchrecorder.record(_BatchModel(), "b", input_data={"x": torch.randn(2, 4), "m": torch.ones(2, 2)})
     names = [n.name for n in rec.nodes.values() if getattr(n, "role", None) == "input"]
     assert names == ["batch.x", "batch.m"]
+
+
+class _SameNodeTwice(nn.Module):
+    """``v = h.view_as(h)`` is ``h`` under another name; ``v.reshape_as(h)`` reads ``h``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.a(x)
+        return self.b(h.view_as(h).reshape_as(h))
+
+
+def test_a_tensor_reshaped_as_itself_under_another_name_still_feeds_the_operation() -> None:
+    rec = torchrecorder.record(_SameNodeTwice(), "net", (2, 4))
+    check_invariants(rec)
+    assert ("a#1", "b#1") in recorded_relation(rec)

@@ -106,7 +106,8 @@ def _unlink_shape_argument(engine: OpSink, args: tuple[Any, ...], kwargs: dict[s
     only gives the result its shape (LeViT's ``batch_norm(h.flatten(0, 1)).reshape_as(h)``
     does not read ``h``'s values), unless ``other`` is also the tensor reshaped."""
     other = args[1] if len(args) > 1 else kwargs.get("other")
-    if isinstance(other, Tensor) and not (args and args[0] is other):
+    if isinstance(other, Tensor) and args and args[0] is not other \
+            and engine.lookup(other) != engine.lookup(args[0]):  # (not one node under two names)
         engine.unlink(other, out)
 
 
