@@ -29,6 +29,7 @@ from .recording import (
     keyword_inputs,
     list_argument_hint,
     make_inputs,
+    mixed_inputs,
     model_state_kept,
     normalise_shapes,
 )
@@ -162,11 +163,10 @@ def record(
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
-    if input_shapes is None:  # (torchinfo's input_data={...}: forward's keyword arguments)
-        input_data, kwargs = keyword_data(net, input_data, kwargs)
+    input_data, kwargs = keyword_data(net, input_shapes, input_data, kwargs)
     dtype, per_input = _dtypes(dtype, input_shapes if input_data is None else None)
     if per_input:  # one dtype per input shape
-        input_data = _mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)
+        input_data = mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(net, input_shapes, input_data, device, dtype, kwargs)
@@ -405,14 +405,6 @@ def _dtypes(dtype: Any, input_shapes: Any) -> tuple[Optional[torch.dtype], list[
         raise ValueError(f"dtype lists {len(listed)} dtypes for {len(shapes)} input shapes; "
                          "give one per shape, or one dtype for all")
     return (listed[0], []) if len(set(listed)) == 1 else (None, listed)
-
-
-def _mixed_inputs(net: nn.Module, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype],
-                  device: Any) -> tuple[torch.Tensor, ...]:
-    """The inputs of ``shapes``, each in its dtype, made as :func:`record` makes inputs of one."""
-    made = {dt: (integer_inputs(net, shapes, dt, device) if is_integer_dtype(dt)
-                 else make_inputs(net, shapes, None, device, dt)) for dt in set(dtypes)}
-    return tuple(made[dt][i] for i, dt in enumerate(dtypes))
 
 
 def render_network(

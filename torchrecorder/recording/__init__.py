@@ -25,7 +25,7 @@ from .inputs import (
     normalise_shapes,
 )
 from .state import gc_paused, model_state_kept
-from .tokens import integer_inputs, is_integer_dtype
+from .tokens import integer_inputs, is_integer_dtype, mixed_inputs
 
 __all__ = [
     "Engine",
@@ -38,6 +38,7 @@ __all__ = [
     "leaf_dummy",
     "list_argument_hint",
     "make_inputs",
+    "mixed_inputs",
     "model_state_kept",
     "normalise_shapes",
     "op_acc",

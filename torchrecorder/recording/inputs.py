@@ -108,13 +108,15 @@ def _takes_items_only(net: nn.Module, items: list[Any], kwargs: Mapping[str, Any
     return True
 
 
-def keyword_data(net: nn.Module, input_data: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def keyword_data(net: nn.Module, input_shapes: Any, input_data: Any,
+                 kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """``input_data`` and the keyword arguments of the recorded call: a mapping given as
-    ``input_data`` whose keys all name arguments of ``forward`` (``{"input_ids": ids,
-    "attention_mask": mask}``, a tokenizer's output) is those keyword arguments, as torchinfo
-    and torchview read a dict, and ``input_data`` is then ``None``; any other ``input_data``
-    (a dict of features that ``forward`` takes as its one argument) comes back as it is."""
-    if not isinstance(input_data, Mapping) or not input_data:
+    ``input_data`` (without ``input_shapes``) whose keys all name arguments of ``forward``
+    (``{"input_ids": ids, "attention_mask": mask}``, a tokenizer's output) is those keyword
+    arguments, as torchinfo and torchview read a dict, and ``input_data`` is then ``None``; any
+    other ``input_data`` (a dict of features that ``forward`` takes as its one argument) comes
+    back as it is."""
+    if input_shapes is not None or not isinstance(input_data, Mapping) or not input_data:
         return input_data, kwargs
     try:
         signature = inspect.signature(net.forward)
