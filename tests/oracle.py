@@ -139,8 +139,15 @@ def fx_relation(net: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
             calls[n] = f"{n.target}#{seen[n.target]}"
     starts = [(n, INPUT) for n in graph.nodes if n.op == "placeholder" and flags.tensorish.get(n)]
     starts += list(calls.items())
-    return _reach(starts, lambda n: n.users, calls.get,
+    return _reach(starts, lambda n: [u for u in n.users if not _shape_only_use(n, u)], calls.get,
                   lambda n: n.op != "output" and flags.tensorish.get(n, False), _output_nodes(graph))
+
+
+def _shape_only_use(n: fx.Node, user: fx.Node) -> bool:
+    """Whether ``user`` reads only the shape of ``n``: ``x.reshape_as(n)``, ``view_as``,
+    ``expand_as`` (as an exported program, which keeps the sizes and not the tensor)."""
+    return (user.op == "call_method" and user.target in ("reshape_as", "view_as", "expand_as")
+            and len(user.args) > 1 and user.args[1] is n and user.args[0] is not n)
 
 
 def _is_leaf(m: nn.Module) -> bool:

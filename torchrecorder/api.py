@@ -25,9 +25,11 @@ from .recording import (
     gc_paused,
     integer_inputs,
     is_integer_dtype,
+    keyword_data,
     keyword_inputs,
     list_argument_hint,
     make_inputs,
+    mixed_inputs,
     model_state_kept,
     normalise_shapes,
 )
@@ -100,7 +102,9 @@ def record(
             when ``input_data`` is given.  Random inputs of
             these shapes are made on the model's device, in its dtype.
         input_data: a tensor, or a tuple (or a list ``forward`` can only take item by item) of
-            positional arguments; instead of ``input_shapes`` (for token ids, for instance).
+            positional arguments; instead of ``input_shapes`` (for token ids, for instance).  A
+            dict whose keys all name arguments of ``forward`` (``{"input_ids": ids}``, a
+            tokenizer's output) is its keyword arguments, as torchinfo reads a dict.
         input_kwargs: keyword arguments for ``net.forward``.
         device: device for inputs made from ``input_shapes``
             (default: where the model's parameters are).
@@ -159,9 +163,10 @@ def record(
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
+    input_data, kwargs = keyword_data(net, input_shapes, input_data, kwargs)
     dtype, per_input = _dtypes(dtype, input_shapes if input_data is None else None)
     if per_input:  # one dtype per input shape
-        input_data = _mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)
+        input_data = mixed_inputs(net, normalise_shapes(input_shapes), per_input, device)
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(net, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(net, input_shapes, input_data, device, dtype, kwargs)
@@ -400,14 +405,6 @@ def _dtypes(dtype: Any, input_shapes: Any) -> tuple[Optional[torch.dtype], list[
         raise ValueError(f"dtype lists {len(listed)} dtypes for {len(shapes)} input shapes; "
                          "give one per shape, or one dtype for all")
     return (listed[0], []) if len(set(listed)) == 1 else (None, listed)
-
-
-def _mixed_inputs(net: nn.Module, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype],
-                  device: Any) -> tuple[torch.Tensor, ...]:
-    """The inputs of ``shapes``, each in its dtype, made as :func:`record` makes inputs of one."""
-    made = {dt: (integer_inputs(net, shapes, dt, device) if is_integer_dtype(dt)
-                 else make_inputs(net, shapes, None, device, dt)) for dt in set(dtypes)}
-    return tuple(made[dt][i] for i, dt in enumerate(dtypes))
 
 
 def render_network(

@@ -130,6 +130,7 @@ def compile_breaks(model: nn.Module, input_shapes: Any = None, input_data: Any =
         gc_paused,
         integer_inputs,
         is_integer_dtype,
+        keyword_data,
         keyword_inputs,
         make_inputs,
         model_state_kept,
@@ -141,6 +142,7 @@ def compile_breaks(model: nn.Module, input_shapes: Any = None, input_data: Any =
     kwargs = keyword_inputs(input_kwargs)
     if input_shapes is None and input_data is None and not kwargs:
         raise ValueError("compile_breaks() needs input_shapes or input_data (as record() does)")
+    input_data, kwargs = keyword_data(model, input_shapes, input_data, kwargs)
     if input_data is None and input_shapes is not None and is_integer_dtype(dtype):
         input_data = integer_inputs(model, input_shapes, dtype, device)  # type: ignore[arg-type]
     args = make_inputs(model, input_shapes, input_data, device, dtype, kwargs)

@@ -16,9 +16,16 @@
 
 from .engine import Engine
 from .hooks import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
-from .inputs import InputShapes, keyword_inputs, list_argument_hint, make_inputs, normalise_shapes
+from .inputs import (
+    InputShapes,
+    keyword_data,
+    keyword_inputs,
+    list_argument_hint,
+    make_inputs,
+    normalise_shapes,
+)
 from .state import gc_paused, model_state_kept
-from .tokens import integer_inputs, is_integer_dtype
+from .tokens import integer_inputs, is_integer_dtype, mixed_inputs
 
 __all__ = [
     "Engine",
@@ -26,10 +33,12 @@ __all__ = [
     "gc_paused",
     "integer_inputs",
     "is_integer_dtype",
+    "keyword_data",
     "keyword_inputs",
     "leaf_dummy",
     "list_argument_hint",
     "make_inputs",
+    "mixed_inputs",
     "model_state_kept",
     "normalise_shapes",
     "op_acc",

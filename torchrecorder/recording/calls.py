@@ -245,8 +245,13 @@ class ModuleCalls(LiveObjects):
                 graph.reparent(src, scope.key)
                 out_node = node
             else:
-                alias = None
-                if existed:
+                alias = kept = None
+                if existed and at_root:
+                    # the network returns what it was given or holds (its input, a parameter):
+                    # the caller gets that very object, as from a plain call, and later reads
+                    # of it keep their producer
+                    kept = live.get(id(t))
+                elif existed:
                     alias, why = make_alias(t)
                     if alias is not None and self.autograd is not None:
                         self.autograd.alias(alias)  # (its ViewBackward0 is the recorder's)
@@ -255,6 +260,11 @@ class ModuleCalls(LiveObjects):
                                       f"the call, and {why}: later reads of that object are drawn "
                                       "as coming from this call")
                 out_node = self.tensor_node(t if alias is None else alias, scope, f"{ckey}:out", meta=meta)
+                if existed and at_root:
+                    if kept is None:
+                        del live[id(t)]
+                    else:
+                        live[id(t)] = kept
                 edges[(src, out_node.key)] = None
                 sources.add(src)
                 if alias is not None:

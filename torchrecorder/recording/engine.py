@@ -132,6 +132,7 @@ class Engine(ModuleCalls):
         self._strong: list[int] = []  # ids in ``live`` held as they are (see LiveObjects.bind)
         # keys that have an edge leaving them (kept here: read on every call's exit)
         self._sources: set[Key] = set()
+        self._unlinked = False  # an edge was taken back: _sources may name a key no edge leaves
         self._stack: list[LayerNode] = []
         # the exception being handled when each open call began (see _exit)
         self._stack_exc: list[Optional[BaseException]] = []
@@ -247,7 +248,7 @@ class Engine(ModuleCalls):
         """Drop unused ops (unless the pass failed) and forget the live objects seen."""
         if self.graph.error is None:
             edges = len(self.graph.links)
-            self.graph.prune(self._sources)
+            self.graph.prune(None if self._unlinked else self._sources)
             if len(self.graph.links) != edges:
                 self._sources = {a for a, _ in self.graph.links}
         if self.autograd is not None:
@@ -463,6 +464,7 @@ class Engine(ModuleCalls):
         src, key = self.lookup(value), self.lookup(out)
         if src is not None and key is not None:
             self.graph.links.discard((src, key))
+            self._unlinked = True
 
     # --------------------------------------------------------------- recording
     def _source_of(self, t: Tensor, scope: ScopeNode) -> Key:

@@ -10,7 +10,8 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor, nn
 
-__all__ = ["InputShapes", "keyword_inputs", "list_argument_hint", "make_inputs", "normalise_shapes"]
+__all__ = ["InputShapes", "keyword_data", "keyword_inputs", "list_argument_hint", "make_inputs",
+           "normalise_shapes"]
 
 Shape = Sequence[int]
 InputShapes = Union[None, Shape, list[Shape]]
@@ -53,10 +54,14 @@ def _default_device_dtype(net: nn.Module) -> tuple[torch.device, torch.dtype]:
     for t in (*net.parameters(), *net.buffers()):
         device = t.device
         break
+    # the floating dtype that holds most of the parameters' elements (the first one on a tie):
+    # a float64 scale registered before float32 layers does not make the input float64
+    count: dict[torch.dtype, int] = {}
     for p in net.parameters():
-        if p.is_floating_point():
-            dtype = p.dtype
-            break
+        if p.is_floating_point() and not isinstance(p, nn.parameter.UninitializedParameter):
+            count[p.dtype] = count.get(p.dtype, 0) + p.numel()
+    if count:
+        dtype = max(count, key=count.__getitem__)
     return device, dtype
 
 
@@ -101,6 +106,33 @@ def _takes_items_only(net: nn.Module, items: list[Any], kwargs: Mapping[str, Any
     except TypeError:
         return False
     return True
+
+
+def keyword_data(net: nn.Module, input_shapes: Any, input_data: Any,
+                 kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``input_data`` and the keyword arguments of the recorded call: a mapping given as
+    ``input_data`` (without ``input_shapes``) whose keys all name arguments of ``forward``
+    (``{"input_ids": ids, "attention_mask": mask}``, a tokenizer's output) is those keyword
+    arguments, as torchinfo and torchview read a dict, and ``input_data`` is then ``None``; any
+    other ``input_data`` (a dict of features that ``forward`` takes as its one argument) comes
+    back as it is."""
+    if input_shapes is not None or not isinstance(input_data, Mapping) or not input_data:
+        return input_data, kwargs
+    try:
+        signature = inspect.signature(net.forward)
+    except (TypeError, ValueError):
+        return input_data, kwargs
+    named = {name for name, p in signature.parameters.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    keys = list(input_data)
+    if not all(isinstance(k, str) and k in named and k not in kwargs for k in keys):
+        return input_data, kwargs
+    merged = {**{k: input_data[k] for k in keys}, **kwargs}
+    try:
+        signature.bind(**merged)
+    except TypeError:
+        return input_data, kwargs
+    return None, merged
 
 
 class _ListArgumentHint:

@@ -95,6 +95,22 @@ def unread_attention_mask(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Opti
     return None
 
 
+#: the operations that read only the shape of their second tensor (``x.reshape_as(other)``,
+#: ``view_as``, ``expand_as``): no value flows from ``other``, so no edge is drawn from it
+SHAPE_OF_OTHER = frozenset({"reshape_as", "view_as", "expand_as"})
+
+
+def _unlink_shape_argument(engine: OpSink, args: tuple[Any, ...], kwargs: dict[str, Any],
+                           out: Tensor) -> None:
+    """Take back the edge from the ``other`` of a :data:`SHAPE_OF_OTHER` operation, which
+    only gives the result its shape (LeViT's ``batch_norm(h.flatten(0, 1)).reshape_as(h)``
+    does not read ``h``'s values), unless ``other`` is also the tensor reshaped."""
+    other = args[1] if len(args) > 1 else kwargs.get("other")
+    if isinstance(other, Tensor) and args and args[0] is not other \
+            and engine.lookup(other) != engine.lookup(args[0]):  # (not one node under two names)
+        engine.unlink(other, out)
+
+
 # torch callables that write tensors they are given without a trailing ``_`` or ``out=``,
 # unless one argument says not to: name -> (its position, its keyword, the value that turns the
 # write off, whether they write when it is not given).  The batch-norm kernels update the
@@ -204,11 +220,15 @@ class OpMode(TorchFunctionMode):
                             engine.bind(out, key)
                             return out
                     engine.record_op(func, info[0], args, kwargs, [out], False)
+                    if info[0] in SHAPE_OF_OTHER:
+                        _unlink_shape_argument(engine, args, kwargs, out)
                 return out
         outs, inplace = op_outputs(info[:3], args, kwargs, out)
         if outs:
             engine.record_op(func, info[0], args, kwargs, outs, inplace)
-            if func is _MHA_FORWARD:  # (returns a tuple: never on the common path above)
+            if info[0] in SHAPE_OF_OTHER:
+                _unlink_shape_argument(engine, args, kwargs, outs[0])
+            elif func is _MHA_FORWARD:  # (returns a tuple: never on the common path above)
                 mask = unread_attention_mask(args, kwargs)
                 if mask is not None:
                     engine.unlink(mask, outs[0])

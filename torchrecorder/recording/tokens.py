@@ -14,9 +14,9 @@ from typing import Any, Optional
 import torch
 from torch import nn
 
-from .inputs import normalise_shapes
+from .inputs import make_inputs, normalise_shapes
 
-__all__ = ["DEFAULT_ID_LIMIT", "id_limit", "integer_inputs", "is_integer_dtype"]
+__all__ = ["DEFAULT_ID_LIMIT", "id_limit", "integer_inputs", "is_integer_dtype", "mixed_inputs"]
 
 #: ids drawn for a model with no embedding module: 0 and 1 (valid class indices, masks)
 DEFAULT_ID_LIMIT = 2
@@ -68,3 +68,12 @@ def integer_inputs(net: nn.Module, input_shapes: Any, dtype: torch.dtype,
     high = min(id_limit(net), torch.iinfo(dtype).max + 1)
     gen = torch.Generator().manual_seed(0)
     return tuple(torch.randint(0, high, s, generator=gen, dtype=dtype).to(dev) for s in shapes)
+
+
+def mixed_inputs(net: nn.Module, shapes: list[tuple[int, ...]], dtypes: list[torch.dtype],
+                 device: Any) -> tuple[torch.Tensor, ...]:
+    """The inputs of ``shapes``, each in its dtype (``record(..., dtype=[torch.long,
+    torch.bool])``), made as :func:`~torchrecorder.record` makes inputs of one dtype."""
+    made = {dt: (integer_inputs(net, shapes, dt, device) if is_integer_dtype(dt)
+                 else make_inputs(net, shapes, None, device, dt)) for dt in set(dtypes)}
+    return tuple(made[dt][i] for i, dt in enumerate(dtypes))
