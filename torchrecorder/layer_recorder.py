@@ -207,8 +207,11 @@ class LayerRecorder(nn.Module):
 
     @property
     def recorded_modules(self) -> dict[DepthIdx, nn.Module]:
-        """The recorded layers: label -> module."""
-        return {label: self._net.get_submodule(self._labels[label]) for label in self._recording}
+        """The recorded layers: label -> module, in the order of the layer table (the order the
+        layers are called, a layer before what it contains), as scio lists them."""
+        chosen = set(self._recording)
+        return {label: self._net.get_submodule(path) for label, path in self._labels.items()
+                if label in chosen}
 
     @property
     def recorded_params(self) -> dict[str, nn.Parameter]:
@@ -238,11 +241,16 @@ class LayerRecorder(nn.Module):
                 replacement or ``None`` (keep the output, changed in place or not).
             dont_record: only postprocess; :attr:`activations` is left empty.
 
+        :attr:`activations` is emptied when the pass starts, so a pass that raises leaves none.
+
         Raises:
             ValueError: the postprocessor list is shorter than :attr:`recording`.
             TypeError: a postprocessor is not callable.
             RuntimeError: a recorded layer did not run in this pass.
         """
+        # a pass that raises (the network, a postprocessor, a layer that did not run) leaves no
+        # activations, rather than the previous pass's under the labels (scio cleared them too)
+        self._activations = {}
         posts = self._postprocessors(activation_postproc)
         by_call = {self._calls[label]: label for label in self._recording}
         seen: list[DepthIdx] = []
@@ -267,7 +275,6 @@ class LayerRecorder(nn.Module):
                 raise
 
         if not by_call:
-            self._activations = {}
             return self._net(*args, **kwargs)
         paths = list(dict.fromkeys(split_call(name)[0] for name in by_call))
         with capture(self._net, paths, record=False, edit=edit):
