@@ -59,3 +59,20 @@ def test_scio_a_pass_that_raises_leaves_no_activations() -> None:
     with pytest.raises(RuntimeError):  # the network itself fails: wrong input width
         rnet(torch.randn(2, 4))
     assert dict(rnet.activations) == {}
+
+
+def test_103_layer_node_back_is_none() -> None:
+    # 1.0.3's LayerNode had pre, post and back (back always None); cleanup loops read all three
+    import torchrecorder
+
+    net = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    rec = torchrecorder.record(net, "net", (1, 3))
+    removed = 0
+    for node in rec.nodes.values():
+        if isinstance(node, torchrecorder.nodes.LayerNode):
+            for handle in (node.pre, node.post, node.back):
+                if handle is not None:
+                    handle.remove()
+                    removed += 1
+            assert node.back is None
+    assert removed == 2 * len(list(rec.layers()))

@@ -390,6 +390,11 @@ class LayerNode(ScopeNode):
         """1.0.3's handle of the forward hook on the module (see :attr:`pre`)."""
         return _REMOVED
 
+    @property
+    def back(self) -> None:
+        """1.0.3's slot for a backward hook, which 1.0.3 never registered: always ``None``."""
+        return None
+
     def call_title(self, dotted: bool = False) -> str:
         """The name a reader sees for this call: the module's name (its dotted path if
         ``dotted``), with ``#2``, ``#3``, ... for later calls of the same module.
