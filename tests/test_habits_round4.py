@@ -76,3 +76,66 @@ def test_103_layer_node_back_is_none() -> None:
                     removed += 1
             assert node.back is None
     assert removed == 2 * len(list(rec.layers()))
+
+
+class _TwoOut(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(3, 3)
+        self.b = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.a(x * 2 + y)
+        return self.b(h - y).sum(-1), h
+
+
+def _names_drawn_by_103_exporter(rec: object) -> list[str]:
+    from torchrecorder.nodes import LayerNode
+    from torchrecorder.renderer.base import BaseRenderer
+
+    class Names(BaseRenderer):
+        def render_node(self, dest: list[str], node: object) -> None:
+            if isinstance(node, LayerNode) and node.depth < self.render_depth:
+                self.render_recursive_node(dest, node)
+            else:
+                dest.append(node.name)  # type: ignore[attr-defined]
+
+        def render_recursive_node(self, dest: list[str], node: LayerNode) -> None:
+            for s in node.subnets:
+                self.render_node(dest, self.rec.nodes[s])
+            for s in node.subnets:
+                self.processed.pop(self.rec.nodes[s])
+
+        def render_edge(self, dest: list[str], fnode: object, tnode: object) -> None:
+            pass
+
+    return Names(rec, 1)([])
+
+
+def test_103_manual_workflow_keeps_the_names_given_to_outputs() -> None:
+    # 1.0.3's manual workflow names the outputs itself (r.nodes[y].name = ...); a 1.0.3 exporter
+    # drew those names, not Output-1 / Output-2
+    from torchrecorder.recorder import Recorder
+
+    net = _TwoOut()
+    r = Recorder()
+    r.register_hooks(net, name="two")
+    x, y = torch.randn(2, 3, requires_grad=True), torch.randn(2, 3, requires_grad=True)
+    r.add_node(x, name="X")
+    r.add_node(y, name="Y")
+    s, h = net(x, y)
+    r.nodes[s].name = "score"
+    r.nodes[h].name = "hidden"
+    r.remove_hooks()
+    names = _names_drawn_by_103_exporter(r)
+    assert {"X", "Y", "score", "hidden"} <= set(names)
+    assert not any(n.startswith("Output") for n in names)
+    assert r.nodes[s].name == "score"  # and the names stay after the drawing
+
+
+def test_103_outputs_not_renamed_are_output_1_and_2() -> None:
+    import torchrecorder
+
+    rec = torchrecorder.record(_TwoOut(), "two", [(2, 3), (2, 3)])
+    names = _names_drawn_by_103_exporter(rec)
+    assert {"Input-1", "Input-2", "Output-1", "Output-2"} <= set(names)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import Iterator, Set
 from typing import Any, Optional
 
@@ -116,6 +117,11 @@ class SeedName(str):
     __slots__ = ()
 
 
+#: the names a recording gives the network's outputs: ``output``, ``output[0]``,
+#: ``output.logits`` (where they sit in what ``forward`` returned), or their shape (``2×3``)
+_DEFAULT_OUTPUT_NAME = re.compile(r"output(?:[\[.].*)?|scalar|\?|[\d*]+(?:×[\d*]+)*", re.S)
+
+
 def seed_names(graph: Any) -> dict[Any, str]:
     """The name 1.0.3 gave each node of ``graph``, by key: ``Input`` (``Input-1``, ``Input-2``,
     ... for several), ``Output`` (``Output-1``, ...), ``name\\n(Class)`` for a module below the
@@ -133,7 +139,8 @@ def seed_names(graph: Any) -> dict[Any, str]:
     for role, title in (("input", "Input"), ("output", "Output")):
         group = [n for n in nodes if n.kind == "tensor" and n.role == role]
         for i, node in enumerate(group, 1):
-            if role == "input" and node.key != f"input:{node.name}":
+            if (node.key != f"input:{node.name}" if role == "input"
+                    else _DEFAULT_OUTPUT_NAME.fullmatch(node.name) is None):
                 out[node.key] = node.name  # named by the user after the recording: kept, as in 1.0.3
             else:
                 out[node.key] = title if len(group) == 1 else f"{title}-{i}"
