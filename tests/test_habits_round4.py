@@ -139,3 +139,22 @@ def test_103_outputs_not_renamed_are_output_1_and_2() -> None:
     rec = torchrecorder.record(_TwoOut(), "two", [(2, 3), (2, 3)])
     names = _names_drawn_by_103_exporter(rec)
     assert {"Input-1", "Input-2", "Output-1", "Output-2"} <= set(names)
+
+
+def test_scio_torchinfo_batch_dim_adds_the_batch_dimension() -> None:
+    # torchinfo's batch_dim, passed on by scio: input_size leaves the batch dimension out
+    net = nn.Sequential(nn.Linear(5, 4), nn.ReLU(), nn.Linear(4, 3))
+    rnet = LayerRecorder(net, input_size=(5,), batch_dim=0)
+    assert "1×5" in repr(rnet)
+    rnet.record((1, 3))
+    x = torch.randn(2, 5)
+    assert torch.equal(rnet(x), net(x)) and rnet.activations[(1, 3)].shape == (2, 3)
+
+    class Two(nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return a.sum(-1) + b.sum(-1)
+
+    two = LayerRecorder(Two(), input_size=[(3, 4), (3, 2)], batch_dim=-2)
+    assert "3×1×4, 3×1×2" in repr(two)
+    with pytest.raises(ValueError, match="batch_dim=3 is out of range"):
+        LayerRecorder(net, input_size=(5,), batch_dim=3)
