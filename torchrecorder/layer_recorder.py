@@ -70,7 +70,8 @@ def _with_batch_dim(input_size: Any, batch_dim: int) -> Any:
     if isinstance(input_size, Sequence) and all(isinstance(d, int) for d in input_size):
         return one(input_size)
     if isinstance(input_size, Sequence):
-        return type(input_size)(one(shape) for shape in input_size)
+        shapes = [one(shape) for shape in input_size]
+        return tuple(shapes) if isinstance(input_size, tuple) else shapes
     raise TypeError(f"input_size is a shape (a tuple of ints) or a list of them, got {input_size!r}")
 
 
