@@ -158,3 +158,30 @@ def test_scio_torchinfo_batch_dim_adds_the_batch_dimension() -> None:
     assert "3×1×4, 3×1×2" in repr(two)
     with pytest.raises(ValueError, match="batch_dim=3 is out of range"):
         LayerRecorder(net, input_size=(5,), batch_dim=3)
+
+
+def test_103_styler_reads_requires_grad_of_a_loaded_graphs_parameters() -> None:
+    # a 1.0.3 styler greys frozen parameters with node.fn.requires_grad; on a graph loaded from
+    # JSON node.fn was a plain meta tensor (requires_grad False), so every parameter looked frozen
+    import torchrecorder
+    from torchrecorder.nodes import ParamNode
+    from torchrecorder.renderer.gv import GraphvizStyler
+
+    class Frozen(GraphvizStyler):
+        def style_node(self, node: object) -> dict[str, object]:
+            z = super().style_node(node)
+            if isinstance(node, ParamNode) and not node.fn.requires_grad:
+                z["fillcolor"] = "grey"
+            return z
+
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    net[0].weight.requires_grad_(False)
+    rec = torchrecorder.record(net, "mlp", (1, 3))
+    loaded = torchrecorder.load_json(rec.to_json())
+    for graph in (rec, loaded):
+        params = {k: n for k, n in graph.nodes.items() if isinstance(n, ParamNode)}
+        assert {k: n.fn.requires_grad for k, n in params.items()} == {
+            "0.weight": False, "0.bias": True, "2.weight": True, "2.bias": True}
+        assert all(type(n.fn).__name__ == "Parameter" for n in params.values())
+        drawn = torchrecorder.make_dot(graph, 2, Frozen).source
+        assert drawn.count("fillcolor=grey") == 1

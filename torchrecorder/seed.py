@@ -99,15 +99,21 @@ def operation(node: Any) -> Operation:
     return _make(name, node._fn, node.op)
 
 
-def meta_tensor(shape: tuple[int, ...], dtype: Optional[str]) -> Any:
+def meta_tensor(shape: tuple[int, ...], dtype: Optional[str], requires_grad: Optional[bool] = None) -> Any:
     """A tensor on the ``meta`` device of ``shape`` and the dtype named ``dtype`` (``float32``
-    when unknown): it has a shape, a dtype and no data."""
+    when unknown): it has a shape, a dtype and no data.  With ``requires_grad`` (``True`` or
+    ``False``), a ``torch.nn.Parameter`` that requires gradients or not, as the parameter it
+    stands for did."""
     import torch
 
     kind = getattr(torch, dtype, None) if dtype else None
     if not isinstance(kind, torch.dtype):
         kind = torch.float32
-    return torch.empty([max(int(d), 0) for d in shape], dtype=kind, device="meta")
+    tensor = torch.empty([max(int(d), 0) for d in shape], dtype=kind, device="meta")
+    if requires_grad is None:
+        return tensor
+    trainable = requires_grad and (kind.is_floating_point or kind.is_complex)
+    return torch.nn.Parameter(tensor, requires_grad=trainable)
 
 
 class SeedName(str):
