@@ -55,6 +55,26 @@ def _label_text(label: DepthIdx) -> str:
     return f"{label[0]}-{label[1]}"
 
 
+def _with_batch_dim(input_size: Any, batch_dim: int) -> Any:
+    """torchinfo's ``batch_dim``: the shapes of ``input_size`` leave out the batch dimension,
+    which is inserted, of size 1, at ``batch_dim`` of each (as ``Tensor.unsqueeze`` does)."""
+    def one(shape: Sequence[int]) -> tuple[int, ...]:
+        n = len(shape)
+        if not -n - 1 <= batch_dim <= n:
+            raise ValueError(f"batch_dim={batch_dim} is out of range for the input size {tuple(shape)} "
+                             f"(a batch dimension goes at -{n + 1} to {n})")
+        dims = list(shape)
+        dims.insert(batch_dim if batch_dim >= 0 else n + 1 + batch_dim, 1)
+        return tuple(dims)
+
+    if isinstance(input_size, Sequence) and all(isinstance(d, int) for d in input_size):
+        return one(input_size)
+    if isinstance(input_size, Sequence):
+        shapes = [one(shape) for shape in input_size]
+        return tuple(shapes) if isinstance(input_size, tuple) else shapes
+    raise TypeError(f"input_size is a shape (a tuple of ints) or a list of them, got {input_size!r}")
+
+
 def _numbering_pass(net: nn.Module, input_size: Any, input_data: Any, mode: Optional[str],
                     record_kwargs: dict[str, Any]) -> Recorder:
     """Record ``net`` once to number its layers, in ``mode`` (torchinfo's), then put its own
@@ -96,6 +116,9 @@ class LayerRecorder(nn.Module):
             them, as ``torchinfo.summary`` takes it) and
             ``mode`` (``"train"``, ``"eval"`` or ``"same"``: the mode the numbering
             pass runs in; the network's own mode is put back after it).
+        batch_dim: torchinfo's: ``input_size`` leaves out the batch dimension, and
+            a batch dimension of size 1 is inserted at ``batch_dim`` of each shape
+            (``input_size=(5,), batch_dim=0`` numbers the layers on a ``1×5`` input).
         **record_kwargs: passed to :func:`torchrecorder.record` (``input_kwargs``,
             ``device``, ``dtype``); torchinfo's display keywords (``col_names``,
             ``col_width``, ``depth``, ``row_settings``, ``verbose``,
@@ -104,14 +127,18 @@ class LayerRecorder(nn.Module):
     Raises:
         TypeError: ``net`` is not a module.
         ValueError: neither ``input_size`` nor ``input_data`` is given, ``mode`` is
-            not one of torchinfo's, or ``dtypes`` names several different dtypes.
+            not one of torchinfo's, ``dtypes`` names several different dtypes, or
+            ``batch_dim`` is out of range for a shape.
     """
 
     def __init__(self, net: nn.Module, /, *, input_size: Any = None, input_data: Any = None,
                  force_static_flow: bool = True, dtypes: Optional[Sequence[Any]] = None,
-                 mode: Optional[str] = None, **record_kwargs: Any) -> None:
+                 mode: Optional[str] = None, batch_dim: Optional[int] = None,
+                 **record_kwargs: Any) -> None:
         if not isinstance(net, nn.Module):
             raise TypeError(f"LayerRecorder wraps a torch.nn.Module, got {type(net).__name__}")
+        if batch_dim is not None and input_size is not None:
+            input_size = _with_batch_dim(input_size, batch_dim)
         del force_static_flow  # the labels come from one pass in both cases (see above)
         for ignored in _DISPLAY_KEYWORDS:
             record_kwargs.pop(ignored, None)
@@ -207,8 +234,11 @@ class LayerRecorder(nn.Module):
 
     @property
     def recorded_modules(self) -> dict[DepthIdx, nn.Module]:
-        """The recorded layers: label -> module."""
-        return {label: self._net.get_submodule(self._labels[label]) for label in self._recording}
+        """The recorded layers: label -> module, in the order of the layer table (the order the
+        layers are called, a layer before what it contains), as scio lists them."""
+        chosen = set(self._recording)
+        return {label: self._net.get_submodule(path) for label, path in self._labels.items()
+                if label in chosen}
 
     @property
     def recorded_params(self) -> dict[str, nn.Parameter]:
@@ -238,11 +268,16 @@ class LayerRecorder(nn.Module):
                 replacement or ``None`` (keep the output, changed in place or not).
             dont_record: only postprocess; :attr:`activations` is left empty.
 
+        :attr:`activations` is emptied when the pass starts, so a pass that raises leaves none.
+
         Raises:
             ValueError: the postprocessor list is shorter than :attr:`recording`.
             TypeError: a postprocessor is not callable.
             RuntimeError: a recorded layer did not run in this pass.
         """
+        # a pass that raises (the network, a postprocessor, a layer that did not run) leaves no
+        # activations, rather than the previous pass's under the labels (scio cleared them too)
+        self._activations = {}
         posts = self._postprocessors(activation_postproc)
         by_call = {self._calls[label]: label for label in self._recording}
         seen: list[DepthIdx] = []
@@ -267,7 +302,6 @@ class LayerRecorder(nn.Module):
                 raise
 
         if not by_call:
-            self._activations = {}
             return self._net(*args, **kwargs)
         paths = list(dict.fromkeys(split_call(name)[0] for name in by_call))
         with capture(self._net, paths, record=False, edit=edit):

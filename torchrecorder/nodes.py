@@ -390,6 +390,11 @@ class LayerNode(ScopeNode):
         """1.0.3's handle of the forward hook on the module (see :attr:`pre`)."""
         return _REMOVED
 
+    @property
+    def back(self) -> None:
+        """1.0.3's slot for a backward hook, which 1.0.3 never registered: always ``None``."""
+        return None
+
     def call_title(self, dotted: bool = False) -> str:
         """The name a reader sees for this call: the module's name (its dotted path if
         ``dotted``), with ``#2``, ``#3``, ... for later calls of the same module.
@@ -474,16 +479,17 @@ class TensorNode(BaseNode):
     def fn(self) -> Any:
         """The tensor, when the recording kept it (``keep_tensors=True``) or, for a parameter,
         the live parameter; else, as 1.0.3 code reads it, a tensor on the ``meta`` device with
-        the recorded shape and dtype (no memory): ``node.fn.shape``, ``node.fn.dtype``.  The
-        same object at each read while the shape and dtype stay, so ``rec.nodes[node.fn]``
-        finds the node."""
+        the recorded shape and dtype (no memory): ``node.fn.shape``, ``node.fn.dtype``; for a
+        parameter, a ``Parameter`` with its ``requires_grad`` too.  The same object at each read
+        while these stay, so ``rec.nodes[node.fn]`` finds the node."""
         fn = self._fn
         if fn is None and self.shape is not None:
             got = getattr(self, "_seed", None)
-            if got is None or got[0] != (self.shape, self.dtype):
+            made = (self.shape, self.dtype, getattr(self, "requires_grad", None))
+            if got is None or got[0] != made:
                 from .seed import meta_tensor
 
-                got = self._seed = ((self.shape, self.dtype), meta_tensor(self.shape, self.dtype))
+                got = self._seed = (made, meta_tensor(*made))
             return got[1]
         return fn
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import Iterator, Set
 from typing import Any, Optional
 
@@ -98,15 +99,21 @@ def operation(node: Any) -> Operation:
     return _make(name, node._fn, node.op)
 
 
-def meta_tensor(shape: tuple[int, ...], dtype: Optional[str]) -> Any:
+def meta_tensor(shape: tuple[int, ...], dtype: Optional[str], requires_grad: Optional[bool] = None) -> Any:
     """A tensor on the ``meta`` device of ``shape`` and the dtype named ``dtype`` (``float32``
-    when unknown): it has a shape, a dtype and no data."""
+    when unknown): it has a shape, a dtype and no data.  With ``requires_grad`` (``True`` or
+    ``False``), a ``torch.nn.Parameter`` that requires gradients or not, as the parameter it
+    stands for did."""
     import torch
 
     kind = getattr(torch, dtype, None) if dtype else None
     if not isinstance(kind, torch.dtype):
         kind = torch.float32
-    return torch.empty([max(int(d), 0) for d in shape], dtype=kind, device="meta")
+    tensor = torch.empty([max(int(d), 0) for d in shape], dtype=kind, device="meta")
+    if requires_grad is None:
+        return tensor
+    trainable = requires_grad and (kind.is_floating_point or kind.is_complex)
+    return torch.nn.Parameter(tensor, requires_grad=trainable)
 
 
 class SeedName(str):
@@ -114,6 +121,11 @@ class SeedName(str):
     styler draws on two lines (a newline in any other name is shown as ``\\n``)."""
 
     __slots__ = ()
+
+
+#: the names a recording gives the network's outputs: ``output``, ``output[0]``,
+#: ``output.logits`` (where they sit in what ``forward`` returned), or their shape (``2×3``)
+_DEFAULT_OUTPUT_NAME = re.compile(r"output(?:[\[.].*)?|scalar|\?|[\d*]+(?:×[\d*]+)*", re.S)
 
 
 def seed_names(graph: Any) -> dict[Any, str]:
@@ -133,7 +145,8 @@ def seed_names(graph: Any) -> dict[Any, str]:
     for role, title in (("input", "Input"), ("output", "Output")):
         group = [n for n in nodes if n.kind == "tensor" and n.role == role]
         for i, node in enumerate(group, 1):
-            if role == "input" and node.key != f"input:{node.name}":
+            if (node.key != f"input:{node.name}" if role == "input"
+                    else _DEFAULT_OUTPUT_NAME.fullmatch(node.name) is None):
                 out[node.key] = node.name  # named by the user after the recording: kept, as in 1.0.3
             else:
                 out[node.key] = title if len(group) == 1 else f"{title}-{i}"
