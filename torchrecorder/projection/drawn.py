@@ -448,11 +448,19 @@ def _in_module(nodes: Mapping[Key, BaseNode], key: Key, path: str) -> bool:
 
 def held_by_reader(nodes: Mapping[Key, BaseNode], key: Key, param: BaseNode) -> bool:
     """Whether the node ``key`` ran directly in the call of a module that holds ``param`` as its
-    own: one that owns at least as many parameter elements more than its call recorded (a
-    Linear whose weight is tied to an embedding that ran first records none of its own)."""
+    own: by name, one of the parameter's dotted paths (:attr:`ParamNode.path` and the paths of
+    the modules tied to it, :attr:`ParamNode.held_as`) is the module's own, as an output
+    projection holds the weight of the embedding it is tied to.  Where the graph does not know
+    the names (``held_as`` is ``None``: a JSON document that does not say), by count: one that
+    owns at least as many parameter elements more than its call recorded (the tied projection
+    records none of its own)."""
     node = nodes.get(key)
     layer = nodes.get(node.parent_key) if node is not None and node.parent_key is not None else None
     if not isinstance(layer, LayerNode) or not layer.num_params or not isinstance(param, ParamNode):
         return False
+    if param.held_as is not None:
+        prefix = layer.path + "." if layer.path else ""
+        return any(p.startswith(prefix) and "." not in p[len(prefix):]
+                   for p in (param.path, *param.held_as))
     recorded = sum(p.numel for k in layer.subnet_keys if isinstance(p := nodes.get(k), ParamNode))
     return layer.num_params - recorded >= param.numel
