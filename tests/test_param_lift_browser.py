@@ -104,3 +104,22 @@ def test_opening_and_closing_the_module_moves_the_parameter(tr_browser: Any, tmp
     assert page.evaluate("__tr.dot") == first
     assert w.page_errors == [] and w.console_errors == []
     page.close()
+
+
+@pytest.mark.parametrize("start", [1, 2])
+def test_the_parameter_is_named_from_the_box_it_is_drawn_beside_now(tr_browser: Any, tmp_path: Path,
+                                                                     start: int) -> None:
+    """``enc.fc.weight`` beside enc's box, ``fc.weight`` beside fc's once enc opens, as make_dot
+    names it at each depth, whichever depth the page opened at."""
+    torch.manual_seed(0)
+    rec = torchrecorder.record(NestedRead(), "net", input_data=torch.randn(2, 4))
+    path = tmp_path / "page.html"
+    torchrecorder.make_html(rec, start).save(path)
+    page, w = open_page(tr_browser, path)
+    for depth in (1, 2, 3, 1):
+        ours = _dot_at_depth(page, depth).node_attrs
+        want = parse_dot(torchrecorder.make_dot(rec, depth).source).node_attrs
+        assert ours["enc.fc.weight"]["label"] == want["enc.fc.weight"]["label"], (start, depth)
+    assert ">enc.fc.weight<" in want["enc.fc.weight"]["label"]
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()

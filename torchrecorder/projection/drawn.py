@@ -11,8 +11,9 @@ not drawn as nodes.  It reads node metadata only, never a live module.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Optional, Union
 
@@ -239,6 +240,27 @@ class Projection:
             self._drawn_map()
         box = self.nodes.get(self._beside.get(node.key))
         return box if isinstance(box, LayerNode) else None
+
+    @contextlib.contextmanager
+    def naming_beside(self, node: ParamNode, box: Optional[LayerNode]) -> Iterator[None]:
+        """While the block runs, :meth:`param_name` (and so a styler's label) names the
+        parameter ``node`` as drawn beside ``box``'s box, or, with ``None``, as drawn in its
+        own module: the HTML page labels a lifted parameter for each box the reader can leave
+        it beside."""
+        if self._drawn is None:
+            self._drawn_map()
+        had = self._beside.get(node.key)
+        if box is None:
+            self._beside.pop(node.key, None)
+        else:
+            self._beside[node.key] = box.key
+        try:
+            yield
+        finally:
+            if had is None:
+                self._beside.pop(node.key, None)
+            else:
+                self._beside[node.key] = had
 
     def param_name(self, node: ParamNode) -> str:
         """The name of the parameter ``node`` where it is drawn: as recorded (relative to the
