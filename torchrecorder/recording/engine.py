@@ -36,7 +36,7 @@ from torch.nn.modules.module import register_module_forward_pre_hook
 from .._stack import StackRoom
 from ..graph import Graph
 from ..nodes import Key, LayerNode, OpNode, ScopeNode, shape_str
-from ..opargs import COUNTED_OPS
+from ..opargs import COUNTED_OPS, MEASURED
 from ._failure import (
     NOTE_PREFIX,
     PARTIAL_RECORDING,
@@ -463,6 +463,15 @@ class Engine(ModuleCalls):
         """Tensor values became Python objects (``.item()``); see
         :meth:`~torchrecorder.recording.untraced.Untraced.to_python`."""
         self.untraced.to_python(opname, self._stack[-1] if self._stack else self.graph.context)
+
+    def counted_op(self, out: Any, flops: int) -> None:
+        """Give the operation just recorded that made ``out`` the FLOPs counted while it ran (a
+        backward pass inside ``forward``), for :func:`torchrecorder.cost`: a
+        :data:`~torchrecorder.opargs.MEASURED` entry of ``op_args``."""
+        key = self.lookup(out)
+        node = self.graph.nodes.get(key) if key is not None else None
+        if isinstance(node, OpNode):
+            self.op_args[key] = (node.parent_key, MEASURED, None, flops)
 
     def record_op(self, func: Any, opname: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                   outs: list[Tensor], inplace: bool) -> None:
