@@ -68,3 +68,30 @@ def test_recording_with_the_backward_graph_keeps_the_count() -> None:
     out = net(x)  # the model runs as before: nothing of the counter stays behind
     out.sum().backward()
     assert net.inner.fc.weight.grad is not None
+
+
+class PerSample(nn.Module):
+    """Per-sample gradients (``vmap`` of ``grad``) and a Jacobian (``jacrev``) in ``forward``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 3))
+
+    def forward(self, x: Tensor) -> Tensor:
+        def loss(w: Tensor, xi: Tensor) -> Tensor:
+            return (xi @ w).pow(2).sum()
+
+        g = torch.func.vmap(torch.func.grad(loss), in_dims=(None, 0))(self.w, x)
+        h = torch.func.jacrev(lambda v: torch.tanh(v @ self.w))(x[0])
+        return g.sum(0) + h.sum()
+
+
+def test_torch_func_gradients_count_as_flop_counter_mode_counts_them() -> None:
+    """The matrix product inside ``vmap(grad(...))`` counts batched (under grad's wrapper the
+    vmap was missed: one sample's FLOPs), and each transform's backward pass is counted."""
+    torch.manual_seed(0)
+    net, x = PerSample(), torch.randn(5, 8)
+    c = torchrecorder.cost(torchrecorder.record(net, "ps", input_data=x))
+    assert c.total.flops == _reference(net, x)["Global"] == 672
+    assert c.ops["ps/matmul"] == 2 * 5 * 8 * 3  # five samples' (8,) @ (8, 3)
+    assert "grad" not in c.uncounted

@@ -562,7 +562,8 @@ class Engine(ModuleCalls):
             for o in outs:
                 for inner in wrapped_chain(o):
                     self.bind(inner, key)  # (its grad_fn too: what the transform returns reads it)
-            if key in self.op_args and IS_BATCHED is not None and any(map(IS_BATCHED, outs)):
+            if key in self.op_args and IS_BATCHED is not None and (any(map(IS_BATCHED, outs)) or any(
+                    IS_BATCHED(t) for o in outs for t in wrapped_chain(o))):  # (vmap under grad's wrapper)
                 # kept with one sample's shapes: cost() runs it again under the same vmaps
                 plan = vmap_plan(args, kwargs)
                 if plan is None:
