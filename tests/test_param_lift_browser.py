@@ -77,7 +77,11 @@ def test_every_depth_draws_the_parameter_as_make_dot(tr_browser: Any, tmp_path: 
     page, w = open_page(tr_browser, path)
     for depth in range(4):
         want = parse_dot(torchrecorder.make_dot(rec, depth, fold_repeats=True).source)
-        _same(_dot_at_depth(page, depth), want, depth)
+        ours = _dot_at_depth(page, depth)
+        _same(ours, want, depth)
+        for key, attrs in want.node_attrs.items():  # a parameter is named where it is drawn
+            if key.endswith((".weight", ".bias")):
+                assert ours.node_attrs[key]["label"] == attrs["label"], (depth, key)
     if name in ("Blocks", "LoopRead"):  # (the control shows where something folds)
         _click(page, "#tr-fold")  # every run and loop unfolded (at depth 3)
         _same(parse_dot(page.evaluate("__tr.dot")),

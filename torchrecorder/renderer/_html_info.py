@@ -149,18 +149,22 @@ def lift_data(rec: Graph, finest: Projection, first: Projection, order: list[Bas
     parameter's attributes (``box_attrs`` of the node, the page's index of the styler's
     ``style_node``) drawn beside the box of each call it was recorded in, named from that box down
     (``fc.weight``) as :meth:`~torchrecorder.projection.Projection.param_name` names it in
-    ``first``, the page's first view.  The parameter's own row (``rows``) gets the attributes
-    it has where ``finest`` draws it (beside a module that never opens, or in its own module),
-    whichever box the first view drew it beside."""
+    ``first``, the page's first view.  Every parameter's own row (``rows``) gets the
+    attributes it has where ``finest`` draws it (beside a module that never opens, or in its
+    own module), whichever box the first view drew it beside."""
     lifted = lift_rows(rec, finest, order, parents, index, add_string)
+    for i, node in enumerate(order):  # each parameter named where the finest drawing has it
+        if isinstance(node, ParamNode):
+            box = finest.beside(node)
+            if box is not first.beside(node):
+                with first.naming_beside(node, box):
+                    rows[i][3] = box_attrs(node)
     boxes: list[list[int]] = []
     for row in lifted.get("lift", ()):
         i = row[0]
         node = order[i]
         if not isinstance(node, ParamNode):
             raise GraphError(f"a lifted node is not a parameter: {node.key!r}")
-        with first.naming_beside(node, finest.beside(node)):  # where the finest drawing has it
-            rows[i][3] = box_attrs(node)
         got: list[int] = []
         key = node.parent_key  # the calls it was recorded in, innermost first
         while key is not None:
