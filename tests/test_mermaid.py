@@ -209,3 +209,42 @@ def test_edges_name_the_data_movement_ops_as_make_dot_does(tensor_nodes: bool) -
     # a parameter's dotted edge too: the ops it went through before the matmul read it
     param_edge = re.search(r"n_w -\.->\|\"([^\"]*)\"\| ", chart)
     assert param_edge is not None and "flatten" in param_edge.group(1), chart
+
+
+class _RaisesInside(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x) @ torch.ones(3, 3)  # wrong shapes: raises
+
+
+class _FailsInInner(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.inner = _RaisesInside()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(self.a(x))
+
+
+def test_an_expanded_call_that_raised_is_red_as_in_make_dot() -> None:
+    """make_dot draws the cluster of every call that raised with a red border; the chart styles
+    their subgraphs the same way, and only theirs."""
+    with pytest.raises(RuntimeError) as info:
+        torchrecorder.record(_FailsInInner(), "net", (2, 4))
+    rec = info.value.recording  # type: ignore[attr-defined]
+    red = MERMAID_STYLES["failed_module"]
+    assert "#c0392b" in red
+    text = torchrecorder.make_mermaid(rec, 2)
+    styled = re.findall(r"^  style (\S+) (.*)$", text, re.M)
+    assert styled == [("n_net", red), ("n_inner", red)]
+    assert "class n_inner_matmul failed" in text
+    text = torchrecorder.make_mermaid(rec, 1)  # inner a box: failed; its parent's subgraph red
+    assert re.findall(r"^  style (\S+)", text, re.M) == ["n_net"] and "class n_inner failed" in text
+    ok = torchrecorder.record(nn.Sequential(nn.Linear(4, 4)), "ok", (2, 4))
+    assert "style " not in torchrecorder.make_mermaid(ok, 2)
+    custom = MermaidRenderer(rec, 2, styles={"failed_module": "stroke:#ff0000"}).render()
+    assert "  style n_inner stroke:#ff0000\n" in custom

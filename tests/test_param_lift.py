@@ -189,3 +189,59 @@ def test_a_tied_head_holds_its_weight_and_a_functional_read_draws_it() -> None:
     edges, nodes = _drawn(read, 1)
     assert {("emb.weight", "emb"), ("emb.weight", "read/T"), ("read/T", "read/matmul")} <= edges
     assert ">emb.weight<" in nodes["emb.weight"]["label"]
+
+
+class Borrower(nn.Module):
+    """Holds a large table tied to the encoder's (recorded there, never read here) and reads
+    the encoder's ``fc.weight``, which is not its own."""
+
+    def __init__(self, enc: nn.Module) -> None:
+        super().__init__()
+        self.table = enc.table
+        self.__dict__["src"] = enc  # not a child
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.nn.functional.linear(x, self.src.fc.weight)
+
+
+class TableEncoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.table = nn.Parameter(torch.zeros(1000))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc(x) + self.table[:4]
+
+
+class Borrowing(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = TableEncoder()
+        self.dec = Borrower(self.enc)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dec(self.enc(x))
+
+
+def test_a_module_holds_as_its_own_only_the_parameters_named_its_own() -> None:
+    """``dec`` owns 1000 elements its call did not record (tied to ``enc.table``): counting
+    elements took ``enc.fc.weight``, which ``dec`` reads, for one of its own and hid the read.
+    The names decide, in the recording and in a JSON round trip."""
+    rec = _rec(Borrowing())
+    assert rec.nodes["enc.table"].held_as == ("dec.table",)
+    assert rec.nodes["enc.fc.weight"].held_as == ()
+    again = torchrecorder.loads_json(rec.to_json())
+    assert again.nodes["enc.table"].held_as == ("dec.table",)
+    assert again.nodes["enc.fc.weight"].held_as == ()
+    for graph in (rec, again):
+        edges, nodes = _drawn(graph, 1)
+        assert {("enc.fc.weight", "enc"), ("enc.fc.weight", "dec")} <= edges
+        assert "enc.table" not in nodes  # read only inside enc
+        assert "lift" in torchrecorder.make_html(graph, 1)._data
+    # a tied head still holds its weight, in a JSON round trip too
+    torch.manual_seed(0)
+    tied = torchrecorder.record(TiedHead(), "tied", input_data=torch.randint(0, 10, (2, 3)))
+    assert tied.nodes["emb.weight"].held_as == ("head.weight",)
+    _, nodes = _drawn(torchrecorder.loads_json(tied.to_json()), 1)
+    assert "emb.weight" not in nodes

@@ -77,7 +77,11 @@ def test_every_depth_draws_the_parameter_as_make_dot(tr_browser: Any, tmp_path: 
     page, w = open_page(tr_browser, path)
     for depth in range(4):
         want = parse_dot(torchrecorder.make_dot(rec, depth, fold_repeats=True).source)
-        _same(_dot_at_depth(page, depth), want, depth)
+        ours = _dot_at_depth(page, depth)
+        _same(ours, want, depth)
+        for key, attrs in want.node_attrs.items():  # a parameter is named where it is drawn
+            if key.endswith((".weight", ".bias")):
+                assert ours.node_attrs[key]["label"] == attrs["label"], (depth, key)
     if name in ("Blocks", "LoopRead"):  # (the control shows where something folds)
         _click(page, "#tr-fold")  # every run and loop unfolded (at depth 3)
         _same(parse_dot(page.evaluate("__tr.dot")),
@@ -102,5 +106,24 @@ def test_opening_and_closing_the_module_moves_the_parameter(tr_browser: Any, tmp
     assert {("enc.fc.weight", "enc.fc"), ("enc.fc.weight", "net/mul")} <= set(dot.edges)
     _click(page, f"#t{enc} text")  # closed again: beside enc's box once more
     assert page.evaluate("__tr.dot") == first
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()
+
+
+@pytest.mark.parametrize("start", [1, 2])
+def test_the_parameter_is_named_from_the_box_it_is_drawn_beside_now(tr_browser: Any, tmp_path: Path,
+                                                                     start: int) -> None:
+    """``enc.fc.weight`` beside enc's box, ``fc.weight`` beside fc's once enc opens, as make_dot
+    names it at each depth, whichever depth the page opened at."""
+    torch.manual_seed(0)
+    rec = torchrecorder.record(NestedRead(), "net", input_data=torch.randn(2, 4))
+    path = tmp_path / "page.html"
+    torchrecorder.make_html(rec, start).save(path)
+    page, w = open_page(tr_browser, path)
+    for depth in (1, 2, 3, 1):
+        ours = _dot_at_depth(page, depth).node_attrs
+        want = parse_dot(torchrecorder.make_dot(rec, depth).source).node_attrs
+        assert ours["enc.fc.weight"]["label"] == want["enc.fc.weight"]["label"], (start, depth)
+    assert ">enc.fc.weight<" in want["enc.fc.weight"]["label"]
     assert w.page_errors == [] and w.console_errors == []
     page.close()

@@ -403,3 +403,14 @@ def test_parameters_read_before_their_module_runs_count_on_their_module(build) -
     root = text.splitlines()[3]
     assert root.startswith("net (") and root.split()[-2:] == ["--", "--"]  # the network holds none
     assert f"Total params: {sum(p.numel() for p in net.parameters()):,}" in text
+
+
+def test_tied_names_the_parameter_the_module_holds_not_one_it_reads() -> None:
+    """``dec`` holds ``enc.table`` (tied, never read by it) and reads ``enc.fc.weight`` (not
+    its own): counting the elements its call did not record named the weight it reads."""
+    from .test_param_lift import Borrowing
+
+    rec = torchrecorder.record(Borrowing(), "b", input_data=torch.randn(2, 4))
+    for graph in (rec, torchrecorder.loads_json(rec.to_json())):
+        line = next(row for row in graph.summary().splitlines() if "dec (Borrower)" in row)
+        assert "tied: enc.table " in line and "enc.fc.weight" not in line

@@ -33,7 +33,7 @@ import torch
 
 from .graph import AutogradGraph, Graph
 from .nodes import Key, LayerNode, OpNode, ParamNode, itemsize
-from .opargs import TensorSpec, unpack
+from .opargs import MEASURED, TensorSpec, unpack
 
 __all__ = ["COST_STATS", "CallCost", "Cost", "cost", "format_bytes", "format_flops", "format_stat",
            "op_backward_flops", "op_flops"]
@@ -438,8 +438,9 @@ def op_backward_flops(rec: Graph) -> Optional[list[tuple[Key, Key, int]]]:
     known = _param_specs(rec)
     with counter.mode:
         vmaps = getattr(rec, "op_vmap", None) or {}
-        rec.op_backward_flops = [(key, op[0], counter.flops(*_batched(unpack(op, known), vmaps.get(key)),
-                                                            backward=True) or 0)
+        rec.op_backward_flops = [(key, op[0], 0 if op[1] is MEASURED else  # (a grad's own backward:
+                                  counter.flops(*_batched(unpack(op, known), vmaps.get(key)),  # not
+                                                backward=True) or 0)  # counted)
                                  for key, op in args.items()]
     return rec.op_backward_flops
 
@@ -498,7 +499,8 @@ def op_flops(rec: Graph) -> list[tuple[Key, Key, int]]:
     with torch.no_grad(), counter.mode:
         known = _param_specs(rec)
         vmaps = getattr(rec, "op_vmap", None) or {}  # (operations run inside torch.vmap)
-        rec.op_flops = [(key, kept[0], counter.flops(*_batched(unpack(kept, known), vmaps.get(key))) or 0)
+        rec.op_flops = [(key, kept[0], kept[3] if kept[1] is MEASURED else
+                         counter.flops(*_batched(unpack(kept, known), vmaps.get(key))) or 0)
                         for key, kept in args.items()]
     return rec.op_flops
 

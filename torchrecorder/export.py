@@ -35,7 +35,10 @@ add:
 * ``tensor``: ``shape`` (list of ints, ``null`` if unknown), ``dtype``
   (``"float32"``), ``device``, ``role`` (``"input"``, ``"output"`` or ``""``);
 * ``param``: ``shape``, ``dtype``, ``device``, ``path``, ``numel``,
-  ``requires_grad``;
+  ``requires_grad``, and, only where other modules hold the same parameter (tied
+  weights), ``held_as``: their dotted paths (optional; a document that has it on some
+  parameter loads the others with ``held_as = ()``, one that has it on none with ``None``:
+  not known);
 * ``op``: ``op`` (the function's name), ``output_shapes``, ``grad_fn`` (the class name of
   the autograd node it made, ``""`` if none; optional), ``error`` (``"ExcType: message"``
   for the operation a failed recording stopped in, which has no outputs; optional).
@@ -112,6 +115,8 @@ def _node_dict(node: BaseNode, sources: dict[Source, int]) -> dict[str, Any]:
         out.update(shape=_shape(node.shape), dtype=node.dtype, device=node.device)
         if isinstance(node, ParamNode):
             out.update(path=node.path, numel=node.numel, requires_grad=node.requires_grad)
+            if node.held_as:
+                out["held_as"] = list(node.held_as)
         else:
             out.update(role=node.role)
     elif isinstance(node, OpNode):
@@ -252,6 +257,8 @@ _CHECKS: dict[str, tuple[Any, str, Any]] = {
     "keys": (lambda v: isinstance(v, list) and all(_is_key(k) for k in v),
              "a list of node keys (strings)", _is_key),
     "role": (lambda v: v in ("", "input", "output"), "one of \"\", \"input\", \"output\"", None),
+    "strs?": (lambda v: v is None or (isinstance(v, list) and all(isinstance(s, str) for s in v)),
+              "a list of strings", lambda s: isinstance(s, str)),
 }
 
 #: kind -> field -> (check, default); a field without a default is required
@@ -264,7 +271,8 @@ _FIELDS: dict[str, dict[str, tuple[str, Any]]] = {
     "tensor": {"shape": ("shape", None), "dtype": ("str", ""), "device": ("str", ""),
                "role": ("role", "")},
     "param": {"shape": ("shape", None), "dtype": ("str", ""), "device": ("str", ""),
-              "path": ("str", ""), "numel": ("count", 0), "requires_grad": ("bool", True)},
+              "path": ("str", ""), "numel": ("count", 0), "requires_grad": ("bool", True),
+              "held_as": ("strs?", None)},
     "op": {"op": ("str", ""), "output_shapes": ("shapes", []), "grad_fn": ("str", ""),
            "error": ("str?", None)},
 }
@@ -336,7 +344,8 @@ def _make_node(d: Any, index: int, sources: list[Source]) -> BaseNode:
         node = layer
     elif cls is ParamNode:
         node = ParamNode(**common, shape=_shapes([f["shape"]])[0], dtype=f["dtype"], device=f["device"],
-                         path=f["path"], numel=f["numel"], requires_grad=f["requires_grad"])
+                         path=f["path"], numel=f["numel"], requires_grad=f["requires_grad"],
+                         held_as=None if f["held_as"] is None else tuple(f["held_as"]))
     elif cls is TensorNode:
         node = TensorNode(**common, shape=_shapes([f["shape"]])[0], dtype=f["dtype"],
                           device=f["device"], role=f["role"])
@@ -402,6 +411,11 @@ def from_dict(data: Any, graph_cls: type[G] = Graph) -> G:  # type: ignore[assig
         if key not in rec.nodes:
             raise ValueError(f"graph: field 'context' names {_describe(key)}, which is not a node")
     rec.context.subnet_keys = OrderedSet(context)
+    params = [n for n in rec.nodes.values() if isinstance(n, ParamNode)]
+    if any(p.held_as is not None for p in params):  # written knowing the names: the rest hold none
+        for p in params:
+            if p.held_as is None:
+                p.held_as = ()
     rec.nodes.adopt(rec.nodes.values())
     for i, edge in enumerate(edges):
         if not (isinstance(edge, list) and len(edge) == 2 and all(isinstance(k, str) for k in edge)):

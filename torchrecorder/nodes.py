@@ -505,10 +505,14 @@ class ParamNode(TensorNode):
         path: the parameter's dotted path in the root module.
         numel: number of elements.
         requires_grad: whether the parameter is trainable.
+        held_as: the other dotted paths under which modules that ran hold this very
+            parameter (``("head.weight",)`` for an embedding table tied to an output
+            projection); ``()`` where none does; ``None`` where the graph does not know (a
+            JSON document that does not say, a node added by hand).
     """
 
     kind = "param"
-    __slots__ = ("numel", "path", "requires_grad")
+    __slots__ = ("held_as", "numel", "path", "requires_grad")
 
     def __init__(
         self,
@@ -523,6 +527,7 @@ class ParamNode(TensorNode):
         path: str = "",
         numel: int = 0,
         requires_grad: bool = True,
+        held_as: Optional[tuple[str, ...]] = None,
     ) -> None:
         # fields assigned here rather than through TensorNode.__init__ (one node per parameter)
         self.name = name
@@ -538,6 +543,7 @@ class ParamNode(TensorNode):
         self.path = path
         self.numel = numel
         self.requires_grad = requires_grad
+        self.held_as = held_as
 
 
 class OpNode(BaseNode):

@@ -29,8 +29,8 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
-__all__ = ["COUNTED_OPS", "DATA_DTYPES", "MAX_KEPT_VALUES", "TENSOR", "Kept", "TensorSpec", "spec_of",
-           "unpack"]
+__all__ = ["COUNTED_OPS", "DATA_DTYPES", "MAX_KEPT_VALUES", "MEASURED", "TENSOR", "Kept", "TensorSpec",
+           "spec_of", "unpack"]
 
 #: the operations (by the names the graph gives them) that reach one of
 #: ``torch.utils.flop_counter``'s formulas (``mm``, ``addmm``, ``bmm``, ``baddbmm``, the
@@ -75,6 +75,25 @@ class _TensorMark:
 
 #: in a :data:`Kept` tuple, the mark before the shape, dtype and gradient flag of a tensor
 TENSOR = _TensorMark()
+
+
+class _MeasuredMark:
+    """The type of :data:`MEASURED` (one object, also after a copy or a pickle)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "MEASURED"
+
+    def __repr__(self) -> str:
+        return "MEASURED"
+
+
+#: in place of the torch callable of a :data:`Kept` tuple, ``(scope, MEASURED, None, flops)``:
+#: an operation counted while it ran, as ``FlopCounterMode`` counts it, since it cannot run
+#: again alone (``torch.autograd.grad`` inside ``forward``: a backward pass through the graph
+#: the forward pass built)
+MEASURED = _MeasuredMark()
 
 
 def unpack(kept: Kept, known: Optional[Mapping[int, TensorSpec]] = None

@@ -160,11 +160,22 @@ class Stats:
                 self.act_bytes += math.prod(node.shape) * itemsize(node.dtype)
         self.first: dict[str, LayerNode] = {}  # "path\0name" -> the module's first call
         self.tied: dict[Key, list[str]] = {}
-        users: dict[Key, list[ParamNode]] = {}  # call key -> parameters its own ops read
-        for src, dst in rec.links:
-            param, op = nodes.get(src), nodes.get(dst)
-            if isinstance(param, ParamNode) and isinstance(op, OpNode):
-                users.setdefault(op.parent_key, []).append(param)
+        # module path -> the parameters it holds under another module's name, where the graph
+        # knows the names (ParamNode.held_as); else call key -> parameters its own ops read,
+        # of which those filling the count of its parameters not recorded on it are taken
+        params = [n for n in nodes.values() if isinstance(n, ParamNode)]
+        named = any(p.held_as is not None for p in params)
+        held: dict[str, list[ParamNode]] = {}
+        users: dict[Key, list[ParamNode]] = {}
+        if named:
+            for param in params:
+                for other in param.held_as or ():
+                    held.setdefault(other.rpartition(".")[0], []).append(param)
+        else:
+            for src, dst in rec.links:
+                read, op = nodes.get(src), nodes.get(dst)
+                if isinstance(read, ParamNode) and isinstance(op, OpNode):
+                    users.setdefault(op.parent_key, []).append(read)
         for layer in rec.layers():
             ident = self._ident(layer)
             if ident in self.first:
@@ -174,7 +185,7 @@ class Stats:
             if missing <= 0:
                 continue
             # parameters of this module that were recorded earlier, on another module
-            for param in users.get(layer.key, ()):
+            for param in held.get(layer.path, ()) if named else users.get(layer.key, ()):
                 if missing <= 0:
                     break
                 if param.parent_key != layer.key and param.path not in self.tied.get(layer.key, ()):

@@ -11,8 +11,9 @@ not drawn as nodes.  It reads node metadata only, never a live module.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Optional, Union
 
@@ -240,6 +241,27 @@ class Projection:
         box = self.nodes.get(self._beside.get(node.key))
         return box if isinstance(box, LayerNode) else None
 
+    @contextlib.contextmanager
+    def naming_beside(self, node: ParamNode, box: Optional[LayerNode]) -> Iterator[None]:
+        """While the block runs, :meth:`param_name` (and so a styler's label) names the
+        parameter ``node`` as drawn beside ``box``'s box, or, with ``None``, as drawn in its
+        own module: the HTML page labels a lifted parameter for each box the reader can leave
+        it beside."""
+        if self._drawn is None:
+            self._drawn_map()
+        had = self._beside.get(node.key)
+        if box is None:
+            self._beside.pop(node.key, None)
+        else:
+            self._beside[node.key] = box.key
+        try:
+            yield
+        finally:
+            if had is None:
+                self._beside.pop(node.key, None)
+            else:
+                self._beside[node.key] = had
+
     def param_name(self, node: ParamNode) -> str:
         """The name of the parameter ``node`` where it is drawn: as recorded (relative to the
         module call that first read it), or, drawn :meth:`beside` a collapsed module's box,
@@ -448,11 +470,19 @@ def _in_module(nodes: Mapping[Key, BaseNode], key: Key, path: str) -> bool:
 
 def held_by_reader(nodes: Mapping[Key, BaseNode], key: Key, param: BaseNode) -> bool:
     """Whether the node ``key`` ran directly in the call of a module that holds ``param`` as its
-    own: one that owns at least as many parameter elements more than its call recorded (a
-    Linear whose weight is tied to an embedding that ran first records none of its own)."""
+    own: by name, one of the parameter's dotted paths (:attr:`ParamNode.path` and the paths of
+    the modules tied to it, :attr:`ParamNode.held_as`) is the module's own, as an output
+    projection holds the weight of the embedding it is tied to.  Where the graph does not know
+    the names (``held_as`` is ``None``: a JSON document that does not say), by count: one that
+    owns at least as many parameter elements more than its call recorded (the tied projection
+    records none of its own)."""
     node = nodes.get(key)
     layer = nodes.get(node.parent_key) if node is not None and node.parent_key is not None else None
     if not isinstance(layer, LayerNode) or not layer.num_params or not isinstance(param, ParamNode):
         return False
+    if param.held_as is not None:
+        prefix = layer.path + "." if layer.path else ""
+        return any(p.startswith(prefix) and "." not in p[len(prefix):]
+                   for p in (param.path, *param.held_as))
     recorded = sum(p.numel for k in layer.subnet_keys if isinstance(p := nodes.get(k), ParamNode))
     return layer.num_params - recorded >= param.numel

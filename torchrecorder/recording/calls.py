@@ -97,6 +97,8 @@ class ModuleCalls(LiveObjects):
             entry = live.get(id(param))
             if entry is None or entry[0]() is not param:
                 self.param_node(param, call, ppath, facts)
+            elif first:  # recorded before: tied to another module's, or read before this call
+                self.held_also(entry[1], ppath)
         if at_root:
             # (a cache object's tensors are inputs too: the keys of earlier decoding steps)
             # (one tensor given as several arguments, net(x, x): one node named after each)

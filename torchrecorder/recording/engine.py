@@ -36,7 +36,7 @@ from torch.nn.modules.module import register_module_forward_pre_hook
 from .._stack import StackRoom
 from ..graph import Graph
 from ..nodes import Key, LayerNode, OpNode, ScopeNode, shape_str
-from ..opargs import COUNTED_OPS
+from ..opargs import COUNTED_OPS, MEASURED
 from ._failure import (
     NOTE_PREFIX,
     PARTIAL_RECORDING,
@@ -492,6 +492,15 @@ class Engine(ModuleCalls):
         :meth:`~torchrecorder.recording.untraced.Untraced.to_python`."""
         self.untraced.to_python(opname, self._stack[-1] if self._stack else self.graph.context)
 
+    def counted_op(self, out: Any, flops: int) -> None:
+        """Give the operation just recorded that made ``out`` the FLOPs counted while it ran (a
+        backward pass inside ``forward``), for :func:`torchrecorder.cost`: a
+        :data:`~torchrecorder.opargs.MEASURED` entry of ``op_args``."""
+        key = self.lookup(out)
+        node = self.graph.nodes.get(key) if key is not None else None
+        if isinstance(node, OpNode):
+            self.op_args[key] = (node.parent_key, MEASURED, None, flops)
+
     def record_op(self, func: Any, opname: str, args: tuple[Any, ...], kwargs: dict[str, Any],
                   outs: list[Tensor], inplace: bool) -> None:
         """Record one torch operation that made ``outs`` (or changed ``outs[-1]`` in place)."""
@@ -581,7 +590,8 @@ class Engine(ModuleCalls):
             for o in outs:
                 for inner in wrapped_chain(o):
                     self.bind(inner, key)  # (its grad_fn too: what the transform returns reads it)
-            if key in self.op_args and IS_BATCHED is not None and any(map(IS_BATCHED, outs)):
+            if key in self.op_args and IS_BATCHED is not None and (any(map(IS_BATCHED, outs)) or any(
+                    IS_BATCHED(t) for o in outs for t in wrapped_chain(o))):  # (vmap under grad's wrapper)
                 # kept with one sample's shapes: cost() runs it again under the same vmaps
                 plan = vmap_plan(args, kwargs)
                 if plan is None:

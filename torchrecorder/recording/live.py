@@ -164,11 +164,19 @@ class LiveObjects:
         key = graph.keys(path)
         node = take(self.pool.params, ParamNode)
         ParamNode.__init__(node, name, param, scope.depth + 1, scope.key, key,
-                           shape, dtype, device, path, numel, param.requires_grad)
+                           shape, dtype, device, path, numel, param.requires_grad, ())
         graph.nodes[key] = node
         scope.subnet_keys._items[key] = None
         self.live[id(param)] = (weakref.ref(param), key)
         return node
+
+    def held_also(self, key: Key, path: str) -> None:
+        """Note that a module also holds the recorded parameter ``key`` as its own, under the
+        dotted ``path`` (a weight tied to one recorded before): :attr:`ParamNode.held_as`."""
+        node = self.graph.nodes.get(key)
+        if isinstance(node, ParamNode) and node.held_as is not None and path != node.path \
+                and path not in node.held_as:
+            node.held_as = (*node.held_as, path)
 
     def param_path(self, param: nn.Parameter) -> str:
         """The dotted path under which ``param`` was first found, or ``""``."""

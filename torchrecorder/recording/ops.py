@@ -59,6 +59,8 @@ class OpSink(Protocol):
 
     def unlink(self, value: Any, out: Any) -> None: ...
 
+    def counted_op(self, out: Any, flops: int) -> None: ...
+
 
 # ``x.view_as(x)``: what autograd makes of a tensor that a custom autograd Function returns
 # as it got it (torch's own BackwardHookFunction, which a module with a full backward hook
@@ -66,6 +68,10 @@ class OpSink(Protocol):
 _VIEW_AS = Tensor.view_as
 
 _MHA_FORWARD = torch.nn.functional.multi_head_attention_forward
+
+# a backward pass that ``forward`` runs itself (MAML's inner step): its kernels run below any
+# function mode, so it is counted while it runs, as FlopCounterMode counts it
+_AUTOGRAD_GRAD = torch.autograd.grad
 _MHA_SIGNATURE: list[Any] = []  # (inspect.signature of it, read on first use)
 
 
@@ -200,6 +206,8 @@ class OpMode(TorchFunctionMode):
         guard = engine.write_guard
         if guard is not None and (info[3] or (kwargs and "out" in kwargs)):
             guard(func, args, kwargs)  # record() copies what the op may write first
+        if func is _AUTOGRAD_GRAD:
+            return _counted_grad(engine, func, info, args, kwargs)
         out = func(*args, **kwargs)
         if engine.paused or engine.thread != get_ident():
             return out
@@ -235,6 +243,25 @@ class OpMode(TorchFunctionMode):
         elif info[0] in TO_PYTHON_OPS:  # .item(), .tolist(): values leave the tensors
             engine.to_python(info[0])
         return out
+
+
+def _counted_grad(engine: OpSink, func: Any, info: tuple[str, bool, Optional[int], bool],
+                  args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run and record ``torch.autograd.grad`` called inside the recording, with the FLOPs that
+    :class:`~torch.utils.flop_counter.FlopCounterMode` counts for the backward kernels it runs
+    (which no function mode sees) kept as its count for :func:`torchrecorder.cost`."""
+    from torch.utils.flop_counter import FlopCounterMode  # (imported when a model does this)
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        out = func(*args, **kwargs)
+    if engine.paused or engine.thread != get_ident():
+        return out
+    outs, inplace = op_outputs(info[:3], args, kwargs, out)
+    if outs:
+        engine.record_op(func, info[0], args, kwargs, outs, inplace)
+        engine.counted_op(outs[0], counter.get_total_flops())
+    return out
 
 
 def _record_into_out(engine: OpSink, func: Any, opname: str, args: tuple[Any, ...],

@@ -15,7 +15,7 @@ from ..projection.drawn import held_by_reader
 from ._html_cost import cost_text
 from .labels import count_str
 
-__all__ = ["boundary_tensors", "lift_rows", "panel_info"]
+__all__ = ["boundary_tensors", "lift_data", "lift_rows", "panel_info"]
 
 
 def boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[TensorNode]]]:
@@ -140,6 +140,44 @@ def lift_rows(rec: Graph, finest: Projection, order: list[BaseNode], parents: li
     if not rows:
         return {}
     return {"lift": rows, "paths": [add_string(n.path) if isinstance(n, LayerNode) else -1 for n in order]}
+
+
+def lift_data(rec: Graph, finest: Projection, first: Projection, order: list[BaseNode], parents: list[int],
+              index: dict[Key, int], rows: list[list[Any]], add_string: Callable[[str], int],
+              box_attrs: Callable[[BaseNode], int]) -> dict[str, Any]:
+    """:func:`lift_rows`, and ``"lift_box"``: for each of its rows, ``[layer, attrs, ...]``, the
+    parameter's attributes (``box_attrs`` of the node, the page's index of the styler's
+    ``style_node``) drawn beside the box of each call it was recorded in, named from that box down
+    (``fc.weight``) as :meth:`~torchrecorder.projection.Projection.param_name` names it in
+    ``first``, the page's first view.  Every parameter's own row (``rows``) gets the
+    attributes it has where ``finest`` draws it (beside a module that never opens, or in its
+    own module), whichever box the first view drew it beside."""
+    lifted = lift_rows(rec, finest, order, parents, index, add_string)
+    for i, node in enumerate(order):  # each parameter named where the finest drawing has it
+        if isinstance(node, ParamNode):
+            box = finest.beside(node)
+            if box is not first.beside(node):
+                with first.naming_beside(node, box):
+                    rows[i][3] = box_attrs(node)
+    boxes: list[list[int]] = []
+    for row in lifted.get("lift", ()):
+        i = row[0]
+        node = order[i]
+        if not isinstance(node, ParamNode):
+            raise GraphError(f"a lifted node is not a parameter: {node.key!r}")
+        got: list[int] = []
+        key = node.parent_key  # the calls it was recorded in, innermost first
+        while key is not None:
+            layer = rec.nodes.get(key)
+            if not isinstance(layer, LayerNode):
+                break
+            c = index.get(key)
+            if c is not None:
+                with first.naming_beside(node, layer):
+                    got += [c, box_attrs(node)]
+            key = layer.parent_key
+        boxes.append(got)
+    return {**lifted, "lift_box": boxes} if boxes else lifted
 
 
 def _under(i: int, top: int, parents: list[int]) -> bool:

@@ -36,7 +36,7 @@ from ._cluster_titles import cluster_attr_list, title_attrs
 from ._edge_paths import label_node_attrs, via_point_attrs
 from ._html_cost import colourings, page_colouring, recorded_cost
 from ._html_fanout import fanout_marks
-from ._html_info import boundary_tensors, lift_rows, panel_info
+from ._html_info import boundary_tensors, lift_data, panel_info
 from ._html_loops import loop_rows
 from ._once import render_once
 from .backward import BackwardRenderer
@@ -280,7 +280,8 @@ class HtmlRenderer(GraphvizRenderer):
             **({"colour": colourings(costs, order), "colour_start": self.colour_start or ""}
                if costs is not None and self.colour_menu else {}),  # (and the choice it opens with)
             **fanout_marks(self, rec, opens, index, strings.add),  # (a styler's own style_fanout)
-            **lift_rows(rec, finest, order, parents, index, strings.add),  # (params read outside)
+            **lift_data(rec, finest, first, order, parents, index, rows, strings.add, lambda node: attrs.add(
+                self._parts(self.styler.style_node(node), "style_node", strings))),  # (params read outside)
         }
         return data
 

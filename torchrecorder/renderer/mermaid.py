@@ -42,7 +42,8 @@ from .labels import dtype_suffix, ops_text, param_lines, run_title
 __all__ = ["MERMAID_MAX_EDGES", "MERMAID_STYLES", "MermaidRenderer", "make_mermaid", "mermaid_id",
            "mermaid_text"]
 
-#: ``classDef`` of each node kind (Mermaid style properties); override with ``styles=``.
+#: ``classDef`` of each node kind (Mermaid style properties), and ``failed_module``, the ``style`` of
+#: the subgraph of a module call that raised; override with ``styles=``.
 MERMAID_STYLES: Mapping[str, str] = MappingProxyType({
     "layer": "fill:#dbe8f5,stroke:#4a77a8,color:#111111",
     "folded": "fill:#dbe8f5,stroke:#4a77a8,stroke-width:3px,color:#111111",
@@ -51,6 +52,8 @@ MERMAID_STYLES: Mapping[str, str] = MappingProxyType({
     "param": "fill:#fcf0c8,stroke:#b39533,color:#111111",
     "op": "fill:#ede4f3,stroke:#8a6aa6,color:#111111",
     "failed": "fill:#f8cccc,stroke:#c0392b,stroke-width:3px,color:#111111",
+    # (a subgraph: an expanded module call that raised, drawn red as make_dot draws its cluster)
+    "failed_module": "stroke:#c0392b,stroke-width:3px,stroke-dasharray:6 3",
 })
 
 #: Mermaid's default ``maxEdges``: it refuses to draw charts with more edges.
@@ -113,6 +116,7 @@ class _Chart:
         self.indent = 1
         self.edges = 0
         self.classes: dict[str, list[str]] = {}
+        self.failed_subgraphs: list[str] = []
 
     def add(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
@@ -187,6 +191,8 @@ class MermaidRenderer(BaseRenderer):
         if node.run_note():
             title += f" ({node.run_note()})"
         g.add(f'subgraph {self.node_id(node)}["{mermaid_text(title)}"]')
+        if node.error:
+            g.failed_subgraphs.append(self.node_id(node))
         g.indent += 1
         g.add(f"direction {self.direction}")
         for child in self.children(node):
@@ -217,7 +223,8 @@ class MermaidRenderer(BaseRenderer):
             g.add(f"{a} {arrow} {b}")
 
     def finish(self, g: _Chart) -> str:
-        """The chart's text: nodes, subgraphs, edges, then a ``classDef`` and ``class`` line per kind."""
+        """The chart's text: nodes, subgraphs, edges, then a ``classDef`` and ``class`` line per kind,
+        and a ``style`` line for each subgraph of a module call that raised."""
         if g.edges > MERMAID_MAX_EDGES:
             warnings.warn(f"the Mermaid chart of {self.rec.name!r} has {g.edges} edges; Mermaid draws at "
                           f"most {MERMAID_MAX_EDGES} unless configured with a larger maxEdges. Use a "
@@ -229,6 +236,8 @@ class MermaidRenderer(BaseRenderer):
             if ids:
                 g.add(f"classDef {kind} {self.styles[kind]}")
                 g.add(f"class {','.join(ids)} {kind}")
+        for sub in g.failed_subgraphs:  # (a subgraph takes a style, not a class, in every Mermaid)
+            g.add(f"style {sub} {self.styles['failed_module']}")
         return "\n".join(g.lines) + "\n"
 
     # --------------------------------------------------------------- labels

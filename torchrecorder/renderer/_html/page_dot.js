@@ -126,7 +126,7 @@
         todo.push([-1, ind, -1]);
         push(drawnKids(children[i]), ind + "\t", i);
       } else {
-        out.push(ind + S[N[i][2]] + " [" + boxAttrs(i, run ? run.box : N[i][3]) + paint(i, true) + ' id="n' + i + '"]');
+        out.push(ind + S[N[i][2]] + " [" + boxAttrs(i, run ? run.box : (P.liftedAttrs.get(i) ?? N[i][3])) + paint(i, true) + ' id="n' + i + '"]');
         boxes += 1;
       }
     }

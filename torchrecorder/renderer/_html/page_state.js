@@ -55,8 +55,14 @@
   // the parameters something outside their module reads, each with the drawn nodes that read it
   // (not those of a module holding it as its own: a tied output projection), and each node's
   // module path (-1: not a layer); see liftParams
-  const paramReaders = new Map(), paths = D.paths || [];
-  (D.lift || []).forEach(function (r) { paramReaders.set(r[0], r.slice(1)); });
+  // (and, by D.lift_box, its attributes drawn beside each closed layer: named from that box down)
+  const paramReaders = new Map(), paths = D.paths || [], besideAttrs = new Map();
+  (D.lift || []).forEach(function (r, k) {
+    paramReaders.set(r[0], r.slice(1));
+    const b = (D.lift_box || [])[k] || [], m = new Map();
+    for (let j = 0; j + 1 < b.length; j += 2) m.set(b[j], b[j + 1]);
+    besideAttrs.set(r[0], m);
+  });
   const infos = new Array(n);
   function info(i) { if (infos[i] === undefined) infos[i] = JSON.parse(S[N[i][6]]); return infos[i]; }
 
@@ -120,8 +126,10 @@
   // in its first call, in each) is drawn as itself, beside c's box (P.lifted: c -> parameters),
   // as make_dot draws it (Projection.children)
   P.lifted = new Map();
+  P.liftedAttrs = new Map();  // a parameter drawn beside a box -> its attributes there
   function liftParams(closedAt) {
     P.lifted = new Map();
+    P.liftedAttrs = new Map();
     paramReaders.forEach(function (readers, i) {
       const c = closedAt[i];
       if (c < 0 || rep[i] >= 0) return;
@@ -132,6 +140,8 @@
         rep[i] = i; lvl[i] = 0;
         if (!P.lifted.has(c)) P.lifted.set(c, []);
         P.lifted.get(c).push(i);
+        const a = besideAttrs.get(i).get(c);
+        if (a !== undefined) P.liftedAttrs.set(i, a);
         return;
       }
     });
