@@ -83,3 +83,19 @@ def test_to_a_device_torch_cannot_use_is_refused_before_the_model_runs() -> None
         with torchrecorder.capture(net, "0", to="cuda"):
             net(torch.randn(2, 4))
     assert ran == [] and len(net[0]._forward_hooks) == 0
+
+
+def test_a_module_or_bytes_among_the_names_is_named_briefly_with_what_to_pass() -> None:
+    """nnsight users hand over the module itself (``[model.transformer.h[1], "..."]``): the message
+    names its class, not its whole ``repr``; ``b"0"`` is not read as the numbers of its bytes."""
+    net = nn.Sequential(nn.Linear(4, 8), nn.Sequential(nn.ReLU(), nn.Linear(8, 8), nn.ReLU()))
+    with pytest.raises(TypeError) as info:
+        torchrecorder.capture(net, [net[1], "0"])
+    said = str(info.value)
+    assert said == ("names must be strings (dotted paths or glob patterns), got a module (Sequential): "
+                    "name it by its dotted path, as model.named_modules() gives it")
+    said_bytes = r"got (bytearray\()?b'0'\)? \(bytes\): pass it as a str \(names='0'\)"
+    for names in (b"0", bytearray(b"0"), ["1", b"0"]):
+        with pytest.raises(TypeError, match=said_bytes):
+            torchrecorder.capture(net, names)  # type: ignore[arg-type]
+    assert hooks_left(net) == []

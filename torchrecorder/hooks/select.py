@@ -97,7 +97,7 @@ def as_names(names: Names, what: str = "names") -> list[str]:
         return []
     if isinstance(names, str):
         return [names]
-    if not isinstance(names, Iterable) or isinstance(names, (type, nn.Module)):
+    if not isinstance(names, Iterable) or isinstance(names, (type, nn.Module, bytes, bytearray)):
         raise TypeError(f"{what} must be a string or a list of strings (dotted paths or glob "
                         f"patterns), got {_what_it_is(names)}" + _hint(names, what))
     out = list(names)
@@ -107,7 +107,7 @@ def as_names(names: Names, what: str = "names") -> list[str]:
                         + ("a tensor: the model's inputs go to the model, called inside the block: "
                            "`with capture(model, names) as cap: model(x)`"
                            if isinstance(names, Tensor) or isinstance(bad[0], Tensor)
-                           else repr(bad[0]) + _hint(bad[0], what)))
+                           else _what_it_is(bad[0]) + _hint(bad[0], what)))
     return out
 
 
@@ -116,6 +116,8 @@ def _what_it_is(value: Any) -> str:
         return f"the class {value.__qualname__}"
     if isinstance(value, nn.Module):
         return f"a module ({type(value).__name__})"
+    if isinstance(value, (bytes, bytearray)):  # iterated, it would read as numbers
+        return f"{value!r} (bytes)"
     return f"{value!r}" if isinstance(value, (int, float)) else f"a {type(value).__name__}"
 
 
@@ -125,6 +127,8 @@ def _hint(value: Any, what: str) -> str:
         return f": choose layers by class with types={value.__qualname__}"
     if isinstance(value, nn.Module):
         return ": name it by its dotted path, as model.named_modules() gives it"
+    if isinstance(value, (bytes, bytearray)):
+        return f": pass it as a str ({what}={value.decode(errors='replace')!r})"
     if callable(value):
         return (f": to filter names with a function, pass "
                 f"{what}=[p for p, _ in model.named_modules() if f(p)]")
