@@ -101,7 +101,7 @@ class Capture(KeptOutputs):
         self._chosen = chosen
         self.names = [p for p, _ in chosen]
         self.ops = [r.pattern for r in ops or ()]
-        self._watch = OpWatch(model, ops, root, self._on_op) if ops else None
+        self._watch = OpWatch(model, ops, root, self._on_op, record and inputs) if ops else None
         if self._watch is not None:
             self._watch.on_first = self._fresh
         self._record, self._want_inputs, self._want_grads = record, inputs, grads
