@@ -99,3 +99,33 @@ def test_a_module_or_bytes_among_the_names_is_named_briefly_with_what_to_pass() 
         with pytest.raises(TypeError, match=said_bytes):
             torchrecorder.capture(net, names)  # type: ignore[arg-type]
     assert hooks_left(net) == []
+
+
+def test_a_module_registered_under_a_second_name_is_refused_naming_the_first() -> None:
+    """nnsight reaches a module by any attribute that holds it (``model.dec`` where ``dec`` is
+    ``enc``); ``named_modules()`` lists it once, under its first name, so the second name read as a
+    layer that does not exist ("nearest: 'enc'")."""
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.enc = nn.Linear(4, 4)
+            self.dec = self.enc
+            self.out = nn.Linear(4, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(self.dec(torch.relu(self.enc(x))))
+
+    net = Tied()
+    said = ("'dec' is the module 'enc' registered under a second name (the same object, one hook for "
+            "both): choose it as 'enc'; its calls under either name are kept as 'enc', 'enc#2', ...")
+    with pytest.raises(torchrecorder.hooks.UnknownLayerError) as info:
+        torchrecorder.capture(net, ["out", "dec"])
+    assert str(info.value) == said
+    with pytest.raises(torchrecorder.hooks.UnknownLayerError, match="registered under a second name"):
+        torchrecorder.hooks.ForwardOutput().children(net, names=["dec"])
+    with torchrecorder.capture(net, "enc") as cap:
+        net(torch.randn(2, 4))
+    assert list(cap.keys()) == ["enc", "enc#2"]
+    with pytest.raises(torchrecorder.hooks.UnknownLayerError, match="no layer named 'dex'; available"):
+        torchrecorder.capture(net, "dex")
+    assert hooks_left(net) == []

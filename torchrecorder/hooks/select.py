@@ -268,6 +268,7 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
     chosen: set[str] = set()
     if wanted_names:
         what = "child" if children else "layer"
+        _refuse_second_names(net, wanted_names, pairs, children)
         chosen.update(match_names(wanted_names, paths, what))
     if wanted_labels:
         by_label = module_labels(net, rec)
@@ -290,6 +291,26 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
                 or (index_set is not None and i in index_set)):
             out.append((path, module))
     return out
+
+
+def _refuse_second_names(net: nn.Module, names: list[str], pairs: list[tuple[str, nn.Module]],
+                         children: bool) -> None:
+    """A module registered under two names (``self.dec = self.enc``) is one module, which
+    ``named_modules()`` lists once, under its first name; a hook on it cannot tell the two apart.
+    Its second name is refused, naming the first, rather than as a layer that does not exist."""
+    known = {p for p, _ in pairs}
+    missing = [n for n in names if n not in known and not is_pattern(n)]
+    if not missing:
+        return
+    first = {id(m): p for p, m in pairs}
+    every = net._modules.items() if children else net.named_modules(remove_duplicate=False)
+    seconds = {p: first[id(m)] for p, m in every if m is not None and id(m) in first and p not in known}
+    for name in missing:
+        if name in seconds:
+            raise UnknownLayerError(
+                f"{name!r} is the module {seconds[name]!r} registered under a second name (the same "
+                f"object, one hook for both): choose it as {seconds[name]!r}; its calls under either "
+                f"name are kept as {seconds[name]!r}, {seconds[name] + '#2'!r}, ...")
 
 
 def modules_above(model: nn.Module, paths: list[str],
