@@ -305,3 +305,31 @@ def test_an_in_place_operation_keeps_as_its_input_what_it_was_given() -> None:
     # the argument an unchosen in-place operation (exp_) changed is not copied: read after it ran
     assert torch.equal(cap.inputs["net/add"][1], after_relu.exp())
     assert no_modes() and hook_count(net) == 0
+
+
+def test_operations_are_captured_from_a_pass_run_in_another_thread() -> None:
+    """Hugging Face's streaming habit runs ``model.generate`` in a thread inside the block; the
+    function mode is per thread, so the operations of such a pass were not seen and the pass ended
+    with 'chose no operation ... there are no layers to choose from'."""
+    import threading
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 6), nn.Softmax(-1))
+    xs = [torch.randn(2, 4) for _ in range(2)]
+    left: list[int] = []
+
+    def passes() -> None:
+        for x in xs:
+            net(x)
+        left.append(torch._C._len_torch_function_stack())
+
+    with torch.no_grad(), torchrecorder.capture(net, ops="1/softmax", keep="all") as cap:
+        worker = threading.Thread(target=passes)
+        worker.start()
+        worker.join()
+        net(xs[0])  # and the block's own thread again afterwards
+    with torch.no_grad():
+        want = [torch.softmax(net[0](x), -1) for x in (*xs, xs[0])]
+    got = cap["1/softmax"]
+    assert len(got) == 3 and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    assert left == [0] and no_modes() and hook_count(net) == 0

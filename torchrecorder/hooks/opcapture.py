@@ -265,8 +265,12 @@ class OpWatch:
 
     # ------------------------------------------------------------ hooks
     def _pre(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if self.paused or self.thread != get_ident() or self._closed:
+        if self.paused or self._closed:
             return
+        if self.thread != get_ident():
+            if self.stack:  # another thread's pass is open: one thread is watched at a time
+                return
+            self.thread = get_ident()  # model.generate run in a thread inside the with block
         if not self.stack and self.on_first is not None:
             self.on_first()
         n = self._calls[id(module)] = self._calls.get(id(module), 0) + 1
@@ -342,8 +346,10 @@ class OpWatch:
 
     def _leave_mode(self) -> None:
         mode, self._mode = self._mode, None
-        if mode is not None:
+        if mode is not None and self.thread == get_ident():
             mode.__exit__(None, None, None)
+        # else the block ended while a thread's pass was still open: the mode is on that thread's
+        # stack, which no other thread can pop; with the stack cleared it only passes calls on
 
     # ------------------------------------------------------------ operations
     def _op_info(self, func: Callable[..., Any]) -> tuple[str, bool, Optional[int]]:
