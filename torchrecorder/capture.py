@@ -353,10 +353,7 @@ class Capture(KeptOutputs):
                         "output, layer)" if isinstance(exc, (TypeError, AttributeError)) else "")
                 add_note(exc, f"torchrecorder: raised in edit({name!r}, output){hint}")
                 raise
-            if isinstance(replaced, str):
-                raise TypeError(f"edit returned a str for {name!r}, not a new output: capture calls "
-                                "edit(name, output) with the name first (baukit's edit_output takes "
-                                "output, layer)")
+            _values.check_edit_result(name, output, replaced, module="/" not in name)
             if replaced is not None:
                 output = replaced
         if on:
