@@ -3,6 +3,8 @@ a model on ``meta``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from torch import nn
@@ -128,4 +130,40 @@ def test_a_module_registered_under_a_second_name_is_refused_naming_the_first() -
     assert list(cap.keys()) == ["enc", "enc#2"]
     with pytest.raises(torchrecorder.hooks.UnknownLayerError, match="no layer named 'dex'; available"):
         torchrecorder.capture(net, "dex")
+    assert hooks_left(net) == []
+
+
+def test_a_name_with_a_call_number_chooses_only_that_call() -> None:
+    """nnsight users edit one call of a shared layer (``tracer.iter[1]``), torchlens users read
+    ``"label:2"``; ``capture(net, "blk#2")`` was refused as a layer that does not exist."""
+    torch.manual_seed(0)
+    blk = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+    net = nn.Sequential(blk, blk, blk)
+    x = torch.randn(2, 4)
+    calls: list[int] = []
+
+    def second_doubled(module: nn.Module, args: Any, out: torch.Tensor) -> Any:
+        calls.append(1)
+        return out * 2 if len(calls) == 2 else None
+
+    handle = blk.register_forward_hook(second_doubled)
+    with torch.no_grad():
+        want = net(x)
+    handle.remove()
+    with torch.no_grad(), torchrecorder.capture(net, "0#2", edit=lambda n, o: o * 2) as cap:
+        got = net(x)
+    assert torch.equal(got, want) and list(cap.keys()) == ["0#2"]
+    with torch.no_grad(), torchrecorder.capture(net, ["0#2", "0.1#3"]) as cap:
+        net(x)
+    assert list(cap.keys()) == ["0#2", "0.1#3"]
+    with torch.no_grad(), torchrecorder.capture(net, ["0#2", "0"]) as cap:  # the whole layer too: every call
+        net(x)
+    assert list(cap.keys()) == ["0", "0#2", "0#3"]
+    with torch.no_grad(), torchrecorder.capture(net, ["*#1", "0.*#3"]) as cap:  # patterns, #1 the first call
+        net(x)
+    assert list(cap.keys()) == ["0", "0.0#3", "0.1#3"]
+    with pytest.raises(ValueError, match=r"'0#0': calls are numbered from 1"):
+        torchrecorder.capture(net, "0#0")
+    with pytest.raises(torchrecorder.hooks.UnknownLayerError, match="no layer named '9'"):
+        torchrecorder.capture(net, "9#2")
     assert hooks_left(net) == []

@@ -37,8 +37,8 @@ from .._fused import checks_hooks
 from ..graph import Graph
 from ..summary import label_paths
 
-__all__ = ["UnknownLayerError", "canonical_call", "check_types", "is_pattern", "match_names", "module_labels",
-           "modules_above", "select_modules"]
+__all__ = ["UnknownLayerError", "call_numbers", "canonical_call", "check_types", "is_pattern", "match_names",
+           "module_labels", "modules_above", "select_modules"]
 
 Names = Union[str, Iterable[str], None]
 _CALL = re.compile(r"^(.*)#([0-9]+)$")
@@ -155,6 +155,31 @@ def match_names(names: Iterable[str], available: Sequence[str], what: str = "lay
         else:
             raise UnknownLayerError(f"no {what} named {name!r}; " + nearest(name, available))
     return [a for a in available if a in chosen]
+
+
+def call_numbers(names: list[str], paths: Sequence[str]) -> tuple[list[str], dict[str, set[int]]]:
+    """``names`` without their call numbers (``"blk#2"`` -> ``"blk"``), and for each path that
+    only names with a number chose, those numbers (``{"blk": {2}}``: its second call in a pass).
+
+    Raises:
+        ValueError: a call number below 1 (``"blk#0"``).
+    """
+    bases: list[str] = []
+    numbered: dict[str, set[int]] = {}
+    whole: set[str] = set()
+    for name in names:
+        m = _CALL.match(name)
+        base = m.group(1) if m else name
+        if m and int(m.group(2)) < 1:
+            raise ValueError(f"{name!r}: calls are numbered from 1 ({base!r} or {base + '#1'!r} is the "
+                             "first call in a pass)")
+        bases.append(base)
+        for path in ([p for p in paths if glob_match(base, p)] if is_pattern(base) else [base]):
+            if m:
+                numbered.setdefault(path, set()).add(int(m.group(2)))
+            else:
+                whole.add(path)
+    return bases, {p: ns for p, ns in numbered.items() if p not in whole}
 
 
 def split_call(name: str) -> tuple[str, int]:
