@@ -167,8 +167,9 @@ def call_numbers(names: list[str], paths: Sequence[str]) -> tuple[list[str], dic
     bases: list[str] = []
     numbered: dict[str, set[int]] = {}
     whole: set[str] = set()
+    known = set(paths)
     for name in names:
-        m = _CALL.match(name)
+        m = None if name in known else _CALL.match(name)  # a module may be named "blk#2" itself
         base = m.group(1) if m else name
         if m and int(m.group(2)) < 1:
             raise ValueError(f"{name!r}: calls are numbered from 1 ({base!r} or {base + '#1'!r} is the "
