@@ -303,3 +303,57 @@ def test_a_quantized_tensor_is_refused_when_saving_with_what_to_do(tmp_path) -> 
     with pytest.raises(ValueError, match=r"quantized tensor \(torch.qint8\).*dequantize"):
         _saved_back(tmp_path, q)
     assert not list(tmp_path.iterdir())
+
+
+class _OpArgs(nn.Module):
+    """Operations whose arguments hold torch's small objects: Hugging Face's eager attention
+    calls ``softmax(x, dim=-1, dtype=torch.float32)``; slicing passes ``...`` and slices."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        p = nn.functional.softmax(x, dim=-1, dtype=torch.float32)
+        q = p[..., 1:3, ::2].to(torch.device("cpu"), torch.bfloat16, memory_format=torch.contiguous_format)
+        return q.reshape(q.shape) * 1j
+
+
+def test_the_inputs_of_operations_that_take_dtypes_slices_and_devices_save_and_load(tmp_path) -> None:
+    """``capture(ops=..., inputs=True)`` keeps such arguments, and ``save`` refused them ("a dtype
+    is neither a tensor, a number ..."), so no attention softmax captured with its inputs saved."""
+    net, x = _OpArgs(), torch.randn(2, 4, 5)
+    with torchrecorder.capture(net, ops="net/*", inputs=True) as cap:
+        net(x)
+    path = cap.save(tmp_path / "ops.safetensors")
+    saved = torchrecorder.load_capture(path)
+    (arg,), kwargs = saved.inputs["net/softmax"]
+    assert torch.equal(arg, x) and (kwargs["dim"], kwargs["dtype"]) == (-1, torch.float32)
+    probs, index = saved.inputs["net/getitem"]
+    assert torch.equal(probs, cap["net/softmax"])
+    assert index == (Ellipsis, slice(1, 3, None), slice(None, None, 2))
+    assert saved.inputs["net/to"][0][1:] == (torch.device("cpu"), torch.bfloat16)
+    assert saved.inputs["net/to"][1] == {"memory_format": torch.contiguous_format}
+    shape = saved.inputs["net/reshape"][1]
+    assert type(shape) is torch.Size and shape == (2, 2, 3)
+    assert saved.inputs["net/mul"][1] == 1j
+    for key in cap.keys():
+        assert torch.equal(saved[key], cap[key]), key
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        meta = json.loads(json.loads(f.read(n))["__metadata__"]["torchrecorder"])
+    assert meta["version"] == 3 == FORMAT_VERSION  # older readers refuse it rather than misread
+
+
+def test_a_saved_torch_object_that_is_not_one_is_malformed(tmp_path) -> None:
+    net = nn.Sequential(nn.Softmax(-1))
+    with torchrecorder.capture(net, ops="0/softmax", inputs=True) as cap:
+        net(torch.randn(2, 3))
+    path = str(cap.save(tmp_path / "a.safetensors"))
+    tensors = safetensors.load_file(path)
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    meta = json.loads(header["__metadata__"]["torchrecorder"])
+    for bad in (["dtype", "Tensor"], ["dtype", "contiguous_format"], ["device", "nowhere:x"], ["size", [1.5]],
+                ["complex", [True, 1]], ["nothing", 1]):
+        meta["tables"]["inputs"]["0/softmax"] = {"tuple": [{"torch": bad}]}
+        safetensors.save_file(tensors, path, metadata={"torchrecorder": json.dumps(meta)})
+        with pytest.raises(ValueError, match="malformed capture file"):
+            torchrecorder.load_capture(path)

@@ -265,3 +265,71 @@ def test_modules_and_operations_together_and_a_second_call() -> None:
     with torchrecorder.capture(model, ops="att#2/softmax") as cap:
         model(torch.randn(1, 3, 4))
     assert cap.keys() == ["att#2/softmax"]
+
+
+class _InPlace(nn.Module):
+    """``g += h``, ``x.relu_()`` and ``F.relu(x, inplace=True)``: operations that change their input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.a(x)
+        g = self.b(h)
+        g += h
+        g.relu_()
+        return nn.functional.relu(g - 1, inplace=True) + g.exp_()
+
+
+def test_an_in_place_operation_keeps_as_its_input_what_it_was_given() -> None:
+    """torchlens and nnsight users read an operation's inputs: an in-place one changes its first
+    argument, so what is kept must be copied before it runs, not read after."""
+    torch.manual_seed(0)
+    net, x = _InPlace(), torch.randn(3, 4)
+    with torch.no_grad():
+        h = net.a(x)
+        g = net.b(h)
+        after_add = g + h
+        after_relu = after_add.relu()
+        shifted = after_relu - 1
+    with torch.no_grad(), torchrecorder.capture(net, ops=["net/add_", "net/relu_", "net/relu", "net/add"],
+                                                inputs=True) as cap:
+        net(x)
+    assert torch.equal(cap.inputs["net/add_"][0], g) and torch.equal(cap.inputs["net/add_"][1], h)
+    assert torch.equal(cap["net/add_"], after_add)
+    assert torch.equal(cap.inputs["net/relu_"], after_add) and torch.equal(cap["net/relu_"], after_relu)
+    relu_args, relu_kwargs = cap.inputs["net/relu"]
+    assert torch.equal(relu_args[0], shifted) and relu_kwargs == {"inplace": True}
+    assert torch.equal(cap["net/relu"], shifted.relu())
+    # the argument an unchosen in-place operation (exp_) changed is not copied: read after it ran
+    assert torch.equal(cap.inputs["net/add"][1], after_relu.exp())
+    assert no_modes() and hook_count(net) == 0
+
+
+def test_operations_are_captured_from_a_pass_run_in_another_thread() -> None:
+    """Hugging Face's streaming habit runs ``model.generate`` in a thread inside the block; the
+    function mode is per thread, so the operations of such a pass were not seen and the pass ended
+    with 'chose no operation ... there are no layers to choose from'."""
+    import threading
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(4, 6), nn.Softmax(-1))
+    xs = [torch.randn(2, 4) for _ in range(2)]
+    left: list[int] = []
+
+    def passes() -> None:
+        for x in xs:
+            net(x)
+        left.append(torch._C._len_torch_function_stack())
+
+    with torch.no_grad(), torchrecorder.capture(net, ops="1/softmax", keep="all") as cap:
+        worker = threading.Thread(target=passes)
+        worker.start()
+        worker.join()
+        net(xs[0])  # and the block's own thread again afterwards
+    with torch.no_grad():
+        want = [torch.softmax(net[0](x), -1) for x in (*xs, xs[0])]
+    got = cap["1/softmax"]
+    assert len(got) == 3 and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    assert left == [0] and no_modes() and hook_count(net) == 0

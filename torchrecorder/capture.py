@@ -49,6 +49,7 @@ from .hooks.select import (
     Names,
     UnknownLayerError,
     as_names,
+    call_numbers,
     canonical_call,
     check_types,
     modules_above,
@@ -95,13 +96,14 @@ class Capture(KeptOutputs):
                  record: bool, edit: Optional[Callable[[str, Any], Any]], stop: Optional[str],
                  condition: Optional[Callable[[], Any]], reduction: Optional[Callable[[Any, Any], Any]],
                  to: Optional[torch.device], detach: bool, clone: bool, keep: str, stats: bool,
-                 timing: bool, ops: Optional[list[OpRule]] = None, root: str = "net") -> None:
+                 timing: bool, ops: Optional[list[OpRule]] = None, root: str = "net",
+                 calls: Optional[dict[str, set[int]]] = None) -> None:
         self.model = model
         self.root = root  # the name of the network's own operations: "net", or rec.name with rec=
-        self._chosen = chosen
+        self._chosen, self._only = chosen, calls or {}  # path -> the only call numbers chosen
         self.names = [p for p, _ in chosen]
         self.ops = [r.pattern for r in ops or ()]
-        self._watch = OpWatch(model, ops, root, self._on_op) if ops else None
+        self._watch = OpWatch(model, ops, root, self._on_op, record and inputs) if ops else None
         if self._watch is not None:
             self._watch.on_first = self._fresh
         self._record, self._want_inputs, self._want_grads = record, inputs, grads
@@ -292,7 +294,7 @@ class Capture(KeptOutputs):
             self._fresh()
             n = self._calls[path] = self._calls.get(path, 0) + 1
             name = path if n == 1 else f"{path}#{n}"
-            on = chosen and self._wanted(name)
+            on = chosen and (path not in self._only or n in self._only[path]) and self._wanted(name)
             if on and inputs and self._record and self._want_inputs:
                 self._store(self.inputs, name, inputs_value(args, kwargs))
             start = 0.0
@@ -353,10 +355,7 @@ class Capture(KeptOutputs):
                         "output, layer)" if isinstance(exc, (TypeError, AttributeError)) else "")
                 add_note(exc, f"torchrecorder: raised in edit({name!r}, output){hint}")
                 raise
-            if isinstance(replaced, str):
-                raise TypeError(f"edit returned a str for {name!r}, not a new output: capture calls "
-                                "edit(name, output) with the name first (baukit's edit_output takes "
-                                "output, layer)")
+            _values.check_edit_result(name, output, replaced, module="/" not in name)
             if replaced is not None:
                 output = replaced
         if on:
@@ -504,7 +503,8 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     Args:
         model: the module whose forward passes are captured.
         names: dotted paths (``"encoder.0"``, ``""`` for ``model`` itself) or
-            glob patterns (``"encoder.layer.*.attention"``, ``"**"``).  With
+            glob patterns (``"encoder.layer.*.attention"``, ``"**"``); ``"blk#2"`` chooses
+            only the second call of ``blk`` in each pass (``"blk#1"`` the first).  With
             no ``names``, ``types``, ``labels`` or ``ops``: every module
             (``names=[]`` chooses none).
         types: a class or tuple of classes to capture.
@@ -574,7 +574,7 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         raise ValueError("keep='all' and reduction= do not go together: reduction keeps one value "
                          "merged over the calls, keep='all' a list of every pass's; choose one")
     device = check_device(to)
-    wanted = as_names(names)
+    wanted, calls = call_numbers(as_names(names), [p for p, _ in model.named_modules()])
     root = rec.name if rec is not None else "net"
     rules = parse_op_patterns(ops) if ops is not None else None
     if rules:
@@ -596,5 +596,5 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
             raise UnknownLayerError(f"stop={stop!r} names no layer; " + nearest(stop, paths))
     return Capture(model, chosen, inputs=inputs, grads=grads, record=record, edit=edit, stop=stop,
                    condition=condition, reduction=reduction, to=device, detach=detach, clone=clone,
-                   keep=keep, stats=stats, timing=timing, ops=rules, root=root)
+                   keep=keep, stats=stats, timing=timing, ops=rules, root=root, calls=calls)
 

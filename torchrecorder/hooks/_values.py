@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import warnings
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, Optional, Union
 
 import torch
 
-__all__ = ["Device", "ReductionError", "add_note", "check_device", "inputs_value", "keep_value", "leaves",
-           "reduce_values"]
+__all__ = ["Device", "ReductionError", "add_note", "check_device", "check_edit_result", "inputs_value",
+           "keep_value", "leaves", "reduce_values"]
 
 Device = Union[str, torch.device, None]
 
@@ -263,3 +264,32 @@ def sync(*values: Any) -> None:
         if t.device.type == "cuda":
             torch.cuda.synchronize(t.device)
             return
+
+
+def check_edit_result(name: str, output: Any, replaced: Any, module: bool = True) -> None:
+    """What ``edit(name, output)`` returned, checked: a string is refused (an edit written for
+    baukit's ``edit_output(output, layer)``), and one of the output's own tensors handed back
+    in place of a container (``lambda name, out: out[0].mul_(2)``, the result of an in-place
+    change of one item) is warned of: it replaces the whole output, and a model that unpacks
+    ``a, b = layer(...)`` from a batch of two reads on without error.  (An operation's edit,
+    ``module=False``, must keep the output's structure: it is refused there instead.)"""
+    if isinstance(replaced, str):
+        raise TypeError(f"edit returned a str for {name!r}, not a new output: capture calls "
+                        "edit(name, output) with the name first (baukit's edit_output takes "
+                        "output, layer)")
+    if not module or not isinstance(replaced, torch.Tensor) or isinstance(output, torch.Tensor) \
+            or replaced is output:
+        return
+    if _is_dataclass(output):
+        items: Any = ((f.name, getattr(output, f.name)) for f in dataclasses.fields(output))
+    else:
+        items = output.items() if isinstance(output, Mapping) else \
+            enumerate(output) if isinstance(output, (tuple, list)) else ()
+    where = next((f"item {k!r}" for k, v in items if v is replaced), None)
+    if where is None and any(t is replaced for t in leaves(output)):
+        where = "a tensor"
+    if where is not None:
+        warnings.warn(f"edit returned {where} of the output of {name!r} ({_kind(output)}), which "
+                      "replaces the whole output with that one tensor: an edit that changes the "
+                      "output in place returns None (or the output); to replace the output with "
+                      "one of its tensors, return a copy of it", RuntimeWarning, stacklevel=2)

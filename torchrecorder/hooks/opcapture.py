@@ -159,11 +159,14 @@ class _Mode(TorchFunctionMode):
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (),
                            kwargs: Optional[dict[str, Any]] = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         watch = self.watch
+        before = None  # an in-place operation's first argument as it was, where its inputs are kept
+        if watch.keep_inputs and not watch.paused and watch.thread == get_ident() and watch.stack:
+            before = watch.input_before(func, args, kwargs)
+        out = func(*args, **kwargs)
         if watch.paused or watch.thread != get_ident() or not watch.stack:
             return out
-        return watch.op(func, args, kwargs, out)
+        return watch.op(func, args, kwargs, out, before)
 
 
 class _Closed:
@@ -187,9 +190,12 @@ class OpWatch:
         root: the name of the network's own calls (the recording's name).
         callback: ``callback(key, output, args, kwargs)`` for each chosen operation; what it
             returns (not ``None``) replaces the output.
+        keep_inputs: whether the callback keeps ``args``: a chosen in-place operation's first
+            argument is then copied before the operation changes it.
     """
 
-    def __init__(self, model: nn.Module, rules: Sequence[OpRule], root: str, callback: OpCallback) -> None:
+    def __init__(self, model: nn.Module, rules: Sequence[OpRule], root: str, callback: OpCallback,
+                 keep_inputs: bool = False) -> None:
         self.model, self.rules, self.root, self.callback = model, list(rules), root, callback
         self.paused = 0
         self.thread = get_ident()
@@ -209,6 +215,7 @@ class OpWatch:
         self.on_first: Optional[Callable[[], None]] = None  # called as a call opens while none is
         self.seen: dict[str, None] = {}  # op keys met in chosen calls (for "did you mean")
         self.matched: set[str] = set()  # patterns that chose at least one op
+        self.keep_inputs = keep_inputs
 
     # ------------------------------------------------------------ on and off
     def start(self) -> None:
@@ -258,8 +265,12 @@ class OpWatch:
 
     # ------------------------------------------------------------ hooks
     def _pre(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if self.paused or self.thread != get_ident() or self._closed:
+        if self.paused or self._closed:
             return
+        if self.thread != get_ident():
+            if self.stack:  # another thread's pass is open: one thread is watched at a time
+                return
+            self.thread = get_ident()  # model.generate run in a thread inside the with block
         if not self.stack and self.on_first is not None:
             self.on_first()
         n = self._calls[id(module)] = self._calls.get(id(module), 0) + 1
@@ -335,24 +346,55 @@ class OpWatch:
 
     def _leave_mode(self) -> None:
         mode, self._mode = self._mode, None
-        if mode is not None:
+        if mode is not None and self.thread == get_ident():
             mode.__exit__(None, None, None)
+        # else the block ended while a thread's pass was still open: the mode is on that thread's
+        # stack, which no other thread can pop; with the stack cleared it only passes calls on
 
     # ------------------------------------------------------------ operations
-    def op(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> Any:
-        """Name the operation that returned ``out``; hand it to the callback where chosen."""
-        key, chosen, _ = self.stack[-1]
-        if not chosen:
-            return out
+    def _op_info(self, func: Callable[..., Any]) -> tuple[str, bool, Optional[int]]:
         info = self._info.get(func)
         if info is None:
             info = self._info[func] = op_info(func)
+        return info
+
+    def input_before(self, func: Callable[..., Any], args: tuple[Any, ...],
+                     kwargs: dict[str, Any]) -> Optional[tuple[Any, ...]]:
+        """``args`` with a copy of the first, taken before ``func`` runs, where ``func`` is a
+        chosen in-place operation (``x += y``, ``x.relu_()``, ``F.relu(x, inplace=True)``): the
+        operation changes that argument, and what is kept as its input is what it was given."""
+        key, chosen, _ = self.stack[-1]
+        if not chosen or not args or not isinstance(args[0], Tensor):
+            return None
+        name, inplace, flag_at = self._op_info(func)
+        if flag_at is not None:
+            inplace = kwargs.get("inplace", args[flag_at] if flag_at < len(args) else False) is True
+        if not inplace:
+            return None
+        n = self._ordinals.get(f"{key}/{name}", -1) + 1  # the ordinal it will be given
+        if not any(r.matches_op(name, name if n == 0 else f"{name}_{n}") for r in chosen):
+            return None
+        self.paused += 1
+        try:
+            return (args[0].clone(), *args[1:])
+        finally:
+            self.paused -= 1
+
+    def op(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
+           before: Optional[tuple[Any, ...]] = None) -> Any:
+        """Name the operation that returned ``out``; hand it to the callback where chosen
+        (with ``before``, the arguments as they were, for an in-place operation)."""
+        key, chosen, _ = self.stack[-1]
+        if not chosen:
+            return out
+        info = self._op_info(func)
         self.paused += 1
         try:
             outs, inplace = op_outputs(info, args, kwargs, out)
             if not outs:
                 return out
-            replaced = self._chosen_op(key, chosen, info[0], out, args, kwargs, inplace)
+            replaced = self._chosen_op(key, chosen, info[0], out, args if before is None else before,
+                                       kwargs, inplace)
             return out if replaced is None else replaced
         finally:
             self.paused -= 1

@@ -30,7 +30,7 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DEPTH", "KeptOutputs", "SavedCapture
 
 #: the ``format`` field of a saved capture's metadata, and the newest version this package reads
 FORMAT = "torchrecorder-capture"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: containers inside containers, at most, in a saved value
 MAX_DEPTH = 100
 #: the largest JSON header read (safetensors' own limit)
@@ -38,6 +38,9 @@ MAX_HEADER_BYTES = 100 * 2**20
 TABLES = ("outputs", "inputs", "grads")
 _JSON_SCALARS = (bool, int, float, str)
 _LAYOUTS = {"strided": torch.strided, "jagged": getattr(torch, "jagged", None)}
+#: torch's objects saved by their name in ``torch`` (``torch.float32`` as ``"float32"``)
+_SPECIALS: dict[str, type] = {"dtype": torch.dtype, "memory_format": torch.memory_format,
+                              "layout": torch.layout}
 
 
 def _require_safetensors() -> Any:
@@ -77,8 +80,12 @@ class _Packer:
 
     Format version 1 holds tensors, ``None``, plain numbers and strings, tuples, lists and
     dicts with string keys; version 2 adds dict keys of other types (``{1: a, "1": b}``
-    keeps both) and nested tensors.  A file is marked with the oldest version that reads
-    it (:attr:`version`), so that an older torchrecorder refuses only what it would misread.
+    keeps both) and nested tensors; version 3 the small objects an operation's arguments
+    hold (``torch.float32``, ``torch.device``, ``torch.Size``, a memory format or layout,
+    ``slice``, ``...``, complex numbers), which ``capture(ops=..., inputs=True)`` keeps
+    (``softmax(x, dim=-1, dtype=torch.float32)``, ``x[..., :2]``).  A file is marked with the
+    oldest version that reads it (:attr:`version`), so that an older torchrecorder refuses
+    only what it would misread.
     """
 
     def __init__(self) -> None:
@@ -102,6 +109,10 @@ class _Packer:
                     self.version = max(self.version, 2)
                 items.append([key, self.pack(v, f"{where}[{k!r}]", depth + 1)])
             return {"dict": items}
+        special = self._special(value, where, depth)
+        if special is not None:
+            self.version = max(self.version, 3)
+            return {"torch": special}
         if isinstance(value, (tuple, list)):
             kind = "list" if isinstance(value, list) else "tuple"
             return {kind: [self.pack(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]}
@@ -109,7 +120,26 @@ class _Packer:
             fields = {f: getattr(value, f) for f in value.__dataclass_fields__}
             return {"dict": [[k, self.pack(v, f"{where}.{k}", depth + 1)] for k, v in fields.items()]}
         raise TypeError(f"cannot save {where}: a {type(value).__name__} is neither a tensor, a "
-                        "number, a string, None nor a container of them")
+                        "number, a string, None, one of torch's dtypes, devices, sizes, memory "
+                        "formats or layouts, a slice, ... nor a container of them")
+
+    def _special(self, value: Any, where: str, depth: int) -> Optional[list[Any]]:
+        """``[kind, body]`` for an object of :data:`_SPECIALS`, or ``None`` for any other."""
+        if isinstance(value, torch.Size):
+            return ["size", list(value)]
+        if isinstance(value, slice):
+            return ["slice", [self.pack(v, f"{where}.{part}", depth + 1) for part, v in
+                              (("start", value.start), ("stop", value.stop), ("step", value.step))]]
+        if value is Ellipsis:
+            return ["ellipsis", None]
+        if isinstance(value, complex):
+            return ["complex", [value.real, value.imag]]
+        if isinstance(value, torch.device):
+            return ["device", str(value)]
+        for kind, cls in _SPECIALS.items():
+            if isinstance(value, cls):
+                return [kind, str(value).replace("torch.", "")]
+        return None
 
     def _tensor(self, value: torch.Tensor, where: str) -> Any:
         if value.device.type == "meta":
@@ -166,7 +196,34 @@ def _unpack(tree: Any, tensors: Mapping[str, torch.Tensor], where: str, depth: i
         return out
     if kind == "nested" and isinstance(body, dict):
         return _nested(body, tensors, where, depth)
+    if kind == "torch" and isinstance(body, list) and len(body) == 2:
+        return _special(body[0], body[1], tensors, where, depth)
     raise _malformed(where, f"unknown entry {kind!r:.60}")
+
+
+def _special(kind: Any, body: Any, tensors: Mapping[str, torch.Tensor], where: str, depth: int) -> Any:
+    """The object a ``{"torch": [kind, body]}`` entry describes (see :meth:`_Packer._special`)."""
+    if kind == "size" and isinstance(body, list) and all(type(n) is int for n in body):
+        return torch.Size(body)
+    if kind == "slice" and isinstance(body, list) and len(body) == 3:
+        return slice(*(_unpack(v, tensors, where, depth + 1) for v in body))
+    if kind == "ellipsis" and body is None:
+        return Ellipsis
+    if kind == "complex" and isinstance(body, list) and len(body) == 2 and \
+            all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in body):
+        return complex(*body)
+    if kind == "device" and isinstance(body, str):
+        try:
+            return torch.device(body)
+        except (RuntimeError, ValueError, TypeError):
+            raise _malformed(where, f"{body!r:.60} is not a device") from None
+    cls = _SPECIALS.get(kind)
+    if cls is not None and isinstance(body, str):
+        value = getattr(torch, body, None)
+        if isinstance(value, cls):
+            return value
+        raise _malformed(where, f"{body!r:.60} is not a torch {kind}")
+    raise _malformed(where, f"unknown torch entry {kind!r:.60}")
 
 
 def _nested(body: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str, depth: int) -> Any:

@@ -37,8 +37,8 @@ from .._fused import checks_hooks
 from ..graph import Graph
 from ..summary import label_paths
 
-__all__ = ["UnknownLayerError", "canonical_call", "check_types", "is_pattern", "match_names", "module_labels",
-           "modules_above", "select_modules"]
+__all__ = ["UnknownLayerError", "call_numbers", "canonical_call", "check_types", "is_pattern", "match_names",
+           "module_labels", "modules_above", "select_modules"]
 
 Names = Union[str, Iterable[str], None]
 _CALL = re.compile(r"^(.*)#([0-9]+)$")
@@ -97,7 +97,7 @@ def as_names(names: Names, what: str = "names") -> list[str]:
         return []
     if isinstance(names, str):
         return [names]
-    if not isinstance(names, Iterable) or isinstance(names, (type, nn.Module)):
+    if not isinstance(names, Iterable) or isinstance(names, (type, nn.Module, bytes, bytearray)):
         raise TypeError(f"{what} must be a string or a list of strings (dotted paths or glob "
                         f"patterns), got {_what_it_is(names)}" + _hint(names, what))
     out = list(names)
@@ -107,7 +107,7 @@ def as_names(names: Names, what: str = "names") -> list[str]:
                         + ("a tensor: the model's inputs go to the model, called inside the block: "
                            "`with capture(model, names) as cap: model(x)`"
                            if isinstance(names, Tensor) or isinstance(bad[0], Tensor)
-                           else repr(bad[0]) + _hint(bad[0], what)))
+                           else _what_it_is(bad[0]) + _hint(bad[0], what)))
     return out
 
 
@@ -116,6 +116,8 @@ def _what_it_is(value: Any) -> str:
         return f"the class {value.__qualname__}"
     if isinstance(value, nn.Module):
         return f"a module ({type(value).__name__})"
+    if isinstance(value, (bytes, bytearray)):  # iterated, it would read as numbers
+        return f"{value!r} (bytes)"
     return f"{value!r}" if isinstance(value, (int, float)) else f"a {type(value).__name__}"
 
 
@@ -125,6 +127,8 @@ def _hint(value: Any, what: str) -> str:
         return f": choose layers by class with types={value.__qualname__}"
     if isinstance(value, nn.Module):
         return ": name it by its dotted path, as model.named_modules() gives it"
+    if isinstance(value, (bytes, bytearray)):
+        return f": pass it as a str ({what}={value.decode(errors='replace')!r})"
     if callable(value):
         return (f": to filter names with a function, pass "
                 f"{what}=[p for p, _ in model.named_modules() if f(p)]")
@@ -151,6 +155,32 @@ def match_names(names: Iterable[str], available: Sequence[str], what: str = "lay
         else:
             raise UnknownLayerError(f"no {what} named {name!r}; " + nearest(name, available))
     return [a for a in available if a in chosen]
+
+
+def call_numbers(names: list[str], paths: Sequence[str]) -> tuple[list[str], dict[str, set[int]]]:
+    """``names`` without their call numbers (``"blk#2"`` -> ``"blk"``), and for each path that
+    only names with a number chose, those numbers (``{"blk": {2}}``: its second call in a pass).
+
+    Raises:
+        ValueError: a call number below 1 (``"blk#0"``).
+    """
+    bases: list[str] = []
+    numbered: dict[str, set[int]] = {}
+    whole: set[str] = set()
+    known = set(paths)
+    for name in names:
+        m = None if name in known else _CALL.match(name)  # a module may be named "blk#2" itself
+        base = m.group(1) if m else name
+        if m and int(m.group(2)) < 1:
+            raise ValueError(f"{name!r}: calls are numbered from 1 ({base!r} or {base + '#1'!r} is the "
+                             "first call in a pass)")
+        bases.append(base)
+        for path in ([p for p in paths if glob_match(base, p)] if is_pattern(base) else [base]):
+            if m:
+                numbered.setdefault(path, set()).add(int(m.group(2)))
+            else:
+                whole.add(path)
+    return bases, {p: ns for p, ns in numbered.items() if p not in whole}
 
 
 def split_call(name: str) -> tuple[str, int]:
@@ -264,6 +294,7 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
     chosen: set[str] = set()
     if wanted_names:
         what = "child" if children else "layer"
+        _refuse_second_names(net, wanted_names, pairs, children)
         chosen.update(match_names(wanted_names, paths, what))
     if wanted_labels:
         by_label = module_labels(net, rec)
@@ -286,6 +317,26 @@ def select_modules(net: nn.Module, *, names: Names = None, types: Any = None, in
                 or (index_set is not None and i in index_set)):
             out.append((path, module))
     return out
+
+
+def _refuse_second_names(net: nn.Module, names: list[str], pairs: list[tuple[str, nn.Module]],
+                         children: bool) -> None:
+    """A module registered under two names (``self.dec = self.enc``) is one module, which
+    ``named_modules()`` lists once, under its first name; a hook on it cannot tell the two apart.
+    Its second name is refused, naming the first, rather than as a layer that does not exist."""
+    known = {p for p, _ in pairs}
+    missing = [n for n in names if n not in known and not is_pattern(n)]
+    if not missing:
+        return
+    first = {id(m): p for p, m in pairs}
+    every = net._modules.items() if children else net.named_modules(remove_duplicate=False)
+    seconds = {p: first[id(m)] for p, m in every if m is not None and id(m) in first and p not in known}
+    for name in missing:
+        if name in seconds:
+            raise UnknownLayerError(
+                f"{name!r} is the module {seconds[name]!r} registered under a second name (the same "
+                f"object, one hook for both): choose it as {seconds[name]!r}; its calls under either "
+                f"name are kept as {seconds[name]!r}, {seconds[name] + '#2'!r}, ...")
 
 
 def modules_above(model: nn.Module, paths: list[str],
