@@ -23,7 +23,7 @@ from collections.abc import Hashable, Iterable, Iterator, MutableSet
 from typing import Any, Generic, NamedTuple, Optional, TypeVar
 
 from ._lines import resolved
-from .seed import Subnets, table_of
+from .seed import REMOVED_HOOK, RemovedHook, Subnets, table_of
 
 __all__ = [
     "BaseNode",
@@ -277,24 +277,6 @@ class ScopeNode(BaseNode):
         return Subnets(self)
 
 
-class _RemovedHook:
-    """A hook handle whose hook is already removed (see :attr:`LayerNode.pre`)."""
-
-    __slots__ = ()
-
-    def remove(self) -> None:
-        """Nothing to remove: the recorder took its hooks off."""
-
-    def __enter__(self) -> _RemovedHook:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
-
-
-_REMOVED = _RemovedHook()
-
-
 class LayerNode(ScopeNode):
     """One call of a :class:`torch.nn.Module`.
 
@@ -379,16 +361,16 @@ class LayerNode(ScopeNode):
         return fn if fn is not None and self.call_index == 1 else None
 
     @property
-    def pre(self) -> _RemovedHook:
+    def pre(self) -> RemovedHook:
         """1.0.3's handle of the forward pre-hook on the module: the recorder's hooks are
         taken off when the recording ends (``rec.remove_hooks()``), so its ``remove()`` has
         nothing left to do."""
-        return _REMOVED
+        return REMOVED_HOOK
 
     @property
-    def post(self) -> _RemovedHook:
+    def post(self) -> RemovedHook:
         """1.0.3's handle of the forward hook on the module (see :attr:`pre`)."""
-        return _REMOVED
+        return REMOVED_HOOK
 
     @property
     def back(self) -> None:

@@ -21,8 +21,10 @@ import re
 from collections.abc import Iterator, Set
 from typing import Any, Optional
 
-__all__ = ["Operation", "SeedName", "Subnets", "grad_fn_name", "meta_tensor", "named_as_seed", "operation",
-           "seed_names", "table_of"]
+__all__ = [
+    "REMOVED_HOOK", "Operation", "RemovedHook", "SeedName", "Subnets", "grad_fn_name",
+    "meta_tensor", "named_as_seed", "operation", "seed_names", "table_of",
+]
 
 
 class Operation:
@@ -184,6 +186,25 @@ def table_of(node: Any) -> Any:
     ``None``."""
     ref = getattr(node, "_table", None)
     return ref() if ref is not None else None
+
+
+class RemovedHook:
+    """A hook handle whose hook is already removed: 1.0.3's ``node.pre`` and ``node.post``
+    (see :attr:`~torchrecorder.nodes.LayerNode.pre`)."""
+
+    __slots__ = ()
+
+    def remove(self) -> None:
+        """Nothing to remove: the recorder took its hooks off."""
+
+    def __enter__(self) -> RemovedHook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+REMOVED_HOOK = RemovedHook()
 
 
 class Subnets(Set[Any]):

@@ -14,9 +14,16 @@ from ..nodes import BaseNode, LayerNode, OpNode
 from ._walk import iter_tensors
 from .ops import OpMode
 
-__all__ = ["NOTE_PREFIX", "PARTIAL_RECORDING", "annotate", "call_arguments", "exception_text",
-           "draw_failed_op", "failed_operation", "link_unread_inputs", "module_frames", "raised_in",
-           "scope_keys"]
+__all__ = ["HIGHER_ORDER_HINT", "NOTE_PREFIX", "PARTIAL_RECORDING", "annotate", "call_arguments",
+           "exception_text", "draw_failed_op", "failed_operation", "link_unread_inputs", "module_frames",
+           "raised_in", "scope_keys"]
+
+# torch.cond, while_loop, scan, ... run eagerly by compiling their branches with fullgraph=True,
+# which fails while any torch function mode that dynamo may not trace (the recorder's) is active
+#: the end of the note on a failure inside torch.cond and the like
+HIGHER_ORDER_HINT = (". torch.cond and torch's other higher-order operators compile their branches "
+                      "in one graph, which cannot be done while a recording watches every operation: "
+                      "record the model with the branch chosen by a Python `if` (or `while`) instead")
 
 NOTE_PREFIX = "torchrecorder: raised in module"
 #: the end of that note, for a caller that gets the exception object (the command line and the

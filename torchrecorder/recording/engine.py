@@ -38,6 +38,7 @@ from ..graph import Graph
 from ..nodes import Key, LayerNode, OpNode, ScopeNode, shape_str
 from ..opargs import COUNTED_OPS, MEASURED
 from ._failure import (
+    HIGHER_ORDER_HINT,
     NOTE_PREFIX,
     PARTIAL_RECORDING,
     annotate,
@@ -57,7 +58,7 @@ from .modules import ModuleInfo, index_modules
 from .opkeep import keep
 from .ops import eager
 from .pool import NodePool, begin_op, sizes_of
-from .prehooks import add_pre_hook, add_pre_hooks, new_hook_id
+from .prehooks import CompileHooksQuiet, add_pre_hook, add_pre_hooks, new_hook_id
 from .session import Session
 from .source import INTERNAL, caller
 from .untraced import Untraced
@@ -68,28 +69,9 @@ __all__ = ["GLOBAL_POST_HOOK", "Engine", "ModuleInfo"]
 _OPEN: dict[int, Engine] = {}
 
 
-class _CompileHooksQuiet:
-    """A hook handle of sorts: while on, torch's warning that ``torch.compile(module)`` fires
-    global module hooks twice is not shown; the global hook is the recorder's, which records
-    the compiled wrapper's call and its module's as they are (the user registered none)."""
-
-    def __init__(self) -> None:
-        warnings.filterwarnings("ignore", r"Using `torch\.compile\(module\)` when there are global hooks")
-        self.entry = warnings.filters[0]
-
-    def remove(self) -> None:
-        if isinstance(warnings.filters, list) and self.entry in warnings.filters:  # (typed a Sequence)
-            warnings.filters.remove(self.entry)
-
 # Inside the hooks every ``t.shape`` or ``p.numel()`` would otherwise go through OpMode (about
 # 10 calls per module call) just to be ignored; without DisableTorchFunction only slower.
 _no_torch_function: Callable[[], Any] = getattr(torch._C, "DisableTorchFunction", nullcontext)
-
-# torch.cond, while_loop, scan, ... run eagerly by compiling their branches with fullgraph=True,
-# which fails while any torch function mode that dynamo may not trace (the recorder's) is active
-_HIGHER_ORDER_HINT = (". torch.cond and torch's other higher-order operators compile their branches "
-                      "in one graph, which cannot be done while a recording watches every operation: "
-                      "record the model with the branch chosen by a Python `if` (or `while`) instead")
 
 # Calls are closed by ONE global forward hook where torch has one that is always called
 # (GLOBAL_POST_HOOK; it returns at once for modules not recorded): two hooks per module cost
@@ -303,7 +285,7 @@ class Engine(ModuleCalls):
             where = (f"'{before.path or before.name}' ({before.type_name}), in a forward pre-hook before "
                      f"its forward ran (inside {where})")
         annotate(exc, graph, f"{NOTE_PREFIX} {where}{PARTIAL_RECORDING}"
-                 + _HIGHER_ORDER_HINT * (type(exc).__name__ == "UncapturedHigherOrderOpError"))
+                 + HIGHER_ORDER_HINT * (type(exc).__name__ == "UncapturedHigherOrderOpError"))
 
     # ------------------------------------------------------------ hooks
     def _index_modules(self, net: nn.Module, root_name: str, prefix: str, hook: bool) -> None:
@@ -338,7 +320,7 @@ class Engine(ModuleCalls):
             self._handles.append(_register_module_forward_hook(eager(self._global_post_hook),
                                                                always_call=True))
             if compiled:
-                self._handles.append(_CompileHooksQuiet())
+                self._handles.append(CompileHooksQuiet())
         # what forward registers on a module of the model (a head made on first use) is indexed then
         self._handles.append(_torch_module.register_module_module_registration_hook(
             eager(self._module_registered)))

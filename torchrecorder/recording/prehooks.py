@@ -15,6 +15,7 @@ the model after a recording.  On a torch whose modules lack these dicts, the met
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +25,7 @@ from torch.utils.hooks import RemovableHandle
 
 from .._fused import has_fast_path
 
-__all__ = ["PreHookHandle", "add_pre_hook", "add_pre_hooks", "new_hook_id"]
+__all__ = ["CompileHooksQuiet", "PreHookHandle", "add_pre_hook", "add_pre_hooks", "new_hook_id"]
 
 #: whether modules keep their pre-hooks as torch 2 does (else torch's method is used)
 _DIRECT = all(isinstance(getattr(nn.Module(), name, None), dict)
@@ -81,3 +82,18 @@ def add_pre_hooks(handles: list[Any], modules: list[nn.Module], hook: Callable[.
     """:func:`add_pre_hook` on each of ``modules``, in order."""
     for module in modules:
         add_pre_hook(handles, module, hook, hid)
+
+
+class CompileHooksQuiet:
+    """A hook handle of sorts: while on, torch's warning that ``torch.compile(module)`` fires
+    global module hooks twice is not shown; the global hook is the recorder's, which records
+    the compiled wrapper's call and its module's as they are (the user registered none)."""
+
+    def __init__(self) -> None:
+        warnings.filterwarnings("ignore", r"Using `torch\.compile\(module\)` when there are global hooks")
+        self.entry = warnings.filters[0]
+
+    def remove(self) -> None:
+        """Show the warning again (harmless twice)."""
+        if isinstance(warnings.filters, list) and self.entry in warnings.filters:  # (typed a Sequence)
+            warnings.filters.remove(self.entry)
