@@ -38,6 +38,8 @@ from ._html_cost import colourings, page_colouring, recorded_cost
 from ._html_fanout import fanout_marks
 from ._html_info import boundary_tensors, lift_rows, panel_info
 from ._html_loops import loop_rows
+from ._html_through import holders as _chain
+from ._html_through import through_rows
 from ._once import render_once
 from .backward import BackwardRenderer
 from .base import ALL_DEPTHS
@@ -281,6 +283,7 @@ class HtmlRenderer(GraphvizRenderer):
                if costs is not None and self.colour_menu else {}),  # (and the choice it opens with)
             **fanout_marks(self, rec, opens, index, strings.add),  # (a styler's own style_fanout)
             **lift_rows(rec, finest, order, parents, index, strings.add),  # (params read outside)
+            **through_rows(finest, index, parents),  # (edges past modules that only pass a value on)
         }
         return data
 
@@ -506,15 +509,6 @@ def _preorder(rec: Graph, finest: Projection, also: Container[Key] = ()) -> tupl
         if isinstance(node, LayerNode) and finest.is_expanded(node):
             stack.extend((child, at) for child in reversed(children(node)))
     return order, parents
-
-
-def _chain(i: int, parents: list[int]) -> list[int]:
-    """The node at ``i`` and the layers holding it, innermost first."""
-    out = []
-    while i >= 0:
-        out.append(i)
-        i = parents[i]
-    return out
 
 
 def _under(i: int, tops: set[int], parents: list[int]) -> bool:
