@@ -38,6 +38,7 @@ from ._html_cost import colourings, page_colouring, recorded_cost
 from ._html_fanout import fanout_marks
 from ._html_info import boundary_tensors, lift_rows, panel_info
 from ._html_loops import loop_rows
+from ._html_runs import run_carried_rows
 from ._html_through import holders as _chain
 from ._html_through import through_rows
 from ._once import render_once
@@ -267,7 +268,7 @@ class HtmlRenderer(GraphvizRenderer):
             info = strings.add(json.dumps(panel, ensure_ascii=False, separators=(",", ":")))
             rows.append([parent, kind, strings.add(self._quoted_id(node)), box, cluster, is_open, info])
         edges = self._edge_rows(finest, order, parents, index, attrs, strings)
-        runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings)
+        runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings, folded, order)
         loops = self._loop_rows(rec, folded, also, order, parents, index, edges, attrs, strings)
         header = self.new_graph().source.rstrip()
         if not header.endswith("}"):
@@ -388,9 +389,11 @@ class HtmlRenderer(GraphvizRenderer):
         return (*parts, strings.add(label), strings.add(self._attr_text(via_point_attrs(attrs), method)))
 
     def _run_rows(self, rec: Graph, opens: Any, index: dict[Key, int], parents: list[int],
-                  edges: list[list[Any]], attrs: _Interner, strings: _Interner) -> list[list[Any]]:
-        """``[lead, members, aliases (from, to or -1, ...), crossing edges, box, cluster]`` per
-        run of identical blocks (``fold_repeats``); the page folds each until unfolded."""
+                  edges: list[list[Any]], attrs: _Interner, strings: _Interner,
+                  folded: Optional[Projection], order: list[BaseNode]) -> list[list[Any]]:
+        """``[lead, members, aliases (from, to or -1, ...), crossing edges, box, cluster, title,
+        carried edges]`` per run of identical blocks (``fold_repeats``); the page folds each
+        until unfolded (the carried edges: ``_html_runs``)."""
         if not self.fold_min:
             return []
         plan = FoldPlan.build(rec, self.fold_min, opens, loops=False)
@@ -434,7 +437,10 @@ class HtmlRenderer(GraphvizRenderer):
                 for where_b in _runs_around(row[1], member_of, parents):
                     if where_a[0] == where_b[0] and where_a[1] != where_b[1] and where_a[0] in by_number:
                         by_number[where_a[0]][3].append(e)
-        return [row[:-1] for row in runs]
+        firsts = {row[1][0]: k for k, row in enumerate(runs)}
+        carried = run_carried_rows(folded, index, parents, firsts, edges, lambda p, pairs: self._edge_rows(
+            p, order, parents, index, attrs, strings, pairs, True))
+        return [[*row[:-1], carried.get(k, [])] for k, row in enumerate(runs)]
 
 
     def _loop_rows(self, rec: Graph, folded: Optional[Projection], also: set[Key], order: list[BaseNode],

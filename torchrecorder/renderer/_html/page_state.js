@@ -28,7 +28,8 @@
     if (canOpen[i] && depth[i] + 1 > maxDepth) maxDepth = depth[i] + 1;
   }
   const runs = D.runs.map(function (r) {
-    return { lead: r[0], members: r[1], alias: r[2], cross: r[3], box: r[4], cluster: r[5], title: r[6] };
+    return { lead: r[0], members: r[1], alias: r[2], cross: r[3], box: r[4], cluster: r[5], title: r[6],
+             carried: r[7] || [] };
   });
   const runOfLead = new Map(), blockOf = new Map();
   runs.forEach(function (r, k) {
@@ -47,6 +48,9 @@
   const loopOf = new Int32Array(n).fill(-1), laterIteration = new Uint8Array(n);
   const carriedEdges = new Set();
   loops.forEach(function (r) { r.carried.forEach(function (e) { carriedEdges.add(e); }); });
+  // (and those of folded runs: from one block to another other than the next, as a backward
+  // graph's gradients; drawn only while the run is folded)
+  runs.forEach(function (r) { r.carried.forEach(function (e) { carriedEdges.add(e); }); });
   loops.forEach(function (r, k) {
     r.first.forEach(function (i) { loopOf[i] = k; });
     r.later.forEach(function (i) { loopOf[i] = k; laterIteration[i] = 1; });
@@ -93,7 +97,7 @@
       r.cross.forEach(function (e) { hiddenEdges.add(e); });
     });
     runs.forEach(function (r, k) {
-      if (!P.folded[k]) return;
+      if (!P.folded[k]) { r.carried.forEach(function (e) { hiddenEdges.add(e); }); return; }
       for (let j = 0; j < r.alias.length; j += 2) alias.set(r.alias[j], r.alias[j + 1]);
       r.cross.forEach(function (e) { hiddenEdges.add(e); });
     });
