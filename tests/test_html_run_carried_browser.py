@@ -65,3 +65,39 @@ def test_the_backward_page_draws_a_folded_runs_carried_gradients(tr_browser: Any
     assert "carried to a later iteration" not in dot
     assert w.page_errors == [] and w.console_errors == []
     page.close()
+
+
+class _TiedLM(nn.Module):
+    """A language model whose output projection is its embedding (GPT-2's lm_head)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 4))
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.body[0].weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(ids))
+
+
+def test_the_backward_page_leaves_out_an_operation_fed_only_by_a_hidden_parameter(
+        tr_browser: Any, tmp_path: Path) -> None:
+    """At depth 2 the embedding is a closed box holding the tied weight: the head's
+    ``TBackward0`` of it is fed by nothing drawn, and make_dot leaves it out; the page drew it
+    unfed.  Opened (depth 3), the weight is drawn and so is the transpose."""
+    rec = torchrecorder.record(_TiedLM(), "tied", input_data=torch.tensor([[1, 2, 3]]), backward=True)
+    path = tmp_path / "tied.html"
+    torchrecorder.make_html(rec, 1, backward=True).save(path)
+    page, w = open_page(tr_browser, path)
+    for depth in (2, 3, 1):
+        done = int(page.evaluate("() => window.__tr.layouts"))
+        page.fill("#tr-depth", str(depth))
+        page.dispatch_event("#tr-depth", "change")
+        wait_layouts(page, done, settled=True)
+        got = parse_dot(str(page.evaluate("() => window.__tr.dot")))
+        expected = parse_dot(torchrecorder.make_dot(rec, depth, backward=True).source)
+        assert set(got.nodes) == set(expected.nodes), (depth, set(got.nodes) ^ set(expected.nodes))
+        assert set(got.edges) == set(expected.edges), (depth, set(got.edges) ^ set(expected.edges))
+        assert (depth == 3) == any("TBackward0" in name for name in got.nodes)
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()

@@ -285,6 +285,7 @@ class HtmlRenderer(GraphvizRenderer):
             **fanout_marks(self, rec, opens, index, strings.add),  # (a styler's own style_fanout)
             **lift_rows(rec, finest, order, parents, index, strings.add),  # (params read outside)
             **through_rows(finest, index, parents),  # (edges past modules that only pass a value on)
+            **({"all_ops": True} if self.all_ops else {}),  # (the page then leaves no operation out)
         }
         return data
 

@@ -13,7 +13,7 @@
   "use strict";
   const D = JSON.parse(document.getElementById("tr-data").textContent);
   const S = D.strings, A = D.attrs, N = D.nodes, E = D.edges;
-  const LAYER = 0, PARAM = 4;
+  const LAYER = 0, OP = 1, PARAM = 4;
   const n = N.length;
   const parent = new Int32Array(n), kind = new Uint8Array(n), depth = new Int32Array(n);
   const canOpen = new Uint8Array(n), firstOpen = new Uint8Array(n);
@@ -117,7 +117,23 @@
       }
     }
     liftParams(closedAt);
+    if (!D.all_ops) leaveOutUnfed();
     return hiddenEdges;
+  }
+  // an operation that this view draws but feeds by nothing it draws (only by a parameter hidden
+  // in a closed box: a tied weight's transpose in a backward graph), and what only it feeds, is
+  // left out with its edges, as make_dot leaves out an operation no drawn input feeds
+  const intoNode = [];
+  for (let i = 0; i < n; i++) intoNode.push([]);
+  E.forEach(function (row, e) { intoNode[row[1]].push(e); });
+  function leaveOutUnfed() {
+    for (let changed = true; changed;) {
+      changed = false;
+      for (let i = 0; i < n; i++) {
+        if (kind[i] !== OP || rep[i] !== i || !intoNode[i].length) continue;
+        if (intoNode[i].every(function (e) { return rep[E[e][0]] < 0; })) { rep[i] = -1; changed = true; }
+      }
+    }
   }
   // a parameter inside closed module c that a node drawn outside c reads (not inside another call
   // of c's module or of a module in it: a module called three times reads its parameters, made
