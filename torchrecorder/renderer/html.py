@@ -38,6 +38,8 @@ from ._html_cost import colourings, page_colouring, recorded_cost
 from ._html_fanout import fanout_marks
 from ._html_info import boundary_tensors, lift_data, panel_info
 from ._html_loops import loop_rows
+from ._html_runs import run_carried_rows
+from ._html_through import holders, through_rows
 from ._once import render_once
 from .backward import BackwardRenderer
 from .base import ALL_DEPTHS
@@ -265,7 +267,7 @@ class HtmlRenderer(GraphvizRenderer):
             info = strings.add(json.dumps(panel, ensure_ascii=False, separators=(",", ":")))
             rows.append([parent, kind, strings.add(self._quoted_id(node)), box, cluster, is_open, info])
         edges = self._edge_rows(finest, order, parents, index, attrs, strings)
-        runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings)
+        runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings, folded, order)
         loops = self._loop_rows(rec, folded, also, order, parents, index, edges, attrs, strings)
         header = self.new_graph().source.rstrip()
         if not header.endswith("}"):
@@ -282,6 +284,8 @@ class HtmlRenderer(GraphvizRenderer):
             **fanout_marks(self, rec, opens, index, strings.add),  # (a styler's own style_fanout)
             **lift_data(rec, finest, first, order, parents, index, rows, strings.add, lambda node: attrs.add(
                 self._parts(self.styler.style_node(node), "style_node", strings))),  # (params read outside)
+            **through_rows(finest, index, parents),  # (edges past modules that only pass a value on)
+            **({"all_ops": True} if self.all_ops else {}),  # (the page then leaves no operation out)
         }
         return data
 
@@ -325,7 +329,7 @@ class HtmlRenderer(GraphvizRenderer):
                 continue
             tensor = finest.edge_tensor(fnode, tnode)
             ops = finest.edge_ops(fnode, tnode)
-            sources, targets = _chain(a, parents), _chain(b, parents)
+            sources, targets = holders(a, parents), holders(b, parents)
             # where, going out from each end, a box first holds each op (and the tensor): the
             # attributes change only there, so each variant is made once
             at_a = [_first_holder(op, sources, order, rec_nodes, ancestors) for op in ops]
@@ -386,9 +390,11 @@ class HtmlRenderer(GraphvizRenderer):
         return (*parts, strings.add(label), strings.add(self._attr_text(via_point_attrs(attrs), method)))
 
     def _run_rows(self, rec: Graph, opens: Any, index: dict[Key, int], parents: list[int],
-                  edges: list[list[Any]], attrs: _Interner, strings: _Interner) -> list[list[Any]]:
-        """``[lead, members, aliases (from, to or -1, ...), crossing edges, box, cluster]`` per
-        run of identical blocks (``fold_repeats``); the page folds each until unfolded."""
+                  edges: list[list[Any]], attrs: _Interner, strings: _Interner,
+                  folded: Optional[Projection], order: list[BaseNode]) -> list[list[Any]]:
+        """``[lead, members, aliases (from, to or -1, ...), crossing edges, box, cluster, title,
+        carried edges]`` per run of identical blocks (``fold_repeats``); the page folds each
+        until unfolded (the carried edges: ``_html_runs``)."""
         if not self.fold_min:
             return []
         plan = FoldPlan.build(rec, self.fold_min, opens, loops=False)
@@ -432,7 +438,10 @@ class HtmlRenderer(GraphvizRenderer):
                 for where_b in _runs_around(row[1], member_of, parents):
                     if where_a[0] == where_b[0] and where_a[1] != where_b[1] and where_a[0] in by_number:
                         by_number[where_a[0]][3].append(e)
-        return [row[:-1] for row in runs]
+        firsts = {row[1][0]: k for k, row in enumerate(runs)}
+        carried = run_carried_rows(folded, index, parents, firsts, edges, lambda p, pairs: self._edge_rows(
+            p, order, parents, index, attrs, strings, pairs, True))
+        return [[*row[:-1], carried.get(k, [])] for k, row in enumerate(runs)]
 
 
     def _loop_rows(self, rec: Graph, folded: Optional[Projection], also: set[Key], order: list[BaseNode],
@@ -507,15 +516,6 @@ def _preorder(rec: Graph, finest: Projection, also: Container[Key] = ()) -> tupl
         if isinstance(node, LayerNode) and finest.is_expanded(node):
             stack.extend((child, at) for child in reversed(children(node)))
     return order, parents
-
-
-def _chain(i: int, parents: list[int]) -> list[int]:
-    """The node at ``i`` and the layers holding it, innermost first."""
-    out = []
-    while i >= 0:
-        out.append(i)
-        i = parents[i]
-    return out
 
 
 def _under(i: int, tops: set[int], parents: list[int]) -> bool:

@@ -5,6 +5,9 @@
   "use strict";
   const { D, S, A, N, E, n, children, top, loops, loopOf, carriedEdges, info, rep, lvl, $, isOpen, resolve,
     attrText, foldedRun, idOf, titleId } = P;
+  // edge row -> the modules its value passed through unseen in the finest drawing
+  const through = new Map();
+  (D.through || []).forEach(function (r) { through.set(r[0], r.slice(1)); });
   // invisible edges that rank each title below what feeds its cluster and above the
   // cluster's first members (and a nested cluster's title), as make_dot writes them; inCluster
   // holds the cluster each drawn node and cluster is in (-1: none), inside the drawn members
@@ -132,15 +135,29 @@
     }
     const seen = new Set(), degree = new Map(), back = [];
     let drawn = [];
+    function add(a, b, row) {
+      const key = a * n + b;
+      if (seen.has(key)) return;
+      seen.add(key);
+      drawn.push([a, b, edgeAttrs(row)]);
+      degree.set(a, (degree.get(a) || 0) + 1);
+    }
     for (let e = 0; e < E.length; e++) {
       const row = E[e], a = rep[row[0]], b = rep[row[1]];
       if (a < 0 || b < 0 || a === b || hiddenEdges.has(e)) continue;
       if (carriedEdges.has(e)) { back.push(e); continue; }
-      const key = a * n + b;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      drawn.push([a, b, edgeAttrs(row)]);
-      degree.set(a, (degree.get(a) || 0) + 1);
+      const past = through.get(e);
+      if (!past) { add(a, b, row); continue; }
+      // the edge runs through the box of each closed module that only passed its value on
+      // (make_dot draws the value into that box and out of it; see _html_through.py)
+      let from = a;
+      for (let k = 0; k < past.length; k++) {
+        const m = past[k], box = rep[m] === m && isOpen(m) ? -1 : rep[m];
+        if (box < 0 || box === from || box === b) continue;
+        add(from, box, row);
+        from = box;
+      }
+      add(from, b, row);
     }
     // (while the budget shares them: the edges of a node feeding more than D.fanout boxes
     // drawn as one edge to a mark "→ N", the boxes named in its tooltip)

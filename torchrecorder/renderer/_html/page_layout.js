@@ -76,7 +76,7 @@
     });
   }
   P.engine = null; P.pending = null; P.current = null;
-  let busy = false, shownState = null;
+  let busy = false, shownState = null, shownDot = "", shownMeasured = null;  // (the view on screen)
   function setStatus(text, error) { status.textContent = text; status.classList.toggle("tr-error", !!error); }
   // lay the view out again (now, or after the layout under way); the module ``anchor`` stays
   // where it is on screen; ``then`` runs once the new drawing is on screen (a layout asked
@@ -120,7 +120,7 @@
       if (error) { failed(job, error); return; }
       canvas.replaceChildren(svg);
       decorate(svg);
-      shownState = snapshot();
+      shownState = snapshot(); shownDot = got.dot; shownMeasured = T.measured;
       if (T.firstPaint === null) { T.firstPaint = performance.now(); fit(); before = null; }
       if (before) { const el = elementOf(job.anchor); if (el) { const after = topMiddle(el); P.tx += before[0] - after[0]; P.ty += before[1] - after[1]; applyTransform(); } }
       // a drawing wholly outside the window (smaller than the one before, with no anchor on
@@ -147,6 +147,7 @@
     P.current = null; P.pending = null; busy = true; P.asked = null;
     busyBox.hidden = true;
     if (shownState) restore(shownState);
+    T.dot = shownDot; T.measured = shownMeasured;  // (the page's report: the view kept, not the one dropped)
     P.syncControls();
     if (P.selected >= 0) P.showDetails(P.selected);
     const old = P.engine;

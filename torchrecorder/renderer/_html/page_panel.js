@@ -204,7 +204,8 @@
     layout(-1, function () { P.autoFit = true; fit(); });
   });
 
-  // search: the modules whose name or path holds the text; Enter goes to the next
+  // search: the modules whose name or path holds the text; Enter goes to the next, Shift+Enter
+  // to the one before
   const search = $("tr-search"), found = $("tr-found");
   let matches = [], at = -1, lastQuery = "";
   function findAll(q) {
@@ -230,10 +231,10 @@
   // the search's hit is no longer shown (Collapse all, Reset): no highlight, no "2 of 5";
   // Enter starts again at the first match
   function endSearch() { P.hit = -1; at = -1; found.textContent = ""; }
-  function goTo(q) {
+  function goTo(q, back) {
     if (q !== lastQuery) { matches = q ? findAll(q) : []; at = -1; lastQuery = q; }
     if (!matches.length) { found.textContent = q ? "no match" : ""; P.hit = -1; mark(); return; }
-    at = (at + 1) % matches.length;
+    at = back ? (at <= 0 ? matches.length - 1 : at - 1) : (at + 1) % matches.length;
     P.hit = matches[at];
     found.textContent = (at + 1) + " of " + matches.length;
     reveal(P.hit);
@@ -242,7 +243,7 @@
     layout(-1, function () { const e = elementOf(target); if (e && P.hit === target) bringIntoView(e); }, { keep: target });
   }
   search.addEventListener("keydown", function (ev) {
-    if (ev.key === "Enter") { ev.preventDefault(); goTo(search.value.trim()); }
+    if (ev.key === "Enter") { ev.preventDefault(); goTo(search.value.trim(), ev.shiftKey); }
     if (ev.key === "Escape") { search.value = ""; lastQuery = ""; matches = []; P.hit = -1; found.textContent = ""; mark(); }
   });
 

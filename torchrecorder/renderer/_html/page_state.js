@@ -13,7 +13,7 @@
   "use strict";
   const D = JSON.parse(document.getElementById("tr-data").textContent);
   const S = D.strings, A = D.attrs, N = D.nodes, E = D.edges;
-  const LAYER = 0, PARAM = 4;
+  const LAYER = 0, OP = 1, PARAM = 4;
   const n = N.length;
   const parent = new Int32Array(n), kind = new Uint8Array(n), depth = new Int32Array(n);
   const canOpen = new Uint8Array(n), firstOpen = new Uint8Array(n);
@@ -28,7 +28,8 @@
     if (canOpen[i] && depth[i] + 1 > maxDepth) maxDepth = depth[i] + 1;
   }
   const runs = D.runs.map(function (r) {
-    return { lead: r[0], members: r[1], alias: r[2], cross: r[3], box: r[4], cluster: r[5], title: r[6] };
+    return { lead: r[0], members: r[1], alias: r[2], cross: r[3], box: r[4], cluster: r[5], title: r[6],
+             carried: r[7] || [] };
   });
   const runOfLead = new Map(), blockOf = new Map();
   runs.forEach(function (r, k) {
@@ -47,6 +48,9 @@
   const loopOf = new Int32Array(n).fill(-1), laterIteration = new Uint8Array(n);
   const carriedEdges = new Set();
   loops.forEach(function (r) { r.carried.forEach(function (e) { carriedEdges.add(e); }); });
+  // (and those of folded runs: from one block to another other than the next, as a backward
+  // graph's gradients; drawn only while the run is folded)
+  runs.forEach(function (r) { r.carried.forEach(function (e) { carriedEdges.add(e); }); });
   loops.forEach(function (r, k) {
     r.first.forEach(function (i) { loopOf[i] = k; });
     r.later.forEach(function (i) { loopOf[i] = k; laterIteration[i] = 1; });
@@ -99,7 +103,7 @@
       r.cross.forEach(function (e) { hiddenEdges.add(e); });
     });
     runs.forEach(function (r, k) {
-      if (!P.folded[k]) return;
+      if (!P.folded[k]) { r.carried.forEach(function (e) { hiddenEdges.add(e); }); return; }
       for (let j = 0; j < r.alias.length; j += 2) alias.set(r.alias[j], r.alias[j + 1]);
       r.cross.forEach(function (e) { hiddenEdges.add(e); });
     });
@@ -119,7 +123,23 @@
       }
     }
     liftParams(closedAt);
+    if (!D.all_ops) leaveOutUnfed();
     return hiddenEdges;
+  }
+  // an operation that this view draws but feeds by nothing it draws (only by a parameter hidden
+  // in a closed box: a tied weight's transpose in a backward graph), and what only it feeds, is
+  // left out with its edges, as make_dot leaves out an operation no drawn input feeds
+  const intoNode = [];
+  for (let i = 0; i < n; i++) intoNode.push([]);
+  E.forEach(function (row, e) { intoNode[row[1]].push(e); });
+  function leaveOutUnfed() {
+    for (let changed = true; changed;) {
+      changed = false;
+      for (let i = 0; i < n; i++) {
+        if (kind[i] !== OP || rep[i] !== i || !intoNode[i].length) continue;
+        if (intoNode[i].every(function (e) { return rep[E[e][0]] < 0; })) { rep[i] = -1; changed = true; }
+      }
+    }
   }
   // a parameter inside closed module c that a node drawn outside c reads (not inside another call
   // of c's module or of a module in it: a module called three times reads its parameters, made

@@ -1,0 +1,62 @@
+"""Two of the page's controls as a reader of netron or torchvista uses them: Shift+Enter in the
+search goes back to the match before (Enter goes on), and after a layout cancelled or failed
+the page's report of what it draws (``window.__tr.dot``) is the view kept, not the one dropped."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torch import nn
+
+import torchrecorder
+
+from .browser import launch, needs_chromium, open_page, wait_layouts
+from .test_html_scale_browser import _break_a_deep_node, _llama
+
+pytestmark = [needs_chromium]
+
+
+@pytest.fixture(scope="module")
+def tr_browser() -> Iterator[Any]:
+    yield from launch()
+
+
+def _found(page: Any, key: str) -> str:
+    done = int(page.evaluate("() => window.__tr.layouts"))
+    page.press("#tr-search", key)
+    wait_layouts(page, done, settled=True)
+    return str(page.text_content("#tr-found"))
+
+
+def test_shift_enter_goes_to_the_match_before(tr_browser: Any, tmp_path: Path) -> None:
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Sequential(*[nn.Linear(4, 4) for _ in range(3)]))
+    rec = torchrecorder.record(net, "net", (1, 4))
+    path = tmp_path / "net.html"
+    torchrecorder.make_html(rec).save(path)
+    page, w = open_page(tr_browser, path)
+    page.fill("#tr-search", "2.")
+    assert [_found(page, k) for k in ("Enter", "Enter", "Shift+Enter", "Shift+Enter", "Enter")] == \
+        ["1 of 3", "2 of 3", "1 of 3", "3 of 3", "1 of 3"]
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()
+
+
+def test_a_failed_layout_leaves_the_dot_of_the_view_kept(tr_browser: Any, tmp_path: Path) -> None:
+    rec = _llama(2, width=64, heads=4, kv_heads=2, intermediate=128, vocab=256)
+    path = tmp_path / "llama2.html"
+    torchrecorder.make_html(rec).save(path)
+    _break_a_deep_node(path)
+    page, _ = open_page(tr_browser, path)
+    dot = page.evaluate("() => window.__tr.dot")
+    page.click("#tr-expand-all")  # draws the broken node: Graphviz fails
+    deadline = time.monotonic() + 60
+    while not page.evaluate("() => window.__tr.error"):
+        assert time.monotonic() < deadline, "the layout neither failed nor ended"
+        time.sleep(0.05)
+    assert page.evaluate("() => window.__tr.dot") == dot
+    assert "broken" not in page.evaluate("() => window.__tr.dot")
+    page.close()

@@ -1,0 +1,84 @@
+"""A value that a module only passes on is drawn by the page through that module's box
+while it is closed, as ``make_dot`` draws it (T5's attention bias: made in block 0, returned
+by each block for the next).  With every module open the value's edge runs past the module
+(its ``identity``/``view`` is left out); with the module closed the box returned it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+
+from .browser import launch, needs_chromium, open_page, wait_layouts
+from .dot_parse import parse_dot
+
+pytestmark = [needs_chromium]
+
+
+@pytest.fixture(scope="module")
+def tr_browser() -> Iterator[Any]:
+    yield from launch()
+
+
+class _Attend(nn.Module):
+    """Uses a bias, makes it from ``x`` when none is given, and returns it with its output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.make = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, bias: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        if bias is None:
+            bias = self.make(x)
+        return self.proj(x) + bias, bias.view(bias.shape)  # the bias only passed on
+
+
+class _Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.attn = _Attend()
+        self.ff = nn.Sequential(*[nn.Linear(4, 4) for _ in range(width)])
+
+    def forward(self, x: torch.Tensor, bias: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        y, bias = self.attn(x, bias)
+        return self.ff(y), bias
+
+
+class _Stack(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([_Block(w) for w in (1, 2, 3, 1)])  # (no run to fold)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        bias = None
+        for block in self.blocks:
+            x, bias = block(x, bias)
+        return x
+
+
+def _edges(dot: str) -> set[tuple[str, str]]:
+    return set(parse_dot(dot).edges)
+
+
+def test_a_value_passed_on_is_drawn_through_the_closed_box(tr_browser: Any, tmp_path: Path) -> None:
+    rec = torchrecorder.record(_Stack(), "stack", (1, 4))
+    path = tmp_path / "stack.html"
+    torchrecorder.make_html(rec, 1).save(path)
+    page, w = open_page(tr_browser, path)
+    for depth in range(5):
+        done = int(page.evaluate("() => window.__tr.layouts"))
+        page.fill("#tr-depth", str(depth))
+        page.dispatch_event("#tr-depth", "change")
+        wait_layouts(page, done, settled=True)
+        drawn = _edges(str(page.evaluate("() => window.__tr.dot")))
+        expected = _edges(torchrecorder.make_dot(rec, depth).source)
+        assert drawn == expected, (depth, sorted(drawn - expected), sorted(expected - drawn))
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()
