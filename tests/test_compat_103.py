@@ -443,6 +443,27 @@ def test_nodes_maps_recorded_objects():
     assert list(copied) == list(rec.nodes)
 
 
+def test_in_and_get_find_recorded_objects_as_subscript_does():
+    # 1.0.3's rec.nodes was keyed by the objects: ``if module in rec.nodes`` must not answer False
+    net = Nested()
+    rec = torchrecorder.record(net, "nested", (2, 4))
+    for obj in (net.stem[0], net.block, net.stem[0].weight, net.head.bias, net):
+        assert obj in rec.nodes
+        assert rec.nodes.get(obj) is rec.nodes[obj]
+    assert "stem.0" in rec.nodes and rec.nodes.get("stem.0") is rec.nodes["stem.0"]
+    stranger = torch.randn(3)
+    assert stranger not in rec.nodes and nn.ReLU() not in rec.nodes
+    assert rec.nodes.get(stranger) is None and rec.nodes.get(stranger, "none") == "none"
+    assert "no such key" not in rec.nodes and rec.nodes.get("no such key", 1) == 1
+    assert net.stem[0] not in rec.nodes.keys()  # keys() holds the keys only
+    small = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    with torchrecorder.recording(small, "net") as live:
+        x = torch.randn(1, 4)
+        y = small(x)
+        assert y in live.nodes  # while recording, through the engine's table
+    assert x in live.nodes and live.nodes.get(y) is live.nodes[y]
+
+
 def test_nodes_maps_live_tensors_without_keeping_them():
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
     with torchrecorder.recording(net, "net") as rec:
