@@ -557,3 +557,44 @@ def test_the_manual_workflow_records_every_operation_of_the_forward():
     net(x, y)  # the mode is off again: a plain call records nothing
     assert len(r.nodes) == count
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())
+
+
+class _OneTuple(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor]:
+        return (self.l(x),)
+
+
+@pytest.mark.parametrize(("net", "shapes", "data", "expected"), [
+    # what the real torchrecorder 1.0.3 named them (its record, then this exporter)
+    (nn.Linear(3, 2), [(1, 3)], None, {"Input-1", "Output"}),
+    (nn.Linear(3, 2), None, (torch.ones(1, 3),), {"Input-1", "Output"}),
+    (nn.Linear(3, 2), (1, 3), None, {"Input", "Output"}),
+    (nn.Linear(3, 2), None, torch.ones(1, 3), {"Input", "Output"}),
+    (_OneTuple(), (1, 3), None, {"Input", "Output-1"}),
+    (_OneTuple(), [(1, 3)], None, {"Input-1", "Output-1"}),
+])
+def test_one_input_or_output_given_as_a_sequence_is_numbered_as_in_103(net, shapes, data, expected):
+    class Names(BaseRenderer):
+        def render_node(self, dest, node):
+            if isinstance(node, LayerNode) and node.depth < self.render_depth:
+                self.render_recursive_node(dest, node)
+            else:
+                dest.append(node.name)
+
+        def render_recursive_node(self, dest, node):
+            for s in node.subnets:
+                self.render_node(dest, self.rec.nodes[s])
+            for s in node.subnets:
+                self.processed.pop(self.rec.nodes[s])
+
+        def render_edge(self, dest, fnode, tnode):
+            pass
+
+    rec = torchrecorder.record(net, "s", shapes, input_data=data)
+    names = set(Names(rec, 1)([]))
+    assert {n for n in names if n.startswith(("Input", "Output"))} == expected
+    assert pickle.loads(pickle.dumps(rec)).inputs_listed == rec.inputs_listed  # kept by a copy

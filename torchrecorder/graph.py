@@ -357,7 +357,12 @@ class Graph:
             subtracted, when recorded with ``timing=True``; else ``None``.
         timing_subtracted: seconds of the recorder's own work subtracted from the root calls'
             times (``timing=True``).
+        inputs_listed: whether :func:`~torchrecorder.record` was given the inputs as a
+            sequence (a list of shapes, a tuple of tensors), so that 1.0.3's names number
+            even one input (``Input-1``; see :func:`~torchrecorder.seed.seed_names`).
     """
+
+    inputs_listed = False
 
     def __init__(self, name: str = "net") -> None:
         self.name = name
