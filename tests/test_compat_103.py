@@ -512,6 +512,28 @@ def test_a_recording_copies_and_pickles_without_its_engine():
             assert copied.nodes.find is not None and copied.nodes["0"].key == "0"
 
 
+def test_a_recording_that_keeps_its_tensors_deep_copies_as_it_pickles():
+    # the kept activations carry their grad_fn; torch deep-copies leaf tensors only
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    manual = Recorder(keep_tensors=True)  # the manual workflow, keeping its tensors
+    manual.register_hooks(net, name="net")
+    net(torch.randn(1, 4, requires_grad=True))
+    manual.remove_hooks()
+    for rec in (torchrecorder.record(net, "net", (1, 4), keep_tensors=True), manual):
+        kept = {k: n.kept for k, n in rec.nodes.items()
+                if isinstance(n, TensorNode) and isinstance(n.kept, torch.Tensor)}
+        assert any(t.grad_fn is not None for t in kept.values())
+        copied, pickled = copy.deepcopy(rec), pickle.loads(pickle.dumps(rec))
+        for k, t in kept.items():
+            got, stored = copied.nodes[k].kept, pickled.nodes[k].kept
+            assert got is not t and torch.equal(got, t) and got.grad_fn is None
+            assert got.requires_grad == stored.requires_grad == t.requires_grad
+            assert rec.nodes[k].kept is t  # the recording keeps its own tensors, grad_fn and all
+            got.data.add_(1)  # the copy's data is its own
+            assert not torch.equal(got, t)
+        assert torchrecorder.make_dot(copied).source == torchrecorder.make_dot(rec).source
+
+
 def test_the_manual_workflow():
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     r = Recorder()
