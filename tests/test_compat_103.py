@@ -443,6 +443,27 @@ def test_nodes_maps_recorded_objects():
     assert list(copied) == list(rec.nodes)
 
 
+def test_in_and_get_find_recorded_objects_as_subscript_does():
+    # 1.0.3's rec.nodes was keyed by the objects: ``if module in rec.nodes`` must not answer False
+    net = Nested()
+    rec = torchrecorder.record(net, "nested", (2, 4))
+    for obj in (net.stem[0], net.block, net.stem[0].weight, net.head.bias, net):
+        assert obj in rec.nodes
+        assert rec.nodes.get(obj) is rec.nodes[obj]
+    assert "stem.0" in rec.nodes and rec.nodes.get("stem.0") is rec.nodes["stem.0"]
+    stranger = torch.randn(3)
+    assert stranger not in rec.nodes and nn.ReLU() not in rec.nodes
+    assert rec.nodes.get(stranger) is None and rec.nodes.get(stranger, "none") == "none"
+    assert "no such key" not in rec.nodes and rec.nodes.get("no such key", 1) == 1
+    assert net.stem[0] not in rec.nodes.keys()  # keys() holds the keys only
+    small = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
+    with torchrecorder.recording(small, "net") as live:
+        x = torch.randn(1, 4)
+        y = small(x)
+        assert y in live.nodes  # while recording, through the engine's table
+    assert x in live.nodes and live.nodes.get(y) is live.nodes[y]
+
+
 def test_nodes_maps_live_tensors_without_keeping_them():
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
     with torchrecorder.recording(net, "net") as rec:
@@ -491,6 +512,28 @@ def test_a_recording_copies_and_pickles_without_its_engine():
             assert copied.nodes.find is not None and copied.nodes["0"].key == "0"
 
 
+def test_a_recording_that_keeps_its_tensors_deep_copies_as_it_pickles():
+    # the kept activations carry their grad_fn; torch deep-copies leaf tensors only
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    manual = Recorder(keep_tensors=True)  # the manual workflow, keeping its tensors
+    manual.register_hooks(net, name="net")
+    net(torch.randn(1, 4, requires_grad=True))
+    manual.remove_hooks()
+    for rec in (torchrecorder.record(net, "net", (1, 4), keep_tensors=True), manual):
+        kept = {k: n.kept for k, n in rec.nodes.items()
+                if isinstance(n, TensorNode) and isinstance(n.kept, torch.Tensor)}
+        assert any(t.grad_fn is not None for t in kept.values())
+        copied, pickled = copy.deepcopy(rec), pickle.loads(pickle.dumps(rec))
+        for k, t in kept.items():
+            got, stored = copied.nodes[k].kept, pickled.nodes[k].kept
+            assert got is not t and torch.equal(got, t) and got.grad_fn is None
+            assert got.requires_grad == stored.requires_grad == t.requires_grad
+            assert rec.nodes[k].kept is t  # the recording keeps its own tensors, grad_fn and all
+            got.data.add_(1)  # the copy's data is its own
+            assert not torch.equal(got, t)
+        assert torchrecorder.make_dot(copied).source == torchrecorder.make_dot(rec).source
+
+
 def test_the_manual_workflow():
     net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     r = Recorder()
@@ -536,3 +579,44 @@ def test_the_manual_workflow_records_every_operation_of_the_forward():
     net(x, y)  # the mode is off again: a plain call records nothing
     assert len(r.nodes) == count
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in net.modules())
+
+
+class _OneTuple(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor]:
+        return (self.l(x),)
+
+
+@pytest.mark.parametrize(("net", "shapes", "data", "expected"), [
+    # what the real torchrecorder 1.0.3 named them (its record, then this exporter)
+    (nn.Linear(3, 2), [(1, 3)], None, {"Input-1", "Output"}),
+    (nn.Linear(3, 2), None, (torch.ones(1, 3),), {"Input-1", "Output"}),
+    (nn.Linear(3, 2), (1, 3), None, {"Input", "Output"}),
+    (nn.Linear(3, 2), None, torch.ones(1, 3), {"Input", "Output"}),
+    (_OneTuple(), (1, 3), None, {"Input", "Output-1"}),
+    (_OneTuple(), [(1, 3)], None, {"Input-1", "Output-1"}),
+])
+def test_one_input_or_output_given_as_a_sequence_is_numbered_as_in_103(net, shapes, data, expected):
+    class Names(BaseRenderer):
+        def render_node(self, dest, node):
+            if isinstance(node, LayerNode) and node.depth < self.render_depth:
+                self.render_recursive_node(dest, node)
+            else:
+                dest.append(node.name)
+
+        def render_recursive_node(self, dest, node):
+            for s in node.subnets:
+                self.render_node(dest, self.rec.nodes[s])
+            for s in node.subnets:
+                self.processed.pop(self.rec.nodes[s])
+
+        def render_edge(self, dest, fnode, tnode):
+            pass
+
+    rec = torchrecorder.record(net, "s", shapes, input_data=data)
+    names = set(Names(rec, 1)([]))
+    assert {n for n in names if n.startswith(("Input", "Output"))} == expected
+    assert pickle.loads(pickle.dumps(rec)).inputs_listed == rec.inputs_listed  # kept by a copy

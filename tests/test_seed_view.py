@@ -470,3 +470,47 @@ def test_an_operations_node_fn_says_what_it_is_when_read_as_a_grad_fn():
     assert not hasattr(fn, "__array_interface__")  # dunders stay plain misses
     assert type(copy.deepcopy(fn)).__name__ == "AddmmBackward0"
     assert pickle.loads(pickle.dumps(fn)).op == "linear"
+
+
+class TippedContainers(GraphvizStyler):
+    """A 1.0.3 styler setting a tooltip in style_node: 1.0.3 gave a cluster style_node's
+    attributes, the tooltip among them."""
+
+    def style_node(self, node):
+        z = super().style_node(node)
+        if isinstance(node, LayerNode) and isinstance(node.fn, nn.Sequential):
+            z["tooltip"] = f"container {node.depth}"
+        return z
+
+
+def _cluster_attrs(source: str) -> dict[str, str]:
+    """Each cluster's name -> the line of its attributes."""
+    lines = source.splitlines()
+    return {line.split()[1].strip('"'): lines[i + 1] for i, line in enumerate(lines)
+            if line.lstrip().startswith(("subgraph cluster_", 'subgraph "cluster_')) and line.endswith("{")}
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_seed_stylers_tooltip_reaches_the_clusters(depth):
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2)))
+    source = torchrecorder.make_dot(torchrecorder.record(net, "net", (1, 3)), depth,
+                                    styler_cls=TippedContainers).source
+    clusters = _cluster_attrs(source)
+    assert 'tooltip="container 0"' in clusters["cluster_net"]
+    if depth == 2:  # the inner Sequential a cluster
+        assert 'tooltip="container 1"' in clusters["cluster_2"]
+        assert "container" not in clusters["cluster_0"]  # a Linear keeps its own tooltip
+    else:  # a node, with the styler's tooltip
+        assert "cluster_2" not in clusters and source.count('"container 1"') == 1
+
+
+def test_a_styler_with_its_own_style_cluster_keeps_its_cluster_tooltip_in_the_seed_view():
+    class Both(TippedContainers):
+        def style_cluster(self, node):
+            return super().style_cluster(node) | {"tooltip": "from style_cluster"}
+
+    net = nn.Sequential(nn.Linear(3, 4), nn.Sequential(nn.Linear(4, 2)))
+    renderer = GraphvizRenderer(torchrecorder.record(net, "net", (1, 3)), 2, styler_cls=Both)
+    renderer.seed_view = True
+    clusters = _cluster_attrs(renderer.render().source)
+    assert clusters and all('tooltip="from style_cluster"' in c for c in clusters.values())

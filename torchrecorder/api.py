@@ -23,6 +23,7 @@ from .recorder import Recorder
 from .recording import (
     InputShapes,
     gc_paused,
+    inputs_listed,
     integer_inputs,
     is_integer_dtype,
     keyword_data,
@@ -163,6 +164,7 @@ def record(
         raise ValueError("record() needs input_shapes (a tuple, or a list of tuples) or "
                          "input_data (a tensor or a tuple of them); both are None")
     walk = check_model(net)
+    listed = inputs_listed(input_shapes, input_data)  # see Graph.inputs_listed
     input_data, kwargs = keyword_data(net, input_shapes, input_data, kwargs)
     dtype, per_input = _dtypes(dtype, input_shapes if input_data is None else None)
     if per_input:  # one dtype per input shape
@@ -172,6 +174,7 @@ def record(
     args = make_inputs(net, input_shapes, input_data, device, dtype, kwargs)
     rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
                    backward=backward, source=source, timing=timing)
+    rec.inputs_listed = listed
     rec.engine.walk = walk  # one walk of the model for the check, the state and the hooks
     with model_state_kept(net, walk) as kept, rec.engine.active(net, name, rec):
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write

@@ -128,11 +128,15 @@ class NodeTable(dict[Key, BaseNode]):
     """A graph's nodes by key; a recorded object (module, parameter, tensor) also stands for
     its node, as in the original torchrecorder: ``rec.nodes[net[0]]``, ``rec.nodes[y]``.
 
-    Keys are what iteration, ``len``, ``in`` and ``get`` see; an object is found only by
-    subscript, and only while it is alive: through :attr:`find` (the recording engine's
-    table of live objects, while it has one), the objects handed over when a recording
-    ends (:meth:`keep_table`, by weak reference: nothing is kept alive), and the node whose
-    ``fn`` is the object (a module gives the node of its first call).
+    Keys are what iteration and ``len`` see.  Subscript, ``in`` and ``get`` look a key up
+    first, then an object, as 1.0.3's table keyed by objects answered: ``net[0] in
+    rec.nodes`` is true and ``rec.nodes.get(net[0])`` is its node.  An object is found only
+    while it is alive: through :attr:`find` (the recording engine's table of live objects,
+    while it has one), the objects handed over when a recording ends (:meth:`keep_table`, by
+    weak reference: nothing is kept alive), and the node whose ``fn`` is the object (a
+    module gives the node of its first call).  ``keys()`` holds keys only: code that looks
+    up keys alone where speed matters can use ``k in nodes.keys()`` and
+    ``dict.get(nodes, k)``, which skip the object lookup.
     """
 
     __slots__ = ("__weakref__", "_fn_index", "_kept", "_tables", "find")
@@ -189,6 +193,25 @@ class NodeTable(dict[Key, BaseNode]):
     def __reduce__(self) -> tuple[Any, ...]:
         # copied or pickled: the nodes by key; the live objects stay behind
         return (NodeTable, (dict(self),))
+
+    def __contains__(self, obj: object) -> bool:
+        if dict.__contains__(self, obj):  # a key (an unhashable object raises, as for a dict)
+            return True
+        if obj is None or isinstance(obj, (str, int, float, tuple)):
+            return False
+        key = self._key_of(obj)
+        return key is not None and dict.__contains__(self, key)
+
+    def get(self, obj: Any, default: Any = None) -> Any:
+        """The node of key ``obj``, else of the recorded object ``obj`` (as subscript finds
+        it), else ``default``."""
+        node = dict.get(self, obj)
+        if node is not None or obj is None or isinstance(obj, (str, int, float, tuple)):
+            return default if node is None else node
+        key = self._key_of(obj)
+        if key is None:
+            return default
+        return dict.get(self, key, default)
 
     def __missing__(self, obj: Any) -> BaseNode:
         if obj is None or isinstance(obj, (str, int, float, tuple)):
@@ -334,7 +357,12 @@ class Graph:
             subtracted, when recorded with ``timing=True``; else ``None``.
         timing_subtracted: seconds of the recorder's own work subtracted from the root calls'
             times (``timing=True``).
+        inputs_listed: whether :func:`~torchrecorder.record` was given the inputs as a
+            sequence (a list of shapes, a tuple of tensors), so that 1.0.3's names number
+            even one input (``Input-1``; see :func:`~torchrecorder.seed.seed_names`).
     """
+
+    inputs_listed = False
 
     def __init__(self, name: str = "net") -> None:
         self.name = name
@@ -360,7 +388,7 @@ class Graph:
     @property
     def context(self) -> ContextNode:
         """The node that holds the whole graph (key ``None``)."""
-        node = self.nodes.get(None)
+        node = dict.get(self.nodes, None)
         if not isinstance(node, ContextNode):
             raise GraphError("the context node (key None) is missing")
         return node
@@ -427,7 +455,7 @@ class Graph:
         Raises:
             GraphError: ``node.parent_key`` is not a layer of this graph.
         """
-        parent = self.nodes.get(node.parent_key)
+        parent = dict.get(self.nodes, node.parent_key)
         if not isinstance(parent, ScopeNode):
             raise GraphError(f"cannot add {candidate!r}: its parent {node.parent_key!r} is not a layer "
                              "of this graph")
@@ -443,17 +471,17 @@ class Graph:
         Raises:
             GraphError: an end is not a node of this graph.
         """
-        if a not in self.nodes or b not in self.nodes:
+        if a not in self.nodes.keys() or b not in self.nodes.keys():
             raise GraphError(f"cannot draw an edge involving nodes not in the graph: {(a, b)!r}")
         self.links.add((a, b))
 
     def reparent(self, key: Key, parent: Key) -> None:
         """Move node ``key`` (and what it holds) into the layer ``parent``, after its last child."""
         node = self.nodes[key]
-        new = self.nodes.get(parent)
+        new = dict.get(self.nodes, parent)
         if not isinstance(new, ScopeNode) or key is None:
             raise GraphError(f"cannot move {key!r} into {parent!r}: not a layer of this graph")
-        old = self.nodes.get(node.parent_key)
+        old = dict.get(self.nodes, node.parent_key)
         if isinstance(old, ScopeNode):
             old.subnet_keys.discard(key)
         node.parent_key = parent
@@ -465,7 +493,7 @@ class Graph:
                 n = stack.pop()
                 n.depth += shift
                 if isinstance(n, ScopeNode):
-                    stack.extend(self.nodes[k] for k in n.subnet_keys if k in self.nodes)
+                    stack.extend(self.nodes[k] for k in n.subnet_keys if k in self.nodes.keys())
 
     def remove(self, keys: Iterable[Key]) -> None:
         """Remove the nodes ``keys`` (not what they hold) and every edge touching them."""
@@ -476,7 +504,7 @@ class Graph:
             raise GraphError("the context node cannot be removed")
         for k in dead:
             node = self.nodes.pop(k)
-            parent = self.nodes.get(node.parent_key)
+            parent = dict.get(self.nodes, node.parent_key)
             if isinstance(parent, ScopeNode):
                 parent.subnet_keys.discard(k)
         self.links = OrderedSet(e for e in self.links if e[0] not in dead and e[1] not in dead)
@@ -532,7 +560,7 @@ class Graph:
             if node.key != key:
                 raise GraphError(f"node {key!r} carries the key {node.key!r}")
             if key is not None:
-                parent = nodes.get(node.parent_key)
+                parent = dict.get(nodes, node.parent_key)
                 if not isinstance(parent, ScopeNode):
                     raise GraphError(f"parent {node.parent_key!r} of {key!r} is not a layer of the graph")
                 if key not in parent.subnet_keys:
@@ -542,13 +570,13 @@ class Graph:
                                      f"{parent.depth}")
             if isinstance(node, ScopeNode):
                 for sub in node.subnet_keys:
-                    child = nodes.get(sub)
+                    child = dict.get(nodes, sub)
                     if child is None or sub is None:
                         raise GraphError(f"{key!r} lists {sub!r} in subnets, which is not a node")
                     if child.parent_key != key:
                         raise GraphError(f"{sub!r} is in the subnets of {key!r}, not its child")
         for a, b in self.links:
-            if a not in nodes or b not in nodes:
+            if a not in nodes.keys() or b not in nodes.keys():
                 raise GraphError(f"edge {(a, b)!r} joins nodes not in the graph")
             if a == b:
                 raise GraphError(f"self-loop on {a!r}")

@@ -18,6 +18,7 @@ activations themselves, unless a recording was asked to keep them.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Hashable, Iterable, Iterator, MutableSet
 from typing import Any, Generic, NamedTuple, Optional, TypeVar
@@ -248,6 +249,18 @@ class BaseNode:
                 elif name != "_table" and hasattr(self, name):
                     state[name] = getattr(self, name)
         return None, state
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> BaseNode:
+        # as pickle copies it: a kept tensor made by an operation (torch deep-copies leaf tensors
+        # only) detached, a leaf that requires gradients as it did; this node keeps its own
+        from torch import Tensor
+
+        new = memo[id(self)] = type(self).__new__(type(self))
+        for name, value in self.__getstate__()[1].items():
+            if isinstance(value, Tensor) and value.grad_fn is not None and id(value) not in memo:
+                memo[id(value)] = copy.deepcopy(value.detach().requires_grad_(value.requires_grad), memo)
+            setattr(new, name, copy.deepcopy(value, memo))
+        return new
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(key={self.key!r}, name={self.name!r}, depth={self.depth})"

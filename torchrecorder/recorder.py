@@ -51,10 +51,10 @@ class Recorder(Display, Graph):
             :meth:`register_hooks` names it after the network's class).
         nodes: dict from key to :class:`~torchrecorder.nodes.BaseNode`; the
             context node has the key ``None``.  As in the original
-            torchrecorder, a recorded object finds its node by subscript while
-            it is alive: a module (its first call), a parameter, a tensor that
-            crossed a module boundary (``rec.nodes[net[0]]``,
-            ``rec.nodes[net[0].weight]``, ``rec.nodes[y]``); see
+            torchrecorder, a recorded object finds its node by subscript, ``in``
+            and ``get`` while it is alive: a module (its first call), a parameter,
+            a tensor that crossed a module boundary (``rec.nodes[net[0]]``,
+            ``net[0].weight in rec.nodes``, ``rec.nodes.get(y)``); see
             :class:`~torchrecorder.graph.NodeTable`.  Tensors are held by weak
             reference only.
         links: ordered set of ``(from_key, to_key)`` pairs, in recording order.

@@ -132,7 +132,9 @@ _DEFAULT_OUTPUT_NAME = re.compile(r"output(?:[\[.].*)?|scalar|\?|[\d*]+(?:×[\d*
 
 def seed_names(graph: Any) -> dict[Any, str]:
     """The name 1.0.3 gave each node of ``graph``, by key: ``Input`` (``Input-1``, ``Input-2``,
-    ... for several), ``Output`` (``Output-1``, ...), ``name\\n(Class)`` for a module below the
+    ... for several, or for inputs given as a list of shapes or a tuple of tensors:
+    ``graph.inputs_listed``), ``Output`` (``Output-1``, ... for several, or for a tuple
+    returned: a single output named ``output[0]``), ``name\\n(Class)`` for a module below the
     network, ``Tensor-3`` for a tensor between layers, ``AddmmBackward0-2`` for an operation
     (numbered by class, as 1.0.3 numbered them); a parameter keeps its name."""
     counts: dict[str, int] = {}
@@ -146,12 +148,14 @@ def seed_names(graph: Any) -> dict[Any, str]:
     out: dict[Any, str] = {}
     for role, title in (("input", "Input"), ("output", "Output")):
         group = [n for n in nodes if n.kind == "tensor" and n.role == role]
+        listed = len(group) > 1 or (getattr(graph, "inputs_listed", False) if role == "input"
+                                    else bool(group) and group[0].name.startswith("output["))
         for i, node in enumerate(group, 1):
             if (node.key != f"input:{node.name}" if role == "input"
                     else _DEFAULT_OUTPUT_NAME.fullmatch(node.name) is None):
                 out[node.key] = node.name  # named by the user after the recording: kept, as in 1.0.3
             else:
-                out[node.key] = title if len(group) == 1 else f"{title}-{i}"
+                out[node.key] = f"{title}-{i}" if listed else title
     for node in nodes:
         if node.kind == "layer":
             out[node.key] = node.name if node.depth <= 0 else SeedName(f"{node.name}\n({node.type_name})")

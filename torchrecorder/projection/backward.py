@@ -88,13 +88,13 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
         nodes[layer.key] = layer
         view.keys.reserve(str(layer.key))
     for layer in calls:
-        parent = nodes.get(layer.parent_key)
+        parent = dict.get(nodes, layer.parent_key)
         if not isinstance(parent, ScopeNode):
             raise ValueError(f"layer {layer.key!r} sits in {layer.parent_key!r}, which is not a layer")
         parent.subnet_keys.add(layer.key)
 
     def scope_of(key: Key) -> ScopeNode:
-        scope = nodes.get(key)
+        scope = dict.get(nodes, key)
         return scope if isinstance(scope, ScopeNode) else view.context
 
     params = {n.path: n for n in graph.nodes.values() if isinstance(n, ParamNode)}
@@ -126,7 +126,7 @@ def backward_view(graph: Graph, *, saved: bool = False) -> Graph:
     for a, b in bw.edges:
         view.links.add((keys[a], keys[b]))
     for i, out_key in bw.outputs:
-        source = graph.nodes.get(out_key)
+        source = dict.get(graph.nodes, out_key)
         if not isinstance(source, TensorNode):
             raise ValueError(f"the output {out_key!r} of the backward graph is not a tensor of the recording")
         out = view.insert(TensorNode(source.name, None, 0, None, shape=source.shape, role="output",

@@ -335,12 +335,12 @@ class Fit:
         """How the note names the node ``key``: a module by its dotted path, anything else by
         its name and the module it is in."""
         nodes = self.projection.graph.nodes
-        node = nodes.get(key)
+        node = dict.get(nodes, key)
         if node is None:
             return str(key)
         if isinstance(node, LayerNode):
             return node.call_title(dotted=True)
-        scope = nodes.get(node.parent_key)
+        scope = dict.get(nodes, node.parent_key)
         if isinstance(scope, LayerNode) and scope.path:
             return f"{node.name} in {scope.call_title(dotted=True)}"
         return node.name

@@ -117,7 +117,7 @@ class FoldPlan:
         stack: list[ScopeNode] = [rec.context]
         while stack:
             layer = stack.pop()
-            kids = [nodes[k] for k in layer.subnet_keys if k in nodes]
+            kids = [nodes[k] for k in layer.subnet_keys if k in nodes.keys()]
             candidates = _candidates(kids, min_run) if len(kids) >= min_run else None
             if candidates:
                 if blocks is None:

@@ -23,13 +23,13 @@ __all__ = ["BlockStructures", "structure_ids"]
 def _kids(rec: Graph, layer: ScopeNode) -> list[BaseNode]:
     """Children of ``layer`` that take part in its structure (parameters do not)."""
     nodes = rec.nodes
-    return [nodes[k] for k in layer.subnet_keys if k in nodes and not isinstance(nodes[k], ParamNode)]
+    return [nodes[k] for k in layer.subnet_keys if k in nodes.keys() and not isinstance(nodes[k], ParamNode)]
 
 
 def _params(rec: Graph, layer: LayerNode) -> tuple[Hashable, ...]:
     nodes = rec.nodes
     return tuple((n.name, n.shape, n.dtype) for k in layer.subnet_keys
-                 if isinstance(n := nodes.get(k), ParamNode))
+                 if isinstance(n := dict.get(nodes, k), ParamNode))
 
 
 def structure_ids(rec: Graph) -> dict[Key, int]:
@@ -191,7 +191,7 @@ class BlockStructures:
         if got is None:
             nodes = self.nodes
             got = tuple([(p.name, p.shape, p.dtype) for k in first.subnet_keys
-                         if isinstance(p := nodes.get(k), ParamNode)])
+                         if isinstance(p := dict.get(nodes, k), ParamNode)])
             self._param_memo[first.key] = got
         return got
 

@@ -18,6 +18,7 @@ from .engine import Engine
 from .hooks import leaf_dummy, op_acc, param_acc, posthook, prehook, tensor_acc
 from .inputs import (
     InputShapes,
+    inputs_listed,
     keyword_data,
     keyword_inputs,
     list_argument_hint,
@@ -31,6 +32,7 @@ __all__ = [
     "Engine",
     "InputShapes",
     "gc_paused",
+    "inputs_listed",
     "integer_inputs",
     "is_integer_dtype",
     "keyword_data",

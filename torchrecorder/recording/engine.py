@@ -479,7 +479,7 @@ class Engine(ModuleCalls):
         backward pass inside ``forward``), for :func:`torchrecorder.cost`: a
         :data:`~torchrecorder.opargs.MEASURED` entry of ``op_args``."""
         key = self.lookup(out)
-        node = self.graph.nodes.get(key) if key is not None else None
+        node = dict.get(self.graph.nodes, key) if key is not None else None
         if isinstance(node, OpNode):
             self.op_args[key] = (node.parent_key, MEASURED, None, flops)
 

@@ -10,8 +10,8 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor, nn
 
-__all__ = ["InputShapes", "keyword_data", "keyword_inputs", "list_argument_hint", "make_inputs",
-           "normalise_shapes"]
+__all__ = ["InputShapes", "inputs_listed", "keyword_data", "keyword_inputs", "list_argument_hint",
+           "make_inputs", "normalise_shapes"]
 
 Shape = Sequence[int]
 InputShapes = Union[None, Shape, list[Shape]]
@@ -185,3 +185,13 @@ def keyword_inputs(input_kwargs: Any) -> dict[str, Any]:
     if bad:
         raise TypeError(f"input_kwargs' keys must be names of forward's arguments (strings), got {bad[0]!r}")
     return dict(input_kwargs)
+
+
+def inputs_listed(input_shapes: Any, input_data: Any) -> bool:
+    """Whether ``record`` was given its positional inputs as a sequence of them, however many:
+    ``input_data`` a tuple of tensors, or ``input_shapes`` a list of shapes (a list of ints
+    is one shape).  torchrecorder 1.0.3 then named even a single input ``Input-1``."""
+    if input_data is not None:
+        return isinstance(input_data, tuple)
+    return isinstance(input_shapes, list) and not all(
+        isinstance(d, int) and not isinstance(d, bool) for d in input_shapes)

@@ -173,7 +173,7 @@ class LiveObjects:
     def held_also(self, key: Key, path: str) -> None:
         """Note that a module also holds the recorded parameter ``key`` as its own, under the
         dotted ``path`` (a weight tied to one recorded before): :attr:`ParamNode.held_as`."""
-        node = self.graph.nodes.get(key)
+        node = dict.get(self.graph.nodes, key)
         if isinstance(node, ParamNode) and node.held_as is not None and path != node.path \
                 and path not in node.held_as:
             node.held_as = (*node.held_as, path)

@@ -28,16 +28,16 @@ def boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[Tenso
         got = ancestors.get(key)
         if got is None:
             keys = []
-            parent = nodes[key].parent_key if key in nodes else None
-            while parent is not None and parent in nodes:
+            parent = nodes[key].parent_key if key in nodes.keys() else None
+            while parent is not None and parent in nodes.keys():
                 keys.append(parent)
                 parent = nodes[parent].parent_key
             got = ancestors[key] = frozenset(keys)
         return got
 
     def add(tensor: TensorNode, inner: Key, outer: frozenset[Key], side: int) -> None:
-        parent = nodes[inner].parent_key if inner in nodes else None
-        while parent is not None and parent not in outer and parent in nodes:
+        parent = nodes[inner].parent_key if inner in nodes.keys() else None
+        while parent is not None and parent not in outer and parent in nodes.keys():
             listed = out.setdefault(parent, ([], []))[side]
             if not listed or listed[-1] is not tensor:
                 if tensor not in listed:
@@ -45,7 +45,7 @@ def boundary_tensors(rec: Graph) -> dict[Key, tuple[list[TensorNode], list[Tenso
             parent = nodes[parent].parent_key
 
     for a, b in rec.links:
-        na, nb = nodes.get(a), nodes.get(b)
+        na, nb = dict.get(nodes, a), dict.get(nodes, b)
         if isinstance(na, TensorNode) and not isinstance(na, ParamNode):
             add(na, b, chain(a), 0)
         if isinstance(nb, TensorNode) and not isinstance(nb, ParamNode):
@@ -72,7 +72,7 @@ def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorN
     if isinstance(node, LayerNode):
         ins, outs = tensors.get(node.key, ([], []))
         params = [[p.name, shape_str(p.shape), p.dtype, p.numel] for k in node.subnet_keys
-                  if isinstance(p := rec.nodes.get(k), ParamNode)]
+                  if isinstance(p := dict.get(rec.nodes, k), ParamNode)]
         info: dict[str, Any] = {
             "kind": "module", "name": node.call_title(), "path": node.call_title(dotted=True),
             "type": node.type_name,
@@ -93,7 +93,7 @@ def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorN
                 "name": node.name, "shape": shape_str(node.shape), "dtype": node.dtype,
                 "device": node.device}
     if isinstance(node, OpNode):
-        parent = rec.nodes.get(node.parent_key)
+        parent = dict.get(rec.nodes, node.parent_key)
         where = parent.call_title(dotted=True) if isinstance(parent, LayerNode) else ""
         op: dict[str, Any] = {"kind": "operation", "name": node.op, "path": where,
                               "out": [shape_str(s) for s in node.output_shapes]}
@@ -119,7 +119,7 @@ def lift_rows(rec: Graph, finest: Projection, order: list[BaseNode], parents: li
     readers: dict[int, list[int]] = {}
     for a, b in rec.links:
         i = index.get(a)
-        param = nodes.get(a)
+        param = dict.get(nodes, a)
         if i is None or not isinstance(param, ParamNode) or held_by_reader(nodes, b, param):
             continue
         try:
@@ -168,7 +168,7 @@ def lift_data(rec: Graph, finest: Projection, first: Projection, order: list[Bas
         got: list[int] = []
         key = node.parent_key  # the calls it was recorded in, innermost first
         while key is not None:
-            layer = rec.nodes.get(key)
+            layer = dict.get(rec.nodes, key)
             if not isinstance(layer, LayerNode):
                 break
             c = index.get(key)

@@ -11,7 +11,7 @@ from typing import Any
 
 from .._text import html_text
 
-__all__ = ["HtmlLabel", "is_seed_styler", "label_markup"]
+__all__ = ["HtmlLabel", "is_seed_styler", "label_markup", "seed_cluster_attrs"]
 
 
 class HtmlLabel(str):
@@ -152,3 +152,18 @@ def is_seed_styler(cls: type) -> bool:
             if seen & _code_names(code):
                 return True
     return False
+
+
+def seed_cluster_attrs(own: dict[str, str], default: dict[str, str], tooltip: bool = True) -> dict[str, str]:
+    """What a 1.0.3 styler's ``style_node`` gave a layer (``own``) that the default style of
+    the layer (``default``) does not: 1.0.3 styled a layer's cluster with ``style_node``, so
+    a colour, a label or a tooltip it sets reaches the cluster too.  With ``tooltip=False``
+    (a styler whose own ``style_cluster`` writes its clusters' tooltips, such as
+    :class:`~torchrecorder.renderer.activations.ActivationStyler`, whose box tooltip
+    describes the layer drawn as one box) the tooltip is left to ``style_cluster``.
+
+    >>> seed_cluster_attrs({"color": "red", "tooltip": "mine", "shape": "box"},
+    ...                    {"color": "black", "tooltip": "default", "shape": "box"})
+    {'color': 'red', 'tooltip': 'mine'}
+    """
+    return {k: v for k, v in own.items() if default.get(k) != v and (tooltip or k != "tooltip")}

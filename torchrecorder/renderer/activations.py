@@ -269,7 +269,7 @@ class ActivationStyler(GraphvizStyler):
         also by the name the capture gave the network (``net/tanh`` for the graph's ``lb/tanh``)."""
         got = self.values.get(str(op.key))
         if got is None and self.renderer is not None:
-            call = self.renderer.rec.nodes.get(op.parent_key)
+            call = dict.get(self.renderer.rec.nodes, op.parent_key)
             if isinstance(call, LayerNode) and call.parent_key is None:
                 got = self.values.get(f"{self._network}/{str(op.key).rpartition('/')[2]}")
         return got
@@ -282,7 +282,7 @@ class ActivationStyler(GraphvizStyler):
         nodes = self.renderer.rec.nodes
         only: Optional[OpNode] = None
         for key in layer.subnet_keys:
-            child = nodes.get(key)
+            child = dict.get(nodes, key)
             if isinstance(child, LayerNode) or (isinstance(child, OpNode) and only is not None):
                 return None
             if isinstance(child, OpNode):
@@ -367,13 +367,13 @@ class ActivationStyler(GraphvizStyler):
             parent = node.parent_key
             while not inside and drawn != node.key and parent is not None:
                 inside = parent == drawn  # the drawn node is a closed module around it
-                parent = getattr(nodes.get(parent), "parent_key", None)
+                parent = getattr(dict.get(nodes, parent), "parent_key", None)
             if inside and isinstance(node, OpNode) and isinstance(holder := nodes.get(drawn), LayerNode):
                 inside = self._only_op(holder) is not node  # the box of its one-op module shows it
             if inside:
                 hidden += 1
                 left = left or out
-                owner = nodes.get(node.parent_key)
+                owner = dict.get(nodes, node.parent_key)
                 if out or drawn is None or not isinstance(node, OpNode) or not isinstance(owner, LayerNode):
                     depth = max(depth, node.depth if not out and drawn is not None else 0)
                 elif self._only_op(owner) is node:  # the box of its one-op module, drawn open

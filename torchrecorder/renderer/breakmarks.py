@@ -65,7 +65,7 @@ class BreakMarks:
             self._own.setdefault(key, []).append(b)
             while key is not None:  # every call around it holds it too
                 self._inside.setdefault(key, []).append(b)
-                key = nodes[key].parent_key if key in nodes else None
+                key = nodes[key].parent_key if key in nodes.keys() else None
 
     def at(self, rec: Optional[Graph], node: LayerNode, inside: bool) -> list[Any]:
         """The breaks of ``node``'s call: its own, and with ``inside`` those of the calls in it

@@ -27,7 +27,7 @@ from ._edge_paths import (
     titles_entered,
 )
 from ._fanout import draw_marks
-from ._seedstyle import label_markup
+from ._seedstyle import label_markup, seed_cluster_attrs
 from ._seedwalk import pending_token, resolve_pending
 from ._subclass_names import naming_edge, naming_node
 from .attr_values import check_attribute_values
@@ -566,14 +566,14 @@ class GraphvizRenderer(BaseRenderer):
         return rest
 
     def _seed_cluster_style(self, node: LayerNode) -> dict[str, str]:
-        """What a 1.0.3 styler's ``style_node`` changes from the default style of the layer
-        ``node`` (a colour, the label): 1.0.3 styled a cluster with ``style_node``, so it reaches
-        the cluster too."""
+        """What a 1.0.3 styler's ``style_node`` changes on the layer ``node``, for its cluster (see
+        :func:`~torchrecorder.renderer._seedstyle.seed_cluster_attrs`)."""
         if type(self.styler).style_node is GraphvizStyler.style_node:
             return {}
         own = self._checked(self.styler.style_node(node), "style_node")
         default = self._checked(GraphvizStyler.style_node(self.styler, node), "style_node")
-        return {k: v for k, v in own.items() if k != "tooltip" and default.get(k) != v}
+        plain = type(self.styler).style_cluster is GraphvizStyler.style_cluster
+        return seed_cluster_attrs(own, default, tooltip=plain)
 
     def _checked(self, attrs: Any, method: str) -> dict[str, str]:
         """``attrs`` returned by the styler's ``method``, as a new dict of plain strings."""

@@ -28,14 +28,14 @@ def call_name(graph: Graph, node: LayerNode, memo: dict[Any, Any]) -> str:
     >>> [call_name(g, g.nodes[k], {}) for k in ("q.lora_A.default", "q.base")]
     ['lora_A.default', 'base']
     """
-    parent = graph.nodes.get(node.parent_key)
+    parent = dict.get(graph.nodes, node.parent_key)
     if not isinstance(parent, LayerNode):
         return node.call_title()
     names = memo.get(parent.key)
     if names is None:
         names = memo[parent.key] = {}
         for k in parent.subnet_keys:
-            kid = graph.nodes.get(k)
+            kid = dict.get(graph.nodes, k)
             if isinstance(kid, LayerNode):
                 names.setdefault(kid.name, set()).add(kid.path)
     if len(names.get(node.name, ())) < 2:
@@ -175,7 +175,7 @@ class OpInputShapes:
             preds = self._preds = self._get_preds() if self._get_preds else predecessors(rec.links)
         nodes = rec.nodes
         for a in preds.get(key, ()):
-            src = nodes.get(a)
+            src = dict.get(nodes, a)
             if isinstance(src, TensorNode) and not isinstance(src, ParamNode):
                 found_shapes: list[Any] = [src.shape]
             elif isinstance(src, OpNode):

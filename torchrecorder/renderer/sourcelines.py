@@ -41,7 +41,7 @@ def script_lines(rec: Optional[Graph]) -> frozenset[Source]:
     if rec is None:
         return frozenset()
     return frozenset(node.source for key in rec.context.subnet_keys
-                     if isinstance(node := rec.nodes.get(key), LayerNode) and node.source is not None)
+                     if isinstance(node := dict.get(rec.nodes, key), LayerNode) and node.source is not None)
 
 
 def check_editor_url(editor_url: Any) -> Optional[str]:
