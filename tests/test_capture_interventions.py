@@ -306,3 +306,39 @@ def test_skipping_a_block_while_generating_is_replacing_it_by_a_lambda(gpt2: nn.
     assert torch.equal(skipped.sequences, by_hand.sequences)
     assert all(torch.equal(a, b) for a, b in zip(skipped.scores, by_hand.scores, strict=True))
     assert untouched(gpt2)
+
+
+def test_the_same_edits_as_nnsight(gpt2: nn.Module) -> None:
+    nnsight = pytest.importorskip("nnsight")
+    ids = torch.tensor([[1, 2, 3, 4]])
+    steer = torch.linspace(-1, 1, 32) * 4
+    traced = nnsight.NNsight(copy.deepcopy(gpt2))  # (nnsight wraps the modules' forwards in place)
+    block = traced.transformer.h[1]
+    with traced.trace(ids):
+        block.input = block.input + steer  # nnsight's .input: the first positional argument
+        edited = traced.output.logits.save()
+    with traced.trace(ids):
+        block.skip(block.input)
+        skipped = traced.output.logits.save()
+    with torchrecorder.capture(gpt2, "transformer.h.1",
+                               edit_inputs=lambda name, i: ((i[0][0] + steer, *i[0][1:]), i[1])):
+        mine = gpt2(ids).logits
+    assert torch.equal(mine, edited) and not torch.equal(mine, gpt2(ids).logits)
+    with torchrecorder.capture(gpt2, "transformer.h.1", skip=lambda name, i: i[0][0]):
+        assert torch.equal(gpt2(ids).logits, skipped)
+    assert untouched(gpt2)
+
+
+def test_a_fused_transformer_layer_is_edited_as_by_a_pre_hook() -> None:
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0)
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        with torchrecorder.capture(model, "layers.1", edit_inputs=lambda name, i: ((i[0][0] * 2,), i[1])):
+            y = model(x)
+        plain = by_pre_hook(model, model.layers[1], lambda a, k: ((a[0] * 2,), k), x)
+        with torchrecorder.capture(model, "layers.1", skip=lambda name, i: i[0][0]):
+            z = model(x)
+        assert torch.equal(y, plain) and torch.equal(z, model.layers[0](x))
+    assert untouched(model)
