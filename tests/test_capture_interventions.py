@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
@@ -342,3 +343,14 @@ def test_a_fused_transformer_layer_is_edited_as_by_a_pre_hook() -> None:
             z = model(x)
         assert torch.equal(y, plain) and torch.equal(z, model.layers[0](x))
     assert untouched(model)
+
+
+@pytest.mark.parametrize("section", ["## Editing a layer's inputs", "## Skipping a layer"])
+def test_the_guide_examples_run(section: str) -> None:
+    """The examples of docs/guide/activations.md's two sections run as written."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "guide" / "activations.md").read_text()
+    text = page.split(section + "\n", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    assert blocks
+    for code in blocks:
+        exec(compile(code, f"activations.md: {section}", "exec"), {})
