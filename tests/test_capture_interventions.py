@@ -354,3 +354,16 @@ def test_the_guide_examples_run(section: str) -> None:
     assert blocks
     for code in blocks:
         exec(compile(code, f"activations.md: {section}", "exec"), {})
+
+
+def test_a_skip_that_runs_every_module_changes_nothing(gpt2: nn.Module) -> None:
+    """Every module's forward wrapped (no names: all of them), none skipped: ``generate``, which
+    reads the model's ``forward`` signature, makes the same tokens, and nothing stays behind."""
+    import inspect
+
+    plain = _generate(gpt2)
+    with torchrecorder.capture(gpt2, skip=lambda name, inputs: None) as cap:
+        assert inspect.signature(gpt2.forward) == inspect.signature(type(gpt2).forward.__get__(gpt2))
+        wrapped = _generate(gpt2)
+    assert torch.equal(wrapped.sequences, plain.sequences) and cap.passes == 4
+    assert untouched(gpt2)

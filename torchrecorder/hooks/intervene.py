@@ -12,6 +12,7 @@ itself for a call with one positional argument, a tuple of them for several, and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
@@ -125,13 +126,13 @@ class Skipper:
     def _forward(self, module: nn.Module, original: Callable[..., Any]) -> Callable[..., Any]:
         pending = self._pending
 
+        @functools.wraps(original)  # (its signature stays the module's: generate() reads it)
         def forward(*args: Any, **kwargs: Any) -> Any:
             key = id(module)
             if key in pending:
                 return pending.pop(key)
             return original(*args, **kwargs)
 
-        forward.__wrapped__ = original  # type: ignore[attr-defined]
         return forward
 
     def decide(self, module: nn.Module, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
