@@ -4,8 +4,7 @@ value (nnsight's ``.skip``).
 
 Each user function is called with the call's name first, and what it returns is checked here,
 so that an error names the call: ``edit(name, output)``, ``edit_inputs(name, inputs)`` and
-``skip(name, inputs)``, where ``inputs`` has the form :attr:`Capture.inputs
-<torchrecorder.capture.Capture.inputs>` keeps (:func:`~._values.inputs_value`): the argument
+``skip(name, inputs)``, where ``inputs`` has the form ``cap.inputs`` keeps: the argument
 itself for a call with one positional argument, a tuple of them for several, and
 ``(args, kwargs)`` for a call given keyword arguments.
 """
