@@ -367,3 +367,30 @@ def test_a_skip_that_runs_every_module_changes_nothing(gpt2: nn.Module) -> None:
         wrapped = _generate(gpt2)
     assert torch.equal(wrapped.sequences, plain.sequences) and cap.passes == 4
     assert untouched(gpt2)
+
+
+@pytest.mark.filterwarnings("ignore:.*was never reached:UserWarning")  # nnsight's open iter[:] loop
+def test_the_same_input_edit_as_nnsight_while_generating(gpt2: nn.Module) -> None:
+    pytest.importorskip("nnsight")
+    tokenizers = pytest.importorskip("tokenizers")
+    import transformers
+    from nnsight.modeling.transformers import TransformersModel
+
+    words = tokenizers.Tokenizer(tokenizers.models.WordLevel({f"t{i}": i for i in range(60)}, unk_token="t0"))
+    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=words, pad_token="t0", eos_token="t0")
+    traced = TransformersModel(copy.deepcopy(gpt2), tokenizer=tokenizer)
+    ids = torch.tensor([[1, 2, 3, 4]])
+    steer = torch.linspace(-1, 1, 32) * 4
+    options: dict[str, Any] = {"max_new_tokens": 4, "do_sample": False, "pad_token_id": 0}
+    with traced.generate(**options) as tracer:
+        with tracer.invoke(ids):
+            for _ in tracer.iter[:]:  # every step of the decode loop
+                block = traced.transformer.h[1]
+                block.input = block.input + steer
+        with tracer.invoke():
+            theirs = tracer.result.save()
+    with torchrecorder.capture(gpt2, "transformer.h.1",
+                               edit_inputs=lambda name, i: ((i[0][0] + steer, *i[0][1:]), i[1])):
+        mine = gpt2.generate(ids, **options)
+    assert torch.equal(mine, theirs) and not torch.equal(mine, gpt2.generate(ids, **options))
+    assert untouched(gpt2)
