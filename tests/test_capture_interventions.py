@@ -122,6 +122,11 @@ def test_keywords_positionals_and_one_call_of_several() -> None:
         y2 = model(X)
     assert torch.equal(y2, by_pre_hook(model, model.blk, by_hand, X, calls=(2,)))
     assert not torch.equal(y2, y) and untouched(model)
+    # an (args, kwargs) pair from a call given no keyword adds keywords
+    with torchrecorder.capture(model, "blk#3", edit_inputs=lambda name, xs: (xs, {"scale": 5.0})):
+        y3 = model(X)
+    assert torch.equal(y3, by_pre_hook(model, model.blk, lambda a, k: (a, {"scale": 5.0}), X, calls=(3,)))
+    assert not torch.equal(y3, model(X))
 
 
 def test_an_edit_in_place_that_returns_none_reaches_the_layer() -> None:

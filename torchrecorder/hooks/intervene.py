@@ -52,6 +52,12 @@ def _form(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
     return f"a tuple of the {len(args)} positional arguments"
 
 
+def _pair(value: Any) -> bool:
+    """Whether ``value`` has the shape of an ``(args, kwargs)`` pair."""
+    return isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], (tuple, list)) \
+        and isinstance(value[1], Mapping)
+
+
 def edit_call_inputs(fn: Callable[[str, Any], Any], name: str, args: tuple[Any, ...],
                      kwargs: dict[str, Any]) -> Optional[Args]:
     """``fn(name, inputs)`` on the inputs of the call ``name``; the new ``(args, kwargs)`` the
@@ -60,7 +66,9 @@ def edit_call_inputs(fn: Callable[[str, Any], Any], name: str, args: tuple[Any, 
 
     ``fn`` returns the inputs in the form it was given them: the new argument for a call with
     one positional argument, a tuple (or list) of the positional arguments for several, an
-    ``(args, kwargs)`` pair for a call given keyword arguments.
+    ``(args, kwargs)`` pair for a call given keyword arguments.  An ``(args, kwargs)`` pair
+    (a tuple of arguments and a mapping) is taken as one from any call (to add keywords),
+    unless the call's own inputs have that shape.
 
     Raises:
         TypeError: ``fn`` returned something of another form (the message names the call
@@ -81,9 +89,8 @@ def edit_call_inputs(fn: Callable[[str, Any], Any], name: str, args: tuple[Any, 
 
     if isinstance(new, str) and not (len(args) == 1 and not kwargs and isinstance(args[0], str)):
         raise wrong("a str (capture calls edit_inputs(name, inputs) with the name first)")
-    if kwargs:
-        if not (isinstance(new, (tuple, list)) and len(new) == 2 and isinstance(new[0], (tuple, list))
-                and isinstance(new[1], Mapping)):
+    if kwargs or (_pair(new) and not _pair(value)):
+        if not _pair(new):
             raise wrong(f"a {type(new).__name__}")
         if not all(isinstance(k, str) for k in new[1]):
             raise wrong("keywords that are not all strings")
