@@ -399,3 +399,33 @@ def test_the_same_input_edit_as_nnsight_while_generating(gpt2: nn.Module) -> Non
         mine = gpt2.generate(ids, **options)
     assert torch.equal(mine, theirs) and not torch.equal(mine, gpt2.generate(ids, **options))
     assert untouched(gpt2)
+
+
+def test_a_skip_whose_call_never_reached_forward_does_not_leak_into_the_next_call() -> None:
+    """A hook after capture's raised before the skipped call's forward; the model retries the
+    call, which is not chosen ("blk#1" only), so it runs its own forward."""
+
+    class Retry(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.blk = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            try:
+                return self.blk(x)
+            except RuntimeError:
+                return self.blk(x) * 2
+
+    model = Retry()
+    tries = [0]
+
+    def fails_once(module: nn.Module, args: Any) -> None:
+        tries[0] += 1
+        if tries[0] == 1:
+            raise RuntimeError("first try")
+
+    with torchrecorder.capture(model, "blk#1", skip=lambda name, x: torch.zeros(3, 4)):
+        handle = model.blk.register_forward_pre_hook(fails_once)
+        y = model(X)
+        handle.remove()
+    assert torch.equal(y, model.blk(X) * 2) and untouched(model)

@@ -312,8 +312,8 @@ class Capture(KeptOutputs):
                 args, kwargs = new
             if on and inputs and self._record and self._want_inputs:
                 self._store(self.inputs, name, inputs_value(args, kwargs))
-            if on and self._skipper is not None:
-                self._skipper.decide(module, name, args, kwargs)
+            if self._skipper is not None:
+                self._skipper.decide(module, name, args, kwargs, on)
             start = 0.0
             if on and self._timing:
                 _values.sync(args, kwargs)

@@ -141,10 +141,14 @@ class Skipper:
 
         return forward
 
-    def decide(self, module: nn.Module, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    def decide(self, module: nn.Module, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+               on: bool = True) -> bool:
         """Ask ``fn(name, inputs)`` whether the call ``name`` of ``module``, about to run, is
-        skipped: a value other than ``None`` is its output, and its forward does not run."""
-        self._pending.pop(id(module), None)
+        skipped: a value other than ``None`` is its output, and its forward does not run.  A
+        call that is not captured (``on`` false: not chosen, or ``condition`` said no) runs."""
+        self._pending.pop(id(module), None)  # (one left by a call that never reached forward)
+        if not on:
+            return False
         try:
             value = self.fn(name, inputs_value(args, kwargs))
         except Exception as exc:
