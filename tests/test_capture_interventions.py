@@ -94,6 +94,12 @@ def test_a_returned_argument_replaces_the_one_a_call_got() -> None:
     plain = by_pre_hook(model, model[2], lambda a, k: ((a[0].flip(0),), k), X)
     assert torch.equal(y, plain) and not torch.equal(y, model(X))
     assert torch.equal(cap.inputs["2"], torch.relu(model[0](X)).flip(0))  # what the layer received
+    on = [False]
+    with torchrecorder.capture(model, "2", edit_inputs=lambda name, x: x.flip(0), condition=lambda: on[0],
+                               skip=lambda name, x: x.sum()):
+        assert torch.equal(model(X), model[2](torch.relu(model[0](X))))  # condition= says no: as is
+        on[0] = True
+        assert torch.equal(model(X), torch.relu(model[0](X)).sum())  # flipped, then skipped
     assert untouched(model)
 
 
