@@ -145,12 +145,14 @@ def test_an_edit_in_place_that_returns_none_reaches_the_layer() -> None:
 
     def in_place(name: str, inputs: Any) -> None:
         inputs[0][0].mul_(3)
+        inputs[1]["scale"] = 7.0  # the keywords' dict too
 
     with torchrecorder.capture(model, "blk#1", edit_inputs=in_place, record=False):
         y = model(X)
 
     def by_hand(a: tuple[Any, ...], k: dict[str, Any]) -> None:
         a[0].mul_(3)
+        k["scale"] = 7.0
 
     assert torch.equal(y, by_pre_hook(model, model.blk, by_hand, X, calls=(1,)))
     assert not torch.equal(y, model(X))

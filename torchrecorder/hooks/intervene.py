@@ -58,6 +58,12 @@ def _pair(value: Any) -> bool:
         and isinstance(value[1], Mapping)
 
 
+def _changed(given: Mapping[str, Any], kwargs: Mapping[str, Any]) -> bool:
+    """Whether the keywords' dict handed to ``edit_inputs`` was changed in place (an item
+    set, added or removed)."""
+    return len(given) != len(kwargs) or any(k not in kwargs or kwargs[k] is not v for k, v in given.items())
+
+
 def edit_call_inputs(fn: Callable[[str, Any], Any], name: str, args: tuple[Any, ...],
                      kwargs: dict[str, Any]) -> Optional[Args]:
     """``fn(name, inputs)`` on the inputs of the call ``name``; the new ``(args, kwargs)`` the
@@ -81,6 +87,8 @@ def edit_call_inputs(fn: Callable[[str, Any], Any], name: str, args: tuple[Any, 
         add_note(exc, f"torchrecorder: raised in edit_inputs({name!r}, inputs)")
         raise
     if new is None or new is value:
+        if kwargs and _changed(value[1], kwargs):  # the keywords' dict given to fn, edited in place
+            return tuple(args), dict(value[1])
         return None
 
     def wrong(why: str, hint: str = "") -> TypeError:
