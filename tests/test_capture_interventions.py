@@ -226,6 +226,11 @@ def test_a_skipped_module_does_not_run_and_its_children_record_no_call() -> None
     swapped = copy.deepcopy(model)
     swapped[1] = Lambda(fn)
     assert torch.equal(y, swapped(X))
+    # a recording made meanwhile has the skipped call, and no call inside it
+    with torchrecorder.capture(model, "1", skip=lambda name, x: fn(x)):
+        table = str(torchrecorder.record(model, input_data=X).summary(columns=["label"]))
+    assert "1 (Sequential)" in table and "1.0" not in table and "1.1" not in table
+    assert "1.0 (Linear)" in str(torchrecorder.record(model, input_data=X).summary(columns=["label"]))
     # a fixed value, and skip=None-returning runs the module as usual
     value = torch.zeros(3, 8)
     with torchrecorder.capture(model, "1", skip=lambda name, x: value, record=False):
