@@ -34,6 +34,7 @@ from ._fused import GLOBAL_POST_HOOK, checks_hooks, global_forward_hook_with_kwa
 from .graph import Graph
 from .hooks import _values
 from .hooks._values import Device, add_note, check_device, inputs_value, keep_value, leaves, reduce_values
+from .hooks.intervene import Edit, Skipper, call_edit, edit_call_inputs
 from .hooks.opcapture import (
     OpRule,
     OpWatch,
@@ -43,7 +44,7 @@ from .hooks.opcapture import (
     parse_op_patterns,
 )
 from .hooks.plot import plot_stat
-from .hooks.running import GradStats, RunningStats
+from .hooks.running import GradStats, RunningStats, summarise
 from .hooks.saved import KeptOutputs, save_capture
 from .hooks.select import (
     Names,
@@ -97,7 +98,8 @@ class Capture(KeptOutputs):
                  condition: Optional[Callable[[], Any]], reduction: Optional[Callable[[Any, Any], Any]],
                  to: Optional[torch.device], detach: bool, clone: bool, keep: str, stats: bool,
                  timing: bool, ops: Optional[list[OpRule]] = None, root: str = "net",
-                 calls: Optional[dict[str, set[int]]] = None) -> None:
+                 calls: Optional[dict[str, set[int]]] = None, edit_inputs: Optional[Edit] = None,
+                 skip: Optional[Edit] = None) -> None:
         self.model = model
         self.root = root  # the name of the network's own operations: "net", or rec.name with rec=
         self._chosen, self._only = chosen, calls or {}  # path -> the only call numbers chosen
@@ -107,7 +109,8 @@ class Capture(KeptOutputs):
         if self._watch is not None:
             self._watch.on_first = self._fresh
         self._record, self._want_inputs, self._want_grads = record, inputs, grads
-        self._edit, self._stop = edit, stop
+        self._edit, self._stop, self._edit_inputs = edit, stop, edit_inputs
+        self._skipper = Skipper(skip) if skip is not None else None
         self._condition, self._reduction = condition, reduction
         self._to, self._detach, self._clone, self._keep = to, detach, clone, keep
         self._want_stats, self._timing = stats, timing
@@ -141,13 +144,17 @@ class Capture(KeptOutputs):
                 else None
             if stop_path is not None and stop_path not in hooked:
                 hooked[stop_path] = self.model.get_submodule(stop_path)
-            fused = {id(m): p for p, m in hooked.items() if GLOBAL_POST_HOOK and checks_hooks(m)}
+            # (a call whose inputs are edited or that is skipped loses torch's fused fast path)
+            fused = {id(m): p for p, m in hooked.items() if GLOBAL_POST_HOOK and checks_hooks(m)
+                     and self._edit_inputs is None and self._skipper is None}
             for path, module in hooked.items():
                 if id(module) not in fused:
                     self._handles.append(module.register_forward_pre_hook(self._pre(path), with_kwargs=True))
                     self._handles.append(module.register_forward_hook(self._post(path)))
             if fused:
                 self._hook_globally(fused)
+            if self._skipper is not None:
+                self._skipper.install([m for _, m in self._chosen])
             # above them, the modules whose call made outside a pass numbers its calls afresh
             watched = self._watch.watches if self._watch is not None else None
             for module in modules_above(self.model, list(hooked), watched):
@@ -218,6 +225,8 @@ class Capture(KeptOutputs):
             h.remove()
         if self._watch is not None:
             self._watch.stop()
+        if self._skipper is not None:
+            self._skipper.remove()
         self._handles.clear()
         self._tensor_hooks = [] if grads else [h for h in self._tensor_hooks
                                                if h.hooks_dict_ref() is not None]
@@ -244,6 +253,8 @@ class Capture(KeptOutputs):
             self._calls.clear()
             self._reshaped.clear()
             self._open.clear()
+            if self._skipper is not None:
+                self._skipper.clear()
             self._tensor_hooks = [h for h in self._tensor_hooks if h.hooks_dict_ref() is not None]
             if self._watch is not None:
                 self._watch.begin_pass()
@@ -290,18 +301,25 @@ class Capture(KeptOutputs):
     def _pre(self, path: str, inputs: bool = True) -> Callable[..., None]:
         chosen = path in dict(self._chosen)
 
-        def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             self._fresh()
             n = self._calls[path] = self._calls.get(path, 0) + 1
             name = path if n == 1 else f"{path}#{n}"
             on = chosen and (path not in self._only or n in self._only[path]) and self._wanted(name)
+            new = edit_call_inputs(self._edit_inputs, name, args, kwargs) \
+                if on and self._edit_inputs is not None else None
+            if new is not None:
+                args, kwargs = new
             if on and inputs and self._record and self._want_inputs:
                 self._store(self.inputs, name, inputs_value(args, kwargs))
+            if self._skipper is not None:
+                self._skipper.decide(module, name, args, kwargs, on)
             start = 0.0
             if on and self._timing:
                 _values.sync(args, kwargs)
                 start = time.perf_counter()
             self._open.setdefault(path, []).append((name, on, start))
+            return new
 
         return hook
 
@@ -346,16 +364,7 @@ class Capture(KeptOutputs):
         """Edit, keep and maybe stop after the call or operation ``name``; the replacement."""
         replaced = None
         if on and self._edit is not None:
-            try:
-                replaced = self._edit(name, output)
-            except Exception as exc:
-                # a str used as a tensor (TypeError, AttributeError) is what an edit written
-                # for baukit's order meets; other errors are the edit's own
-                hint = (": capture calls edit with the name first (baukit's edit_output takes "
-                        "output, layer)" if isinstance(exc, (TypeError, AttributeError)) else "")
-                add_note(exc, f"torchrecorder: raised in edit({name!r}, output){hint}")
-                raise
-            _values.check_edit_result(name, output, replaced, module="/" not in name)
+            replaced = call_edit(self._edit, name, output, module="/" not in name)
             if replaced is not None:
                 output = replaced
         if on:
@@ -368,28 +377,12 @@ class Capture(KeptOutputs):
         if self._record:
             self._store(self.outputs, name, output)
         if self._want_stats:
-            self._summarise(name, output)
+            summarise(self._stats, self.unsummarised, name, output)
         if self._want_grads and (self._record or self._want_stats):
             for i, t in enumerate(leaves(output)):
                 if t.requires_grad:
                     key = name if i == 0 else f"{name}[{i}]"
                     self._tensor_hooks.append(t.register_hook(self._grad_hook(key)))
-
-    def _summarise(self, name: str, output: Any) -> None:
-        """Add the first floating (or boolean) tensor of ``output`` to ``name``'s statistics; one
-        of another layout (sparse, nested) or on ``meta`` cannot be: it is noted instead."""
-        for t in leaves(output):
-            if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool):
-                continue
-            if t.device.type == "meta":
-                self.unsummarised.setdefault(name, "a meta tensor, which has no values")
-                return
-            if t.is_nested or t.layout != torch.strided:
-                kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
-                self.unsummarised.setdefault(name, f"a {kind} tensor")
-                continue
-            self._stats.setdefault(name, RunningStats()).add(t)
-            return
 
     def _grad_hook(self, key: str) -> Callable[[torch.Tensor], None]:
         def hook(grad: torch.Tensor) -> None:
@@ -486,8 +479,8 @@ class Capture(KeptOutputs):
 
 def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels: Names = None,
             rec: Optional[Graph] = None, inputs: bool = False, grads: bool = False, record: bool = True,
-            edit: Optional[Callable[[str, Any], Any]] = None, stop: Optional[str] = None,
-            condition: Optional[Callable[[], Any]] = None,
+            edit: Optional[Edit] = None, edit_inputs: Optional[Edit] = None, skip: Optional[Edit] = None,
+            stop: Optional[str] = None, condition: Optional[Callable[[], Any]] = None,
             reduction: Optional[Callable[[Any, Any], Any]] = None, to: Device = None,
             detach: bool = True, clone: bool = True, keep: str = "last", stats: bool = False,
             timing: bool = False, ops: Names = None) -> Capture:
@@ -521,6 +514,11 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         edit: ``edit(name, output)`` returns a replacement for the output of
             the call ``name`` (or ``None`` to keep it); what is kept is what the
             rest of the model receives.
+        edit_inputs: ``edit_inputs(name, inputs)`` returns new inputs for the call ``name``
+            in the form ``cap.inputs`` keeps (the argument; a tuple of several; ``(args, kwargs)``
+            with keywords), or ``None`` (also after an in-place edit); nnsight's ``.input =``.
+        skip: ``skip(name, inputs)`` returns the output of the call ``name``, whose forward
+            then does not run (nnsight's ``.skip``), or ``None`` to run it.
         stop: a layer name; the forward pass ends right after that layer ran
             (the call raises :class:`StopForward`, which the ``with`` block
             and :meth:`Capture.run` swallow); a pass that never reached it
@@ -565,7 +563,8 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"capture() needs a torch.nn.Module, got {type(model).__name__}")
-    for arg, fn in (("edit", edit), ("condition", condition), ("reduction", reduction)):
+    for arg, fn in (("edit", edit), ("edit_inputs", edit_inputs), ("skip", skip), ("condition", condition),
+                    ("reduction", reduction)):
         if fn is not None and not callable(fn):
             raise TypeError(f"{arg} must be callable, got {fn!r}")
     if keep not in ("last", "all"):
@@ -595,6 +594,6 @@ def capture(model: nn.Module, names: Names = None, *, types: Any = None, labels:
         if split_call(stop.rpartition("/")[0] if "/" in stop and rules else stop)[0] not in [*paths, root]:
             raise UnknownLayerError(f"stop={stop!r} names no layer; " + nearest(stop, paths))
     return Capture(model, chosen, inputs=inputs, grads=grads, record=record, edit=edit, stop=stop,
-                   condition=condition, reduction=reduction, to=device, detach=detach, clone=clone,
-                   keep=keep, stats=stats, timing=timing, ops=rules, root=root, calls=calls)
-
+                   edit_inputs=edit_inputs, skip=skip, condition=condition, reduction=reduction, to=device,
+                   detach=detach, clone=clone, keep=keep, stats=stats, timing=timing, ops=rules, root=root,
+                   calls=calls)

@@ -9,7 +9,9 @@ from typing import Any, Optional
 
 import torch
 
-__all__ = ["GradStats", "RunningStats"]
+from ._values import leaves
+
+__all__ = ["GradStats", "RunningStats", "summarise"]
 
 
 class RunningStats:
@@ -86,3 +88,20 @@ class GradStats:
         if stat == "grad_mean":
             return float(self.sum) / self.count
         return float(self.zeros) / self.count
+
+
+def summarise(stats: dict[str, RunningStats], unsummarised: dict[str, str], name: str, output: Any) -> None:
+    """Add the first floating (or boolean) tensor of ``output`` to ``stats[name]``; one of
+    another layout (sparse, nested) or on ``meta`` cannot be: ``unsummarised[name]`` says why."""
+    for t in leaves(output):
+        if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool):
+            continue
+        if t.device.type == "meta":
+            unsummarised.setdefault(name, "a meta tensor, which has no values")
+            return
+        if t.is_nested or t.layout != torch.strided:
+            kind = "nested" if t.is_nested else str(t.layout).replace("torch.", "")
+            unsummarised.setdefault(name, f"a {kind} tensor")
+            continue
+        stats.setdefault(name, RunningStats()).add(t)
+        return
