@@ -504,9 +504,9 @@ class GraphvizStyler:
         lines = [f"<B>{self._text(first)}</B>", *(self._type_line.format(self._text(r)) for r in rest)]
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
-            lines.append(self._memo(("type", type_name, total), lambda: self._type_line.format(
-                self._text(type_name + (f" · {param_lines(None, node)[-1]}"
-                                        if total and self.param_counts else "")))))
+            count = param_lines(self.rec, node)[-1] if total and self.param_counts else ""
+            lines.append(self._memo(("type", type_name, count), lambda: self._type_line.format(
+                self._text(type_name + (f" · {count}" if count else "")))))
             if self.param_shapes and total:
                 listed = listed_params(self.rec, node)
                 key = ("params", total, *[(p.name, p.shape) for p in listed])
