@@ -315,17 +315,34 @@ class GraphvizStyler:
                 attrs.setdefault("tooltip", tooltip_text(self.tooltip(tensor)))
                 return attrs
         ops = self._edge_ops_text(fnode, tnode)
+        tensors = self._edge_tensors(fnode, tnode, tensor)
         lines = []
         if self.edge_shapes == "all" or (self.edge_shapes == "changed"
-                                         and not self._same_shape(fnode, tensor)):
-            lines.append(self.label(tensor)[1:-1])
+                                         and not all(self._same_shape(fnode, t) for t in tensors)):
+            # an edge that stands for several tensors says so: two shapes, else the first "+N"
+            shapes = [self.label(t)[1:-1] for t in (tensors if len(tensors) <= 2 else tensors[:1])]
+            lines.append(", ".join(shapes) + (f" +{len(tensors) - 1}" if len(tensors) > 2 else ""))
         if ops:
             lines.append(self._tiny.format(self._text(ops)))
         if lines:
             attrs["label"] = edge_label(lines)
             self._label_font(attrs)
-        attrs["tooltip"] = tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
+        tip = "; ".join(self.tooltip(t) for t in tensors)
+        attrs["tooltip"] = tooltip_text(tip + (f" ({ops})" if ops else ""))
         return attrs
+
+    def _edge_tensors(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> tuple[TensorNode, ...]:
+        """The tensors the edge carrying ``tensor`` stands for (the renderer's
+        :meth:`~torchrecorder.renderer.base.BaseRenderer.edge_tensors`), in the order of a
+        module's outputs (T5's hidden states before its position bias), else as recorded."""
+        got = self.renderer.edge_tensors(fnode, tnode) if self.renderer is not None else ()
+        if not got or got[0] is not tensor:
+            return (tensor,)
+        if len(got) > 1 and isinstance(fnode, LayerNode):
+            outs = [tuple(shape) for shape in fnode.output_shapes]
+            got = tuple(sorted(got, key=lambda t: outs.index(tuple(t.shape))
+                               if t.shape is not None and tuple(t.shape) in outs else len(outs)))
+        return got
 
     def style_fanout(self, fnode: BaseNode, tnodes: Sequence[BaseNode]) -> dict[str, str]:
         """Attributes of the mark that stands for the drawn nodes ``tnodes`` that ``fnode`` feeds,
