@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Optional, TypeVar
 from .._text import html_text, shorten
 from ..backend import GRAPHVIZ_ATTRIBUTES
 from ..graph import Graph
-from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
 from ..seed import SeedName
@@ -92,10 +92,11 @@ class GraphvizStyler:
             ``layer`` (a module drawn as one box), ``cluster`` (an expanded
             module), ``tensor``, ``io`` (the network's inputs and outputs),
             ``param``, ``op``, ``edge``, ``param_edge``, ``failed`` (a module
-            that raised), ``folded`` and ``folded_cluster`` (a run of repeated
-            blocks drawn once) and ``graph``.  The original torchrecorder's
-            defaults ``style="filled"`` and ``color="black"`` are such
-            attributes; its ``align`` (``"left"``, ``"center"`` or ``"right"``)
+            that raised), ``unread`` (a module's output that nothing reads, drawn
+            with ``tensor_nodes=True``: dashed, over the tensor style), ``folded``
+            and ``folded_cluster`` (a run of repeated blocks drawn once) and
+            ``graph``.  The original torchrecorder's defaults ``style="filled"`` and
+            ``color="black"`` are such attributes; its ``align`` (``"left"``, ``"center"`` or ``"right"``)
             places the titles of clusters.
 
     Attributes:
@@ -236,7 +237,15 @@ class GraphvizStyler:
         attrs["tooltip"] = tooltip_text(self.tooltip(node) + (self.breaks.tooltip(found)))
         if isinstance(node, (LayerNode, OpNode)) and node.error:
             attrs.update(self.styles["failed"])
+        if kind == "tensor" and isinstance(node, TensorNode) and node.key not in self._read_keys():
+            attrs.update(self.styles["unread"])  # drawn, as returned, but marked a dead end
+            attrs["tooltip"] = tooltip_text(self.tooltip(node) + " (read by nothing)")
         return attrs | (self.styles["graph_break"] if found else {})
+
+    def _read_keys(self) -> set[Key]:
+        """The keys of the nodes that some node of the recording reads (found once)."""
+        return self._memo(("read keys", id(self.rec)), lambda: {a for a, _ in self.rec.links}
+                          if self.rec is not None else set())
 
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """Attributes of an expanded layer, drawn as a cluster."""
