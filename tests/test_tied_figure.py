@@ -69,6 +69,8 @@ def test_a_tied_modules_box_says_tied_and_its_clusters_count_it_once() -> None:
     assert ("Linear", "tied") in type_lines and ("Embedding", "tied") in type_lines
     assert ("Embedding", "400 params") in type_lines
     assert ("_Decoder", "72 params") in type_lines and ("Sequential", "472 params") in type_lines
+    # the tooltip names the parameter it is tied to, as the layer table's row does
+    assert re.search(r'tooltip="decoder\.head \(Linear\)[^"]* tied: encoder\.0\.weight', source)
 
 
 def test_the_pages_panel_counts_a_tied_module_as_the_table_does() -> None:

@@ -14,7 +14,7 @@ from ..projection.params import ParamHolders
 
 __all__ = ["call_name", "count_str", "dtype_suffix", "edge_label", "listed_params", "OpInputShapes",
            "param_lines", "param_total", "params_text", "run_title", "shapes_text", "stacked_label",
-           "tooltip_text"]
+           "tied_paths", "tooltip_text"]
 
 
 def call_name(graph: Graph, node: LayerNode, memo: dict[Any, Any]) -> str:
@@ -86,6 +86,21 @@ def param_lines(rec: Optional[Graph], node: LayerNode) -> list[str]:
 _HOLDERS: weakref.WeakKeyDictionary[Graph, tuple[int, int, ParamHolders]] = weakref.WeakKeyDictionary()
 
 
+def _holders(rec: Graph) -> ParamHolders:
+    got = _HOLDERS.get(rec)
+    if got is None or got[:2] != (len(rec.nodes), len(rec.links)):
+        got = _HOLDERS[rec] = (len(rec.nodes), len(rec.links), ParamHolders(rec))
+    return got[2]
+
+
+def tied_paths(rec: Optional[Graph], node: LayerNode) -> list[str]:
+    """The dotted paths of the parameters ``node``'s module holds tied to a parameter counted on
+    another module (the layer table's ``tied:``); empty where ``rec`` is ``None``."""
+    if rec is None or not node.num_params:
+        return []
+    return [p.path for p in _holders(rec).tied.get(node.key, ())]
+
+
 def param_total(rec: Optional[Graph], node: LayerNode) -> int:
     """The parameter elements of ``node``'s module and those inside it, counted as the layer
     table counts them: a parameter tied to one counted on a module outside (the decoder's
@@ -94,10 +109,7 @@ def param_total(rec: Optional[Graph], node: LayerNode) -> int:
     ``node.num_params_total`` where ``rec`` is ``None``."""
     if rec is None or not node.num_params_total:
         return node.num_params_total
-    got = _HOLDERS.get(rec)
-    if got is None or got[:2] != (len(rec.nodes), len(rec.links)):
-        got = _HOLDERS[rec] = (len(rec.nodes), len(rec.links), ParamHolders(rec))
-    return got[2].counted_total(node)
+    return _holders(rec).counted_total(node)
 
 
 def params_text(params: list[ParamNode], total: int) -> list[str]:

@@ -32,6 +32,7 @@ from .labels import (
     run_title,
     shapes_text,
     stacked_label,
+    tied_paths,
     tooltip_text,
 )
 from .presets import DEFAULT_STYLES, PRESETS
@@ -416,6 +417,8 @@ class GraphvizStyler:
             listed = listed_params(self.rec, node) if node.num_params_total else []
             if listed:
                 text += " params: " + ", ".join(f"{p.name} {shape_str(p.shape)}" for p in listed)
+            tied = tied_paths(self.rec, node)
+            text += " tied: " + ", ".join(tied) if tied else ""
             note = node.run_note()
             text += f"; {note}" if note else ""
             text += f" raised {node.error}" if node.error else ""
