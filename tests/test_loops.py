@@ -311,6 +311,41 @@ def test_a_recurrence_reading_two_iterations_back_folds() -> None:
     assert [n.op for n in r.children(loop)] == ["add", "tanh"]
 
 
+class StepRNN(nn.Module):
+    """A cell called once per time step, its state read by an output layer in the same step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = nn.RNNCell(4, 8)
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.zeros(x.shape[1], 8)
+        ys = []
+        for t in range(x.shape[0]):
+            h = self.cell(x[t], h)
+            ys.append(self.out(h))
+        return torch.stack(ys)
+
+
+def test_a_loops_iterations_begin_where_its_body_does_as_written() -> None:
+    """The first step's cell reads the zeros made before the loop (a tensor node the later
+    calls do not get), so the repetition starts after it, at the step's output: cut there,
+    an iteration would be ``out`` of one step and ``cell`` of the next.  The lines of code
+    say where the body begins: each iteration is a cell call, then the output layer."""
+    rec = torchrecorder.record(StepRNN(), "rnn", input_data=torch.randn(12, 2, 4))
+    r = _rendered_rec(rec)
+    (loop,) = _loops(r)
+    assert len(r.repeats(loop)) == 11
+    calls = [k for k in r.children(loop) if isinstance(k, LayerNode)]
+    assert [(k.name, k.call_index) for k in calls] == [("cell", 2), ("out", 2)]
+    # without the lines of code (source=False) the loop still folds, cut where it repeats
+    bare = torchrecorder.record(StepRNN(), "rnn", input_data=torch.randn(12, 2, 4), source=False)
+    r = _rendered_rec(bare)
+    (loop,) = _loops(r)
+    assert len(r.repeats(loop)) == 11
+
+
 def _fps() -> nn.Module:
     return FarthestPointSampling(npoint=10).eval()
 

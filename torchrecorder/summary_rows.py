@@ -31,7 +31,8 @@ import math
 from typing import Optional
 
 from .graph import Graph
-from .nodes import Key, LayerNode, OpNode, ParamNode, TensorNode, itemsize
+from .nodes import Key, LayerNode, ParamNode, TensorNode, itemsize
+from .projection.params import ParamHolders
 
 __all__ = ["Row", "Stats", "label_paths", "layer_rows"]
 
@@ -135,6 +136,7 @@ class Stats:
     Attributes:
         own: first call's key -> parameter elements recorded on that call.
         tied: first call's key -> dotted paths of its parameters recorded on an earlier module.
+        holders: the :class:`~torchrecorder.projection.params.ParamHolders` these are read from.
         total, trainable: parameter elements in all, and those with ``requires_grad``.
         param_bytes: bytes of all parameters.
         act_bytes: bytes of every tensor a module returned (the network's inputs not counted).
@@ -142,56 +144,25 @@ class Stats:
 
     def __init__(self, rec: Graph) -> None:
         self.rec = rec
-        self.own: dict[Key, int] = {}
         self.total = self.trainable = self.param_bytes = self.act_bytes = 0
+        holders = self.holders = ParamHolders(rec)
+        self.own: dict[Key, int] = holders.own
         self._params: dict[Key, list[ParamNode]] = {}  # first call -> its parameters, tied ones too
-        self._local: dict[Key, str] = {}  # parameter -> its name in the module counted as its owner
+        self._local: dict[Key, str] = holders.local  # parameter -> its name in its owner
         nodes = rec.nodes
-        owners = self._owners(rec)
         for node in nodes.values():
             if isinstance(node, ParamNode):
-                owner = owners.get(node.key, node.parent_key)
-                self.own[owner] = self.own.get(owner, 0) + node.numel
-                self._params.setdefault(owner, []).append(node)
+                self._params.setdefault(holders.owner(node), []).append(node)
                 self.total += node.numel
                 self.trainable += node.numel if node.requires_grad else 0
                 self.param_bytes += node.numel * itemsize(node.dtype)
             elif isinstance(node, TensorNode) and node.role != "input" and node.shape is not None:
                 self.act_bytes += math.prod(node.shape) * itemsize(node.dtype)
-        self.first: dict[str, LayerNode] = {}  # "path\0name" -> the module's first call
+        self.first: dict[str, LayerNode] = holders.first  # "path\0name" -> the module's first call
         self.tied: dict[Key, list[str]] = {}
-        # module path -> the parameters it holds under another module's name, where the graph
-        # knows the names (ParamNode.held_as); else call key -> parameters its own ops read,
-        # of which those filling the count of its parameters not recorded on it are taken
-        params = [n for n in nodes.values() if isinstance(n, ParamNode)]
-        named = any(p.held_as is not None for p in params)
-        held: dict[str, list[ParamNode]] = {}
-        users: dict[Key, list[ParamNode]] = {}
-        if named:
-            for param in params:
-                for other in param.held_as or ():
-                    held.setdefault(other.rpartition(".")[0], []).append(param)
-        else:
-            for src, dst in rec.links:
-                read, op = nodes.get(src), nodes.get(dst)
-                if isinstance(read, ParamNode) and isinstance(op, OpNode):
-                    users.setdefault(op.parent_key, []).append(read)
-        for layer in rec.layers():
-            ident = self._ident(layer)
-            if ident in self.first:
-                continue
-            self.first[ident] = layer
-            missing = layer.num_params - self.own.get(layer.key, 0)
-            if missing <= 0:
-                continue
-            # parameters of this module that were recorded earlier, on another module
-            for param in held.get(layer.path, ()) if named else users.get(layer.key, ()):
-                if missing <= 0:
-                    break
-                if param.parent_key != layer.key and param.path not in self.tied.get(layer.key, ()):
-                    self.tied.setdefault(layer.key, []).append(param.path)
-                    self._params.setdefault(layer.key, []).append(param)
-                    missing -= param.numel
+        for key, params in holders.tied.items():
+            self.tied[key] = [p.path for p in params]
+            self._params.setdefault(key, []).extend(params)
         # a leaf ran no other module and holds no module with parameters (torchinfo: no children)
         self._inside: Optional[dict[str, int]] = None
         self._grads: dict[str, tuple[int, int]] = {}
@@ -201,35 +172,9 @@ class Stats:
             self._leaf[layer.key] = first.num_params_total <= first.num_params and not any(
                 isinstance(nodes.get(k), LayerNode) for k in layer.subnet_keys)
 
-    def _owners(self, rec: Graph) -> dict[Key, Key]:
-        """Parameter key -> the first call of the module that holds it, where that is not the
-        call that recorded it.
-
-        A parameter is recorded in the first call that reads it, which is not always a call
-        of its own module: ``ConvBn2d`` of quantization-aware training reads ``bn.weight`` in
-        its own ``forward`` before it calls ``bn``, a momentum encoder's parameters are
-        updated in the network's ``forward`` before the encoder runs.  The table counts a
-        parameter on the module that holds it, as torchinfo does, where that module was
-        called; a parameter of a module never called (DeBERTa's ``rel_embeddings``) stays
-        on the call that read it, and a tied one (named after the module that recorded it)
-        on that module.
-        """
-        first: dict[str, Key] = {}
-        for layer in rec.layers():
-            first.setdefault(layer.path, layer.key)
-        owners: dict[Key, Key] = {}
-        for node in rec.nodes.values():
-            if isinstance(node, ParamNode) and node.path:
-                holder, _, name = node.path.rpartition(".")
-                owner = first.get(holder)
-                if owner is not None and owner != node.parent_key:
-                    owners[node.key] = owner
-                    self._local[node.key] = name
-        return owners
-
     @staticmethod
     def _ident(layer: LayerNode) -> str:
-        return f"{layer.path}\0{layer.name}"
+        return ParamHolders.ident(layer)
 
     def first_call(self, layer: LayerNode) -> LayerNode:
         """The first call of ``layer``'s module."""

@@ -149,6 +149,7 @@ class Projection:
         self._edges: Optional[list[tuple[BaseNode, BaseNode]]] = None
         self._carried: list[tuple[BaseNode, BaseNode]] = []
         self._via: dict[tuple[Key, Key], TensorNode] = {}
+        self._more: dict[tuple[Key, Key], tuple[TensorNode, ...]] = {}
         self._ops: dict[tuple[Key, Key], tuple[OpNode, ...]] = {}
         self._left_out: frozenset[Key] = frozenset()
         self._out_degree: dict[Key, int] = {}
@@ -390,6 +391,7 @@ class Projection:
             self._edges = [(nodes[a], nodes[b]) for a, b in got.plain]
             self._carried = [(nodes[a], nodes[b]) for a, b in got.carried]
             self._via, self._ops, self._left_out = got.via, got.ops, got.left_out
+            self._more = got.more
             degree: dict[Key, int] = {}
             for a, _ in got.plain:
                 degree[a] = degree.get(a, 0) + 1
@@ -418,6 +420,15 @@ class Projection:
         if self._edges is None:
             self.edges  # noqa: B018 - computes the carried tensors
         return self._via.get((fnode.key, tnode.key))
+
+    def edge_tensors(self, fnode: BaseNode, tnode: BaseNode) -> tuple[TensorNode, ...]:
+        """Every tensor left out that the drawn edge stands for, :meth:`edge_tensor` first: more
+        than one where one module passes several to another (T5's hidden states and position
+        bias, from one block to the next)."""
+        tensor = self.edge_tensor(fnode, tnode)
+        if tensor is None:
+            return ()
+        return (tensor, *self._more.get((fnode.key, tnode.key), ()))
 
     def edge_ops(self, fnode: BaseNode, tnode: BaseNode) -> tuple[OpNode, ...]:
         """The data-movement operations left out (without ``all_ops``) on the drawn edge

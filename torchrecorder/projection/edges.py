@@ -59,16 +59,19 @@ class DrawnEdges:
         carried: edges from one block or iteration of a folded run or loop to another,
             drawn apart (none of them is in ``plain``).
         via: the tensor left out that an edge carries, if any.
+        more: the other tensors left out that the same edge stands for, where it stands for
+            several (T5's hidden states and position bias, from one block to the next).
         ops: the data-movement operations left out on an edge, in the order they ran.
         left_out: keys of the nodes not drawn although their group is.
     """
 
-    __slots__ = ("carried", "left_out", "ops", "plain", "via")
+    __slots__ = ("carried", "left_out", "more", "ops", "plain", "via")
 
     def __init__(self) -> None:
         self.plain: dict[tuple[Key, Key], None] = {}
         self.carried: dict[tuple[Key, Key], None] = {}
         self.via: dict[tuple[Key, Key], TensorNode] = {}
+        self.more: dict[tuple[Key, Key], tuple[TensorNode, ...]] = {}
         self.ops: dict[tuple[Key, Key], tuple[OpNode, ...]] = {}
         self.left_out: frozenset[Key] = frozenset()
 
@@ -146,8 +149,9 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
         pairs[(ea, eb)] = None
     through: set[End] = set()
     dropped: set[End] = set()
+    more: dict[tuple[End, End], tuple[TensorNode, ...]] = {}
     if not tensor_nodes or not all_ops or gaps:
-        joined = _join(end_nodes, list(pairs), gaps, tensor_nodes, all_ops, through, dropped)
+        joined = _join(end_nodes, list(pairs), gaps, tensor_nodes, all_ops, through, dropped, more)
     else:
         joined = dict.fromkeys(pairs, _DIRECT)
     if not copy_key:  # nothing folded: the ends are the drawn keys
@@ -155,6 +159,8 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
         for pair, (tensor, ops, _) in joined.items():
             if tensor is not None:
                 out.via[pair] = tensor
+                if pair in more:
+                    out.more[pair] = more[pair]
             if ops:
                 out.ops[pair] = ops
         if through or dropped:
@@ -193,6 +199,8 @@ def drawn_edges(nodes: Mapping[Key, BaseNode], edges: Iterable[tuple[Key, Key]],
             target[(a, b)] = None
             if tensor is not None:
                 via.setdefault((a, b), tensor)
+                if (ea, eb) in more:  # (of one iteration: another's tensors are copies of these)
+                    out.more[(a, b)] = more[(ea, eb)]
             if ops:
                 edge_ops.setdefault((a, b), ops)
     for edge in [edge for edge in carried if edge in plain]:
@@ -261,13 +269,15 @@ def _carried(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...],
 
 
 def _join(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]], gaps: set[End], tensor_nodes: bool,
-          all_ops: bool, through: set[End], dropped: set[End]
+          all_ops: bool, through: set[End], dropped: set[End],
+          more: Optional[dict[tuple[End, End], tuple[TensorNode, ...]]] = None,
           ) -> dict[tuple[End, End], tuple[Optional[TensorNode], tuple[OpNode, ...], bool]]:
     """``pairs`` without the ends left out: an edge into a passed tensor, a data-movement
     op or a tensor between two blocks of a folded run is joined to what the chain feeds;
     an operation with no drawn input is dropped with its edges.  Fills ``through`` and
     ``dropped``; each edge comes with the last tensor and the operations left out on its
-    way, and whether it passed a tensor between two blocks."""
+    way, and whether it passed a tensor between two blocks; ``more`` gets, for an edge that
+    stands for several chains, the last tensors of the chains after the first, in order."""
     succ: dict[End, list[End]] = {}
     targets: dict[End, None] = {}  # ends with an edge in
     for a, b in pairs:
@@ -331,8 +341,14 @@ def _join(nodes: Mapping[End, BaseNode], pairs: list[tuple[End, End]], gaps: set
         if got is None:  # several producers feeding one left-out end walk its chain once
             got = memo[b] = reached(b)
         for c, tensor, ops, gap in got:
-            if c != a and (a, c) not in result:
+            if c == a:
+                continue
+            known = result.get((a, c))
+            if known is None:
                 result[(a, c)] = (tensor, ops, gap)
+            elif (more is not None and tensor is not None and known[0] is not None
+                  and tensor is not known[0] and tensor not in more.get((a, c), ())):
+                more[(a, c)] = (*more.get((a, c), ()), tensor)
     return result
 
 

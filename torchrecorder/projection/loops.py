@@ -321,8 +321,13 @@ def _phases(kids: Sequence[BaseNode], s: Stretch, insides: Callable[[BaseNode], 
     node a later call's input gets is missing from it).  Cut there, a call can land in one
     iteration and the tensors it reads in the next: the iterations are then not wired
     alike.  The offsets are those where no edge goes back from a later child across an
-    iteration's start: 0 first (where the repetition starts: where the loop does, unless its
-    first iteration differs), then those where the fewest edges cross an iteration's start
+    iteration's start.  First those where the recording tells where the loop's body begins:
+    where the lines of code the children ran from do not step back inside an iteration
+    (:func:`_descents`: the body's statements run top to bottom, so an iteration cut inside
+    the body, its second statement first, reads a line above the one before); among them
+    0 first (where the repetition starts: where the loop does, unless its first iteration
+    differs: the first call reads a tensor made before the loop that later calls get from
+    the iteration before), then those where the fewest edges cross an iteration's start
     (the fewest values carried from one iteration to the next, as where a ``for`` loop's
     body begins), the earlier on a tie; ``[0]`` if every offset has an edge back.  Each
     offset is tried at one start, in the second of the stretch's first three periods, where
@@ -352,9 +357,28 @@ def _phases(kids: Sequence[BaseNode], s: Stretch, insides: Callable[[BaseNode], 
                         back[(q - lo) % p] = True
                     else:
                         crossing[(q - lo) % p] += 1
+    descents = [_descents(kids[s.start + off:s.start + off + p]) for off in range(p)]
     allowed = sorted((off for off in range(p) if not back[off]),
-                     key=lambda off: (off > 0, crossing[off], off))
+                     key=lambda off: (descents[off], off > 0, crossing[off], off))
     return allowed or [0]
+
+
+def _descents(kids: Sequence[BaseNode]) -> int:
+    """How often the line of code steps back between one child and the next that ran in the
+    same function: 0 for an iteration cut where the loop's body begins as written (its
+    statements run top to bottom), at least 1 for one cut inside the body.  Children without
+    a known line (tensors, a recording made with ``source=False``) are passed over."""
+    last: dict[tuple[str, str], int] = {}
+    count = 0
+    for kid in kids:
+        src = kid.source if isinstance(kid, (OpNode, LayerNode)) else None
+        if src is None:
+            continue
+        where = (src.filename, src.function)
+        if src.lineno < last.get(where, src.lineno):
+            count += 1
+        last[where] = src.lineno
+    return count
 
 
 def _wired_alike(kids: Sequence[BaseNode], s: Stretch, min_count: int,

@@ -13,7 +13,7 @@ from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, sha
 from ..projection import Projection
 from ..projection.drawn import held_by_reader
 from ._html_cost import cost_text
-from .labels import count_str
+from .labels import count_str, param_total
 
 __all__ = ["boundary_tensors", "lift_data", "lift_rows", "panel_info"]
 
@@ -73,12 +73,13 @@ def _node_info(rec: Graph, node: BaseNode, tensors: dict[Key, tuple[list[TensorN
         ins, outs = tensors.get(node.key, ([], []))
         params = [[p.name, shape_str(p.shape), p.dtype, p.numel] for k in node.subnet_keys
                   if isinstance(p := dict.get(rec.nodes, k), ParamNode)]
+        total = param_total(rec, node)  # the layer table's count: a tied parameter counted once
         info: dict[str, Any] = {
             "kind": "module", "name": node.call_title(), "path": node.call_title(dotted=True),
             "type": node.type_name,
             "in": [_tensor_text(t) for t in ins] or [shape_str(s) for s in node.input_shapes],
             "out": [_tensor_text(t) for t in outs] or [shape_str(s) for s in node.output_shapes],
-            "params": params, "total": count_str(node.num_params_total), "total_n": node.num_params_total,
+            "params": params, "total": count_str(total), "total_n": total,
         }
         if costs is not None and str(node.key) in costs:
             info["cost"] = cost_text(costs[str(node.key)])

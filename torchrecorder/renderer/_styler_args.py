@@ -14,7 +14,7 @@ __all__ = ["KIND_ARGS", "NAMED_ELSEWHERE", "check_kind_attribute", "check_node_a
 
 #: the kinds of ``KIND_attrs`` keyword arguments (``layer_attrs``, ``edge_attrs``, ...)
 KIND_ARGS = ("graph", "layer", "tensor", "io", "param", "op", "cluster", "edge", "param_edge",
-              "failed", "folded", "folded_cluster", "graph_break")
+              "failed", "folded", "folded_cluster", "graph_break", "unread")
 
 
 _USERS = {"G": "graphs", "C": "clusters", "S": "subgraphs", "N": "nodes", "E": "edges"}

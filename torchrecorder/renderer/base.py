@@ -531,6 +531,10 @@ class BaseRenderer:
         """The tensor left out (``tensor_nodes=False``) that the drawn edge carries, if any."""
         return self.projection.edge_tensor(fnode, tnode)
 
+    def edge_tensors(self, fnode: BaseNode, tnode: BaseNode) -> tuple[TensorNode, ...]:
+        """Every tensor left out that the drawn edge stands for, :meth:`edge_tensor` first."""
+        return self.projection.edge_tensors(fnode, tnode)
+
     def edge_ops(self, fnode: BaseNode, tnode: BaseNode) -> tuple[OpNode, ...]:
         """The data-movement operations left out (``all_ops=False``) on the drawn edge, in
         the order they ran."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import json
 import os
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable
 from typing import Any, Optional, Union
 
 from .._files import write_atomically
@@ -35,6 +35,7 @@ from ..projection.budget import VIEW_DEPTH, MaxNodes, budget_limits
 from ._cluster_titles import cluster_attr_list, title_attrs
 from ._edge_paths import label_node_attrs, via_point_attrs
 from ._html_cost import colourings, page_colouring, recorded_cost
+from ._html_edge_now import EdgeNow, first_holder, tensors_between
 from ._html_fanout import fanout_marks
 from ._html_info import boundary_tensors, lift_data, panel_info
 from ._html_loops import loop_rows
@@ -128,7 +129,7 @@ class HtmlPage:
         return f"<HtmlPage {self.name!r}: {len(self.text.encode('utf-8')):,} bytes>"
 
 
-class HtmlRenderer(GraphvizRenderer):
+class HtmlRenderer(EdgeNow, GraphvizRenderer):
     """Render a graph into one interactive HTML page (see the module docstring).
 
     Arguments as :class:`~torchrecorder.renderer.graphviz.GraphvizRenderer`;
@@ -173,15 +174,6 @@ class HtmlRenderer(GraphvizRenderer):
         for attrs in self.styler.styles.values():
             if "fontname" in attrs:
                 attrs["fontname"] = web_fontname(attrs["fontname"])
-        # the data-movement operations the styler is told an edge stands for, while the
-        # page's edge variants are made (None: ask the projection)
-        self._ops_now: Optional[tuple[OpNode, ...]] = None
-
-    def edge_ops(self, fnode: BaseNode, tnode: BaseNode) -> tuple[OpNode, ...]:
-        """The data-movement operations on the drawn edge (those of the edge being styled)."""
-        if self._ops_now is not None:
-            return self._ops_now
-        return super().edge_ops(fnode, tnode)
 
     def render(self) -> HtmlPage:
         """The page: the data of :meth:`page_data` in the page template."""
@@ -323,19 +315,23 @@ class HtmlRenderer(GraphvizRenderer):
         # the stock style_edge reads of its source only whether it is a parameter: past the
         # boxes that hold the edge's ops and tensor, every outer box gives the same attributes
         stock = type(self.styler).style_edge is GraphvizStyler.style_edge
-        for fnode, tnode in finest.edges if pairs is None else pairs:
+        pairs = finest.edges if pairs is None else pairs
+        # the tensors of all the edges joined into one between two boxes (the page draws the first)
+        together = tensors_between(finest, pairs, index, parents, order, rec_nodes, ancestors)
+        for fnode, tnode in pairs:
             a, b = index.get(fnode.key), index.get(tnode.key)
             if a is None or b is None:
                 continue
-            tensor = finest.edge_tensor(fnode, tnode)
+            tensors = finest.edge_tensors(fnode, tnode)
+            tensor = tensors[0] if tensors else None
             ops = finest.edge_ops(fnode, tnode)
             sources, targets = holders(a, parents), holders(b, parents)
             # where, going out from each end, a box first holds each op (and the tensor): the
             # attributes change only there, so each variant is made once
-            at_a = [_first_holder(op, sources, order, rec_nodes, ancestors) for op in ops]
-            at_b = [_first_holder(op, targets, order, rec_nodes, ancestors) for op in ops]
-            t_a = _first_holder(tensor, sources, order, rec_nodes, ancestors) if tensor is not None else 0
-            t_b = _first_holder(tensor, targets, order, rec_nodes, ancestors) if tensor is not None else 0
+            at_a = [first_holder(op, sources, order, rec_nodes, ancestors) for op in ops]
+            at_b = [first_holder(op, targets, order, rec_nodes, ancestors) for op in ops]
+            t_a = first_holder(tensor, sources, order, rec_nodes, ancestors) if tensor is not None else 0
+            t_b = first_holder(tensor, targets, order, rec_nodes, ancestors) if tensor is not None else 0
             variants: list[Any] = []
             for i, source in enumerate(sources):
                 node = order[source]
@@ -343,15 +339,17 @@ class HtmlRenderer(GraphvizRenderer):
                 carried_here = tensor is not None and t_a > i
                 last = max([at_b[n] for n in kept] + ([t_b] if carried_here else []), default=0)
                 by_target: list[int] = []
-                made: dict[tuple[tuple[OpNode, ...], bool], int] = {}
+                made: dict[tuple[tuple[OpNode, ...], bool, tuple[TensorNode, ...]], int] = {}
                 for j in range(min(len(targets), last + 1)):
                     shown = tuple(ops[n] for n in kept if at_b[n] > j)
                     carried_tensor = tensor if carried_here and t_b > j else None
-                    got = made.get((shown, carried_tensor is None))
+                    many = together.get((source, targets[j]), tensors) if carried_tensor is not None else ()
+                    many = (carried_tensor, *(t for t in many if t is not tensor)) if carried_tensor else ()
+                    got = made.get((shown, carried_tensor is None, many))
                     if got is None:
                         got = attrs.add(self._edge_parts(node, tnode, carried_tensor, shown, strings,
-                                                         carried=carried))
-                        made[(shown, carried_tensor is None)] = got
+                                                         carried=carried, tensors=many))
+                        made[(shown, carried_tensor is None, many)] = got
                     by_target.append(got)
                 while len(by_target) > 1 and by_target[-1] == by_target[-2]:
                     by_target.pop()
@@ -365,23 +363,21 @@ class HtmlRenderer(GraphvizRenderer):
 
     def _edge_parts(self, fnode: BaseNode, tnode: BaseNode, tensor: Optional[TensorNode],
                     ops: tuple[OpNode, ...], strings: _Interner,
-                    carried: bool = False) -> tuple[int, ...]:
+                    carried: bool = False, tensors: tuple[TensorNode, ...] = ()) -> tuple[int, ...]:
         """The styler's attributes of the edge from ``fnode`` to ``tnode`` standing for ``ops``
         (``carried``: a value carried from one iteration of a folded loop to another) as
         :meth:`_parts` splits them; an edge that ``make_dot`` draws with its label as a node of
         its own (:attr:`label_nodes`) and through points on the title ranks of the clusters
         it enters (any edge without ``constraint=false``) also carries the attributes of that
-        node ("" where it has none) and of those points: the page draws it the same way."""
-        self._ops_now = ops
-        try:
+        node ("" where it has none) and of those points: the page draws it the same way.
+        ``tensors``: all the tensors the edge carrying ``tensor`` stands for."""
+        with self.styling(ops, tensors if tensor is not None else ()):
             if carried:
                 attrs, method = self.styler.style_carried_edge(fnode, tnode, tensor), "style_carried_edge"
             elif tensor is not None:
                 attrs, method = self.styler.style_tensor_edge(fnode, tnode, tensor), "style_tensor_edge"
             else:
                 attrs, method = self.styler.style_edge(fnode, tnode), "style_edge"
-        finally:
-            self._ops_now = None
         parts = self._parts(attrs, method, strings)
         if carried or str(attrs.get("constraint", "true")).lower() == "false":
             return parts
@@ -535,26 +531,6 @@ def _runs_around(i: int, member_of: dict[int, tuple[int, int]],
         if got is not None:
             yield got
         i = parents[i]
-
-
-def _first_holder(item: BaseNode, chain: list[int], order: list[BaseNode], nodes: Mapping[Key, BaseNode],
-                  memo: dict[Key, frozenset[Key]]) -> int:
-    """The position in ``chain`` (a node and the layers holding it, innermost first) of the
-    first layer that holds ``item`` (an operation or a tensor); ``len(chain)`` if none does.
-    Every layer after it holds ``item`` too."""
-    above = memo.get(item.key)
-    if above is None:
-        keys = []
-        parent: Key = item.parent_key
-        while parent is not None and parent in nodes:
-            keys.append(parent)
-            parent = nodes[parent].parent_key
-        above = memo[item.key] = frozenset(keys)
-    for i, at in enumerate(chain):
-        node = order[at]
-        if isinstance(node, LayerNode) and node.key in above:
-            return i
-    return len(chain)
 
 
 class BackwardHtmlRenderer(BackwardRenderer, HtmlRenderer):

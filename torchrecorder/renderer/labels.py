@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
@@ -9,9 +10,11 @@ from .._text import DOT_STRING_BYTES, dot_text, shorten, string_quote
 from ..graph import Graph, predecessors
 from ..nodes import LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import LoopNode
+from ..projection.params import ParamHolders
 
 __all__ = ["call_name", "count_str", "dtype_suffix", "edge_label", "listed_params", "OpInputShapes",
-           "param_lines", "params_text", "run_title", "shapes_text", "stacked_label", "tooltip_text"]
+           "param_lines", "param_total", "params_text", "run_title", "shapes_text", "stacked_label",
+           "tied_paths", "tooltip_text"]
 
 
 def call_name(graph: Graph, node: LayerNode, memo: dict[Any, Any]) -> str:
@@ -66,12 +69,47 @@ def param_lines(rec: Optional[Graph], node: LayerNode) -> list[str]:
     """Parameter shapes of a module (when it owns at most three) and its parameter count.
 
     Read from the recording's parameter nodes, so that graphs loaded from JSON
-    show them too; a module called again shows them on its first call only.
+    show them too; a module called again shows them on its first call only.  The count is
+    :func:`param_total`'s, the layer table's: a module whose parameters are all tied to
+    ones counted on another module (an output projection tied to the embedding) says
+    ``tied`` instead.
     """
-    total = node.num_params_total
-    if not total:
+    if not node.num_params_total:
         return []
+    total = param_total(rec, node)
+    if not total:
+        return ["tied"]
     return params_text(listed_params(rec, node), total)
+
+
+#: graph -> its parameter holders, and the sizes of its node table and edges when they were read
+_HOLDERS: weakref.WeakKeyDictionary[Graph, tuple[int, int, ParamHolders]] = weakref.WeakKeyDictionary()
+
+
+def _holders(rec: Graph) -> ParamHolders:
+    got = _HOLDERS.get(rec)
+    if got is None or got[:2] != (len(rec.nodes), len(rec.links)):
+        got = _HOLDERS[rec] = (len(rec.nodes), len(rec.links), ParamHolders(rec))
+    return got[2]
+
+
+def tied_paths(rec: Optional[Graph], node: LayerNode) -> list[str]:
+    """The dotted paths of the parameters ``node``'s module holds tied to a parameter counted on
+    another module (the layer table's ``tied:``); empty where ``rec`` is ``None``."""
+    if rec is None or not node.num_params:
+        return []
+    return [p.path for p in _holders(rec).tied.get(node.key, ())]
+
+
+def param_total(rec: Optional[Graph], node: LayerNode) -> int:
+    """The parameter elements of ``node``'s module and those inside it, counted as the layer
+    table counts them: a parameter tied to one counted on a module outside (the decoder's
+    embedding and the output projection of T5, tied to the encoder's embedding) is not
+    counted again (:meth:`~torchrecorder.projection.params.ParamHolders.counted_total`).
+    ``node.num_params_total`` where ``rec`` is ``None``."""
+    if rec is None or not node.num_params_total:
+        return node.num_params_total
+    return _holders(rec).counted_total(node)
 
 
 def params_text(params: list[ParamNode], total: int) -> list[str]:

@@ -55,6 +55,8 @@ DEFAULT_STYLES: Mapping[str, Mapping[str, str]] = MappingProxyType({
     "folded": MappingProxyType({"peripheries": "2", "penwidth": "1.4"}),
     "folded_cluster": MappingProxyType({"style": "rounded,bold", "penwidth": "2"}),
     "graph_break": MappingProxyType({"color": "#d93025", "penwidth": "2.5"}),
+    # a module's output that nothing reads (over the tensor's own style)
+    "unread": MappingProxyType({"style": "filled,dashed", "fontcolor": "#777777"}),
 })
 
 #: Named sets of overrides on :data:`DEFAULT_STYLES`, chosen with ``preset=``:

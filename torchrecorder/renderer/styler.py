@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Optional, TypeVar
 from .._text import html_text, shorten
 from ..backend import GRAPHVIZ_ATTRIBUTES
 from ..graph import Graph
-from ..nodes import BaseNode, LayerNode, OpNode, ParamNode, TensorNode, shape_str
+from ..nodes import BaseNode, Key, LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import NODE_KINDS, LoopNode, iterations_text
 from ..projection import kind_of as _kind_of
 from ..seed import SeedName
@@ -32,6 +32,7 @@ from .labels import (
     run_title,
     shapes_text,
     stacked_label,
+    tied_paths,
     tooltip_text,
 )
 from .presets import DEFAULT_STYLES, PRESETS
@@ -92,10 +93,11 @@ class GraphvizStyler:
             ``layer`` (a module drawn as one box), ``cluster`` (an expanded
             module), ``tensor``, ``io`` (the network's inputs and outputs),
             ``param``, ``op``, ``edge``, ``param_edge``, ``failed`` (a module
-            that raised), ``folded`` and ``folded_cluster`` (a run of repeated
-            blocks drawn once) and ``graph``.  The original torchrecorder's
-            defaults ``style="filled"`` and ``color="black"`` are such
-            attributes; its ``align`` (``"left"``, ``"center"`` or ``"right"``)
+            that raised), ``unread`` (a module's output that nothing reads, drawn
+            with ``tensor_nodes=True``: dashed, over the tensor style), ``folded``
+            and ``folded_cluster`` (a run of repeated blocks drawn once) and
+            ``graph``.  The original torchrecorder's defaults ``style="filled"`` and
+            ``color="black"`` are such attributes; its ``align`` (``"left"``, ``"center"`` or ``"right"``)
             places the titles of clusters.
 
     Attributes:
@@ -236,7 +238,15 @@ class GraphvizStyler:
         attrs["tooltip"] = tooltip_text(self.tooltip(node) + (self.breaks.tooltip(found)))
         if isinstance(node, (LayerNode, OpNode)) and node.error:
             attrs.update(self.styles["failed"])
+        if kind == "tensor" and isinstance(node, TensorNode) and node.key not in self._read_keys():
+            attrs.update(self.styles["unread"])  # drawn, as returned, but marked a dead end
+            attrs["tooltip"] = tooltip_text(self.tooltip(node) + " (read by nothing)")
         return attrs | (self.styles["graph_break"] if found else {})
+
+    def _read_keys(self) -> set[Key]:
+        """The keys of the nodes that some node of the recording reads (found once)."""
+        return self._memo(("read keys", id(self.rec)), lambda: {a for a, _ in self.rec.links}
+                          if self.rec is not None else set())
 
     def style_cluster(self, node: LayerNode) -> dict[str, str]:
         """Attributes of an expanded layer, drawn as a cluster."""
@@ -315,17 +325,34 @@ class GraphvizStyler:
                 attrs.setdefault("tooltip", tooltip_text(self.tooltip(tensor)))
                 return attrs
         ops = self._edge_ops_text(fnode, tnode)
+        tensors = self._edge_tensors(fnode, tnode, tensor)
         lines = []
         if self.edge_shapes == "all" or (self.edge_shapes == "changed"
-                                         and not self._same_shape(fnode, tensor)):
-            lines.append(self.label(tensor)[1:-1])
+                                         and not all(self._same_shape(fnode, t) for t in tensors)):
+            # an edge that stands for several tensors says so: two shapes, else the first "+N"
+            shapes = [self.label(t)[1:-1] for t in (tensors if len(tensors) <= 2 else tensors[:1])]
+            lines.append(", ".join(shapes) + (f" +{len(tensors) - 1}" if len(tensors) > 2 else ""))
         if ops:
             lines.append(self._tiny.format(self._text(ops)))
         if lines:
             attrs["label"] = edge_label(lines)
             self._label_font(attrs)
-        attrs["tooltip"] = tooltip_text(self.tooltip(tensor) + (f" ({ops})" if ops else ""))
+        tip = "; ".join(self.tooltip(t) for t in tensors)
+        attrs["tooltip"] = tooltip_text(tip + (f" ({ops})" if ops else ""))
         return attrs
+
+    def _edge_tensors(self, fnode: BaseNode, tnode: BaseNode, tensor: TensorNode) -> tuple[TensorNode, ...]:
+        """The tensors the edge carrying ``tensor`` stands for (the renderer's
+        :meth:`~torchrecorder.renderer.base.BaseRenderer.edge_tensors`), in the order of a
+        module's outputs (T5's hidden states before its position bias), else as recorded."""
+        got = self.renderer.edge_tensors(fnode, tnode) if self.renderer is not None else ()
+        if not got or got[0] is not tensor:
+            return (tensor,)
+        if len(got) > 1 and isinstance(fnode, LayerNode):
+            outs = [tuple(shape) for shape in fnode.output_shapes]
+            got = tuple(sorted(got, key=lambda t: outs.index(tuple(t.shape))
+                               if t.shape is not None and tuple(t.shape) in outs else len(outs)))
+        return got
 
     def style_fanout(self, fnode: BaseNode, tnodes: Sequence[BaseNode]) -> dict[str, str]:
         """Attributes of the mark that stands for the drawn nodes ``tnodes`` that ``fnode`` feeds,
@@ -390,6 +417,8 @@ class GraphvizStyler:
             listed = listed_params(self.rec, node) if node.num_params_total else []
             if listed:
                 text += " params: " + ", ".join(f"{p.name} {shape_str(p.shape)}" for p in listed)
+            tied = tied_paths(self.rec, node)
+            text += " tied: " + ", ".join(tied) if tied else ""
             note = node.run_note()
             text += f"; {note}" if note else ""
             text += f" raised {node.error}" if node.error else ""
@@ -504,9 +533,9 @@ class GraphvizStyler:
         lines = [f"<B>{self._text(first)}</B>", *(self._type_line.format(self._text(r)) for r in rest)]
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
-            lines.append(self._memo(("type", type_name, total), lambda: self._type_line.format(
-                self._text(type_name + (f" · {param_lines(None, node)[-1]}"
-                                        if total and self.param_counts else "")))))
+            count = param_lines(self.rec, node)[-1] if total and self.param_counts else ""
+            lines.append(self._memo(("type", type_name, count), lambda: self._type_line.format(
+                self._text(type_name + (f" · {count}" if count else "")))))
             if self.param_shapes and total:
                 listed = listed_params(self.rec, node)
                 key = ("params", total, *[(p.name, p.shape) for p in listed])
