@@ -54,11 +54,11 @@ from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
 from .functorch import IS_BATCHED, TRANSFORM_NOTE, vmap_plan, wrapped_chain
 from .memo import ModelMemo
 from .meta import ModelWalk, shape_tuple
-from .modules import ModuleInfo, index_modules
+from .modules import ModuleInfo, index_modules, outside_path
 from .opkeep import keep
 from .ops import eager
 from .pool import NodePool, begin_op, sizes_of
-from .prehooks import CompileHooksQuiet, add_pre_hook, add_pre_hooks, new_hook_id
+from .prehooks import CompileHooksQuiet, add_pre_hook, add_pre_hooks, hooked_copy, new_hook_id, take_off
 from .session import Session
 from .source import INTERNAL, caller
 from .untraced import Untraced
@@ -146,6 +146,9 @@ class Engine(ModuleCalls):
             graph.op_args, graph.output_dtypes = {}, {}
         self.op_args = graph.op_args
         self.output_dtypes = graph.output_dtypes if graph.output_dtypes is not None else {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Engine:  # a module copied in forward: see
+        return self  # prehooks.hooked_copy (its hooks, bound methods of the engine, stay ours)
 
     # ------------------------------------------------------------ the session
     def active(self, net: nn.Module, name: str, value: Any = None) -> Session[Any]:
@@ -366,8 +369,10 @@ class Engine(ModuleCalls):
         through :func:`~torchrecorder.recording.hooks.prehook`) is indexed on first sight."""
         info = self._modules.get(id(module))
         if info is None:
+            path = path or outside_path(module, self._modules.values())  # (not the root's "")
             self._index_modules(module, name or type(module).__name__, path, hook=False)
             info = self._modules[id(module)]
+            hooked_copy(self._handles, module, self._hook_id)
         return info
 
     def _pre_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -375,6 +380,7 @@ class Engine(ModuleCalls):
         if self.paused or self.closed or self.thread != get_ident():
             if self.closed:
                 self._stale_hook()
+                take_off(module, self._hook_id)  # (a copy of a module made during the pass)
             elif self.thread != get_ident():
                 self._other_thread(module)
             return
