@@ -10,9 +10,11 @@ import copy
 
 import torch
 from torch import Tensor, nn
+from torch.func import functional_call, stack_module_state
+from torch.utils.flop_counter import FlopCounterMode
 
 import torchrecorder
-from torchrecorder import ParamNode
+from torchrecorder import OpNode, ParamNode
 
 from .graph_checks import check_invariants, check_state_unchanged, snapshot
 
@@ -61,3 +63,39 @@ def test_a_submodule_deep_copied_in_forward_records_and_its_copy_keeps_no_hook()
     with torchrecorder.recording(net, "net"):
         got = net(x)
     assert torch.equal(got, want)
+
+
+class _VmapEnsemble(nn.Module):
+    """The ``torch.func`` model-ensembling recipe inside ``forward``: the members' parameters
+    stacked, a copy of one member moved to ``meta`` as the stateless base, and
+    ``vmap(functional_call(base, ...))`` over the stacked parameters."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.members = nn.ModuleList([nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+                                      for _ in range(3)])
+
+    def forward(self, x: Tensor) -> Tensor:
+        params, buffers = stack_module_state(list(self.members))
+        base = copy.deepcopy(self.members[0]).to("meta")
+
+        def member(p: dict[str, Tensor], b: dict[str, Tensor], x: Tensor) -> Tensor:
+            return functional_call(base, (p, b), (x,))
+
+        return torch.vmap(member, in_dims=(0, 0, None))(params, buffers, x)
+
+
+def test_a_copied_base_model_called_with_stacked_parameters_under_vmap_reads_them() -> None:
+    net = _VmapEnsemble()
+    x = torch.randn(5, 4)
+    with FlopCounterMode(display=False) as counter:
+        want = net(x)
+    rec = torchrecorder.record(net, "net", input_data=x)
+    check_invariants(rec)  # the output is reached from the input, through the base's calls
+    assert not [n for n in rec.nodes.values() if isinstance(n, ParamNode) and n.path.startswith("Sequential")]
+    stacked = {k for k, n in rec.nodes.items() if isinstance(n, OpNode) and n.op == "requires_grad_"}
+    feeds = {b for a, b in rec.links if a in stacked}  # the stacked parameters, what the base reads
+    assert {"Sequential.0/linear", "Sequential.2/linear"} <= {str(k) for k in feeds}
+    assert torchrecorder.cost(rec).total.flops == counter.get_total_flops()
+    with torchrecorder.recording(net, "net"):
+        assert torch.equal(net(x), want)

@@ -78,8 +78,8 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
         mine: list[tuple[int, int]] = []  # (id, numel) of each parameter slot of the module
         own: list[tuple[str, nn.Parameter, ParamFacts]] = []  # (dotted path, parameter, facts)
         for pname, param in mparams.items():
-            if param is None:
-                continue
+            if param is None or (prefix and not isinstance(param, nn.Parameter)):
+                continue  # (a module met mid-pass, inside torch.func.functional_call: what it was given)
             ppath = f"{path}.{pname}" if path else pname
             if not checked and is_lazy(param):
                 raise lazy_error(module, path, pname)
