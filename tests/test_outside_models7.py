@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state
+from torch.utils.checkpoint import checkpoint_sequential
 from torch.utils.flop_counter import FlopCounterMode
 
 import torchrecorder
-from torchrecorder import OpNode, ParamNode
+from torchrecorder import OpNode, ParamNode, TensorNode
 
 from .graph_checks import check_invariants, check_state_unchanged, snapshot
 
@@ -99,3 +101,37 @@ def test_a_copied_base_model_called_with_stacked_parameters_under_vmap_reads_the
     assert torchrecorder.cost(rec).total.flops == counter.get_total_flops()
     with torchrecorder.recording(net, "net"):
         assert torch.equal(net(x), want)
+
+
+class _Checkpointed(nn.Module):
+    """timm's ``forward_features`` with gradient checkpointing on: the stages run through
+    ``checkpoint_sequential``, whose backward runs their forward again."""
+
+    def __init__(self, reentrant: bool) -> None:
+        super().__init__()
+        self.reentrant = reentrant
+        self.stages = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU())
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(checkpoint_sequential(self.stages, 2, x, use_reentrant=self.reentrant))
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_training_step_in_the_recording_block_adds_no_call_of_checkpoints_recomputation(
+        reentrant: bool) -> None:
+    torch.manual_seed(0)
+    net = _Checkpointed(reentrant).train()
+    x = torch.randn(3, 4, requires_grad=True)
+    net(x).sum().backward()
+    want = [p.grad.clone() for p in net.parameters() if p.grad is not None]
+    net.zero_grad(set_to_none=True)
+    with torchrecorder.recording(net, "net") as rec:
+        net(x).sum().backward()  # the backward runs stages.0 and stages.1 again
+    assert [layer.key for layer in rec.layers()] == [
+        "net", "stages.0", "stages.1", "stages.2", "stages.3", "head"]
+    assert not [layer for layer in rec.layers() if layer.error]
+    assert len([n for n in rec.nodes.values() if isinstance(n, TensorNode) and n.role == "output"]) == 1
+    check_invariants(rec)
+    got = [p.grad for p in net.parameters() if p.grad is not None]
+    assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
