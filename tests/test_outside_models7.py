@@ -19,6 +19,7 @@ import torchrecorder
 from torchrecorder import OpNode, ParamNode, TensorNode
 
 from .graph_checks import check_invariants, check_state_unchanged, snapshot
+from .oracle import export_relation, recorded_relation
 
 
 class _CopiesASubmodule(nn.Module):
@@ -135,3 +136,39 @@ def test_a_training_step_in_the_recording_block_adds_no_call_of_checkpoints_reco
     check_invariants(rec)
     got = [p.grad for p in net.parameters() if p.grad is not None]
     assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+
+
+class _ComplexRope(nn.Module):
+    """Llama's reference code: rotary embeddings as complex numbers (``torch.polar`` table as a
+    plain attribute, ``view_as_complex`` / ``view_as_real``) and a causal mask cast with
+    ``type_as(h)`` (its dtype only: no dataflow from ``h``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(30, 8)
+        self.wq, self.wk, self.wv, self.wo = (nn.Linear(8, 8, bias=False) for _ in range(4))
+        angles = torch.outer(torch.arange(16).float(), 1.0 / 10000 ** (torch.arange(0, 4, 2).float() / 4))
+        self.freqs_cis = torch.polar(torch.ones_like(angles), angles)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        b, s = tokens.shape
+        h = self.emb(tokens)
+        mask = torch.full((s, s), float("-inf")).triu(1).type_as(h)
+        q, k, v = (f(h).view(b, s, 2, 4) for f in (self.wq, self.wk, self.wv))
+        rot = self.freqs_cis[:s].view(1, s, 1, 2)
+        q = torch.view_as_real(torch.view_as_complex(q.reshape(b, s, 2, 2, 2)) * rot).flatten(3)
+        k = torch.view_as_real(torch.view_as_complex(k.reshape(b, s, 2, 2, 2)) * rot).flatten(3)
+        scores = (q.transpose(1, 2) @ k.transpose(1, 2).transpose(2, 3)) / 2.0 + mask
+        out = (scores.softmax(-1) @ v.transpose(1, 2)).transpose(1, 2).reshape(b, s, 8)
+        return h + self.wo(out)
+
+
+def test_complex_rotary_embeddings_record_the_dataflow_export_sees() -> None:
+    net = _ComplexRope().eval()
+    tokens = torch.randint(0, 30, (2, 6))
+    rec = torchrecorder.record(net, "net", input_data=tokens)
+    check_invariants(rec)
+    expected, visible = export_relation(net, (tokens,), {})
+    assert ("emb#1", "wo#1") not in expected  # the mask's type_as(h) is no dataflow (the oracle)
+    assert recorded_relation(rec, visible=visible) == expected
+    assert {"view_as_complex", "view_as_real"} <= {n.op for n in rec.nodes.values() if isinstance(n, OpNode)}
