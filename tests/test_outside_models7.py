@@ -172,3 +172,14 @@ def test_complex_rotary_embeddings_record_the_dataflow_export_sees() -> None:
     assert ("emb#1", "wo#1") not in expected  # the mask's type_as(h) is no dataflow (the oracle)
     assert recorded_relation(rec, visible=visible) == expected
     assert {"view_as_complex", "view_as_real"} <= {n.op for n in rec.nodes.values() if isinstance(n, OpNode)}
+
+
+def test_a_recording_made_from_a_hook_that_autograd_runs_records_its_pass() -> None:
+    """What autograd calls after a call of the pass is skipped (above); a pass that starts
+    inside a backward (a tensor hook that draws the model) is recorded."""
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    got: list[torchrecorder.Recorder] = []
+    x = torch.randn(2, 4, requires_grad=True)
+    x.register_hook(lambda grad: got.append(torchrecorder.record(net, "net", (2, 4))))
+    (x * 2).sum().backward()
+    assert [layer.key for layer in got[0].layers()] == ["net", "0", "1"]

@@ -38,8 +38,9 @@ class Replays:
 
     def started(self, engine: Any, module: nn.Module) -> bool:
         """Called by the engine's pre-hook for a call made while no call of the pass is open:
-        pause the engine and return True if autograd makes it."""
-        if not in_backward():
+        pause the engine and return True if autograd makes it, after a call of the pass (a
+        recording made from a hook that autograd runs records its pass)."""
+        if not in_backward() or not any(info.calls for info in engine._modules.values()):
             return False
         self.modules.append(module)
         engine.paused += 1
