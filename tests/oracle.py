@@ -150,6 +150,13 @@ def _shape_only_use(n: fx.Node, user: fx.Node) -> bool:
             and len(user.args) > 1 and user.args[1] is n and user.args[0] is not n)
 
 
+def _dtype_only_use(n: fx.Node, user: fx.Node) -> bool:
+    """Whether the exported ``user`` reads only the dtype of ``n``: ``x.type_as(n)`` (kept as
+    ``aten.type_as`` with ``n`` as an argument, where the cast is no dataflow from ``n``)."""
+    return (user.op == "call_function" and getattr(user.target, "__name__", "") == "type_as.default"
+            and len(user.args) > 1 and user.args[1] is n and user.args[0] is not n)
+
+
 def _is_leaf(m: nn.Module) -> bool:
     return next(iter(m.children()), None) is None
 
@@ -195,7 +202,7 @@ def export_relation(net: nn.Module, args: tuple[Any, ...],
               and _has_tensor(n.meta.get("val"))]
     starts += list(owner.items())
     outputs = _output_nodes(graph, lambda i: i < len(user_outputs) and user_outputs[i])
-    rel = _reach(starts, lambda n: n.users, owner.get,
+    rel = _reach(starts, lambda n: [u for u in n.users if not _dtype_only_use(n, u)], owner.get,
                  lambda n: n.op != "output" and _has_tensor(n.meta.get("val")), outputs)
     return rel, set(call_names.values())
 

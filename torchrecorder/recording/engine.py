@@ -20,7 +20,6 @@ recording.  Nothing here patches torch: hooks go in as torch's hook API puts the
 from __future__ import annotations
 
 import sys
-import warnings
 import weakref
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -54,11 +53,12 @@ from .fastpath import GLOBAL_POST_HOOK, FastPaths, has_fast_path
 from .functorch import IS_BATCHED, TRANSFORM_NOTE, vmap_plan, wrapped_chain
 from .memo import ModelMemo
 from .meta import ModelWalk, shape_tuple
-from .modules import ModuleInfo, index_modules
+from .modules import ModuleInfo, index_modules, outside_path
 from .opkeep import keep
 from .ops import eager
 from .pool import NodePool, begin_op, sizes_of
-from .prehooks import CompileHooksQuiet, add_pre_hook, add_pre_hooks, new_hook_id
+from .prehooks import CompileHooksQuiet, add_pre_hook, add_pre_hooks, hooked_copy, new_hook_id, take_off
+from .replays import Replays, other_thread
 from .session import Session
 from .source import INTERNAL, caller
 from .untraced import Untraced
@@ -124,6 +124,7 @@ class Engine(ModuleCalls):
         self._modules: dict[int, ModuleInfo] = {}
         self._wrapped = False  # a torch.func transform's wrapped tensor was met (see wrapped_chain)
         self._other_threads: set[int] = set()  # threads other than ours that ran a module
+        self.replays = Replays()  # calls that autograd makes in a backward pass (checkpointing)
         self._params: dict[int, tuple[nn.Parameter, str]] = {}
         self._handles: list[Any] = []
         self._hook_id = new_hook_id()  # the id of the engine's pre-hooks on every module
@@ -146,6 +147,9 @@ class Engine(ModuleCalls):
             graph.op_args, graph.output_dtypes = {}, {}
         self.op_args = graph.op_args
         self.output_dtypes = graph.output_dtypes if graph.output_dtypes is not None else {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Engine:  # a module copied in forward: see
+        return self  # prehooks.hooked_copy (its hooks, bound methods of the engine, stay ours)
 
     # ------------------------------------------------------------ the session
     def active(self, net: nn.Module, name: str, value: Any = None) -> Session[Any]:
@@ -366,8 +370,10 @@ class Engine(ModuleCalls):
         through :func:`~torchrecorder.recording.hooks.prehook`) is indexed on first sight."""
         info = self._modules.get(id(module))
         if info is None:
+            path = path or outside_path(module, self._modules.values())  # (not the root's "")
             self._index_modules(module, name or type(module).__name__, path, hook=False)
             info = self._modules[id(module)]
+            hooked_copy(self._handles, module, self._hook_id)
         return info
 
     def _pre_hook(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -375,8 +381,11 @@ class Engine(ModuleCalls):
         if self.paused or self.closed or self.thread != get_ident():
             if self.closed:
                 self._stale_hook()
+                take_off(module, self._hook_id)  # (a copy of a module made during the pass)
             elif self.thread != get_ident():
-                self._other_thread(module)
+                other_thread(self, module, list(_OPEN.values()))
+            return
+        if not self._stack and self.replays.started(self, module):  # autograd's recomputation
             return
         if type(args) is not tuple:
             args = args if isinstance(args, tuple) else (args,)
@@ -397,25 +406,6 @@ class Engine(ModuleCalls):
         finally:
             self.paused -= 1
 
-    def _other_thread(self, module: nn.Module) -> None:
-        """A module of the model was called in a thread other than the recording one (a
-        forward that hands branches to a thread pool): the recording follows one thread, so
-        it lacks that call and what it computed.  Said once per thread and recording, in the
-        graph's notes and as a :class:`RuntimeWarning`, naming the first module met there."""
-        thread = get_ident()
-        if thread in self._other_threads:
-            return
-        if any(e.thread == thread and id(module) in e._modules for e in list(_OPEN.values())):
-            return  # that thread records the model itself: its call is not one of this pass
-        self._other_threads.add(thread)
-        info = self._modules.get(id(module))
-        path = info.path if info is not None and info.path else type(module).__name__
-        text = (f"'{path}' ({type(module).__name__}) and what it called ran in another thread than "
-                "the one recording: the recording follows one thread, and lacks those calls and "
-                "what they computed")
-        self.untraced.note(text)
-        warnings.warn(f"torchrecorder: {text}", RuntimeWarning, stacklevel=2)
-
     def _script_pre_hook(self, module: nn.Module, args: Any) -> None:
         if id(module) in self._scripts:
             self._pre_hook(module, args, {}, script=True)
@@ -427,6 +417,8 @@ class Engine(ModuleCalls):
         if self.paused or self.closed or self.thread != get_ident() or not self._stack:
             if self.closed:
                 self._stale_hook()
+            elif self.replays.modules:
+                self.replays.ended(self, module)
             return None
         self.paused += 1
         try:

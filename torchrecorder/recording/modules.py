@@ -13,6 +13,7 @@ added, removed or replaced, a ``.data`` of another shape) builds the index anew.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from itertools import starmap
 from typing import Any, Optional
 
@@ -21,7 +22,7 @@ from torch.nn.parameter import is_lazy
 
 from .meta import ModelWalk, ModuleInfo, ParamFacts, lazy_error, own_tensors, picker, shape_tuple, type_name
 
-__all__ = ["ModuleIndex", "ModuleInfo", "index_modules"]
+__all__ = ["ModuleIndex", "ModuleInfo", "index_modules", "outside_path"]
 
 
 def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int, ModuleInfo],
@@ -77,8 +78,8 @@ def index_modules(net: nn.Module, root_name: str, prefix: str, modules: dict[int
         mine: list[tuple[int, int]] = []  # (id, numel) of each parameter slot of the module
         own: list[tuple[str, nn.Parameter, ParamFacts]] = []  # (dotted path, parameter, facts)
         for pname, param in mparams.items():
-            if param is None:
-                continue
+            if param is None or (prefix and not isinstance(param, nn.Parameter)):
+                continue  # (a module met mid-pass, inside torch.func.functional_call: what it was given)
             ppath = f"{path}.{pname}" if path else pname
             if not checked and is_lazy(param):
                 raise lazy_error(module, path, pname)
@@ -188,3 +189,17 @@ def _count_shared_once(totals: dict[str, int], owned: list[tuple[str, list[tuple
         for owner, count in seen.items():
             if count > 1 and owner in totals:  # (paths above a prefixed walk's root have none)
                 totals[owner] -= (count - 1) * numel[pid]
+
+
+def outside_path(module: nn.Module, infos: Iterable[ModuleInfo]) -> str:
+    """A path for a module called outside the model that came with none (a copy of one of its
+    modules that ``forward`` made, see :func:`~.prehooks.hooked_copy`): its type's name,
+    numbered from the second (``Linear``, ``Linear_2``), so that its calls and parameters are
+    neither the root's (path ``""``) nor another module's."""
+    taken = {info.path.partition(".")[0] for info in infos}
+    base = type(module).__name__
+    path, n = base, 1
+    while path in taken:
+        n += 1
+        path = f"{base}_{n}"
+    return path

@@ -25,7 +25,8 @@ from torch.utils.hooks import RemovableHandle
 
 from .._fused import has_fast_path
 
-__all__ = ["CompileHooksQuiet", "PreHookHandle", "add_pre_hook", "add_pre_hooks", "new_hook_id"]
+__all__ = ["CompileHooksQuiet", "PreHookHandle", "add_pre_hook", "add_pre_hooks", "hooked_copy",
+           "new_hook_id", "take_off"]
 
 #: whether modules keep their pre-hooks as torch 2 does (else torch's method is used)
 _DIRECT = all(isinstance(getattr(nn.Module(), name, None), dict)
@@ -76,6 +77,26 @@ def add_pre_hook(handles: list[Any], module: nn.Module, hook: Callable[..., Any]
         # weight from weight_orig and the mask in one) belongs to the call, as in a plain call;
         # a module with a fused fast path keeps its hook last, where it sees what forward gets
         hooks.move_to_end(hid, last=False)
+
+
+def hooked_copy(handles: list[Any], module: nn.Module, hid: int) -> None:
+    """Give ``handles`` a handle for each module in ``module`` that has the pre-hook ``hid``
+    without the engine having put it there: a copy that ``forward`` made of a module of the
+    model (``copy.deepcopy``: an EMA teacher made on first use, the base model of the
+    ``torch.func`` ensemble recipe), hooks and all.  The engine copies as itself
+    (``Engine.__deepcopy__``), so the copy's hooks record its calls (as those of a module
+    outside the model, :meth:`~.engine.Engine.module_info` calls this on its first call)
+    and are taken off with the others; a copy not called during the pass takes its hook off
+    on its first call after it (:func:`take_off`)."""
+    for inner in module.modules():
+        if hid in getattr(inner, "_forward_pre_hooks", ()):
+            handles.append(PreHookHandle(inner, hid))
+
+
+def take_off(module: nn.Module, hid: int) -> None:
+    """Take the pre-hook of id ``hid`` off ``module`` if it has one (see :func:`hooked_copy`)."""
+    if _DIRECT and isinstance(module, nn.Module):
+        PreHookHandle(module, hid).remove()
 
 
 def add_pre_hooks(handles: list[Any], modules: list[nn.Module], hook: Callable[..., Any], hid: int) -> None:
