@@ -82,3 +82,72 @@ def test_a_value_passed_on_is_drawn_through_the_closed_box(tr_browser: Any, tmp_
         assert drawn == expected, (depth, sorted(drawn - expected), sorted(expected - drawn))
     assert w.page_errors == [] and w.console_errors == []
     page.close()
+
+
+class _Maker(nn.Module):
+    """Makes a constant (nothing feeds it) beside its output, as T5's first block makes its
+    zero cross-attention position bias."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.lin(x), torch.zeros(1, 4)
+
+
+class _Holder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = _Maker()
+        self.ff = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y, bias = self.inner(x)
+        return self.ff(y), bias
+
+
+class _Reader(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) + bias
+
+
+class _Constant(nn.Module):
+    """A constant made inside ``a.inner`` and read in its sibling ``b``: ``make_dot`` draws
+    the edge out of the closed box that holds it (at depth 1 and 2), not at depth 3, where the
+    constant's operation is left out (nothing drawn feeds it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = _Holder()
+        self.b = _Reader()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, bias = self.a(x)
+        return self.b(y, bias)
+
+
+def _depths(page: Any, rec: Any, depths: range) -> None:
+    for depth in depths:
+        done = int(page.evaluate("() => window.__tr.layouts"))
+        page.fill("#tr-depth", str(depth))
+        page.dispatch_event("#tr-depth", "change")
+        wait_layouts(page, done, settled=True)
+        drawn = _edges(str(page.evaluate("() => window.__tr.dot")))
+        expected = _edges(torchrecorder.make_dot(rec, depth).source)
+        assert drawn == expected, (depth, sorted(drawn - expected), sorted(expected - drawn))
+
+
+def test_a_constant_is_drawn_out_of_the_closed_box_that_made_it(tr_browser: Any, tmp_path: Path) -> None:
+    rec = torchrecorder.record(_Constant(), "constant", (1, 4))
+    assert ("a.inner", "b/add") in _edges(torchrecorder.make_dot(rec, 2).source)  # the case at issue
+    path = tmp_path / "constant.html"
+    torchrecorder.make_html(rec, 3).save(path)
+    page, w = open_page(tr_browser, path)
+    _depths(page, rec, range(4))
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()
