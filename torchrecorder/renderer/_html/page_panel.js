@@ -3,7 +3,7 @@
 (function (P) {
   "use strict";
   const { D, LAYER, n, parent, kind, depth, canOpen, firstOpen, maxDepth, runs, runOfLead, blockOf, loops,
-    loopOf, laterIteration, info, $, canvas, details, T, isOpen, fit, elementOf, bringIntoView, newEngine,
+    loopOf, laterIteration, info, $, canvas, view, details, T, isOpen, fit, elementOf, bringIntoView, newEngine,
     setStatus, layout, run, failed, isLayerThatOpens, mark } = P;
   // --------------------------------------------------------------- details
   function el(tag, text, cls) {
@@ -131,13 +131,43 @@
     if (P.selected < n) showDetails(P.selected); else select(n + k);
     layout(r.first.length ? r.first[0] : -1, null, { mayFold: P.loopFolded[k] });
   }
+  // the module, loop or node whose drawing holds the element el (-1: none)
+  function itemAt(el) {
+    const g = el && el.closest ? el.closest("g.node, g.cluster") : null;
+    return g && /^[nct]\d+$/.test(g.id) && canvas.contains(g) ? Number(g.id.slice(1)) : -1;
+  }
+  function activate(i) {
+    if (i >= n) { select(i); toggleLoop(i - n); } else if (isLayerThatOpens(i)) toggle(i); else select(i);
+  }
   canvas.addEventListener("click", function (ev) {
     if (P.drag && P.drag.moved) return;
-    const g = ev.target.closest("g.node, g.cluster");
-    if (!g || !/^[nct]\d+$/.test(g.id)) return;
-    const i = Number(g.id.slice(1));
-    if (i >= n) { select(i); toggleLoop(i - n); } else if (isLayerThatOpens(i)) toggle(i); else select(i);
+    const i = itemAt(ev.target);
+    if (i >= 0) activate(i);
   });
+  // the keyboard (boxes reached by Tab: page_layout.js's decorate): Enter or Space acts as a
+  // click, focus stays on what was pressed once the view is drawn again; the focused item's
+  // details are in the panel, and it is brought into the window
+  canvas.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Enter" && ev.key !== " ") return;
+    const i = itemAt(ev.target);
+    if (i < 0) return;
+    ev.preventDefault();
+    P.focusAfter = i;
+    activate(i);
+  });
+  canvas.addEventListener("focusin", function (ev) {
+    const i = itemAt(ev.target);
+    if (i < 0) return;
+    view.scrollLeft = 0; view.scrollTop = 0;  // (the browser scrolls to what gets focus; the view pans instead)
+    if (ev.target.matches(":focus-visible")) bringIntoView(ev.target.closest("g.node, g.cluster"));  // (not a click)
+    showDetails(i);
+  });
+  canvas.addEventListener("focusout", function (ev) { if (itemAt(ev.relatedTarget) < 0) showDetails(P.selected); });
+  P.focusAfter = -1;
+  P.focusBox = function (i) {
+    const e = document.getElementById("n" + i) || document.getElementById("t" + i) || document.getElementById("c" + i);
+    if (e && e.hasAttribute("tabindex")) e.focus({ preventScroll: true });
+  };
   canvas.addEventListener("mouseover", function (ev) {
     const g = ev.target.closest("g.node, g.cluster");
     if (g && /^[nct]\d+$/.test(g.id)) showDetails(Number(g.id.slice(1)));
@@ -253,6 +283,9 @@
     if (!svg) return null;
     const copy = svg.cloneNode(true);
     copy.querySelectorAll(".tr-sel, .tr-hit, .tr-can-open").forEach(function (g) { g.classList.remove("tr-sel", "tr-hit", "tr-can-open"); });
+    copy.querySelectorAll("[tabindex]").forEach(function (g) {  // (the page's keyboard access)
+      ["tabindex", "role", "aria-label", "aria-expanded"].forEach(function (a) { g.removeAttribute(a); });
+    });
     copy.setAttribute("xmlns", "http://www.w3.org/2000/svg");
     carryFonts(copy);
     return '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + new XMLSerializer().serializeToString(copy);
