@@ -60,3 +60,25 @@ def test_a_failed_layout_leaves_the_dot_of_the_view_kept(tr_browser: Any, tmp_pa
     assert page.evaluate("() => window.__tr.dot") == dot
     assert "broken" not in page.evaluate("() => window.__tr.dot")
     page.close()
+
+
+def test_search_finds_the_boxes_of_a_type(tr_browser: Any, tmp_path: Path) -> None:
+    """As netron's search: a module class name finds the boxes of that type, beside names."""
+    inner = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4))
+    net = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), inner)
+    rec = torchrecorder.record(net, "net", (1, 4))
+    path = tmp_path / "net.html"
+    torchrecorder.make_html(rec, 1).save(path)
+    page, w = open_page(tr_browser, path)
+    hit = "() => { const g = document.querySelector('#tr-canvas .tr-hit'); return g ? g.textContent : ''; }"
+    page.fill("#tr-search", "tanh")  # (any case, as names)
+    assert _found(page, "Enter") == "1 of 1"
+    assert "Tanh" in page.evaluate(hit)  # the box inside the closed 2 was opened to and marked
+    page.fill("#tr-search", "Linear")
+    assert [_found(page, "Enter") for _ in range(3)] == ["1 of 3", "2 of 3", "3 of 3"]
+    assert "Linear" in page.evaluate(hit)
+    page.fill("#tr-search", "2.")  # paths still match: those inside the Sequential named 2
+    assert _found(page, "Enter") == "1 of 3"
+    assert "type" in str(page.get_attribute("#tr-search", "title"))  # the tooltip says so
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()

@@ -234,7 +234,7 @@
     layout(-1, function () { P.autoFit = true; fit(); });
   });
 
-  // search: the modules whose name or path holds the text; Enter goes to the next, Shift+Enter
+  // search: the modules whose name, path or type holds the text; Enter goes to the next, Shift+Enter
   // to the one before
   const search = $("tr-search"), found = $("tr-found");
   let matches = [], at = -1, lastQuery = "";
@@ -244,7 +244,9 @@
     for (let i = 0; i < n; i++) {
       if (kind[i] !== LAYER) continue;
       const d = info(i);
-      if ((d.path || "").toLowerCase().indexOf(q) >= 0 || (d.name || "").toLowerCase().indexOf(q) >= 0) out.push(i);
+      // by name or path, or by type (the module's class: LlamaRMSNorm, Linear), as netron's search
+      if ((d.path || "").toLowerCase().indexOf(q) >= 0 || (d.name || "").toLowerCase().indexOf(q) >= 0 ||
+          (d.type || "").toLowerCase().indexOf(q) >= 0) out.push(i);
     }
     return out;
   }
