@@ -82,3 +82,41 @@ def test_search_finds_the_boxes_of_a_type(tr_browser: Any, tmp_path: Path) -> No
     assert "type" in str(page.get_attribute("#tr-search", "title"))  # the tooltip says so
     assert w.page_errors == [] and w.console_errors == []
     page.close()
+
+
+class _Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x: Any) -> Any:
+        return self.c(self.b(self.a(x)))
+
+
+def _fold(page: Any) -> dict[str, Any]:
+    done = int(page.evaluate("() => window.__tr.layouts"))
+    page.click("#tr-fold")
+    wait_layouts(page, done, settled=True)
+    return dict(page.evaluate("""() => ({depth: document.getElementById('tr-depth').value,
+        fold: document.getElementById('tr-fold').checked, dot: window.__tr.dot,
+        note: document.getElementById('tr-note').hidden ? ''
+            : document.getElementById('tr-note').textContent})"""))
+
+
+def test_fold_repeats_on_again_returns_to_the_view_before_a_budget_collapse(tr_browser: Any,
+                                                                            tmp_path: Path) -> None:
+    """Fold repeats off asks for more than the budget: the page collapses the view (a note says
+    so); Fold repeats on again draws the view the reader had, not the collapsed one."""
+    rec = torchrecorder.record(nn.Sequential(*[_Block() for _ in range(12)]), "blocks", (1, 4))
+    path = tmp_path / "blocks.html"
+    torchrecorder.make_html(rec, 2, max_nodes=30).save(path)
+    page, w = open_page(tr_browser, path)
+    before = page.evaluate("() => window.__tr.dot")
+    assert page.input_value("#tr-depth") == "2" and page.is_checked("#tr-fold")
+    off = _fold(page)  # 12 blocks of 3: over the budget, the blocks are closed
+    assert not off["fold"] and off["depth"] == "1" and "collapsed" in off["note"]
+    on = _fold(page)
+    assert on["fold"] and on["depth"] == "2" and on["note"] == ""
+    assert on["dot"] == before
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()

@@ -197,6 +197,9 @@
   const foldBox = $("tr-fold");
   if (!runs.length && !loops.length) $("tr-fold-label").style.display = "none";
   foldBox.addEventListener("change", function () {
+    // folding again after the budget collapsed the view (Fold repeats off on a large model):
+    // the modules the reader had open come back, not the collapsed depth
+    if (foldBox.checked && P.asked) P.open = P.asked.open.slice();
     P.folded = runs.map(function () { return foldBox.checked; });
     P.loopFolded = loops.map(function () { return foldBox.checked; });
     if (P.selected >= 0) showDetails(P.selected);
