@@ -158,8 +158,10 @@
   canvas.addEventListener("focusin", function (ev) {
     const i = itemAt(ev.target);
     if (i < 0) return;
-    view.scrollLeft = 0; view.scrollTop = 0;  // (the browser scrolls to what gets focus; the view pans instead)
-    if (ev.target.matches(":focus-visible")) bringIntoView(ev.target.closest("g.node, g.cluster"));  // (not a click)
+    if (ev.target.matches(":focus-visible")) {  // (by the keyboard, not a click)
+      view.scrollLeft = 0; view.scrollTop = 0;  // (the browser scrolls to what gets focus; the view pans instead)
+      bringIntoView(ev.target.closest("g.node, g.cluster"));
+    }
     showDetails(i);
   });
   canvas.addEventListener("focusout", function (ev) { if (itemAt(ev.relatedTarget) < 0) showDetails(P.selected); });
