@@ -158,13 +158,19 @@
   canvas.addEventListener("focusin", function (ev) {
     const i = itemAt(ev.target);
     if (i < 0) return;
-    if (ev.target.matches(":focus-visible")) {  // (by the keyboard, not a click)
-      view.scrollLeft = 0; view.scrollTop = 0;  // (the browser scrolls to what gets focus; the view pans instead)
-      bringIntoView(ev.target.closest("g.node, g.cluster"));
-    }
-    showDetails(i);
+    if (!ev.target.matches(":focus-visible")) return;  // (by the keyboard, not a click: hover shows it)
+    view.scrollLeft = 0; view.scrollTop = 0;  // (the browser scrolls to what gets focus; the view pans instead)
+    bringIntoView(ev.target.closest("g.node, g.cluster"));
+    focusShown = i;
+    if (i !== P.selected) showDetails(i);
   });
-  canvas.addEventListener("focusout", function (ev) { if (itemAt(ev.relatedTarget) < 0) showDetails(P.selected); });
+  // focus leaving the drawing: the panel back to the selection, if focus had changed it
+  let focusShown = -1;
+  canvas.addEventListener("focusout", function (ev) {
+    if (itemAt(ev.relatedTarget) >= 0 || focusShown < 0) return;
+    if (focusShown !== P.selected) showDetails(P.selected);
+    focusShown = -1;
+  });
   P.focusAfter = -1;
   P.focusBox = function (i) {
     const e = document.getElementById("n" + i) || document.getElementById("t" + i) || document.getElementById("c" + i);
