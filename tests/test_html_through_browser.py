@@ -151,3 +151,22 @@ def test_a_constant_is_drawn_out_of_the_closed_box_that_made_it(tr_browser: Any,
     _depths(page, rec, range(4))
     assert w.page_errors == [] and w.console_errors == []
     page.close()
+
+
+def test_t5s_cross_attention_bias_leaves_its_closed_block(tr_browser: Any, tmp_path: Path) -> None:
+    """T5's decoder makes a zero cross-attention position bias in block 0 (nothing feeds it)
+    and hands it to block 1: make_dot draws block 0 -> block 1 at depth 3, and so does the page."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.T5Config(vocab_size=99, d_model=16, d_kv=8, d_ff=32, num_layers=2,
+                                num_decoder_layers=2, num_heads=2, decoder_start_token_id=0)
+    net = transformers.T5ForConditionalGeneration(cfg).eval()
+    ids = torch.randint(0, 99, (1, 5))
+    rec = torchrecorder.record(net, "t5", input_kwargs={"input_ids": ids, "decoder_input_ids": ids[:, :3]})
+    at_3 = _edges(torchrecorder.make_dot(rec, 3).source)
+    assert ("decoder.block.0.layer.1", "decoder.block.1.layer.1") in at_3
+    path = tmp_path / "t5.html"
+    torchrecorder.make_html(rec, 2).save(path)
+    page, w = open_page(tr_browser, path)
+    _depths(page, rec, range(2, 6))
+    assert w.page_errors == [] and w.console_errors == []
+    page.close()
