@@ -155,10 +155,11 @@ def test_a_constant_is_drawn_out_of_the_closed_box_that_made_it(tr_browser: Any,
 
 def test_t5s_cross_attention_bias_leaves_its_closed_block(tr_browser: Any, tmp_path: Path) -> None:
     """T5's decoder makes a zero cross-attention position bias in block 0 (nothing feeds it)
-    and hands it to block 1: make_dot draws block 0 -> block 1 at depth 3, and so does the page."""
+    and hands it to block 1, which passes it on to block 2, ...: make_dot draws block 0 -> block 1
+    -> block 2 ... at depth 3, and so does the page (not block 0 -> block 2)."""
     transformers = pytest.importorskip("transformers")
     cfg = transformers.T5Config(vocab_size=99, d_model=16, d_kv=8, d_ff=32, num_layers=2,
-                                num_decoder_layers=2, num_heads=2, decoder_start_token_id=0)
+                                num_decoder_layers=4, num_heads=2, decoder_start_token_id=0)
     net = transformers.T5ForConditionalGeneration(cfg).eval()
     ids = torch.randint(0, 99, (1, 5))
     rec = torchrecorder.record(net, "t5", input_kwargs={"input_ids": ids, "decoder_input_ids": ids[:, :3]})

@@ -11,8 +11,10 @@ is left out, so it cannot find those edges there.  :func:`made_edges` lists them
 module: for each such operation, the innermost module of the page that holds it and each
 drawn node its value reaches through nodes left out; the page draws the edge from that
 module's box, re-attached as any other, only while the module is not drawn open
-(``page_dot.js``).  An operation left out at the finest depth that a closed box would feed
-(a constant's consumer inside a closed sibling) is drawn by ``make_dot`` but not by the page.
+(``page_dot.js``).  A value passed on by an operation nothing feeds in a module beside it
+(T5's next block) goes to that module, and on from there: block 0 -> block 1 -> block 2.
+An operation left out at the finest depth that a closed box would feed (a constant's
+consumer in an open sibling) is drawn by ``make_dot`` but not by the page.
 """
 
 from __future__ import annotations
@@ -97,14 +99,18 @@ def made_edges(rec: Graph, finest: Projection, index: Mapping[Key, int]) -> Made
         module = _holder(nodes[key], nodes, index)
         if module is None:
             continue  # made at the top level: no box ever stands for it
-        _reach(key, succ, hidden, index, nodes, module, out)
+        _reach(key, succ, hidden, fed, index, nodes, module, out)
     return out
 
 
-def _reach(start: Key, succ: Mapping[Key, list[Key]], hidden: frozenset[Key], index: Mapping[Key, int],
-           nodes: Mapping[Key, BaseNode], module: LayerNode, out: MadeEdges) -> None:
+def _reach(start: Key, succ: Mapping[Key, list[Key]], hidden: frozenset[Key], fed: set[Key],
+           index: Mapping[Key, int], nodes: Mapping[Key, BaseNode], module: LayerNode,
+           out: MadeEdges) -> None:
     """Add to ``out`` an edge from ``module`` to each drawn node that the value made at ``start``
-    reaches through hidden nodes, with the last tensor and the data-movement operations passed."""
+    reaches through hidden nodes, with the last tensor and the data-movement operations passed.
+    The value stops at an operation nothing feeds in a module beside ``module`` (neither
+    holding it nor held by it: T5's next block, which passes the bias on): the edge goes to
+    that module, and that operation's own edges go on from there."""
     seen: dict[Key, tuple[Optional[TensorNode], tuple[OpNode, ...]]] = {start: (None, ())}
     todo = deque([start])
     while todo:
@@ -115,6 +121,13 @@ def _reach(start: Key, succ: Mapping[Key, list[Key]], hidden: frozenset[Key], in
                 out.add(module, nodes[b], tensor, ops)
             elif b in hidden and b not in seen:
                 node = nodes[b]
+                if isinstance(node, OpNode) and b not in fed:
+                    other = _holder(node, nodes, index)
+                    beside = other is not None and not _within(other, module, nodes)
+                    if other is not None and beside and not _within(module, other, nodes):
+                        seen[b] = (tensor, ops)
+                        out.add(module, other, tensor, ops)
+                        continue
                 if isinstance(node, TensorNode):
                     seen[b] = (node, ops)
                 elif isinstance(node, OpNode) and node.op in DATA_MOVEMENT_OPS:
@@ -135,3 +148,16 @@ def _holder(node: BaseNode, nodes: Mapping[Key, BaseNode], index: Mapping[Key, i
             return holder
         parent = holder.parent_key
     return None
+
+
+def _within(inner: LayerNode, outer: LayerNode, nodes: Mapping[Key, BaseNode]) -> bool:
+    """Whether ``inner`` is ``outer`` or a module inside it."""
+    key: Key = inner.key
+    while key is not None:
+        if key == outer.key:
+            return True
+        holder = nodes.get(key)
+        if holder is None:
+            return False
+        key = holder.parent_key
+    return False
