@@ -39,6 +39,7 @@ from ._html_edge_now import EdgeNow, first_holder, tensors_between
 from ._html_fanout import fanout_marks
 from ._html_info import boundary_tensors, lift_data, panel_info
 from ._html_loops import loop_rows
+from ._html_made import MadeEdges, made_edges
 from ._html_runs import run_carried_rows
 from ._html_through import holders, through_rows
 from ._once import render_once
@@ -53,7 +54,6 @@ from .webfonts import web_fontname
 
 __all__ = ["BackwardHtmlRenderer", "HtmlPage", "HtmlRenderer", "make_html", "page_html", "script_json"]
 
-#: the render depth at which every module that can open is open (the finest drawing)
 #: node kinds as numbers in the page's data
 _KINDS = {"layer": 0, "op": 1, "tensor": 2, "io": 3, "param": 4}
 #: what a page's text escapes inside a single-quoted attribute (one pass: nothing escaped twice)
@@ -209,8 +209,9 @@ class HtmlRenderer(EdgeNow, GraphvizRenderer):
         nodes drawn only while it is folded (its carried edges among them:
         ``make_dot``'s, appended to ``edges``); ``budget`` the drawing budget every
         view is held to (:func:`~torchrecorder.projection.budget.budget_limits` of
-        ``max_nodes``: ``None``, none).  ``attrs``: label, other attributes, tooltip, and
-        for an edge drawn as a chain, its label node's and points' (:meth:`_edge_parts`).
+        ``max_nodes``: ``None``, none); ``made`` the rows of ``edges`` out of a box holding a
+        constant, drawn while it is not open (``_html_made``).  ``attrs``: label, other
+        attributes, tooltip, and for an edge drawn as a chain, its label node's and points'.
         """
         rec = self.rec
         can_open = self.expandable()
@@ -235,11 +236,9 @@ class HtmlRenderer(EdgeNow, GraphvizRenderer):
         lines: dict[Source, Optional[dict[str, Any]]] = {}  # one read and one link per line of code
 
         def where(src: Optional[Source]) -> Optional[dict[str, Any]]:
-            if src is None:
-                return None
-            if src not in lines:
+            if src is not None and src not in lines:
                 lines[src] = source_info(src, self.editor_url)
-            return lines[src]
+            return None if src is None else lines[src]
 
         costs = recorded_cost(rec)
         rows: list[list[Any]] = []
@@ -261,6 +260,8 @@ class HtmlRenderer(EdgeNow, GraphvizRenderer):
         edges = self._edge_rows(finest, order, parents, index, attrs, strings)
         runs = self._run_rows(rec, opens, index, parents, edges, attrs, strings, folded, order)
         loops = self._loop_rows(rec, folded, also, order, parents, index, edges, attrs, strings)
+        made = len(edges)  # then the edges out of boxes that hold a constant (_html_made)
+        edges += self._edge_rows(made_edges(rec, finest, index), order, parents, index, attrs, strings)
         header = self.new_graph().source.rstrip()
         if not header.endswith("}"):
             raise GraphError(f"unexpected DOT header from new_graph(): {header[-40:]!r}")
@@ -277,6 +278,7 @@ class HtmlRenderer(EdgeNow, GraphvizRenderer):
             **lift_data(rec, finest, first, order, parents, index, rows, strings.add, lambda node: attrs.add(
                 self._parts(self.styler.style_node(node), "style_node", strings))),  # (params read outside)
             **through_rows(finest, index, parents),  # (edges past modules that only pass a value on)
+            **({"made": list(range(made, len(edges)))} if made < len(edges) else {}),  # (constants)
             **({"all_ops": True} if self.all_ops else {}),  # (the page then leaves no operation out)
         }
         return data
@@ -302,7 +304,7 @@ class HtmlRenderer(EdgeNow, GraphvizRenderer):
         cluster = cluster_attr_list(checked)
         return cluster if title is None else self._attr_text(title, method) + "\u0000" + cluster
 
-    def _edge_rows(self, finest: Projection, order: list[BaseNode], parents: list[int],
+    def _edge_rows(self, finest: Union[Projection, MadeEdges], order: list[BaseNode], parents: list[int],
                    index: dict[Key, int], attrs: _Interner, strings: _Interner,
                    pairs: Optional[list[tuple[BaseNode, BaseNode]]] = None,
                    carried: bool = False) -> list[list[Any]]:
@@ -439,7 +441,6 @@ class HtmlRenderer(EdgeNow, GraphvizRenderer):
             p, order, parents, index, attrs, strings, pairs, True))
         return [[*row[:-1], carried.get(k, [])] for k, row in enumerate(runs)]
 
-
     def _loop_rows(self, rec: Graph, folded: Optional[Projection], also: set[Key], order: list[BaseNode],
                    parents: list[int], index: dict[Key, int], edges: list[list[Any]], attrs: _Interner,
                    strings: _Interner) -> list[list[Any]]:
@@ -568,8 +569,7 @@ def make_html(rec: Graph, render_depth: Optional[int] = HTML_DEFAULT_DEPTH,
         view = backward_view(rec, saved=show_saved)
         return render_once(BackwardHtmlRenderer(view, render_depth, styler_cls, **options))
     if show_saved:
-        raise ValueError("show_saved=True shows the tensors saved for the backward pass: "
-                         "pass backward=True too")
+        raise ValueError("show_saved=True shows the tensors saved for backward: pass backward=True too")
     styler_cls, start = page_colouring(rec, options, styler_cls)  # stat=: the Colour menu's, or baked in
     renderer = HtmlRenderer(rec, render_depth, styler_cls, **options)
     renderer.colour_start, renderer.colour_menu = start, "activations" not in options  # (one colouring)

@@ -8,6 +8,10 @@
   // edge row -> the modules its value passed through unseen in the finest drawing
   const through = new Map();
   (D.through || []).forEach(function (r) { through.set(r[0], r.slice(1)); });
+  // edge rows out of a module holding a constant (nothing feeds it): drawn only while that
+  // module is not drawn open, its box standing for the constant, and into a module only
+  // while that one is not drawn open either (see _html_made.py)
+  const made = new Set(D.made || []);
   // invisible edges that rank each title below what feeds its cluster and above the
   // cluster's first members (and a nested cluster's title), as make_dot writes them; inCluster
   // holds the cluster each drawn node and cluster is in (-1: none), inside the drawn members
@@ -145,6 +149,7 @@
     for (let e = 0; e < E.length; e++) {
       const row = E[e], a = rep[row[0]], b = rep[row[1]];
       if (a < 0 || b < 0 || a === b || hiddenEdges.has(e)) continue;
+      if (made.has(e) && ((a === row[0] && isOpen(a)) || (b === row[1] && isOpen(b)))) continue;
       if (carriedEdges.has(e)) { back.push(e); continue; }
       const past = through.get(e);
       if (!past) { add(a, b, row); continue; }

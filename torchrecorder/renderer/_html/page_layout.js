@@ -2,7 +2,7 @@
 // (or the page), one layout at a time, cancel and recovery from a failure.
 (function (P) {
   "use strict";
-  const { LAYER, kind, canOpen, canvas, status, T, applyTransform, fit, topMiddle, elementOf, snapshot,
+  const { LAYER, n, kind, canOpen, canvas, status, T, applyTransform, fit, topMiddle, elementOf, snapshot,
     restore, fitted, busyBox, busyText, cancel, showNote } = P;
   // ---------------------------------------------------------------- layout
   // Graphviz runs in a Web Worker made from the inlined viz.js (a Blob URL: no file, no
@@ -118,8 +118,11 @@
         if (!svg || svg.nodeName !== "svg") error = "Graphviz returned no drawing";
       }
       if (error) { failed(job, error); return; }
+      const refocus = canvas.contains(document.activeElement) ? P.focusAfter : -1;
       canvas.replaceChildren(svg);
       decorate(svg);
+      if (refocus >= 0) P.focusBox(refocus);  // (the box or title Enter was pressed on)
+      P.focusAfter = -1;
       shownState = snapshot(); shownDot = got.dot; shownMeasured = T.measured;
       if (T.firstPaint === null) { T.firstPaint = performance.now(); fit(); before = null; }
       if (before) { const el = elementOf(job.anchor); if (el) { const after = topMiddle(el); P.tx += before[0] - after[0]; P.ty += before[1] - after[1]; applyTransform(); } }
@@ -164,6 +167,16 @@
     svg.querySelectorAll("g.node, g.cluster").forEach(function (g) {
       const i = Number(g.id.slice(1));
       if (g.classList.contains("node") && isLayerThatOpens(i)) g.classList.add("tr-can-open");
+    });
+    // the keyboard: every box, and each open module's title (its cluster where it has none),
+    // is reached by Tab in the drawing's order; Enter or Space acts as a click (page_panel.js)
+    svg.querySelectorAll("g.node, g.cluster").forEach(function (g) {
+      if (!/^[nct]\d+$/.test(g.id) || (g.id.charAt(0) === "c" && svg.getElementById("t" + g.id.slice(1)))) return;
+      const i = Number(g.id.slice(1)), opens = i >= n || isLayerThatOpens(i);
+      g.setAttribute("tabindex", "0");
+      g.setAttribute("role", opens ? "button" : "img");
+      g.setAttribute("aria-label", Array.from(g.querySelectorAll("text"), function (t) { return t.textContent; }).join(" "));
+      if (opens) g.setAttribute("aria-expanded", g.id.charAt(0) === "n" ? "false" : "true");
     });
     // tooltips: Graphviz's <title> holds the DOT id; the detail panel says more
     svg.querySelectorAll("g.node > title, g.cluster > title").forEach(function (t) { t.remove(); });

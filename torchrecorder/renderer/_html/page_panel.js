@@ -3,7 +3,7 @@
 (function (P) {
   "use strict";
   const { D, LAYER, n, parent, kind, depth, canOpen, firstOpen, maxDepth, runs, runOfLead, blockOf, loops,
-    loopOf, laterIteration, info, $, canvas, details, T, isOpen, fit, elementOf, bringIntoView, newEngine,
+    loopOf, laterIteration, info, $, canvas, view, details, T, isOpen, fit, elementOf, bringIntoView, newEngine,
     setStatus, layout, run, failed, isLayerThatOpens, mark } = P;
   // --------------------------------------------------------------- details
   function el(tag, text, cls) {
@@ -131,13 +131,51 @@
     if (P.selected < n) showDetails(P.selected); else select(n + k);
     layout(r.first.length ? r.first[0] : -1, null, { mayFold: P.loopFolded[k] });
   }
+  // the module, loop or node whose drawing holds the element el (-1: none)
+  function itemAt(el) {
+    const g = el && el.closest ? el.closest("g.node, g.cluster") : null;
+    return g && /^[nct]\d+$/.test(g.id) && canvas.contains(g) ? Number(g.id.slice(1)) : -1;
+  }
+  function activate(i) {
+    if (i >= n) { select(i); toggleLoop(i - n); } else if (isLayerThatOpens(i)) toggle(i); else select(i);
+  }
   canvas.addEventListener("click", function (ev) {
     if (P.drag && P.drag.moved) return;
-    const g = ev.target.closest("g.node, g.cluster");
-    if (!g || !/^[nct]\d+$/.test(g.id)) return;
-    const i = Number(g.id.slice(1));
-    if (i >= n) { select(i); toggleLoop(i - n); } else if (isLayerThatOpens(i)) toggle(i); else select(i);
+    const i = itemAt(ev.target);
+    if (i >= 0) activate(i);
   });
+  // the keyboard (boxes reached by Tab: page_layout.js's decorate): Enter or Space acts as a
+  // click, focus stays on what was pressed once the view is drawn again; the focused item's
+  // details are in the panel, and it is brought into the window
+  canvas.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Enter" && ev.key !== " ") return;
+    const i = itemAt(ev.target);
+    if (i < 0) return;
+    ev.preventDefault();
+    P.focusAfter = i;
+    activate(i);
+  });
+  canvas.addEventListener("focusin", function (ev) {
+    const i = itemAt(ev.target);
+    if (i < 0) return;
+    if (!ev.target.matches(":focus-visible")) return;  // (by the keyboard, not a click: hover shows it)
+    view.scrollLeft = 0; view.scrollTop = 0;  // (the browser scrolls to what gets focus; the view pans instead)
+    bringIntoView(ev.target.closest("g.node, g.cluster"));
+    focusShown = i;
+    if (i !== P.selected) showDetails(i);
+  });
+  // focus leaving the drawing: the panel back to the selection, if focus had changed it
+  let focusShown = -1;
+  canvas.addEventListener("focusout", function (ev) {
+    if (itemAt(ev.relatedTarget) >= 0 || focusShown < 0) return;
+    if (focusShown !== P.selected) showDetails(P.selected);
+    focusShown = -1;
+  });
+  P.focusAfter = -1;
+  P.focusBox = function (i) {
+    const e = document.getElementById("n" + i) || document.getElementById("t" + i) || document.getElementById("c" + i);
+    if (e && e.hasAttribute("tabindex")) e.focus({ preventScroll: true });
+  };
   canvas.addEventListener("mouseover", function (ev) {
     const g = ev.target.closest("g.node, g.cluster");
     if (g && /^[nct]\d+$/.test(g.id)) showDetails(Number(g.id.slice(1)));
@@ -167,6 +205,9 @@
   const foldBox = $("tr-fold");
   if (!runs.length && !loops.length) $("tr-fold-label").style.display = "none";
   foldBox.addEventListener("change", function () {
+    // folding again after the budget collapsed the view (Fold repeats off on a large model):
+    // the modules the reader had open come back, not the collapsed depth
+    if (foldBox.checked && P.asked) P.open = P.asked.open.slice();
     P.folded = runs.map(function () { return foldBox.checked; });
     P.loopFolded = loops.map(function () { return foldBox.checked; });
     if (P.selected >= 0) showDetails(P.selected);
@@ -204,7 +245,7 @@
     layout(-1, function () { P.autoFit = true; fit(); });
   });
 
-  // search: the modules whose name or path holds the text; Enter goes to the next, Shift+Enter
+  // search: the modules whose name, path or type holds the text; Enter goes to the next, Shift+Enter
   // to the one before
   const search = $("tr-search"), found = $("tr-found");
   let matches = [], at = -1, lastQuery = "";
@@ -214,7 +255,9 @@
     for (let i = 0; i < n; i++) {
       if (kind[i] !== LAYER) continue;
       const d = info(i);
-      if ((d.path || "").toLowerCase().indexOf(q) >= 0 || (d.name || "").toLowerCase().indexOf(q) >= 0) out.push(i);
+      // by name or path, or by type (the module's class: LlamaRMSNorm, Linear), as netron's search
+      if ((d.path || "").toLowerCase().indexOf(q) >= 0 || (d.name || "").toLowerCase().indexOf(q) >= 0 ||
+          (d.type || "").toLowerCase().indexOf(q) >= 0) out.push(i);
     }
     return out;
   }
@@ -253,6 +296,9 @@
     if (!svg) return null;
     const copy = svg.cloneNode(true);
     copy.querySelectorAll(".tr-sel, .tr-hit, .tr-can-open").forEach(function (g) { g.classList.remove("tr-sel", "tr-hit", "tr-can-open"); });
+    copy.querySelectorAll("[tabindex]").forEach(function (g) {  // (the page's keyboard access)
+      ["tabindex", "role", "aria-label", "aria-expanded"].forEach(function (a) { g.removeAttribute(a); });
+    });
     copy.setAttribute("xmlns", "http://www.w3.org/2000/svg");
     carryFonts(copy);
     return '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + new XMLSerializer().serializeToString(copy);
