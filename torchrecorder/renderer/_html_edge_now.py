@@ -11,14 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Optional
+from typing import Optional, Protocol
 
 from ..nodes import BaseNode, Key, LayerNode, OpNode, TensorNode
-from ..projection import Projection
 from ._html_through import holders
 from .base import BaseRenderer
 
-__all__ = ["EdgeNow", "first_holder", "tensors_between"]
+__all__ = ["EdgeNow", "EdgeTensors", "first_holder", "tensors_between"]
+
+
+class EdgeTensors(Protocol):
+    """What :func:`tensors_between` reads of a drawing's edges (a
+    :class:`~torchrecorder.projection.Projection`, the page's made edges)."""
+
+    def edge_tensors(self, fnode: BaseNode, tnode: BaseNode) -> tuple[TensorNode, ...]: ...
 
 
 class EdgeNow(BaseRenderer):
@@ -70,7 +76,7 @@ def first_holder(item: BaseNode, chain: list[int], order: list[BaseNode], nodes:
     return len(chain)
 
 
-def tensors_between(finest: Projection, pairs: Iterable[tuple[BaseNode, BaseNode]], index: Mapping[Key, int],
+def tensors_between(finest: EdgeTensors, pairs: Iterable[tuple[BaseNode, BaseNode]], index: Mapping[Key, int],
                     parents: list[int], order: list[BaseNode], nodes: Mapping[Key, BaseNode],
                     memo: dict[Key, frozenset[Key]]) -> dict[tuple[int, int], tuple[TensorNode, ...]]:
     """``(source box, target box)`` (rows of the page) -> the tensors that the edges of

@@ -32,7 +32,7 @@ __all__ = ["MadeEdges", "made_edges"]
 
 class MadeEdges:
     """The edges out of boxes that hold a constant, with what each carries: read as the page's
-    edge rows read a projection's edges (``edges``, ``edge_tensor``, ``edge_ops``).
+    edge rows read a projection's edges (``edges``, ``edge_tensor``, ``edge_tensors``, ``edge_ops``).
 
     Attributes:
         edges: ``(module, node)`` pairs, the module the innermost one of the page holding the
@@ -58,6 +58,11 @@ class MadeEdges:
     def edge_tensor(self, fnode: BaseNode, tnode: BaseNode) -> Optional[TensorNode]:
         """The tensor the edge carries (the last one left out on its way), if any."""
         return self._via.get((fnode.key, tnode.key))
+
+    def edge_tensors(self, fnode: BaseNode, tnode: BaseNode) -> tuple[TensorNode, ...]:
+        """The tensors the edge stands for: the one of :meth:`edge_tensor`, if any."""
+        tensor = self.edge_tensor(fnode, tnode)
+        return () if tensor is None else (tensor,)
 
     def edge_ops(self, fnode: BaseNode, tnode: BaseNode) -> tuple[OpNode, ...]:
         """The data-movement operations left out on the edge's way, in the order they ran."""
