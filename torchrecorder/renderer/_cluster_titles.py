@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from .._text import dot_quote, string_quote
 from ..nodes import LayerNode, TensorNode
-from .labels import param_lines, param_total
+from .labels import param_count_text, param_total
 
 #: the styler whose title is made (a :class:`~torchrecorder.renderer.styler.GraphvizStyler`,
 #: not imported here: it imports this module)
@@ -47,7 +47,7 @@ def _size(styler: GraphvizStyler, kind: str, default: float) -> float:
 def _title_rest(styler: GraphvizStyler, node: LayerNode, count: bool) -> str:
     rest = node.type_name
     if node.num_params_total and styler.param_counts and count:
-        rest += " · " + param_lines(styler.rec, node)[-1]
+        rest += " · " + param_count_text(styler.rec, node)
     return rest
 
 def _width_inside(styler: GraphvizStyler, node: LayerNode) -> float:
@@ -89,7 +89,7 @@ def title_lines(styler: GraphvizStyler, node: LayerNode, title: str, count: bool
     type_size = styler._type_size
     if rest == node.type_name or _EM_NARROW * type_size * len(rest) <= inside:
         return 2
-    count_line = param_lines(styler.rec, node)[-1]
+    count_line = param_count_text(styler.rec, node)
     # split only where the parts fit: a cluster widened anyway keeps the type and count together
     return 3 if _EM_NARROW * type_size * max(len(node.type_name), len(count_line)) <= inside else 2
 
@@ -109,7 +109,7 @@ def cluster_label(styler: GraphvizStyler, node: LayerNode, title: str, repeat: i
     bold = title + (f" ×{repeat}" if repeat > 1 else "")
     rests = [_title_rest(styler, node, count)]
     if lines == 3 and rests[0] != node.type_name:
-        rests = [node.type_name, param_lines(styler.rec, node)[-1]]
+        rests = [node.type_name, param_count_text(styler.rec, node)]
     note = node.run_note()
     small_note = styler._small.format(styler._text(note))
     span = 3 if lines == 1 else 2

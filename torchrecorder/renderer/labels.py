@@ -12,9 +12,11 @@ from ..nodes import LayerNode, OpNode, ParamNode, TensorNode, shape_str
 from ..projection import LoopNode
 from ..projection.params import ParamHolders
 
-__all__ = ["call_name", "count_str", "dtype_suffix", "edge_label", "listed_params", "OpInputShapes",
-           "param_lines", "param_total", "params_text", "run_title", "shapes_text", "stacked_label",
-           "tied_paths", "tooltip_text"]
+__all__ = [
+    "call_name", "count_str", "dtype_suffix", "edge_label", "listed_params", "OpInputShapes",
+    "param_count_text", "param_lines", "param_total", "params_text", "run_title", "shapes_text",
+    "stacked_label", "tied_paths", "tooltip_text",
+]
 
 
 def call_name(graph: Graph, node: LayerNode, memo: dict[Any, Any]) -> str:
@@ -82,15 +84,39 @@ def param_lines(rec: Optional[Graph], node: LayerNode) -> list[str]:
     return params_text(listed_params(rec, node), total)
 
 
+def param_count_text(rec: Optional[Graph], node: LayerNode) -> str:
+    """The last of :func:`param_lines` (the count, or ``tied``), without listing the parameters:
+    what a cluster's title shows (and measures, several times per title)."""
+    if not node.num_params_total:
+        return ""
+    total = param_total(rec, node)
+    return _count_text(total) if total else "tied"
+
+
+def _count_text(total: int) -> str:
+    return f"{count_str(total)} params" if total != 1 else "1 param"
+
+
 #: graph -> its parameter holders, and the sizes of its node table and edges when they were read
 _HOLDERS: weakref.WeakKeyDictionary[Graph, tuple[int, int, ParamHolders]] = weakref.WeakKeyDictionary()
 
 
+#: the graph last asked for (a weak reference), with its entry of ``_HOLDERS``: a drawing asks
+#: hundreds of times for the same graph's, and a weak dictionary's lookup costs more than this
+_LAST: list[tuple[Any, tuple[int, int, ParamHolders]]] = []
+
+
 def _holders(rec: Graph) -> ParamHolders:
-    got = _HOLDERS.get(rec)
-    if got is None or got[:2] != (len(rec.nodes), len(rec.links)):
-        got = _HOLDERS[rec] = (len(rec.nodes), len(rec.links), ParamHolders(rec))
-    return got[2]
+    sizes = (len(rec.nodes), len(rec.links))
+    if _LAST:
+        ref, got = _LAST[0]
+        if ref() is rec and got[:2] == sizes:
+            return got[2]
+    kept = _HOLDERS.get(rec)
+    if kept is None or kept[:2] != sizes:
+        kept = _HOLDERS[rec] = (*sizes, ParamHolders(rec))
+    _LAST[:] = [(weakref.ref(rec), kept)]
+    return kept[2]
 
 
 def tied_paths(rec: Optional[Graph], node: LayerNode) -> list[str]:
@@ -115,7 +141,7 @@ def param_total(rec: Optional[Graph], node: LayerNode) -> int:
 def params_text(params: list[ParamNode], total: int) -> list[str]:
     """:func:`param_lines` of a module of ``total`` parameters that lists ``params``."""
     lines = [f"{p.name}: {shape_str(p.shape)}" for p in params]
-    lines.append(f"{count_str(total)} params" if total != 1 else "1 param")
+    lines.append(_count_text(total))
     return lines
 
 
@@ -127,8 +153,8 @@ def listed_params(rec: Optional[Graph], node: LayerNode) -> list[ParamNode]:
     """
     if rec is None or node.num_params != node.num_params_total:
         return []
-    get = rec.nodes.get
-    params = [n for k in node.subnet_keys if isinstance(n := get(k), ParamNode)]
+    nodes = rec.nodes  # (keys only: the C lookup)
+    params = [n for k in node.subnet_keys if isinstance(n := dict.get(nodes, k), ParamNode)]
     return params if len(params) <= 3 else []
 
 

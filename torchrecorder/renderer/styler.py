@@ -27,6 +27,7 @@ from .labels import (
     edge_label,
     listed_params,
     ops_text,
+    param_count_text,
     param_lines,
     params_text,
     run_title,
@@ -533,7 +534,7 @@ class GraphvizStyler:
         lines = [f"<B>{self._text(first)}</B>", *(self._type_line.format(self._text(r)) for r in rest)]
         if type(self).param_lines is GraphvizStyler.param_lines:
             # the type and the parameter count on one line; the shapes below it if asked for
-            count = param_lines(self.rec, node)[-1] if total and self.param_counts else ""
+            count = param_count_text(self.rec, node) if total and self.param_counts else ""
             lines.append(self._memo(("type", type_name, count), lambda: self._type_line.format(
                 self._text(type_name + (f" · {count}" if count else "")))))
             if self.param_shapes and total:
