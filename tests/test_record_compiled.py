@@ -1,0 +1,40 @@
+"""Recording a compiled model leaves torch.compile's own bookkeeping as it was: the pass runs
+eagerly, so dynamo traces nothing of it (no graph breaks at the recorder's hooks counted among
+the user's, no frames compiled) and the model's next compiled call uses what was compiled
+before, without recompiling."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torchrecorder
+
+
+def _net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2)).eval()
+
+
+@pytest.mark.parametrize("how", ["wrapper", "in_place"])
+def test_recording_a_compiled_model_leaves_dynamos_counters_and_cache(how: str) -> None:
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    net = _net()
+    if how == "wrapper":
+        model: nn.Module = torch.compile(net, backend="eager")
+    else:
+        model = net
+        net.compile(backend="eager")
+    x = torch.randn(3, 4)
+    expected = model(x)
+    counters.clear()
+    rec = torchrecorder.record(model, input_data=x)
+    assert sum(counters["graph_break"].values()) == 0
+    assert not counters["frames"]  # dynamo did not even look at the recorded pass
+    assert [n.key for n in rec.nodes.values() if (n.key or "").endswith("/linear")]  # ops recorded
+    assert torch.equal(model(x), expected)
+    assert not counters["recompiles"] and not counters["stats"].get("unique_graphs")
+    torch._dynamo.reset()
