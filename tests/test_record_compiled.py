@@ -38,3 +38,29 @@ def test_recording_a_compiled_model_leaves_dynamos_counters_and_cache(how: str) 
     assert torch.equal(model(x), expected)
     assert not counters["recompiles"] and not counters["stats"].get("unique_graphs")
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("how", ["wrapper", "in_place"])
+def test_capture_of_a_compiled_model_keeps_its_layers_and_leaves_it_compiled(how: str) -> None:
+    """The wrapper ran no hook of the block before (nothing kept); a module compiled in place did."""
+    torch._dynamo.reset()
+    net = _net()
+    if how == "wrapper":
+        model: nn.Module = torch.compile(net, backend="eager")
+        prefix = "_orig_mod."
+    else:
+        model, prefix = net, ""
+        net.compile(backend="eager")
+    x = torch.randn(3, 4)
+    expected = model(x)
+    with torchrecorder.capture(model, "**") as cap:
+        got = model(x)
+    assert torch.equal(got, expected)
+    assert torch.equal(cap[prefix + "3"], expected)  # the last layer's output, kept
+    assert torch.equal(cap[prefix + "2"], net[2](net[1](net[0](x))))
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    assert torch.equal(model(x), expected)  # compiled again after the block, as before it
+    assert not counters["recompiles"] and not counters["stats"].get("unique_graphs")
+    torch._dynamo.reset()

@@ -22,8 +22,8 @@ from ..opnames import is_argument, op_info, op_outputs, out_tensors
 from .meta import Memo
 from .untraced import TO_PYTHON_OPS
 
-__all__ = ["OpMode", "OpSink", "compiled_run_eagerly", "eager", "op_info", "op_mode", "write_info",
-           "writes_arguments"]
+__all__ = ["EagerStance", "OpMode", "OpSink", "compiled_run_eagerly", "eager", "op_info", "op_mode",
+           "write_info", "writes_arguments"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,6 +63,27 @@ def compiled_run_eagerly(modules: Iterable[tuple[str, torch.nn.Module]]) -> Abst
         if isinstance(module, optimized) or module.__dict__.get("_compiled_call_impl") is not None:
             return torch.compiler.set_stance("force_eager")
     return nullcontext()
+
+
+class EagerStance:
+    """:func:`compiled_run_eagerly` as a hook handle: on from its making, off at ``remove()``
+    (for a list of handles that a ``with`` block takes off at its end, as ``capture`` keeps).
+
+    Args:
+        modules: the model's ``named_modules(remove_duplicate=False)``.
+    """
+
+    __slots__ = ("block",)
+
+    def __init__(self, modules: Iterable[tuple[str, torch.nn.Module]]) -> None:
+        self.block: Optional[AbstractContextManager[Any]] = compiled_run_eagerly(modules)
+        self.block.__enter__()
+
+    def remove(self) -> None:
+        """End the block (once)."""
+        block, self.block = self.block, None
+        if block is not None:
+            block.__exit__(None, None, None)
 
 
 class OpSink(Protocol):
