@@ -64,3 +64,21 @@ def test_capture_of_a_compiled_model_keeps_its_layers_and_leaves_it_compiled(how
     assert torch.equal(model(x), expected)  # compiled again after the block, as before it
     assert not counters["recompiles"] and not counters["stats"].get("unique_graphs")
     torch._dynamo.reset()
+
+
+def test_a_recording_block_around_a_compiled_call_runs_it_eagerly() -> None:
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    net = _net()
+    compiled = torch.compile(net, backend="eager")
+    x = torch.randn(3, 4)
+    expected = compiled(x)
+    counters.clear()
+    with torchrecorder.recording(compiled, "c") as rec:
+        got = compiled(x)
+    assert torch.equal(got, expected)
+    assert sum(counters["graph_break"].values()) == 0 and not counters["frames"]
+    assert [layer.path for layer in rec.layers()] == ["", "_orig_mod", *(f"_orig_mod.{i}" for i in range(4))]
+    assert torch._dynamo.eval_frame._stance.stance == "default"  # the stance is put back
+    torch._dynamo.reset()

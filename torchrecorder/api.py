@@ -34,7 +34,6 @@ from .recording import (
     normalise_shapes,
 )
 from .recording.meta import check_model
-from .recording.ops import compiled_run_eagerly
 from .renderer._once import render_once
 from .renderer.activations import ActivationStyler, check_cost_stat, cost_values
 from .renderer.backward import NO_COLOURING, BackwardRenderer
@@ -174,8 +173,7 @@ def record(
     rec = Recorder(name, keep_tensors=keep_tensors, unfuse_fast_paths=unfuse_fast_paths,
                    backward=backward, source=source, timing=timing)
     rec.engine.walk = walk  # one walk of the model for the check, the state and the hooks
-    with (model_state_kept(net, walk) as kept, compiled_run_eagerly(walk),
-          rec.engine.active(net, name, rec)):
+    with model_state_kept(net, walk) as kept, rec.engine.active(net, name, rec):
         rec.engine.write_guard = kept.before_write  # copies what the pass is about to write
         try:
             with list_argument_hint(input_data, args):

@@ -85,6 +85,10 @@ class EagerStance:
         if block is not None:
             block.__exit__(None, None, None)
 
+    def hooks_dict_ref(self) -> None:
+        """No hook dict holds it (torch's handles answer with theirs)."""
+        return None
+
 
 class OpSink(Protocol):
     """What :class:`OpMode` hands operations to (the recording engine)."""
