@@ -58,14 +58,14 @@ from .hooks.select import (
     select_modules,
     split_call,
 )
+from .recording.ops import EagerStance
 
 __all__ = ["GRAD_STATS", "STATS", "Capture", "StopForward", "capture"]
 
-#: the statistics :meth:`Capture.stats` computes: the mean, the standard deviation, the fraction
-#: of zero elements, the largest magnitude, the fraction of units (positions after the batch
-#: dimension) that were zero in every sample, the time a call took (milliseconds); and of the
-#: gradient with respect to the output (``grads=True``): its L2 norm (the mean over calls),
-#: the mean of its elements and the fraction of them that are zero
+#: the statistics :meth:`Capture.stats` computes: the mean, the standard deviation, the fraction of zero
+#: elements, the largest magnitude, the fraction of units (positions after the batch dimension) that
+#: were zero in every sample, the time a call took (milliseconds); and of the gradient with respect to
+#: the output (``grads=True``): its L2 norm (mean over calls), the mean and the fraction of zeros
 STATS = ("mean", "std", "zeros", "absmax", "dead", "time", "grad_norm", "grad_mean", "grad_zeros")
 GRAD_STATS = ("grad_norm", "grad_mean", "grad_zeros")
 
@@ -123,7 +123,7 @@ class Capture(KeptOutputs):
         self.unsummarised: dict[str, str] = {}
         self._reshaped: dict[str, str] = {}  # this pass's edits that changed shapes: name -> how
         self._times: dict[str, list[float]] = {}  # name -> [total seconds, calls]
-        self._handles: list[RemovableHandle] = []
+        self._handles: list[Union[RemovableHandle, EagerStance]] = []
         self._tensor_hooks: list[RemovableHandle] = []
         self._calls: dict[str, int] = {}
         self._open: dict[str, list[tuple[str, bool, float]]] = {}
@@ -134,14 +134,14 @@ class Capture(KeptOutputs):
     def __enter__(self) -> Capture:
         if self._handles:
             raise RuntimeError("this capture is already active")
-        try:
+        try:  # a compiled model runs eagerly in the block: compiled, it would run no hook
+            self._handles.append(EagerStance(self.model.named_modules(remove_duplicate=False)))
             if self._watch is not None:  # first: its global hook closes fused calls before a pass ends
                 self._watch.start()
             self._hook_passes()
             hooked = dict(self._chosen)
-            # (an operation's key has a "/": its watch stops the pass)
-            stop_path = split_call(self._stop)[0] if self._stop is not None and "/" not in self._stop \
-                else None
+            stop = self._stop  # (an operation's key has a "/": its watch stops the pass)
+            stop_path = split_call(stop)[0] if stop is not None and "/" not in stop else None
             if stop_path is not None and stop_path not in hooked:
                 hooked[stop_path] = self.model.get_submodule(stop_path)
             # (a call whose inputs are edited or that is skipped loses torch's fused fast path)

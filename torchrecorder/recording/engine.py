@@ -55,7 +55,7 @@ from .memo import ModelMemo
 from .meta import ModelWalk, shape_tuple
 from .modules import ModuleInfo, index_modules, outside_path
 from .opkeep import keep
-from .ops import eager
+from .ops import EagerStance, eager
 from .pool import NodePool, begin_op, sizes_of
 from .prehooks import CompileHooksQuiet, add_pre_hook, add_pre_hooks, hooked_copy, new_hook_id, take_off
 from .replays import Replays, other_thread
@@ -304,6 +304,8 @@ class Engine(ModuleCalls):
             self._hook_fns = (eager(self._pre_hook), eager(self._post_hook))
         inside_script: set[int] = set()
         compiled = any(type(m).__name__ == "OptimizedModule" for m in new)  # torch.compile(module)
+        if "torch._dynamo" in sys.modules:  # a compiled model's pass runs eagerly (see EagerStance)
+            self._handles.append(EagerStance([("", m) for m in new]))
         if GLOBAL_POST_HOOK and not any(isinstance(m, torch.jit.ScriptModule) for m in new):
             add_pre_hooks(self._handles, new, self._hook_fns[0], self._hook_id)  # the common case
             new = []

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import hashlib
+import random
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +20,30 @@ _RNG_LOCK = threading.Lock()
 _rng_users = 0
 _rng_saved: dict[int, Tensor] = {}  # -1 for the CPU generator, else the CUDA device index
 _rng_private: dict[int, int] = {}  # the seed each generator was given for the recordings
+# Python's and numpy's global generators (a model may draw from them in ``forward``: a random
+# crop, numpy noise), saved when the first recording begins and put back when the last ends
+_py_saved: list[Any] = []
+
+
+def _other_states() -> list[Any]:
+    """The states of Python's ``random`` and (when imported) numpy's global generator."""
+    states: list[Any] = [random.getstate()]
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            states.append(np.random.get_state())
+        except Exception:  # a numpy stub without the legacy global generator
+            pass
+    return states
+
+
+def _set_other_states(states: list[Any]) -> None:
+    """Put back what :func:`_other_states` read."""
+    random.setstate(states[0])
+    if len(states) > 1:
+        np = sys.modules.get("numpy")
+        if np is not None:
+            np.random.set_state(states[1])
 
 
 def _private_seed(state: Tensor) -> int:
@@ -40,7 +66,11 @@ class random_state_kept:  # used like a function: ``with random_state_kept():``
     thread that draws meanwhile gets numbers of the other stream, never ones it will be
     given again.
 
-    Only what the recording itself changed is put back: a generator that was seeded (or
+    Python's ``random`` and numpy's global generator (``np.random.rand``) are put back where
+    they were when the first recording began (the pass draws the caller's next numbers from
+    them, and the caller draws them again afterwards).
+
+    Only what the recording itself changed in torch's generators is put back: a generator that was seeded (or
     given a state) meanwhile, by another thread calling ``torch.manual_seed`` or by the
     model itself, no longer holds the recording's stream, and keeps what it was given.
     """
@@ -52,6 +82,8 @@ class random_state_kept:  # used like a function: ``with random_state_kept():``
     def __enter__(self) -> None:
         global _rng_users
         with _RNG_LOCK:
+            if _rng_users == 0:
+                _py_saved[:] = _other_states()
             fresh = [d for d in (-1, *self.cuda_devices) if d not in _rng_saved]
             for d in fresh:
                 _rng_saved[d] = torch.get_rng_state() if d < 0 else torch.cuda.get_rng_state(d)
@@ -77,6 +109,9 @@ class random_state_kept:  # used like a function: ``with random_state_kept():``
                 saved, private = dict(_rng_saved), dict(_rng_private)
                 _rng_saved.clear()
                 _rng_private.clear()
+                if _py_saved:
+                    _set_other_states(_py_saved)
+                    _py_saved.clear()
                 for d, st in saved.items():
                     # a generator seeded meanwhile (another thread's ``torch.manual_seed``)
                     # keeps that seed: only the recording's own stream is taken back
