@@ -32,7 +32,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "base": ("torchrecorder.errors", "torchrecorder._text", "torchrecorder.nodes", "torchrecorder.backend",
              "torchrecorder._files", "torchrecorder._fused", "torchrecorder.opargs", "torchrecorder.opnames",
              "torchrecorder._stack", "torchrecorder._progress", "torchrecorder.seed",
-             "torchrecorder._lines"),
+             "torchrecorder._lines", "torchrecorder._compiled"),
     "graph": ("torchrecorder.graph",),
     "recording": ("torchrecorder.recording",),
     "projection": ("torchrecorder.projection", "torchrecorder.cost"),

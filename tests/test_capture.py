@@ -397,7 +397,9 @@ def test_memory_stays_flat_over_1000_passes_with_a_reduction() -> None:
         bytes_after = tensor_bytes()
     growth = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
     assert cap.passes == 1000 and rec.samples(0) == 1000
-    assert bytes_after == bytes_before
+    # (no more than before: tensors that earlier tests left to the collector, dynamo's after a
+    # compiled test among them, may be freed meanwhile)
+    assert bytes_after <= bytes_before
     assert growth < 64 * 1024, f"Python memory grew by {growth} bytes over 900 passes"
     # without a reduction, keep="all" grows with the passes (the measurement can see growth)
     with capture(net, "0", keep="all") as growing:

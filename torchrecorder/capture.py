@@ -30,6 +30,7 @@ from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.utils.hooks import RemovableHandle
 
+from ._compiled import EagerStance
 from ._fused import GLOBAL_POST_HOOK, checks_hooks, global_forward_hook_with_kwargs
 from .graph import Graph
 from .hooks import _values
@@ -58,7 +59,6 @@ from .hooks.select import (
     select_modules,
     split_call,
 )
-from .recording.ops import EagerStance
 
 __all__ = ["GRAD_STATS", "STATS", "Capture", "StopForward", "capture"]
 

@@ -32,6 +32,7 @@ from torch.nn.modules import module as _torch_module
 from torch.nn.modules.module import register_module_forward_hook as _register_module_forward_hook
 from torch.nn.modules.module import register_module_forward_pre_hook
 
+from .._compiled import EagerStance
 from .._stack import StackRoom
 from ..graph import Graph
 from ..nodes import Key, LayerNode, OpNode, ScopeNode, shape_str
@@ -55,7 +56,7 @@ from .memo import ModelMemo
 from .meta import ModelWalk, shape_tuple
 from .modules import ModuleInfo, index_modules, outside_path
 from .opkeep import keep
-from .ops import EagerStance, eager
+from .ops import eager
 from .pool import NodePool, begin_op, sizes_of
 from .prehooks import CompileHooksQuiet, add_pre_hook, add_pre_hooks, hooked_copy, new_hook_id, take_off
 from .replays import Replays, other_thread
