@@ -61,39 +61,31 @@ DATA_DTYPES = frozenset(d for d in vars(torch).values() if isinstance(d, torch.d
 Kept = tuple[Any, ...]
 
 
-class _TensorMark:
-    """The type of :data:`TENSOR` (one object, also after a copy or a pickle)."""
+class _Mark:
+    """A mark among the values of a :data:`Kept` tuple: one object per name, also after a copy
+    or a pickle (which stores the name of the module's global)."""
 
-    __slots__ = ()
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
 
     def __reduce__(self) -> str:
-        return "TENSOR"
+        return self._name
 
     def __repr__(self) -> str:
-        return "TENSOR"
+        return self._name
 
 
 #: in a :data:`Kept` tuple, the mark before the shape, dtype and gradient flag of a tensor
-TENSOR = _TensorMark()
-
-
-class _MeasuredMark:
-    """The type of :data:`MEASURED` (one object, also after a copy or a pickle)."""
-
-    __slots__ = ()
-
-    def __reduce__(self) -> str:
-        return "MEASURED"
-
-    def __repr__(self) -> str:
-        return "MEASURED"
+TENSOR = _Mark("TENSOR")
 
 
 #: in place of the torch callable of a :data:`Kept` tuple, ``(scope, MEASURED, None, flops)``:
 #: an operation counted while it ran, as ``FlopCounterMode`` counts it, since it cannot run
 #: again alone (``torch.autograd.grad`` inside ``forward``: a backward pass through the graph
 #: the forward pass built)
-MEASURED = _MeasuredMark()
+MEASURED = _Mark("MEASURED")
 
 
 def unpack(kept: Kept, known: Optional[Mapping[int, TensorSpec]] = None
