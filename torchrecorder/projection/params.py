@@ -40,14 +40,21 @@ class ParamHolders:
 
     def __init__(self, rec: Graph) -> None:
         nodes = rec.nodes
+        layers: list[LayerNode] = []  # (one pass over the nodes: a drawing of a new recording pays it)
+        params: list[ParamNode] = []
+        for node in nodes.values():
+            if isinstance(node, LayerNode):
+                layers.append(node)
+            elif isinstance(node, ParamNode):
+                params.append(node)
         self.owners: dict[Key, Key] = {}
         self.local: dict[Key, str] = {}
-        self._find_owners(rec)
-        params = [n for n in nodes.values() if isinstance(n, ParamNode)]
+        self._find_owners(layers, params)
         self.own: dict[Key, int] = {}
+        owners, own = self.owners, self.own
         for param in params:
-            owner = self.owner(param)
-            self.own[owner] = self.own.get(owner, 0) + param.numel
+            owner = owners.get(param.key, param.parent_key)
+            own[owner] = own.get(owner, 0) + param.numel
         self.first: dict[str, LayerNode] = {}
         self.tied: dict[Key, list[ParamNode]] = {}
         # module path -> the parameters it holds under another module's name, where the graph
@@ -65,8 +72,8 @@ class ParamHolders:
                 read, op = nodes.get(src), nodes.get(dst)
                 if isinstance(read, ParamNode) and isinstance(op, OpNode):
                     users.setdefault(op.parent_key, []).append(read)
-        for layer in rec.layers():
-            ident = self.ident(layer)
+        for layer in layers:
+            ident = f"{layer.path}\0{layer.name}"  # (self.ident, inlined)
             if ident in self.first:
                 continue
             self.first[ident] = layer
@@ -86,7 +93,7 @@ class ParamHolders:
         self._nodes = nodes
         self._outside: Optional[dict[str, int]] = None
 
-    def _find_owners(self, rec: Graph) -> None:
+    def _find_owners(self, layers: list[LayerNode], params: list[ParamNode]) -> None:
         """Fill :attr:`owners` and :attr:`local`.
 
         A parameter is recorded in the first call that reads it, which is not always a call
@@ -98,10 +105,10 @@ class ParamHolders:
         that read it, and a tied one (named after the module that recorded it) on that module.
         """
         first: dict[str, Key] = {}
-        for layer in rec.layers():
+        for layer in layers:
             first.setdefault(layer.path, layer.key)
-        for node in rec.nodes.values():
-            if isinstance(node, ParamNode) and node.path:
+        for node in params:
+            if node.path:
                 holder, _, name = node.path.rpartition(".")
                 owner = first.get(holder)
                 if owner is not None and owner != node.parent_key:

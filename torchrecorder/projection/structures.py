@@ -12,6 +12,7 @@ for them (see :mod:`~torchrecorder.projection.fold`).  Everything here reads nod
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
+from functools import partial
 from typing import Optional
 
 from ..graph import Graph, adjacency
@@ -196,7 +197,7 @@ class BlockStructures:
         return got
 
     def _structure(self, block: LayerNode, shapes: Callable[[list[tuple[int, ...]]], Hashable]) -> Hashable:
-        nodes_get = self.nodes.get
+        nodes_get = partial(dict.get, self.nodes)  # (keys only: the C lookup, not NodeTable.get)
         first_params = self._first_params
         keys: list[Key] = []
         items: list[Hashable] = []
